@@ -1,0 +1,117 @@
+#include "sim/cost/op_work.hpp"
+
+#include <map>
+
+#include "sim/io/input_error.hpp"
+
+namespace ipusim {
+
+namespace {
+
+// FLOPs per output element of ops whose cost is proportional to their output.
+const std::map<std::string, double>& per_element_flops() {
+  static const std::map<std::string, double> table{
+      {"Add", 1},     {"Sub", 1},      {"Mul", 1},         {"Div", 1},      {"Relu", 1},  {"Neg", 1},
+      {"Scale", 1},   {"Sqrt", 1},     {"Exp", 1},         {"Cast", 1},     {"Identity", 1},
+      {"Dropout", 2}, {"Sigmoid", 4},  {"Tanh", 4},        {"Gelu", 8},     {"Softmax", 5},
+      {"LayerNorm", 8}, {"GroupNorm", 8}, {"BatchNormalization", 4},          {"Gather", 1},
+      {"Transpose", 1}, {"Reshape", 0}, {"Flatten", 0},    {"Concat", 1},   {"Slice", 1},
+      {"MaxPool", 9}, {"AveragePool", 9}, {"GlobalAveragePool", 1}};
+  return table;
+}
+
+// FLOPs per element of the first input, for reductions and losses.
+const std::map<std::string, double>& per_input_element_flops() {
+  static const std::map<std::string, double> table{
+      {"ReduceSum", 1}, {"ReduceMean", 1}, {"SoftmaxCrossEntropy", 6}, {"NllLoss", 1}, {"L1Loss", 2}, {"MSELoss", 3}};
+  return table;
+}
+
+double output_elements(const Model& m, const Op& op) {
+  double n = 0;
+  for (const auto& t : op.outputs) n += static_cast<double>(m.tensor(t).elements());
+  return n;
+}
+
+double bytes_read(const Model& m, const Op& op, std::int64_t micro_batch_size) {
+  double b = 0;
+  for (const auto& t : op.inputs) b += m.tensor(t).bytes_per_micro_batch(micro_batch_size);
+  return b;
+}
+
+double bytes_written(const Model& m, const Op& op, std::int64_t micro_batch_size) {
+  double b = 0;
+  for (const auto& t : op.outputs) b += m.tensor(t).bytes_per_micro_batch(micro_batch_size);
+  return b;
+}
+
+[[noreturn]] void cannot_derive(const Model& m, const Op& op, const std::string& why) {
+  throw InputError(m.file, m.op_pointer(op), "op.flops-underivable",
+                   "cannot derive the FLOPs of op \"" + op.name + "\" (type " + op.type + "): " + why +
+                       "; give \"flops\" (forward FLOPs per sample)");
+}
+
+} // namespace
+
+double derived_flops_per_sample(const Model& m, const Op& op) {
+  const double out = output_elements(m, op);
+  if (op.type == "Gemm" || op.type == "MatMul") {
+    if (op.inputs.size() < 2) cannot_derive(m, op, "it needs two inputs");
+    const auto& a = m.tensor(op.inputs[0]).shape;
+    if (a.empty()) cannot_derive(m, op, "its first input has no dimensions");
+    const double k = static_cast<double>(a.back());  // the contracted dimension
+    return 2.0 * out * k + (op.inputs.size() > 2 ? out : 0.0);
+  }
+  if (op.type == "Conv") {
+    if (op.inputs.size() < 2) cannot_derive(m, op, "it needs an input and a weight");
+    const auto& w = m.tensor(op.inputs[1]).shape;  // [Cout, Cin/group, k...]
+    if (w.size() < 2) cannot_derive(m, op, "its weight needs shape [Cout, Cin/group, kernel...]");
+    double fan_in = 1;
+    for (std::size_t i = 1; i < w.size(); ++i) fan_in *= static_cast<double>(w[i]);
+    return 2.0 * out * fan_in + (op.inputs.size() > 2 ? out : 0.0);
+  }
+  if (auto it = per_element_flops().find(op.type); it != per_element_flops().end()) {
+    // An n-input elementwise op combines n operands with n-1 operations per element.
+    const bool combining = op.type == "Add" || op.type == "Sub" || op.type == "Mul" || op.type == "Div";
+    const double operations = combining && op.inputs.size() > 2 ? static_cast<double>(op.inputs.size() - 1) : 1.0;
+    return it->second * out * operations;
+  }
+  if (auto it = per_input_element_flops().find(op.type); it != per_input_element_flops().end()) {
+    if (op.inputs.empty()) cannot_derive(m, op, "it has no input");
+    return it->second * static_cast<double>(m.tensor(op.inputs[0]).elements());
+  }
+  cannot_derive(m, op, "the op type is not one ipusim knows");
+}
+
+OpWork forward_work(const Model& m, const Op& op, std::int64_t micro_batch_size) {
+  const double mbs = static_cast<double>(micro_batch_size);
+  OpWork w;
+  w.op_type = op.type;
+  w.dtype = m.tensor(op.outputs.front()).dtype;
+  w.flops = (op.flops ? *op.flops : derived_flops_per_sample(m, op)) * mbs;
+  double parallel = 0;
+  for (const auto& t : op.outputs) parallel += m.tensor(t).bytes_per_micro_batch(micro_batch_size) /
+                                               static_cast<double>(dtype_bytes(m.tensor(t).dtype));
+  w.parallel_elements = parallel;
+  w.input_bytes = bytes_read(m, op, micro_batch_size);
+  return w;
+}
+
+OpWork backward_work(const Model& m, const Op& op, std::int64_t micro_batch_size) {
+  OpWork w = forward_work(m, op, micro_batch_size);
+  w.flops = op.backward_flops ? *op.backward_flops * static_cast<double>(micro_batch_size) : 2.0 * w.flops;
+  w.input_bytes += bytes_written(m, op, micro_batch_size);  // the gradients of its outputs
+  return w;
+}
+
+OpWork weight_update_work(double weight_elements, double weight_bytes, DType dtype) {
+  OpWork w;
+  w.op_type = "WeightUpdate";
+  w.dtype = dtype;
+  w.flops = 2.0 * weight_elements;
+  w.parallel_elements = weight_elements;
+  w.input_bytes = 2.0 * weight_bytes;  // the weights and their accumulated gradients
+  return w;
+}
+
+} // namespace ipusim

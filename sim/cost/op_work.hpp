@@ -1,0 +1,30 @@
+#pragma once
+// What an op asks of an IPU for one micro-batch: FLOPs, how finely the work splits
+// over tiles, and the bytes it reads. FLOPs come from the model's `flops` /
+// `backwardFlops` when given, else from the op type and tensor shapes (docs/formats.md).
+#include <cstdint>
+#include <string>
+
+#include "sim/io/model.hpp"
+
+namespace ipusim {
+
+struct OpWork {
+  std::string op_type;
+  DType dtype = DType::Float32;
+  double flops = 0;              // for one micro-batch
+  double parallel_elements = 1;  // output elements of one micro-batch: the finest split over tiles
+  double input_bytes = 0;        // bytes read, for one micro-batch
+};
+
+// Forward FLOPs per sample derived from type and shapes; throws InputError for an
+// op type it cannot derive (the user then gives "flops").
+double derived_flops_per_sample(const Model& model, const Op& op);
+
+OpWork forward_work(const Model& model, const Op& op, std::int64_t micro_batch_size);
+// Backward defaults to twice the forward FLOPs; it reads the forward inputs and the output gradients.
+OpWork backward_work(const Model& model, const Op& op, std::int64_t micro_batch_size);
+// SGD: 2 FLOPs per weight element (scale the accumulated gradient, subtract).
+OpWork weight_update_work(double weight_elements, double weight_bytes, DType dtype);
+
+} // namespace ipusim

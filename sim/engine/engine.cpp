@@ -1,0 +1,221 @@
+#include "sim/engine/engine.hpp"
+
+#include <simgrid/s4u.hpp>
+#include <xbt/log.h>
+
+#include <map>
+#include <memory>
+
+#include "sim/plan/routes.hpp"
+
+namespace sg4 = simgrid::s4u;
+
+namespace ipusim {
+
+std::string event_kind_name(EventKind kind) {
+  switch (kind) {
+  case EventKind::Compute: return "compute";
+  case EventKind::HostInput: return "host-input";
+  case EventKind::HostOutput: return "host-output";
+  case EventKind::Exchange: return "exchange";
+  case EventKind::Sync: return "sync";
+  }
+  return "?";
+}
+
+namespace {
+
+// Hosts compute at 1e12 "flop"/s so that a step of t seconds is an exec of t*1e12:
+// large enough that SimGrid's work precision (maxmin/precision) is far below 1e-9 relative.
+constexpr double kHostSpeed = 1e12;
+
+struct Platform {
+  std::vector<sg4::Host*> ipus;
+  sg4::Host* host = nullptr;
+  std::vector<std::vector<Route>> routes;
+  std::vector<std::string> link_names;        // directed: 2 per IPU-Link, then 2 per host link
+  std::map<std::pair<int, int>, std::vector<int>> route_traffic_slots;  // (src,dst) -> directed link slots
+};
+
+Platform build_platform(const HardwareConfig& hw) {
+  Platform p;
+  p.routes = compute_routes(hw);
+  auto* zone = sg4::create_full_zone("system");
+  for (int i = 0; i < hw.ipu_count; ++i) p.ipus.push_back(zone->create_host("ipu" + std::to_string(i), kHostSpeed));
+  p.host = zone->create_host("host", kHostSpeed);
+
+  std::vector<sg4::SplitDuplexLink*> links;
+  for (std::size_t i = 0; i < hw.links.size(); ++i) {
+    const LinkSpec& spec = hw.links[i];
+    auto* link = zone->create_split_duplex_link("link" + std::to_string(i), spec.bandwidth_bytes_per_s);
+    link->set_latency(spec.latency_s)->seal();
+    links.push_back(link);
+    p.link_names.push_back(directed_link_name(hw, {static_cast<int>(i), true}));
+    p.link_names.push_back(directed_link_name(hw, {static_cast<int>(i), false}));
+  }
+  for (int a = 0; a < hw.ipu_count; ++a)
+    for (int b = 0; b < hw.ipu_count; ++b) {
+      if (a == b) continue;
+      std::vector<sg4::LinkInRoute> path;
+      std::vector<int> slots;
+      for (const Hop& hop : p.routes[a][b]) {
+        path.emplace_back(links[hop.link], hop.forward ? sg4::LinkInRoute::Direction::UP
+                                                       : sg4::LinkInRoute::Direction::DOWN);
+        slots.push_back(2 * hop.link + (hop.forward ? 0 : 1));
+      }
+      zone->add_route(p.ipus[a]->get_netpoint(), p.ipus[b]->get_netpoint(), nullptr, nullptr, path, false);
+      p.route_traffic_slots[{a, b}] = slots;
+    }
+  const int host_slot0 = static_cast<int>(p.link_names.size());
+  for (int i = 0; i < hw.ipu_count; ++i) {
+    auto* link = zone->create_split_duplex_link("host" + std::to_string(i), hw.host_link.bandwidth_bytes_per_s);
+    link->set_latency(hw.host_link.latency_s)->seal();
+    zone->add_route(p.host->get_netpoint(), p.ipus[i]->get_netpoint(), nullptr, nullptr,
+                    {{link, sg4::LinkInRoute::Direction::UP}}, false);
+    zone->add_route(p.ipus[i]->get_netpoint(), p.host->get_netpoint(), nullptr, nullptr,
+                    {{link, sg4::LinkInRoute::Direction::DOWN}}, false);
+    p.link_names.push_back("host->ipu" + std::to_string(i));
+    p.link_names.push_back("ipu" + std::to_string(i) + "->host");
+    p.route_traffic_slots[{-1, i}] = {host_slot0 + 2 * i};
+    p.route_traffic_slots[{i, -1}] = {host_slot0 + 2 * i + 1};
+  }
+  zone->seal();
+  return p;
+}
+
+struct Shared {
+  const Platform* platform = nullptr;
+  sg4::BarrierPtr barrier;
+  std::vector<double> link_bytes;
+  std::uint64_t activities = 0;
+};
+
+struct IpuRunner {
+  const Program* program;
+  Shared* shared;
+  std::vector<Event>* events;
+  std::size_t* position;
+
+  void count_traffic(int src, int dst, double bytes) const {
+    for (int slot : shared->platform->route_traffic_slots.at({src, dst})) shared->link_bytes[slot] += bytes;
+  }
+
+  void operator()() const {
+    static int payload = 0;
+    const Platform& p = *shared->platform;
+    sg4::Host* me = p.ipus[program->ipu];
+    for (*position = 0; *position < program->steps.size(); ++*position) {
+      const Step& step = program->steps[*position];
+      Event e;
+      e.ipu = program->ipu;
+      e.stage = step.stage;
+      e.micro_batch = step.micro_batch;
+      e.pass = step.pass;
+      e.bytes = step.bytes;
+      e.start = sg4::Engine::get_clock();
+      switch (step.kind) {
+      case StepKind::Compute:
+        e.kind = EventKind::Compute;
+        if (step.seconds > 0) {
+          sg4::this_actor::execute(step.seconds * kHostSpeed);
+          ++shared->activities;
+        }
+        break;
+      case StepKind::HostInput:
+        e.kind = EventKind::HostInput;
+        sg4::Comm::sendto(p.host, me, static_cast<std::uint64_t>(step.bytes));
+        count_traffic(-1, program->ipu, step.bytes);
+        ++shared->activities;
+        break;
+      case StepKind::HostOutput:
+        e.kind = EventKind::HostOutput;
+        sg4::Comm::sendto(me, p.host, static_cast<std::uint64_t>(step.bytes));
+        count_traffic(program->ipu, -1, step.bytes);
+        ++shared->activities;
+        break;
+      case StepKind::Exchange: {
+        e.kind = EventKind::Exchange;
+        std::vector<sg4::CommPtr> comms;
+        std::vector<int*> received(step.transfers.size());
+        for (std::size_t i = 0; i < step.transfers.size(); ++i) {
+          const Transfer& t = step.transfers[i];
+          if (t.dst_ipu == program->ipu)
+            comms.push_back(sg4::Mailbox::by_name("copy" + std::to_string(t.copy))->get_async<int>(&received[i]));
+        }
+        for (const Transfer& t : step.transfers) {
+          if (t.src_ipu != program->ipu) continue;
+          comms.push_back(sg4::Mailbox::by_name("copy" + std::to_string(t.copy))
+                              ->put_async(&payload, static_cast<std::uint64_t>(t.bytes)));
+          count_traffic(t.src_ipu, t.dst_ipu, t.bytes);
+          e.bytes += t.bytes;
+          ++shared->activities;
+        }
+        sg4::Comm::wait_all(comms);
+        break;
+      }
+      case StepKind::Sync:
+        shared->barrier->wait();
+        e.kind = EventKind::Sync;
+        e.start = sg4::Engine::get_clock();  // waiting for the others is idle time, not sync
+        if (step.seconds > 0) {
+          sg4::this_actor::sleep_for(step.seconds);
+          ++shared->activities;
+        }
+        break;
+      }
+      e.end = sg4::Engine::get_clock();
+      events->push_back(e);
+    }
+  }
+};
+
+} // namespace
+
+RunLog run_engine_in_process(const Schedule& schedule, const HardwareConfig& hw) {
+  int argc = 1;
+  char name[] = "ipusim";
+  char* argv[] = {name, nullptr};
+  sg4::Engine engine(&argc, argv);
+  xbt_log_control_set("root.thres:critical");
+  // Exact analytic timing: transfer = latency + bytes / bandwidth (simgrid-notes.md).
+  sg4::Engine::set_config("network/model:CM02");
+  sg4::Engine::set_config("network/crosstraffic:0");
+  sg4::Engine::set_config("network/TCP-gamma:0");
+  sg4::Engine::set_config("surf/precision:1e-15");
+
+  const Platform platform = build_platform(hw);
+  Shared shared;
+  shared.platform = &platform;
+  shared.barrier = sg4::Barrier::create(static_cast<unsigned>(schedule.programs.size()));
+  shared.link_bytes.assign(platform.link_names.size(), 0.0);
+
+  std::vector<std::vector<Event>> events(schedule.programs.size());
+  std::vector<std::size_t> positions(schedule.programs.size(), 0);
+  for (std::size_t i = 0; i < schedule.programs.size(); ++i) {
+    const Program& program = schedule.programs[i];
+    events[i].reserve(program.steps.size());
+    sg4::Actor::create("ipu" + std::to_string(program.ipu), platform.ipus[program.ipu],
+                       IpuRunner{&program, &shared, &events[i], &positions[i]});
+  }
+  bool deadlocked = false;
+  sg4::Engine::on_deadlock_cb([&deadlocked] { deadlocked = true; });
+  engine.run();
+
+  std::string stuck;
+  for (std::size_t i = 0; i < schedule.programs.size(); ++i)
+    if (positions[i] < schedule.programs[i].steps.size())
+      stuck += " IPU " + std::to_string(schedule.programs[i].ipu) + " at step " + std::to_string(positions[i]) + " of " +
+               std::to_string(schedule.programs[i].steps.size()) + ";";
+  if (deadlocked || !stuck.empty())
+    throw EngineError("the simulation deadlocked in schedule \"" + schedule.name + "\":" + stuck);
+
+  RunLog log;
+  log.end_time = sg4::Engine::get_clock();
+  for (auto& per_ipu : events) log.events.insert(log.events.end(), per_ipu.begin(), per_ipu.end());
+  for (std::size_t i = 0; i < platform.link_names.size(); ++i)
+    log.links.push_back({platform.link_names[i], shared.link_bytes[i]});
+  log.activities = shared.activities;
+  return log;
+}
+
+} // namespace ipusim

@@ -1,0 +1,137 @@
+// SimGrid keeps global state (one engine, one clock per process), so each simulation
+// runs in a forked child that streams its RunLog back through a pipe.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <string>
+
+#include "sim/engine/engine.hpp"
+
+namespace ipusim {
+
+namespace {
+
+class Writer {
+public:
+  explicit Writer(int fd) : fd_(fd) {}
+  void raw(const void* data, std::size_t size) {
+    const char* p = static_cast<const char*>(data);
+    while (size > 0) {
+      const ssize_t n = ::write(fd_, p, size);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) _exit(3);
+      p += n;
+      size -= static_cast<std::size_t>(n);
+    }
+  }
+  template <class T> void value(const T& v) { raw(&v, sizeof v); }
+  void text(const std::string& s) {
+    value<std::uint64_t>(s.size());
+    raw(s.data(), s.size());
+  }
+
+private:
+  int fd_;
+};
+
+class Reader {
+public:
+  explicit Reader(int fd) : fd_(fd) {}
+  bool raw(void* data, std::size_t size) {
+    char* p = static_cast<char*>(data);
+    while (size > 0) {
+      const ssize_t n = ::read(fd_, p, size);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return false;
+      p += n;
+      size -= static_cast<std::size_t>(n);
+    }
+    return true;
+  }
+  template <class T> T value() {
+    T v{};
+    if (!raw(&v, sizeof v)) throw EngineError("the simulation process ended before sending its results");
+    return v;
+  }
+  std::string text() {
+    std::string s(value<std::uint64_t>(), '\0');
+    if (!s.empty() && !raw(s.data(), s.size())) throw EngineError("the simulation process sent a truncated result");
+    return s;
+  }
+
+private:
+  int fd_;
+};
+
+void send_log(Writer& out, const RunLog& log) {
+  out.value<char>('L');
+  out.value(log.end_time);
+  out.value(log.activities);
+  out.value<std::uint64_t>(log.events.size());
+  for (const Event& e : log.events) out.value(e);
+  out.value<std::uint64_t>(log.links.size());
+  for (const LinkTraffic& l : log.links) {
+    out.text(l.name);
+    out.value(l.bytes);
+  }
+}
+
+RunLog receive_log(Reader& in) {
+  const char tag = in.value<char>();
+  if (tag == 'E') throw EngineError(in.text());
+  if (tag != 'L') throw EngineError("the simulation process sent an unreadable result");
+  RunLog log;
+  log.end_time = in.value<double>();
+  log.activities = in.value<std::uint64_t>();
+  log.events.resize(in.value<std::uint64_t>());
+  for (Event& e : log.events) e = in.value<Event>();
+  log.links.resize(in.value<std::uint64_t>());
+  for (LinkTraffic& l : log.links) {
+    l.name = in.text();
+    l.bytes = in.value<double>();
+  }
+  return log;
+}
+
+} // namespace
+
+RunLog run_engine(const Schedule& schedule, const HardwareConfig& hardware) {
+  int fds[2];
+  if (::pipe(fds) != 0) throw EngineError(std::string("cannot create a pipe: ") + std::strerror(errno));
+  const pid_t child = ::fork();
+  if (child < 0) throw EngineError(std::string("cannot fork the simulation process: ") + std::strerror(errno));
+  if (child == 0) {
+    ::close(fds[0]);
+    Writer out(fds[1]);
+    try {
+      send_log(out, run_engine_in_process(schedule, hardware));
+    } catch (const std::exception& e) {
+      out.value<char>('E');
+      out.text(e.what());
+    }
+    ::close(fds[1]);
+    _exit(0);
+  }
+  ::close(fds[1]);
+  Reader in(fds[0]);
+  RunLog log;
+  std::string failure;
+  try {
+    log = receive_log(in);
+  } catch (const EngineError& e) {
+    failure = e.what();
+  }
+  ::close(fds[0]);
+  int status = 0;
+  while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFSIGNALED(status))
+    throw EngineError("the simulation process died with signal " + std::to_string(WTERMSIG(status)) +
+                      (failure.empty() ? "" : ": " + failure));
+  if (!failure.empty()) throw EngineError(failure);
+  return log;
+}
+
+} // namespace ipusim

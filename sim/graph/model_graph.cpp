@@ -1,0 +1,226 @@
+#include "sim/graph/model_graph.hpp"
+
+#include <algorithm>
+#include <boost/graph/topological_sort.hpp>
+#include <set>
+
+#include "sim/io/input_error.hpp"
+
+namespace ipusim {
+
+namespace {
+
+std::string quoted(const std::string& s) { return "\"" + s + "\""; }
+
+std::string list_names(const std::vector<std::string>& names, std::size_t limit = 5) {
+  std::string out;
+  for (std::size_t i = 0; i < names.size() && i < limit; ++i) out += (i ? ", " : "") + quoted(names[i]);
+  if (names.size() > limit) out += " and " + std::to_string(names.size() - limit) + " more";
+  return out;
+}
+
+InputError op_error(const Model& m, const Op& op, const std::string& field, const std::string& rule,
+                    const std::string& message) {
+  return InputError(m.file, m.op_pointer(op) + (field.empty() ? "" : "/" + field), rule, message);
+}
+
+void check_tensor_references(const Model& m, ModelGraph& g) {
+  std::set<std::string> op_names;
+  for (const Op& op : m.ops) {
+    if (!op_names.insert(op.name).second)
+      throw op_error(m, op, "name", "op.duplicate-name", "another op is already named " + quoted(op.name));
+    for (std::size_t i = 0; i < op.inputs.size(); ++i) {
+      if (!m.tensors.count(op.inputs[i]))
+        throw op_error(m, op, "inputs/" + std::to_string(i), "tensor.unknown",
+                       "op " + quoted(op.name) + " reads tensor " + quoted(op.inputs[i]) + ", which \"tensors\" does not declare");
+      auto& c = g.consumers[op.inputs[i]];
+      if (c.empty() || c.back() != op.index) c.push_back(op.index);
+    }
+    for (std::size_t i = 0; i < op.outputs.size(); ++i) {
+      const std::string& t = op.outputs[i];
+      auto it = m.tensors.find(t);
+      if (it == m.tensors.end())
+        throw op_error(m, op, "outputs/" + std::to_string(i), "tensor.unknown",
+                       "op " + quoted(op.name) + " writes tensor " + quoted(t) + ", which \"tensors\" does not declare");
+      if (it->second.kind != TensorKind::Activation)
+        throw op_error(m, op, "outputs/" + std::to_string(i), "tensor.produced-non-activation",
+                       "op " + quoted(op.name) + " writes " + quoted(t) + ", which is declared as " +
+                           tensor_kind_name(it->second.kind) + "; only activations are produced by ops");
+      auto [pos, fresh] = g.producer.emplace(t, op.index);
+      if (!fresh)
+        throw op_error(m, op, "outputs/" + std::to_string(i), "tensor.multiple-producers",
+                       "tensor " + quoted(t) + " is written by both " + quoted(m.ops[pos->second].name) + " and " +
+                           quoted(op.name));
+    }
+    if (op.outputs.empty())
+      throw op_error(m, op, "outputs", "op.no-outputs", "op " + quoted(op.name) + " has no outputs");
+  }
+  for (const auto& [name, t] : m.tensors) {
+    if (t.kind == TensorKind::Activation && !g.producer.count(name))
+      throw InputError(m.file, "/tensors/" + name, "tensor.no-producer",
+                       "activation " + quoted(name) + " is never written by any op (declare it as an input or weight?)");
+  }
+}
+
+void build_edges(const Model& m, ModelGraph& g) {
+  g.graph = OpGraph(m.ops.size());
+  for (const Op& op : m.ops)
+    for (const std::string& t : op.inputs) {
+      auto p = g.producer.find(t);
+      if (p != g.producer.end()) boost::add_edge(p->second, op.index, TensorEdge{t}, g.graph);
+    }
+}
+
+// Walks back along in-edges among ops left over by a failed topological sort until an op repeats.
+[[noreturn]] void report_cycle(const Model& m, const ModelGraph& g) {
+  std::vector<int> indegree(m.ops.size());
+  for (std::size_t v = 0; v < m.ops.size(); ++v) indegree[v] = static_cast<int>(boost::in_degree(v, g.graph));
+  std::vector<std::size_t> ready;
+  for (std::size_t v = 0; v < m.ops.size(); ++v) if (!indegree[v]) ready.push_back(v);
+  std::vector<bool> done(m.ops.size());
+  while (!ready.empty()) {
+    auto v = ready.back();
+    ready.pop_back();
+    done[v] = true;
+    for (auto [e, end] = boost::out_edges(v, g.graph); e != end; ++e)
+      if (--indegree[boost::target(*e, g.graph)] == 0) ready.push_back(boost::target(*e, g.graph));
+  }
+  std::size_t v = 0;
+  while (done[v]) ++v;
+  std::vector<std::size_t> path;
+  std::vector<int> position(m.ops.size(), -1);
+  while (position[v] < 0) {
+    position[v] = static_cast<int>(path.size());
+    path.push_back(v);
+    for (auto [e, end] = boost::in_edges(v, g.graph); e != end; ++e) {
+      auto u = boost::source(*e, g.graph);
+      if (!done[u]) { v = u; break; }
+    }
+  }
+  std::vector<std::string> cycle;
+  for (auto i = path.size(); i-- > static_cast<std::size_t>(position[v]);) cycle.push_back(m.ops[path[i]].name);
+  std::string text;
+  for (const auto& name : cycle) text += quoted(name) + " -> ";
+  text += quoted(cycle.front());
+  throw op_error(m, m.ops[path[static_cast<std::size_t>(position[v])]], "", "graph.cycle",
+                 "the ops form a cycle: " + text);
+}
+
+void sort_topologically(const Model& m, ModelGraph& g) {
+  std::vector<std::size_t> reversed;
+  try {
+    boost::topological_sort(g.graph, std::back_inserter(reversed));
+  } catch (const boost::not_a_dag&) {
+    report_cycle(m, g);
+  }
+  g.topological_order.assign(reversed.rbegin(), reversed.rend());
+}
+
+// All-or-nothing: either every op carries the annotation or none does.
+bool all_or_nothing(const Model& m, bool (*has)(const Op&), const std::string& annotation, const std::string& rule) {
+  std::vector<std::string> with, without;
+  for (const Op& op : m.ops) (has(op) ? with : without).push_back(op.name);
+  if (!with.empty() && !without.empty())
+    throw op_error(m, m.ops[std::find_if(m.ops.begin(), m.ops.end(), [&](const Op& o) { return !has(o); })->index], "",
+                   rule,
+                   annotation + " must be set on every op or on none: " + std::to_string(with.size()) +
+                       " ops have it, but " + list_names(without) + " do not");
+  return !with.empty() && !m.ops.empty();
+}
+
+void resolve_annotations(const Model& m, ModelGraph& g) {
+  g.has_virtual_graphs = all_or_nothing(m, [](const Op& o) { return o.virtual_graph.has_value(); }, "virtualGraph",
+                                        "annotation.mixed-virtual-graph");
+  g.has_pipeline_stages = all_or_nothing(m, [](const Op& o) { return o.pipeline_stage.has_value(); }, "pipelineStage",
+                                         "annotation.mixed-pipeline-stage");
+  if (g.has_pipeline_stages && !g.has_virtual_graphs) {
+    const Op& op = m.ops.front();
+    throw op_error(m, op, "pipelineStage", "annotation.stage-without-virtual-graph",
+                   "pipelineStage is set but virtualGraph is not; a stage lives on an IPU, so every op needs a "
+                   "virtualGraph too (op " + quoted(op.name) + ")");
+  }
+  g.ipu_of_op.assign(m.ops.size(), 0);
+  g.stage_of_op.assign(m.ops.size(), 0);
+  for (const Op& op : m.ops) {
+    if (g.has_virtual_graphs) g.ipu_of_op[op.index] = static_cast<int>(*op.virtual_graph);
+    g.stage_of_op[op.index] = g.has_pipeline_stages ? static_cast<int>(*op.pipeline_stage) : g.ipu_of_op[op.index];
+  }
+
+  // Stage ids are dense, 0..S-1.
+  std::map<int, std::size_t> first_op_of_stage;
+  for (const Op& op : m.ops) first_op_of_stage.emplace(g.stage_of_op[op.index], op.index);
+  g.stage_count = m.ops.empty() ? 1 : first_op_of_stage.rbegin()->first + 1;
+  std::vector<std::string> missing;
+  for (int s = 0; s < g.stage_count; ++s)
+    if (!first_op_of_stage.count(s)) missing.push_back(std::to_string(s));
+  if (!missing.empty()) {
+    const std::string what = g.has_pipeline_stages ? "pipelineStage" : "virtualGraph (used as the stage)";
+    std::string ids;
+    for (std::size_t i = 0; i < missing.size(); ++i) ids += (i ? ", " : "") + missing[i];
+    throw InputError(m.file, "/ops", "annotation.stage-gap",
+                     what + " ids must be dense from 0: stage " + std::to_string(g.stage_count - 1) +
+                         " is used but no op is in stage " + ids);
+  }
+
+  // One stage lives on exactly one IPU.
+  for (const Op& op : m.ops) {
+    const Op& first = m.ops[first_op_of_stage[g.stage_of_op[op.index]]];
+    if (g.ipu_of_op[op.index] != g.ipu_of_op[first.index])
+      throw op_error(m, op, "virtualGraph", "annotation.stage-on-several-ipus",
+                     "stage " + std::to_string(g.stage_of_op[op.index]) + " is on virtualGraph " +
+                         std::to_string(g.ipu_of_op[first.index]) + " (op " + quoted(first.name) + ") and on " +
+                         std::to_string(g.ipu_of_op[op.index]) + " (op " + quoted(op.name) +
+                         "); one stage lives on exactly one IPU");
+  }
+
+  // A tensor may not be consumed in an earlier stage than the one producing it.
+  for (const Op& op : m.ops)
+    for (std::size_t i = 0; i < op.inputs.size(); ++i) {
+      auto p = g.producer.find(op.inputs[i]);
+      if (p == g.producer.end()) continue;
+      const Op& producer = m.ops[p->second];
+      if (g.stage_of_op[op.index] < g.stage_of_op[producer.index])
+        throw op_error(m, op, "inputs/" + std::to_string(i), "annotation.consumed-before-produced",
+                       "tensor " + quoted(op.inputs[i]) + " is produced by " + quoted(producer.name) + " in stage " +
+                           std::to_string(g.stage_of_op[producer.index]) + " but consumed by " + quoted(op.name) +
+                           " in the earlier stage " + std::to_string(g.stage_of_op[op.index]));
+    }
+
+  // A host input stream feeds ops on one IPU only.
+  for (const auto& [name, users] : g.consumers) {
+    if (m.tensor(name).kind != TensorKind::Input) continue;
+    for (auto u : users)
+      if (g.ipu_of_op[u] != g.ipu_of_op[users.front()])
+        throw op_error(m, m.ops[u], "", "annotation.input-on-several-ipus",
+                       "host input " + quoted(name) + " feeds " + quoted(m.ops[users.front()].name) + " on IPU " +
+                           std::to_string(g.ipu_of_op[users.front()]) + " and " + quoted(m.ops[u].name) + " on IPU " +
+                           std::to_string(g.ipu_of_op[u]) +
+                           "; a host stream feeds one IPU only (copy it on the device instead)");
+  }
+}
+
+void resolve_anchors(const Model& m, ModelGraph& g) {
+  for (std::size_t i = 0; i < m.anchors.size(); ++i)
+    if (!g.producer.count(m.anchors[i]))
+      throw InputError(m.file, "/anchors/" + std::to_string(i), "tensor.bad-anchor",
+                       "anchor " + quoted(m.anchors[i]) + " is not an activation produced by an op");
+  g.anchors = m.anchors;
+  if (!g.anchors.empty()) return;
+  for (const auto& [name, op] : g.producer)  // graph outputs: produced, never consumed
+    if (!g.consumers.count(name)) g.anchors.push_back(name);
+}
+
+} // namespace
+
+ModelGraph build_graph(const Model& model) {
+  if (model.ops.empty()) throw InputError(model.file, "/ops", "model.empty", "the model has no ops");
+  ModelGraph g;
+  check_tensor_references(model, g);
+  build_edges(model, g);
+  sort_topologically(model, g);
+  resolve_annotations(model, g);
+  resolve_anchors(model, g);
+  return g;
+}
+
+} // namespace ipusim

@@ -1,0 +1,64 @@
+#pragma once
+// An IPU system as read from configs/*.json: one IPU model, how many IPUs, the
+// IPU-Links between them and the host link. Every figure is in SI units.
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "sim/io/model.hpp"
+
+namespace ipusim {
+
+struct IpuSpec {
+  std::string name;
+  std::int64_t tiles = 0;
+  double clock_hz = 0;
+  double flops_per_cycle_per_tile_f16 = 0;
+  double flops_per_cycle_per_tile_f32 = 0;
+  std::int64_t sram_bytes_per_tile = 0;
+  double exchange_bytes_per_cycle_per_tile = 0;
+  double sync_cycles = 0;               // on-chip sync paid once per superstep (per op)
+  std::int64_t min_elements_per_tile = 1;  // smallest slice of an op's output worth a tile
+  double default_efficiency = 1;
+  std::map<std::string, double> efficiency;  // by op type
+
+  // Integer and bool work runs at the float32 rate.
+  double flops_per_cycle_per_tile(DType dtype) const {
+    return dtype == DType::Float16 ? flops_per_cycle_per_tile_f16 : flops_per_cycle_per_tile_f32;
+  }
+  double efficiency_for(const std::string& op_type) const {
+    auto it = efficiency.find(op_type);
+    return it == efficiency.end() ? default_efficiency : it->second;
+  }
+};
+
+struct LinkSpec {
+  std::string name;  // optional label, e.g. "gw-link0"
+  int a = 0, b = 0;
+  double bandwidth_bytes_per_s = 0;  // per direction (links are full duplex)
+  double latency_s = 0;
+};
+
+struct HostLinkSpec {
+  double bandwidth_bytes_per_s = 0;  // per IPU, per direction
+  double latency_s = 0;
+};
+
+struct HardwareConfig {
+  std::string file;
+  std::string name;
+  IpuSpec ipu;
+  int ipu_count = 0;
+  double sync_latency_per_hop_s = 0;
+  std::vector<LinkSpec> links;
+  HostLinkSpec host_link;
+  std::map<std::string, std::string> sources;  // JSON pointer of a figure -> where it comes from
+
+  // Graphcore's IPU model: 15 ns a hop, hops = 1 + IPUs/4, there and back.
+  double sync_seconds(int ipus_taking_part) const {
+    return 2.0 * (1 + ipus_taking_part / 4) * sync_latency_per_hop_s;
+  }
+};
+
+} // namespace ipusim

@@ -1,0 +1,124 @@
+#include "sim/io/hardware_loader.hpp"
+
+#include <set>
+
+#include "sim/io/json_reader.hpp"
+
+namespace ipusim {
+
+namespace {
+
+IpuSpec read_ipu(ObjectReader r) {
+  IpuSpec ipu;
+  ipu.name = r.required_string("name");
+  ipu.tiles = r.required_int("tiles");
+  require_positive(r, "tiles", static_cast<double>(ipu.tiles));
+  ipu.clock_hz = require_positive(r, "clockHz", r.required_number("clockHz"));
+  {
+    ObjectReader f = r.object("flopsPerCyclePerTile");
+    ipu.flops_per_cycle_per_tile_f16 = require_positive(f, "float16", f.required_number("float16"));
+    ipu.flops_per_cycle_per_tile_f32 = require_positive(f, "float32", f.required_number("float32"));
+    f.finish();
+  }
+  ipu.sram_bytes_per_tile = r.required_int("sramBytesPerTile");
+  require_positive(r, "sramBytesPerTile", static_cast<double>(ipu.sram_bytes_per_tile));
+  ipu.exchange_bytes_per_cycle_per_tile =
+      require_positive(r, "exchangeBytesPerCyclePerTile", r.required_number("exchangeBytesPerCyclePerTile"));
+  ipu.sync_cycles = require_non_negative(r, "syncCycles", r.required_number("syncCycles"));
+  ipu.min_elements_per_tile = r.optional_int("minElementsPerTile", 1);
+  require_positive(r, "minElementsPerTile", static_cast<double>(ipu.min_elements_per_tile));
+  ObjectReader eff = r.object("efficiency");
+  const Json& eff_json = r.required_value("efficiency");
+  for (auto it = eff_json.begin(); it != eff_json.end(); ++it) {
+    const double e = eff.required_number(it.key());
+    if (!(e > 0 && e <= 1))
+      throw eff.error(it.key(), "value.bad-efficiency", "an efficiency must lie in (0, 1], got " + Json(e).dump());
+    if (it.key() == "default") ipu.default_efficiency = e;
+    else ipu.efficiency[it.key()] = e;
+  }
+  if (!eff.has("default")) throw r.error("efficiency", "json.missing-key", "efficiency needs a \"default\" entry");
+  eff.finish();
+  r.finish();
+  return ipu;
+}
+
+LinkSpec read_link(ObjectReader r, int ipu_count) {
+  LinkSpec link;
+  auto ends = r.int_list("ipus", true);
+  if (ends.size() != 2 || ends[0] == ends[1])
+    throw r.error("ipus", "link.bad-ends", "a link joins two different IPUs: give [a, b]");
+  for (auto e : ends)
+    if (e < 0 || e >= ipu_count)
+      throw r.error("ipus", "link.bad-ends",
+                    "IPU " + std::to_string(e) + " does not exist (ipuCount is " + std::to_string(ipu_count) + ")");
+  link.a = static_cast<int>(ends[0]);
+  link.b = static_cast<int>(ends[1]);
+  link.name = r.optional_string("name", "");
+  link.bandwidth_bytes_per_s =
+      require_positive(r, "bandwidthBytesPerSecond", r.required_number("bandwidthBytesPerSecond"));
+  link.latency_s = require_non_negative(r, "latencySeconds", r.required_number("latencySeconds"));
+  r.finish();
+  return link;
+}
+
+// A source entry must name a figure that exists, so citations cannot drift from the values.
+void check_sources(const Json& document, ObjectReader& r, const std::string& origin,
+                   std::map<std::string, std::string>& out) {
+  const Json& sources = r.required_value("sources");
+  if (!sources.is_object()) throw r.error("sources", "json.type", "expected an object of \"/json/pointer\": \"citation\"");
+  for (auto it = sources.begin(); it != sources.end(); ++it) {
+    const std::string where = pointer_child("/sources", it.key());
+    if (!it.value().is_string() || it.value().get<std::string>().empty())
+      throw InputError(origin, where, "sources.bad-citation", "a citation must be a non-empty string");
+    Json::json_pointer pointer;
+    try {
+      pointer = Json::json_pointer(it.key());
+    } catch (const Json::exception&) {
+      throw InputError(origin, where, "sources.bad-pointer", "\"" + it.key() + "\" is not a JSON pointer");
+    }
+    if (!document.contains(pointer))
+      throw InputError(origin, where, "sources.unknown-field",
+                       "cites \"" + it.key() + "\", which is not a field of this config");
+    out[it.key()] = it.value().get<std::string>();
+  }
+}
+
+} // namespace
+
+HardwareConfig hardware_from_json(const Json& document, const std::string& origin) {
+  ObjectReader root(document, origin, "");
+  HardwareConfig hw;
+  hw.file = origin;
+  hw.name = root.required_string("name");
+  root.optional_string("description", "");
+  hw.ipu = read_ipu(root.object("ipu"));
+  hw.ipu_count = static_cast<int>(root.required_int("ipuCount"));
+  if (hw.ipu_count < 1) throw root.error("ipuCount", "value.not-positive", "ipuCount must be at least 1");
+  hw.sync_latency_per_hop_s =
+      require_non_negative(root, "syncLatencyPerHopSeconds", root.required_number("syncLatencyPerHopSeconds"));
+  const Json& links = root.required_value("links");
+  if (!links.is_array()) throw root.error("links", "json.type", "expected an array of links");
+  std::set<std::pair<int, int>> seen;
+  for (std::size_t i = 0; i < links.size(); ++i) {
+    LinkSpec link = read_link(ObjectReader(links[i], origin, pointer_child("/links", i)), hw.ipu_count);
+    if (!seen.insert({std::min(link.a, link.b), std::max(link.a, link.b)}).second)
+      throw InputError(origin, pointer_child("/links", i), "link.duplicate",
+                       "IPUs " + std::to_string(link.a) + " and " + std::to_string(link.b) +
+                           " are already joined; give one link with the combined bandwidth");
+    hw.links.push_back(link);
+  }
+  {
+    ObjectReader host = root.object("hostLink");
+    hw.host_link.bandwidth_bytes_per_s =
+        require_positive(host, "bandwidthBytesPerSecond", host.required_number("bandwidthBytesPerSecond"));
+    hw.host_link.latency_s = require_non_negative(host, "latencySeconds", host.required_number("latencySeconds"));
+    host.finish();
+  }
+  check_sources(document, root, origin, hw.sources);
+  root.finish();
+  return hw;
+}
+
+HardwareConfig load_hardware(const std::string& path) { return hardware_from_json(read_json_file(path), path); }
+
+} // namespace ipusim

@@ -1,0 +1,56 @@
+#pragma once
+// An annotated model as read from models/*.json: tensors and ops, with PopART's
+// virtualGraph / pipelineStage annotations kept exactly as the file gave them.
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ipusim {
+
+enum class DType { Float16, Float32, Int32, Int8, Bool };
+enum class TensorKind { Input, Weight, Activation };
+
+std::optional<DType> parse_dtype(const std::string& name);
+std::string dtype_name(DType dtype);
+std::int64_t dtype_bytes(DType dtype);
+std::string tensor_kind_name(TensorKind kind);
+
+struct Tensor {
+  std::string name;
+  std::vector<std::int64_t> shape;  // per sample for inputs and activations
+  DType dtype = DType::Float32;
+  TensorKind kind = TensorKind::Activation;
+
+  std::int64_t elements() const;
+  // Bytes of one copy of the tensor: per sample for inputs/activations, whole for weights.
+  std::int64_t bytes() const { return elements() * dtype_bytes(dtype); }
+  // Bytes for one micro-batch: inputs and activations scale with it, weights do not.
+  double bytes_per_micro_batch(std::int64_t micro_batch_size) const;
+};
+
+struct Op {
+  std::size_t index = 0;  // position in the file's "ops" array (for error locations)
+  std::string name;
+  std::string type;
+  std::vector<std::string> inputs;
+  std::vector<std::string> outputs;
+  std::optional<std::int64_t> virtual_graph;
+  std::optional<std::int64_t> pipeline_stage;
+  std::optional<double> flops;           // forward FLOPs per sample
+  std::optional<double> backward_flops;  // backward FLOPs per sample
+};
+
+struct Model {
+  std::string file;
+  std::string name;
+  std::map<std::string, Tensor> tensors;
+  std::vector<Op> ops;
+  std::vector<std::string> anchors;  // tensors streamed to the host; empty = graph outputs
+
+  const Tensor& tensor(const std::string& tensor_name) const { return tensors.at(tensor_name); }
+  std::string op_pointer(const Op& op) const { return "/ops/" + std::to_string(op.index); }
+};
+
+} // namespace ipusim

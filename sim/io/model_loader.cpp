@@ -1,0 +1,138 @@
+#include "sim/io/model_loader.hpp"
+
+#include "sim/io/json_reader.hpp"
+
+namespace ipusim {
+
+std::optional<DType> parse_dtype(const std::string& name) {
+  if (name == "float16") return DType::Float16;
+  if (name == "float32") return DType::Float32;
+  if (name == "int32") return DType::Int32;
+  if (name == "int8") return DType::Int8;
+  if (name == "bool") return DType::Bool;
+  return std::nullopt;
+}
+
+std::string dtype_name(DType dtype) {
+  switch (dtype) {
+  case DType::Float16: return "float16";
+  case DType::Float32: return "float32";
+  case DType::Int32: return "int32";
+  case DType::Int8: return "int8";
+  case DType::Bool: return "bool";
+  }
+  return "?";
+}
+
+std::int64_t dtype_bytes(DType dtype) {
+  switch (dtype) {
+  case DType::Float16: return 2;
+  case DType::Float32: return 4;
+  case DType::Int32: return 4;
+  case DType::Int8: return 1;
+  case DType::Bool: return 1;
+  }
+  return 0;
+}
+
+std::string tensor_kind_name(TensorKind kind) {
+  switch (kind) {
+  case TensorKind::Input: return "input";
+  case TensorKind::Weight: return "weight";
+  case TensorKind::Activation: return "activation";
+  }
+  return "?";
+}
+
+std::int64_t Tensor::elements() const {
+  std::int64_t n = 1;
+  for (auto d : shape) n *= d;
+  return n;
+}
+
+double Tensor::bytes_per_micro_batch(std::int64_t micro_batch_size) const {
+  const double b = static_cast<double>(bytes());
+  return kind == TensorKind::Weight ? b : b * static_cast<double>(micro_batch_size);
+}
+
+namespace {
+
+Tensor read_tensor(const std::string& name, ObjectReader r) {
+  Tensor t;
+  t.name = name;
+  t.shape = r.int_list("shape", true);
+  for (std::size_t i = 0; i < t.shape.size(); ++i)
+    if (t.shape[i] <= 0)
+      throw InputError(r.file(), pointer_child(r.pointer_of("shape"), i), "tensor.bad-shape",
+                       "tensor \"" + name + "\" has dimension " + std::to_string(t.shape[i]) +
+                           "; every dimension must be a positive integer");
+  const std::string dtype = r.optional_string("dtype", "float32");
+  auto parsed = parse_dtype(dtype);
+  if (!parsed) throw r.error("dtype", "tensor.bad-dtype",
+                             "unknown dtype \"" + dtype + "\" (expected float16, float32, int32, int8 or bool)");
+  t.dtype = *parsed;
+  const std::string kind = r.required_string("kind");
+  if (kind == "input") t.kind = TensorKind::Input;
+  else if (kind == "weight") t.kind = TensorKind::Weight;
+  else if (kind == "activation") t.kind = TensorKind::Activation;
+  else throw r.error("kind", "tensor.bad-kind", "unknown kind \"" + kind + "\" (expected input, weight or activation)");
+  r.finish();
+  return t;
+}
+
+std::optional<double> read_flops(ObjectReader& r, const std::string& key) {
+  auto v = r.maybe_number(key);
+  if (v) require_non_negative(r, key, *v);
+  return v;
+}
+
+std::optional<std::int64_t> read_annotation(ObjectReader& r, const std::string& key) {
+  const Json* v = r.maybe_value(key);
+  if (!v) return std::nullopt;
+  if (!v->is_number_integer())
+    throw r.error(key, "annotation.not-integer",
+                  key + " must be an integer as PopART stores it, found " + json_type_name(*v) + " " + v->dump());
+  const auto value = v->get<std::int64_t>();
+  if (value < 0) throw r.error(key, "annotation.negative", key + " must not be negative, got " + std::to_string(value));
+  return value;
+}
+
+} // namespace
+
+Model model_from_json(const Json& document, const std::string& origin) {
+  ObjectReader root(document, origin, "");
+  Model m;
+  m.file = origin;
+  m.name = root.optional_string("name", origin);
+  root.optional_string("description", "");
+
+  ObjectReader tensors = root.object("tensors");
+  const Json& tensor_map = root.required_value("tensors");
+  for (auto it = tensor_map.begin(); it != tensor_map.end(); ++it)
+    m.tensors.emplace(it.key(), read_tensor(it.key(), tensors.object(it.key())));
+
+  const Json& ops = root.required_value("ops");
+  if (!ops.is_array()) throw root.error("ops", "json.type", "expected an array of ops, found " + json_type_name(ops));
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    ObjectReader r(ops[i], origin, pointer_child("/ops", i));
+    Op op;
+    op.index = i;
+    op.name = r.required_string("name");
+    op.type = r.required_string("type");
+    op.inputs = r.string_list("inputs", true);
+    op.outputs = r.string_list("outputs", true);
+    op.virtual_graph = read_annotation(r, "virtualGraph");
+    op.pipeline_stage = read_annotation(r, "pipelineStage");
+    op.flops = read_flops(r, "flops");
+    op.backward_flops = read_flops(r, "backwardFlops");
+    r.finish();
+    m.ops.push_back(std::move(op));
+  }
+  m.anchors = root.string_list("anchors", false);
+  root.finish();
+  return m;
+}
+
+Model load_model(const std::string& path) { return model_from_json(read_json_file(path), path); }
+
+} // namespace ipusim

@@ -1,0 +1,40 @@
+#pragma once
+// A scenario: which model, on which IPU system, run how.
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "sim/io/hardware.hpp"
+#include "sim/io/model.hpp"
+
+namespace ipusim {
+
+enum class Mode { Sharded, Pipelined };
+std::string mode_name(Mode mode);
+
+struct Execution {
+  std::vector<Mode> modes{Mode::Sharded, Mode::Pipelined};
+  std::string schedule = "popart";  // the pipelined schedule, by name
+  bool training = false;
+  std::int64_t micro_batch_size = 1;
+  std::int64_t gradient_accumulation = 1;  // G: micro-batches per weight update (training)
+  std::int64_t batches_per_step = 1;
+  bool host_io = true;                 // false = synthetic data on the device, no host streams
+  std::string cost_model = "tile";
+};
+
+struct Scenario {
+  std::string file;
+  std::string name;
+  Model model;
+  HardwareConfig hardware;
+  Execution execution;
+  // The documents as run (after --set), kept for reports.
+  nlohmann::json scenario_document, model_document, config_document;
+
+  // Where scenario fields live, for errors raised after loading.
+  std::string execution_pointer(const std::string& key) const { return "/execution/" + key; }
+};
+
+} // namespace ipusim

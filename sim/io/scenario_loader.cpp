@@ -1,0 +1,95 @@
+#include "sim/io/scenario_loader.hpp"
+
+#include <filesystem>
+
+#include "sim/io/hardware_loader.hpp"
+#include "sim/io/json_reader.hpp"
+#include "sim/io/model_loader.hpp"
+
+namespace ipusim {
+
+std::string mode_name(Mode mode) { return mode == Mode::Sharded ? "sharded" : "pipelined"; }
+
+namespace {
+
+std::int64_t positive_int(ObjectReader& r, const std::string& key, std::int64_t fallback) {
+  const auto v = r.optional_int(key, fallback);
+  if (v < 1) throw r.error(key, "value.not-positive", key + " must be at least 1, got " + std::to_string(v));
+  return v;
+}
+
+// A referenced document: a path relative to the scenario, or the object inline.
+struct Referenced {
+  Json document;
+  std::string origin;
+};
+
+Referenced resolve(ObjectReader& root, const std::string& key, const std::string& scenario_path) {
+  const Json& v = root.required_value(key);
+  if (v.is_object()) return {v, scenario_path + "#/" + key};
+  if (!v.is_string()) throw root.error(key, "json.type", "expected a file path or an inline object");
+  std::filesystem::path p(v.get<std::string>());
+  if (p.is_relative()) p = std::filesystem::path(scenario_path).parent_path() / p;
+  const std::string file = p.lexically_normal().string();
+  if (!std::filesystem::exists(file))
+    throw root.error(key, "file.missing", "the " + key + " file \"" + file + "\" does not exist");
+  return {read_json_file(file), file};
+}
+
+} // namespace
+
+Execution execution_from_json(const Json& execution, const std::string& origin) {
+  ObjectReader r(execution, origin, "/execution");
+  Execution e;
+  const std::string mode = r.optional_string("mode", "both");
+  if (mode == "both") e.modes = {Mode::Sharded, Mode::Pipelined};
+  else if (mode == "sharded") e.modes = {Mode::Sharded};
+  else if (mode == "pipelined") e.modes = {Mode::Pipelined};
+  else throw r.error("mode", "scenario.bad-mode", "unknown mode \"" + mode + "\" (expected sharded, pipelined or both)");
+  e.schedule = r.optional_string("schedule", e.schedule);
+  e.training = r.optional_bool("training", false);
+  e.micro_batch_size = positive_int(r, "microBatchSize", 1);
+  e.gradient_accumulation = positive_int(r, "gradientAccumulation", 1);
+  e.batches_per_step = positive_int(r, "batchesPerStep", 1);
+  e.host_io = r.optional_bool("hostIo", true);
+  e.cost_model = r.optional_string("costModel", e.cost_model);
+  if (!e.training && e.gradient_accumulation != 1)
+    throw r.error("gradientAccumulation", "scenario.accumulation-without-training",
+                  "gradient accumulation applies to training only; for inference the pipeline depth is batchesPerStep");
+  r.finish();
+  return e;
+}
+
+Scenario load_scenario(const std::string& path, const std::vector<Override>& overrides) {
+  return scenario_from_json(read_json_file(path), path, overrides);
+}
+
+Scenario scenario_from_json(Json document, const std::string& path, const std::vector<Override>& overrides) {
+  if (!document.is_object()) throw InputError(path, "/", "json.type", "a scenario is a JSON object");
+  for (const auto& o : overrides)
+    if (o.path.rfind("model.", 0) != 0 && o.path.rfind("config.", 0) != 0)
+      apply_override(document, o.path, o.value, o.path);
+
+  ObjectReader root(document, path, "");
+  Scenario s;
+  s.file = path;
+  s.name = root.optional_string("name", std::filesystem::path(path).stem().string());
+  root.optional_string("description", "");
+  Referenced model = resolve(root, "model", path);
+  Referenced config = resolve(root, "config", path);
+  for (const auto& o : overrides) {
+    if (o.path.rfind("model.", 0) == 0) apply_override(model.document, o.path.substr(6), o.value, o.path);
+    if (o.path.rfind("config.", 0) == 0) apply_override(config.document, o.path.substr(7), o.value, o.path);
+  }
+  s.execution = execution_from_json(root.has("execution") ? root.required_value("execution") : Json::object(), path);
+  root.finish();
+
+  s.model = model_from_json(model.document, model.origin);
+  s.hardware = hardware_from_json(config.document, config.origin);
+  s.scenario_document = document;
+  s.model_document = model.document;
+  s.config_document = config.document;
+  return s;
+}
+
+} // namespace ipusim

@@ -1,0 +1,69 @@
+#include "sim/metrics/metrics.hpp"
+
+#include <algorithm>
+#include <limits>
+#include <map>
+
+namespace ipusim {
+
+RunMetrics compute_metrics(Mode mode, const Schedule& schedule, const RunLog& log, const Execution& ex) {
+  RunMetrics r;
+  r.mode = mode;
+  r.schedule = schedule.name;
+  r.step_time_s = log.end_time;
+  r.micro_batches = schedule.micro_batches;
+  r.samples = schedule.micro_batches * ex.micro_batch_size;
+  r.cycles = schedule.cycles;
+  r.sync_seconds = schedule.sync_seconds;
+  r.activities = log.activities;
+  r.throughput_samples_per_s = r.step_time_s > 0 ? static_cast<double>(r.samples) / r.step_time_s : 0;
+
+  std::map<int, IpuMetrics> ipus;
+  for (const Program& p : schedule.programs) ipus[p.ipu].id = p.ipu;
+  struct Span {
+    double first = std::numeric_limits<double>::infinity();
+    double last = -std::numeric_limits<double>::infinity();
+  };
+  std::vector<Span> spans(static_cast<std::size_t>(std::max<std::int64_t>(r.micro_batches, 0)));
+  for (const Event& e : log.events) {
+    IpuMetrics& m = ipus[e.ipu];
+    const double d = e.end - e.start;
+    switch (e.kind) {
+    case EventKind::Compute: m.busy_s += d; break;
+    case EventKind::HostInput:
+    case EventKind::HostOutput: m.host_io_s += d; break;
+    case EventKind::Exchange: m.exchange_s += d; break;
+    case EventKind::Sync: m.sync_s += d; break;
+    }
+    if (e.micro_batch >= 0 && e.micro_batch < r.micro_batches) {
+      Span& s = spans[static_cast<std::size_t>(e.micro_batch)];
+      s.first = std::min(s.first, e.start);
+      s.last = std::max(s.last, e.end);
+    }
+  }
+  double idle = 0;
+  for (auto& [id, m] : ipus) {
+    m.idle_s = std::max(0.0, r.step_time_s - m.busy_s - m.host_io_s - m.exchange_s - m.sync_s);
+    m.utilization = r.step_time_s > 0 ? m.busy_s / r.step_time_s : 0;
+    idle += m.idle_s;
+    r.ipus.push_back(m);
+  }
+  if (r.step_time_s > 0 && !ipus.empty()) r.bubble_fraction = idle / (r.step_time_s * static_cast<double>(ipus.size()));
+
+  if (!spans.empty()) {
+    r.latency_s.min = std::numeric_limits<double>::infinity();
+    double sum = 0;
+    for (const Span& s : spans) {
+      const double l = s.last - s.first;
+      sum += l;
+      r.latency_s.min = std::min(r.latency_s.min, l);
+      r.latency_s.max = std::max(r.latency_s.max, l);
+    }
+    r.latency_s.mean = sum / static_cast<double>(spans.size());
+  }
+  for (const LinkTraffic& l : log.links)
+    if (l.bytes > 0) r.links.push_back(l);
+  return r;
+}
+
+} // namespace ipusim

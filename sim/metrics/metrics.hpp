@@ -1,0 +1,47 @@
+#pragma once
+// What a run means: step time, throughput, micro-batch latency, how each IPU spent
+// the step, the bubble and the traffic per link. Derived from the engine's events only.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sim/engine/engine.hpp"
+#include "sim/io/scenario.hpp"
+#include "sim/plan/plan.hpp"
+#include "sim/schedule/program.hpp"
+
+namespace ipusim {
+
+struct IpuMetrics {
+  int id = 0;
+  double busy_s = 0;       // computing (forward, backward, weight update)
+  double host_io_s = 0;    // streaming to or from the host
+  double exchange_s = 0;   // in inter-IPU copy phases with copies of its own
+  double sync_s = 0;       // paying inter-IPU syncs
+  double idle_s = 0;       // waiting for other IPUs: the bubble
+  double utilization = 0;  // busy_s / step time
+};
+
+struct LatencyStats {
+  double mean = 0, min = 0, max = 0;
+};
+
+struct RunMetrics {
+  Mode mode = Mode::Sharded;
+  std::string schedule;
+  double step_time_s = 0;
+  double throughput_samples_per_s = 0;
+  LatencyStats latency_s;            // first to last activity of a micro-batch
+  double bubble_fraction = 0;        // idle IPU-time / (IPUs x step time)
+  std::int64_t micro_batches = 0;    // per step
+  std::int64_t samples = 0;          // per step
+  int cycles = 0;
+  double sync_seconds = 0;
+  std::vector<IpuMetrics> ipus;
+  std::vector<LinkTraffic> links;    // only links that carried traffic
+  std::uint64_t activities = 0;
+};
+
+RunMetrics compute_metrics(Mode mode, const Schedule& schedule, const RunLog& log, const Execution& execution);
+
+} // namespace ipusim

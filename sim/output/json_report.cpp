@@ -1,0 +1,96 @@
+#include "sim/output/json_report.hpp"
+
+namespace ipusim {
+
+using Json = nlohmann::json;
+
+Json plan_json(const Scenario& sc, const Plan& plan) {
+  Json stages = Json::array();
+  for (const PlanStage& s : plan.stages) {
+    Json ops = Json::array();
+    for (auto op : s.ops) ops.push_back(sc.model.ops[op].name);
+    stages.push_back({{"id", s.id},
+                      {"ipu", s.ipu},
+                      {"pass", s.backward ? "backward" : (s.backward_seconds > 0 ? "forward+backward" : "forward")},
+                      {"forward_stage", s.forward_stage},
+                      {"model_stages", s.annotated_stages},
+                      {"forward_s", s.forward_seconds},
+                      {"backward_s", s.backward_seconds},
+                      {"host_input_bytes", s.host_input_bytes},
+                      {"host_output_bytes", s.host_output_bytes},
+                      {"ops", ops}});
+  }
+  Json copies = Json::array();
+  for (const PlanCopy& c : plan.copies)
+    copies.push_back({{"from_stage", c.from_stage},
+                      {"to_stage", c.to_stage},
+                      {"src_ipu", c.src_ipu},
+                      {"dst_ipu", c.dst_ipu},
+                      {"bytes", c.bytes},
+                      {"gradient", c.gradient},
+                      {"tensors", c.tensors}});
+  Json ipus = Json::array();
+  for (const PlanIpu& i : plan.ipus)
+    ipus.push_back({{"id", i.id}, {"stages", i.stages}, {"weight_bytes", i.weight_bytes},
+                    {"weight_update_s", i.update_seconds}});
+  return {{"forward_stages", plan.forward_stage_count},
+          {"stages", stages},
+          {"copies", copies},
+          {"ipus", ipus}};
+}
+
+Json run_json(const RunMetrics& r) {
+  Json ipus = Json::array();
+  for (const IpuMetrics& m : r.ipus)
+    ipus.push_back({{"id", m.id},
+                    {"busy_s", m.busy_s},
+                    {"utilization", m.utilization},
+                    {"host_io_s", m.host_io_s},
+                    {"exchange_s", m.exchange_s},
+                    {"sync_s", m.sync_s},
+                    {"idle_s", m.idle_s}});
+  Json links = Json::array();
+  for (const LinkTraffic& l : r.links) links.push_back({{"name", l.name}, {"bytes", l.bytes}});
+  return {{"mode", mode_name(r.mode)},
+          {"schedule", r.schedule},
+          {"step_time_s", r.step_time_s},
+          {"throughput_samples_per_s", r.throughput_samples_per_s},
+          {"latency_s", {{"mean", r.latency_s.mean}, {"min", r.latency_s.min}, {"max", r.latency_s.max}}},
+          {"bubble_fraction", r.bubble_fraction},
+          {"micro_batches_per_step", r.micro_batches},
+          {"samples_per_step", r.samples},
+          {"cycles", r.cycles},
+          {"sync_s", r.sync_seconds},
+          {"ipus", ipus},
+          {"links", links}};
+}
+
+Json report_json(const Scenario& sc, const Simulation& sim) {
+  Json runs = Json::array();
+  const RunMetrics* sharded = nullptr;
+  const RunMetrics* pipelined = nullptr;
+  for (const ModeRun& run : sim.runs) {
+    runs.push_back(run_json(run.metrics));
+    (run.metrics.mode == Mode::Sharded ? sharded : pipelined) = &run.metrics;
+  }
+  const Execution& ex = sc.execution;
+  Json doc = {{"scenario", sc.name},
+              {"scenario_file", sc.file},
+              {"model", sc.model.name},
+              {"config", sc.hardware.name},
+              {"execution",
+               {{"training", ex.training},
+                {"micro_batch_size", ex.micro_batch_size},
+                {"gradient_accumulation", ex.gradient_accumulation},
+                {"batches_per_step", ex.batches_per_step},
+                {"host_io", ex.host_io},
+                {"cost_model", ex.cost_model},
+                {"schedule", ex.schedule}}},
+              {"plan", plan_json(sc, sim.plan)},
+              {"runs", runs}};
+  if (sharded && pipelined && pipelined->step_time_s > 0)
+    doc["speedup_pipelined_over_sharded"] = sharded->step_time_s / pipelined->step_time_s;
+  return doc;
+}
+
+} // namespace ipusim

@@ -1,0 +1,14 @@
+#pragma once
+// `ipusim run --json`: one JSON document with the scenario, the plan and a run per mode.
+#include <nlohmann/json.hpp>
+
+#include "sim/io/scenario.hpp"
+#include "sim/simulate/simulation.hpp"
+
+namespace ipusim {
+
+nlohmann::json plan_json(const Scenario& scenario, const Plan& plan);
+nlohmann::json run_json(const RunMetrics& run);
+nlohmann::json report_json(const Scenario& scenario, const Simulation& simulation);
+
+} // namespace ipusim

@@ -1,0 +1,130 @@
+#include "sim/output/table.hpp"
+
+#include <algorithm>
+#include <sstream>
+
+#include "sim/output/units.hpp"
+
+namespace ipusim {
+
+namespace {
+
+std::string pad(const std::string& s, std::size_t width) {
+  return s.size() >= width ? s + " " : s + std::string(width - s.size(), ' ');
+}
+
+struct Shares {
+  double busy = 0, host = 0, exchange = 0, sync = 0, idle = 0;
+};
+
+Shares shares(const RunMetrics& r) {
+  Shares s;
+  const double total = r.step_time_s * static_cast<double>(r.ipus.size());
+  if (total <= 0) return s;
+  for (const IpuMetrics& m : r.ipus) {
+    s.busy += m.busy_s / total;
+    s.host += m.host_io_s / total;
+    s.exchange += m.exchange_s / total;
+    s.sync += m.sync_s / total;
+    s.idle += m.idle_s / total;
+  }
+  return s;
+}
+
+void plan_section(std::ostringstream& out, const Scenario& sc, const Plan& plan) {
+  out << "Plan: " << plan.forward_stage_count << " forward stage(s)";
+  if (plan.training) out << ", " << plan.stage_count() << " stages with backward";
+  out << " on " << plan.ipus.size() << " IPU(s)\n";
+  out << "  " << pad("stage", 7) << pad("IPU", 5) << pad("pass", 18) << pad("time/micro-batch", 18) << "ops\n";
+  for (const PlanStage& s : plan.stages) {
+    const std::string pass = s.backward ? "backward" : (s.backward_seconds > 0 ? "forward+backward" : "forward");
+    std::string ops;
+    for (std::size_t i = 0; i < s.ops.size() && i < 4; ++i) ops += (i ? ", " : "") + sc.model.ops[s.ops[i]].name;
+    if (s.ops.size() > 4) ops += ", ... (" + std::to_string(s.ops.size()) + " ops)";
+    out << "  " << pad(std::to_string(s.id), 7) << pad(std::to_string(s.ipu), 5) << pad(pass, 18)
+        << pad(format_seconds(s.seconds()), 18) << ops << "\n";
+  }
+  for (const PlanCopy& c : plan.copies) {
+    out << "  copy stage " << c.from_stage << " -> " << c.to_stage << " (IPU " << c.src_ipu << " -> IPU "
+        << c.dst_ipu << "): " << format_bytes(c.bytes) << " per micro-batch" << (c.gradient ? ", gradients" : "")
+        << "\n";
+  }
+}
+
+} // namespace
+
+std::string render_table(const Scenario& sc, const Simulation& sim) {
+  std::ostringstream out;
+  const Execution& ex = sc.execution;
+  out << "Scenario " << sc.name << ": model " << sc.model.name << " on " << sc.hardware.name << "\n";
+  out << (ex.training ? "Training" : "Inference") << ", micro-batch " << ex.micro_batch_size;
+  if (ex.training) out << ", gradient accumulation G=" << ex.gradient_accumulation;
+  out << ", batchesPerStep " << ex.batches_per_step << ", cost model " << ex.cost_model
+      << (ex.host_io ? "" : ", synthetic data (no host I/O)") << "\n\n";
+  plan_section(out, sc, sim.plan);
+  out << "\n";
+
+  const std::size_t label = 26, column = 24;
+  out << pad("", label);
+  for (const ModeRun& run : sim.runs)
+    out << pad(mode_name(run.metrics.mode) + (run.metrics.mode == Mode::Pipelined ? " (" + run.metrics.schedule + ")" : ""),
+               column);
+  out << "\n";
+  auto row = [&](const std::string& name, auto cell) {
+    out << pad(name, label);
+    for (const ModeRun& run : sim.runs) out << pad(cell(run.metrics), column);
+    out << "\n";
+  };
+  const RunMetrics* sharded = nullptr;
+  const RunMetrics* pipelined = nullptr;
+  for (const ModeRun& run : sim.runs) (run.metrics.mode == Mode::Sharded ? sharded : pipelined) = &run.metrics;
+
+  row("step time", [](const RunMetrics& r) { return format_seconds(r.step_time_s); });
+  row("micro-batches per step", [](const RunMetrics& r) { return std::to_string(r.micro_batches); });
+  row("throughput", [](const RunMetrics& r) { return format_rate(r.throughput_samples_per_s, "samples/s"); });
+  row("latency mean", [](const RunMetrics& r) { return format_seconds(r.latency_s.mean); });
+  row("latency min / max", [](const RunMetrics& r) {
+    return format_seconds(r.latency_s.min) + " / " + format_seconds(r.latency_s.max);
+  });
+  row("IPU time computing", [](const RunMetrics& r) { return format_percent(shares(r).busy); });
+  row("IPU time idle (bubble)", [](const RunMetrics& r) { return format_percent(r.bubble_fraction); });
+  row("IPU time in copies", [](const RunMetrics& r) { return format_percent(shares(r).exchange); });
+  row("IPU time in syncs", [](const RunMetrics& r) { return format_percent(shares(r).sync); });
+  row("IPU time in host I/O", [](const RunMetrics& r) { return format_percent(shares(r).host); });
+  if (sharded && pipelined)
+    row("speed-up over sharded", [&](const RunMetrics& r) {
+      return format_fixed(sharded->step_time_s / r.step_time_s, 2) + "x";
+    });
+  std::size_t ipu_count = sim.runs.empty() ? 0 : sim.runs.front().metrics.ipus.size();
+  for (std::size_t i = 0; i < ipu_count; ++i)
+    row("IPU " + std::to_string(sim.runs.front().metrics.ipus[i].id) + " utilisation",
+        [i](const RunMetrics& r) { return format_percent(r.ipus[i].utilization); });
+  std::vector<std::string> link_names;
+  for (const ModeRun& run : sim.runs)
+    for (const LinkTraffic& l : run.metrics.links)
+      if (std::find(link_names.begin(), link_names.end(), l.name) == link_names.end()) link_names.push_back(l.name);
+  for (const std::string& name : link_names)
+    row("bytes " + name, [&name](const RunMetrics& r) {
+      for (const LinkTraffic& l : r.links)
+        if (l.name == name) return format_bytes(l.bytes);
+      return std::string("0 B");
+    });
+
+  if (sharded && pipelined) {
+    const Shares s = shares(*sharded), p = shares(*pipelined);
+    const double speedup = sharded->step_time_s / pipelined->step_time_s;
+    out << "\nWhy: ";
+    if (speedup >= 1) out << "pipelining is " << format_fixed(speedup, 2) << "x faster than sharding. ";
+    else out << "pipelining is " << format_fixed(1 / speedup, 2) << "x slower than sharding. ";
+    out << "Sharded, only one IPU works at a time, so the IPUs sit idle " << format_percent(sharded->bubble_fraction)
+        << " of the time; pipelined, stages work on different micro-batches at once and idle time falls to "
+        << format_percent(pipelined->bubble_fraction) << " (fill and flush of " << pipelined->cycles
+        << " lockstep cycles, each as long as its slowest IPU). ";
+    out << "Copies take " << format_percent(p.exchange) << " of IPU time pipelined against "
+        << format_percent(s.exchange) << " sharded: the copy phase runs every cycle for every stage boundary";
+    out << "; syncs take " << format_percent(p.sync) << " against " << format_percent(s.sync) << ".\n";
+  }
+  return out.str();
+}
+
+} // namespace ipusim

@@ -1,0 +1,13 @@
+#pragma once
+// Human-readable quantities for tables; JSON output always carries raw SI values.
+#include <string>
+
+namespace ipusim {
+
+std::string format_seconds(double seconds);
+std::string format_bytes(double bytes);
+std::string format_rate(double per_second, const std::string& unit);
+std::string format_percent(double fraction);
+std::string format_fixed(double value, int decimals);
+
+} // namespace ipusim

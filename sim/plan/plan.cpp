@@ -1,0 +1,186 @@
+#include "sim/plan/plan.hpp"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "sim/cost/cost_model.hpp"
+#include "sim/io/input_error.hpp"
+
+namespace ipusim {
+
+namespace {
+
+void check_ipus_exist(const Scenario& sc, const ModelGraph& g) {
+  const Model& m = sc.model;
+  for (const Op& op : m.ops)
+    if (g.ipu_of_op[op.index] >= sc.hardware.ipu_count)
+      throw InputError(m.file, m.op_pointer(op) + "/virtualGraph", "annotation.virtual-graph-out-of-range",
+                       "op \"" + op.name + "\" is on virtualGraph " + std::to_string(g.ipu_of_op[op.index]) +
+                           " but the system \"" + sc.hardware.name + "\" has " +
+                           std::to_string(sc.hardware.ipu_count) + " IPUs");
+}
+
+// A weight lives on one IPU; ipusim does not model copying weights between IPUs.
+void check_weights_local(const Model& m, const ModelGraph& g) {
+  for (const auto& [name, users] : g.consumers) {
+    if (m.tensor(name).kind != TensorKind::Weight) continue;
+    for (auto u : users)
+      if (g.ipu_of_op[u] != g.ipu_of_op[users.front()])
+        throw InputError(m.file, m.op_pointer(m.ops[u]), "annotation.weight-on-several-ipus",
+                         "weight \"" + name + "\" is used by \"" + m.ops[users.front()].name + "\" on IPU " +
+                             std::to_string(g.ipu_of_op[users.front()]) + " and by \"" + m.ops[u].name +
+                             "\" on IPU " + std::to_string(g.ipu_of_op[u]) +
+                             "; a weight lives on one IPU (BERT puts both users of its embedding on IPU0)");
+  }
+}
+
+// Model stage -> merged stage: consecutive stages on the same IPU become one.
+std::vector<int> merge_stages(const ModelGraph& g, std::vector<int>& merged_ipu) {
+  std::vector<int> ipu_of_stage(static_cast<std::size_t>(g.stage_count), -1);
+  for (std::size_t op = 0; op < g.stage_of_op.size(); ++op) ipu_of_stage[g.stage_of_op[op]] = g.ipu_of_op[op];
+  std::vector<int> merged(ipu_of_stage.size());
+  for (std::size_t s = 0; s < ipu_of_stage.size(); ++s) {
+    if (s == 0 || ipu_of_stage[s] != ipu_of_stage[s - 1]) merged_ipu.push_back(ipu_of_stage[s]);
+    merged[s] = static_cast<int>(merged_ipu.size()) - 1;
+  }
+  return merged;
+}
+
+} // namespace
+
+Plan make_plan(const Scenario& sc, const ModelGraph& g) {
+  const Model& m = sc.model;
+  const Execution& ex = sc.execution;
+  check_ipus_exist(sc, g);
+  check_weights_local(m, g);
+  auto cost = make_cost_model(ex.cost_model, sc.hardware.ipu);
+  if (!cost)
+    throw InputError(sc.file, sc.execution_pointer("costModel"), "scenario.unknown-cost-model",
+                     "unknown cost model \"" + ex.cost_model + "\" (known: " + cost_model_names() + ")");
+
+  Plan plan;
+  plan.training = ex.training;
+  plan.micro_batch_size = ex.micro_batch_size;
+  plan.annotated = g.has_virtual_graphs;
+
+  std::vector<int> merged_ipu;
+  const std::vector<int> merged_of = merge_stages(g, merged_ipu);
+  const int P = static_cast<int>(merged_ipu.size());
+  plan.forward_stage_count = P;
+  plan.loss_stage = P - 1;
+  const int L = plan.loss_stage;
+  const int S = ex.training ? 2 * P - 1 : P;
+  plan.stages.resize(static_cast<std::size_t>(S));
+  for (int s = 0; s < S; ++s) {
+    PlanStage& st = plan.stages[s];
+    st.id = s;
+    st.backward = s > L;
+    st.forward_stage = st.backward ? 2 * L - s : s;
+    st.ipu = merged_ipu[st.forward_stage];
+  }
+  for (std::size_t s = 0; s < merged_of.size(); ++s)
+    plan.stages[merged_of[s]].annotated_stages.push_back(static_cast<int>(s));
+
+  // Ops and their times.
+  std::vector<int> stage_of(m.ops.size());
+  for (std::size_t op : g.topological_order) {
+    const int fs = merged_of[g.stage_of_op[op]];
+    stage_of[op] = fs;
+    plan.stages[fs].ops.push_back(op);
+    plan.stages[fs].forward_seconds += cost->seconds(forward_work(m, m.ops[op], ex.micro_batch_size));
+    if (ex.training) {
+      const double back = cost->seconds(backward_work(m, m.ops[op], ex.micro_batch_size));
+      plan.stages[2 * L - fs].backward_seconds += back;
+      if (fs != L) plan.stages[2 * L - fs].ops.push_back(op);
+    }
+  }
+  for (int s = L + 1; s < S; ++s) std::reverse(plan.stages[s].ops.begin(), plan.stages[s].ops.end());
+
+  // Copies: a tensor needed on another IPU travels hop by hop from its producer's
+  // stage to the last stage on another IPU that reads it.
+  std::vector<PlanCopy> forward(static_cast<std::size_t>(std::max(P - 1, 0)));
+  for (const auto& [name, users] : g.consumers) {
+    const Tensor& t = m.tensor(name);
+    int from = 0;
+    if (t.kind == TensorKind::Weight) continue;
+    if (t.kind == TensorKind::Input) {
+      from = P;
+      for (auto u : users) from = std::min(from, stage_of[u]);
+    } else {
+      from = stage_of[g.producer.at(name)];
+    }
+    int last = from;
+    for (auto u : users)
+      if (merged_ipu[stage_of[u]] != merged_ipu[from]) last = std::max(last, stage_of[u]);
+    for (int s = from; s < last; ++s) {
+      forward[s].bytes += t.bytes_per_micro_batch(ex.micro_batch_size);
+      forward[s].tensors.push_back(name);
+    }
+  }
+  for (int s = 0; s + 1 < P; ++s) {
+    PlanCopy c = forward[s];
+    c.from_stage = s;
+    c.to_stage = s + 1;
+    c.src_ipu = merged_ipu[s];
+    c.dst_ipu = merged_ipu[s + 1];
+    if (c.bytes > 0) plan.copies.push_back(c);
+  }
+  if (ex.training) {
+    // Gradients of activations cross back over the same boundaries; host inputs need none.
+    for (int s = P - 2; s >= 0; --s) {
+      PlanCopy c;
+      c.gradient = true;
+      c.from_stage = 2 * L - (s + 1);
+      c.to_stage = 2 * L - s;
+      c.src_ipu = merged_ipu[s + 1];
+      c.dst_ipu = merged_ipu[s];
+      for (const auto& name : forward[s].tensors)
+        if (m.tensor(name).kind == TensorKind::Activation) {
+          c.bytes += m.tensor(name).bytes_per_micro_batch(ex.micro_batch_size);
+          c.tensors.push_back(name);
+        }
+      if (c.bytes > 0) plan.copies.push_back(c);
+    }
+  }
+  for (std::size_t i = 0; i < plan.copies.size(); ++i) plan.copies[i].id = static_cast<int>(i);
+
+  // Host streams: an input enters at the first stage reading it; an anchor leaves from its producer's stage.
+  for (const auto& [name, users] : g.consumers) {
+    const Tensor& t = m.tensor(name);
+    if (t.kind != TensorKind::Input) continue;
+    int first = P;
+    for (auto u : users) first = std::min(first, stage_of[u]);
+    plan.stages[first].host_inputs.push_back(name);
+    plan.stages[first].host_input_bytes += t.bytes_per_micro_batch(ex.micro_batch_size);
+  }
+  for (const auto& name : g.anchors) {
+    const int s = stage_of[g.producer.at(name)];
+    plan.stages[s].host_outputs.push_back(name);
+    plan.stages[s].host_output_bytes += m.tensor(name).bytes_per_micro_batch(ex.micro_batch_size);
+  }
+
+  // IPUs and their weights.
+  std::map<int, PlanIpu> ipus;
+  for (const auto& st : plan.stages) {
+    ipus[st.ipu].id = st.ipu;
+    ipus[st.ipu].stages.push_back(st.id);
+  }
+  std::map<int, DType> weight_dtype;
+  for (const auto& [name, users] : g.consumers) {
+    const Tensor& t = m.tensor(name);
+    if (t.kind != TensorKind::Weight) continue;
+    PlanIpu& ipu = ipus[g.ipu_of_op[users.front()]];
+    ipu.weight_elements += static_cast<double>(t.elements());
+    ipu.weight_bytes += static_cast<double>(t.bytes());
+    weight_dtype.emplace(ipu.id, t.dtype);
+  }
+  for (auto& [id, ipu] : ipus) {
+    if (ex.training && ipu.weight_elements > 0)
+      ipu.update_seconds = cost->seconds(weight_update_work(ipu.weight_elements, ipu.weight_bytes, weight_dtype[id]));
+    plan.ipus.push_back(ipu);
+  }
+  return plan;
+}
+
+} // namespace ipusim

@@ -1,0 +1,64 @@
+#pragma once
+// The plan: what each IPU must do for one micro-batch. Annotated stages merged
+// (consecutive stages on one IPU become one), backward stages added for training at
+// 2L-s on the forward stage's IPU, inter-IPU copies per stage boundary (stage-skipping
+// tensors chained hop by hop), host streams, per-stage times from the cost model and
+// the weight update per IPU. Plain data: no engine, no schedule.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sim/graph/model_graph.hpp"
+#include "sim/io/scenario.hpp"
+
+namespace ipusim {
+
+struct PlanStage {
+  int id = 0;     // execution order: forward 0..L, then backward L+1..2L when training
+  int ipu = 0;
+  bool backward = false;
+  int forward_stage = 0;                 // for a backward stage, the forward stage it differentiates
+  std::vector<int> annotated_stages;     // the model's stage ids merged into this one
+  std::vector<std::size_t> ops;          // in topological order
+  double forward_seconds = 0;            // per micro-batch
+  double backward_seconds = 0;           // per micro-batch: backward stages, and the loss stage
+  double host_input_bytes = 0;           // per micro-batch, streamed in before the stage runs
+  double host_output_bytes = 0;          // per micro-batch, streamed out after it
+  std::vector<std::string> host_inputs, host_outputs;
+
+  double seconds() const { return forward_seconds + backward_seconds; }
+};
+
+struct PlanCopy {
+  int id = 0;
+  int from_stage = 0, to_stage = 0;  // always neighbours: to_stage == from_stage + 1
+  int src_ipu = 0, dst_ipu = 0;
+  double bytes = 0;                  // per micro-batch
+  bool gradient = false;
+  std::vector<std::string> tensors;
+};
+
+struct PlanIpu {
+  int id = 0;
+  std::vector<int> stages;       // ascending
+  double weight_elements = 0;
+  double weight_bytes = 0;
+  double update_seconds = 0;     // one weight update (training)
+};
+
+struct Plan {
+  bool training = false;
+  std::int64_t micro_batch_size = 1;
+  int forward_stage_count = 0;       // P, after merging
+  int loss_stage = 0;                // L = P-1
+  std::vector<PlanStage> stages;     // S = P inference, 2P-1 training
+  std::vector<PlanCopy> copies;      // forward boundaries, then gradient boundaries
+  std::vector<PlanIpu> ipus;         // the IPUs the model uses, ascending id
+  bool annotated = false;            // the model carries virtualGraph annotations
+
+  int stage_count() const { return static_cast<int>(stages.size()); }
+};
+
+Plan make_plan(const Scenario& scenario, const ModelGraph& graph);
+
+} // namespace ipusim

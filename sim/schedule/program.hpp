@@ -1,0 +1,47 @@
+#pragma once
+// Per-IPU programs: what the engine runs. Each IPU executes its steps in order.
+// A Sync is a barrier of every IPU in the schedule followed by the sync's cost, so
+// every program holds the same number of Sync steps. An Exchange moves this IPU's
+// share of inter-IPU copies (sends and receives) concurrently and ends when all are done.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ipusim {
+
+enum class StepKind { Compute, HostInput, HostOutput, Sync, Exchange };
+enum class Pass { None, Forward, Backward, Update };
+
+std::string pass_name(Pass pass);
+
+struct Transfer {
+  int copy = 0;        // the plan's copy id
+  int src_ipu = 0;
+  int dst_ipu = 0;
+  double bytes = 0;
+};
+
+struct Step {
+  StepKind kind = StepKind::Compute;
+  double seconds = 0;  // Compute: its duration; Sync: the cost paid once all IPUs have arrived
+  double bytes = 0;    // host streams
+  int stage = -1;
+  std::int64_t micro_batch = -1;
+  Pass pass = Pass::None;
+  std::vector<Transfer> transfers;  // Exchange: sends (src_ipu is this IPU) and receives
+};
+
+struct Program {
+  int ipu = 0;
+  std::vector<Step> steps;
+};
+
+struct Schedule {
+  std::string name;
+  std::vector<Program> programs;     // one per IPU the model uses, ascending IPU id
+  std::int64_t micro_batches = 0;    // per step, all batches included
+  int cycles = 0;                    // lockstep cycles per batch (0 when the schedule has none)
+  double sync_seconds = 0;           // the cost of one inter-IPU sync among these IPUs
+};
+
+} // namespace ipusim

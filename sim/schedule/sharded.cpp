@@ -1,0 +1,33 @@
+// Sharded execution (virtualGraph only, pipelining off): one micro-batch at a time
+// through the stages in order, forward then backward when training; only one IPU
+// works at any moment. Every hand-over from one stage to the next is a sync, with
+// the boundary's copies when there are any.
+#include "sim/schedule/schedule.hpp"
+
+namespace ipusim {
+
+Schedule build_sharded(const ScheduleContext& ctx) {
+  const Execution& ex = ctx.scenario.execution;
+  const std::int64_t per_batch = ex.training ? ex.gradient_accumulation : ex.batches_per_step;
+  const std::int64_t batches = ex.training ? ex.batches_per_step : 1;
+  ProgramBuilder b(ctx, "sharded");
+  for (std::int64_t batch = 0; batch < batches; ++batch) {
+    for (std::int64_t k = 0; k < per_batch; ++k) {
+      const std::int64_t mb = batch * per_batch + k;
+      for (const PlanStage& stage : ctx.plan.stages) {
+        b.host_input(stage, mb);
+        b.compute(stage, mb);
+        b.host_output(stage, mb);
+        std::vector<const PlanCopy*> outgoing;
+        for (const PlanCopy& c : ctx.plan.copies)
+          if (c.from_stage == stage.id) outgoing.push_back(&c);
+        if (outgoing.empty()) b.sync_all(ctx.sync_seconds);
+        else b.exchange(outgoing);
+      }
+    }
+    if (ex.training) b.weight_updates();
+  }
+  return b.finish(batches * per_batch, 0);
+}
+
+} // namespace ipusim
