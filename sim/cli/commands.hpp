@@ -1,0 +1,26 @@
+#pragma once
+// Each subcommand lives in its own file and registers itself on the app; the
+// returned callback runs it once CLI11 has parsed the command line.
+#include <CLI/CLI.hpp>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "sim/io/overrides.hpp"
+
+namespace ipusim::cli {
+
+constexpr int kExitOk = 0;
+constexpr int kExitBadInput = 2;
+constexpr int kExitInternal = 3;
+
+using Command = std::function<int()>;
+
+Command add_run_command(CLI::App& app);
+Command add_validate_command(CLI::App& app);
+Command add_list_command(CLI::App& app);
+
+std::vector<Override> parse_overrides(const std::vector<std::string>& sets);
+
+} // namespace ipusim::cli

@@ -1,0 +1,21 @@
+// ipusim list: the pipeline schedules and cost models known by name.
+#include <iostream>
+
+#include "sim/cli/commands.hpp"
+#include "sim/cost/cost_model.hpp"
+#include "sim/schedule/schedule.hpp"
+
+namespace ipusim::cli {
+
+Command add_list_command(CLI::App& app) {
+  app.add_subcommand("list", "List the pipeline schedules and cost models ipusim knows");
+  return [] {
+    std::cout << "Schedules (scenario \"execution.schedule\"; \"sharded\" is the sharded mode's):\n";
+    for (const auto& s : schedules()) std::cout << "  " << s.name << ": " << s.description << "\n";
+    std::cout << "Cost models (scenario \"execution.costModel\"):\n";
+    for (const auto& c : cost_models()) std::cout << "  " << c.name << ": " << c.description << "\n";
+    return kExitOk;
+  };
+}
+
+} // namespace ipusim::cli
