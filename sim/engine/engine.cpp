@@ -94,10 +94,15 @@ struct IpuRunner {
   const Program* program;
   Shared* shared;
   std::vector<Event>* events;
+  std::vector<TransferRecord>* transfers;
   std::size_t* position;
 
-  void count_traffic(int src, int dst, double bytes) const {
-    for (int slot : shared->platform->route_traffic_slots.at({src, dst})) shared->link_bytes[slot] += bytes;
+  // Called by the sender once the transfer is done.
+  void record(int src, int dst, int copy, double bytes, const sg4::CommPtr& comm) const {
+    const auto& slots = shared->platform->route_traffic_slots.at({src, dst});
+    for (int slot : slots) shared->link_bytes[slot] += bytes;
+    transfers->push_back({src, dst, copy, comm->get_start_time(), comm->get_finish_time(), bytes, slots});
+    ++shared->activities;
   }
 
   void operator()() const {
@@ -121,20 +126,23 @@ struct IpuRunner {
           ++shared->activities;
         }
         break;
-      case StepKind::HostInput:
+      case StepKind::HostInput: {
         e.kind = EventKind::HostInput;
-        sg4::Comm::sendto(p.host, me, static_cast<std::uint64_t>(step.bytes));
-        count_traffic(-1, program->ipu, step.bytes);
-        ++shared->activities;
+        auto comm = sg4::Comm::sendto_async(p.host, me, static_cast<std::uint64_t>(step.bytes));
+        comm->wait();
+        record(-1, program->ipu, -1, step.bytes, comm);
         break;
-      case StepKind::HostOutput:
+      }
+      case StepKind::HostOutput: {
         e.kind = EventKind::HostOutput;
-        sg4::Comm::sendto(me, p.host, static_cast<std::uint64_t>(step.bytes));
-        count_traffic(program->ipu, -1, step.bytes);
-        ++shared->activities;
+        auto comm = sg4::Comm::sendto_async(me, p.host, static_cast<std::uint64_t>(step.bytes));
+        comm->wait();
+        record(program->ipu, -1, -1, step.bytes, comm);
         break;
+      }
       case StepKind::Exchange: {
         e.kind = EventKind::Exchange;
+        // Receives are posted first so no transfer waits for its receiver (simgrid-notes.md).
         std::vector<sg4::CommPtr> comms;
         std::vector<int*> received(step.transfers.size());
         for (std::size_t i = 0; i < step.transfers.size(); ++i) {
@@ -142,15 +150,16 @@ struct IpuRunner {
           if (t.dst_ipu == program->ipu)
             comms.push_back(sg4::Mailbox::by_name("copy" + std::to_string(t.copy))->get_async<int>(&received[i]));
         }
+        std::vector<std::pair<const Transfer*, sg4::CommPtr>> sends;
         for (const Transfer& t : step.transfers) {
           if (t.src_ipu != program->ipu) continue;
-          comms.push_back(sg4::Mailbox::by_name("copy" + std::to_string(t.copy))
-                              ->put_async(&payload, static_cast<std::uint64_t>(t.bytes)));
-          count_traffic(t.src_ipu, t.dst_ipu, t.bytes);
+          sends.emplace_back(&t, sg4::Mailbox::by_name("copy" + std::to_string(t.copy))
+                                     ->put_async(&payload, static_cast<std::uint64_t>(t.bytes)));
+          comms.push_back(sends.back().second);
           e.bytes += t.bytes;
-          ++shared->activities;
         }
         sg4::Comm::wait_all(comms);
+        for (const auto& [t, comm] : sends) record(t->src_ipu, t->dst_ipu, t->copy, t->bytes, comm);
         break;
       }
       case StepKind::Sync:
@@ -190,12 +199,13 @@ RunLog run_engine_in_process(const Schedule& schedule, const HardwareConfig& hw)
   shared.link_bytes.assign(platform.link_names.size(), 0.0);
 
   std::vector<std::vector<Event>> events(schedule.programs.size());
+  std::vector<std::vector<TransferRecord>> transfers(schedule.programs.size());
   std::vector<std::size_t> positions(schedule.programs.size(), 0);
   for (std::size_t i = 0; i < schedule.programs.size(); ++i) {
     const Program& program = schedule.programs[i];
     events[i].reserve(program.steps.size());
     sg4::Actor::create("ipu" + std::to_string(program.ipu), platform.ipus[program.ipu],
-                       IpuRunner{&program, &shared, &events[i], &positions[i]});
+                       IpuRunner{&program, &shared, &events[i], &transfers[i], &positions[i]});
   }
   bool deadlocked = false;
   sg4::Engine::on_deadlock_cb([&deadlocked] { deadlocked = true; });
@@ -212,6 +222,7 @@ RunLog run_engine_in_process(const Schedule& schedule, const HardwareConfig& hw)
   RunLog log;
   log.end_time = sg4::Engine::get_clock();
   for (auto& per_ipu : events) log.events.insert(log.events.end(), per_ipu.begin(), per_ipu.end());
+  for (auto& per_ipu : transfers) log.transfers.insert(log.transfers.end(), per_ipu.begin(), per_ipu.end());
   for (std::size_t i = 0; i < platform.link_names.size(); ++i)
     log.links.push_back({platform.link_names[i], shared.link_bytes[i]});
   log.activities = shared.activities;

@@ -30,10 +30,20 @@ struct LinkTraffic {
   double bytes = 0;
 };
 
+// One transfer over the links of its route (an inter-IPU copy or a host stream).
+struct TransferRecord {
+  int src = 0, dst = 0;       // IPU ids; -1 is the host
+  int copy = -1;              // the plan's copy id; -1 for host streams
+  double start = 0, end = 0;  // when the bytes moved (after both sides were ready)
+  double bytes = 0;
+  std::vector<int> links;     // indices into RunLog::links, along the route
+};
+
 struct RunLog {
   double end_time = 0;
   std::vector<Event> events;        // per IPU in program order, IPUs ascending
   std::vector<LinkTraffic> links;   // every directed link, in config order
+  std::vector<TransferRecord> transfers;  // in completion order per IPU, IPUs ascending
   std::uint64_t activities = 0;     // SimGrid activities run: execs, comms and sync sleeps
 };
 

@@ -76,6 +76,17 @@ void send_log(Writer& out, const RunLog& log) {
     out.text(l.name);
     out.value(l.bytes);
   }
+  out.value<std::uint64_t>(log.transfers.size());
+  for (const TransferRecord& t : log.transfers) {
+    out.value(t.src);
+    out.value(t.dst);
+    out.value(t.copy);
+    out.value(t.start);
+    out.value(t.end);
+    out.value(t.bytes);
+    out.value<std::uint64_t>(t.links.size());
+    for (int l : t.links) out.value(l);
+  }
 }
 
 RunLog receive_log(Reader& in) {
@@ -91,6 +102,17 @@ RunLog receive_log(Reader& in) {
   for (LinkTraffic& l : log.links) {
     l.name = in.text();
     l.bytes = in.value<double>();
+  }
+  log.transfers.resize(in.value<std::uint64_t>());
+  for (TransferRecord& t : log.transfers) {
+    t.src = in.value<int>();
+    t.dst = in.value<int>();
+    t.copy = in.value<int>();
+    t.start = in.value<double>();
+    t.end = in.value<double>();
+    t.bytes = in.value<double>();
+    t.links.resize(in.value<std::uint64_t>());
+    for (int& l : t.links) l = in.value<int>();
   }
   return log;
 }
