@@ -85,6 +85,7 @@ Platform build_platform(const HardwareConfig& hw) {
 
 struct Shared {
   const Platform* platform = nullptr;
+  std::vector<sg4::Mailbox*> copy_mailboxes;  // by copy id, resolved once
   sg4::BarrierPtr barrier;
   std::vector<double> link_bytes;
   std::uint64_t activities = 0;
@@ -148,13 +149,12 @@ struct IpuRunner {
         for (std::size_t i = 0; i < step.transfers.size(); ++i) {
           const Transfer& t = step.transfers[i];
           if (t.dst_ipu == program->ipu)
-            comms.push_back(sg4::Mailbox::by_name("copy" + std::to_string(t.copy))->get_async<int>(&received[i]));
+            comms.push_back(shared->copy_mailboxes[t.copy]->get_async<int>(&received[i]));
         }
         std::vector<std::pair<const Transfer*, sg4::CommPtr>> sends;
         for (const Transfer& t : step.transfers) {
           if (t.src_ipu != program->ipu) continue;
-          sends.emplace_back(&t, sg4::Mailbox::by_name("copy" + std::to_string(t.copy))
-                                     ->put_async(&payload, static_cast<std::uint64_t>(t.bytes)));
+          sends.emplace_back(&t, shared->copy_mailboxes[t.copy]->put_async(&payload, static_cast<std::uint64_t>(t.bytes)));
           comms.push_back(sends.back().second);
           e.bytes += t.bytes;
         }
@@ -197,6 +197,11 @@ RunLog run_engine_in_process(const Schedule& schedule, const HardwareConfig& hw)
   shared.platform = &platform;
   shared.barrier = sg4::Barrier::create(static_cast<unsigned>(schedule.programs.size()));
   shared.link_bytes.assign(platform.link_names.size(), 0.0);
+  int copies = 0;
+  for (const Program& program : schedule.programs)
+    for (const Step& step : program.steps)
+      for (const Transfer& t : step.transfers) copies = std::max(copies, t.copy + 1);
+  for (int c = 0; c < copies; ++c) shared.copy_mailboxes.push_back(sg4::Mailbox::by_name("copy" + std::to_string(c)));
 
   std::vector<std::vector<Event>> events(schedule.programs.size());
   std::vector<std::vector<TransferRecord>> transfers(schedule.programs.size());

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Installs what ipusim needs from Debian's packages (only what is missing) and builds it.
+# Usage: scripts/setup.sh [BUILD_DIR]   (default: build). Set IPUSIM_WERROR=ON to fail on warnings.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build_dir=${1:-build}
+
+# Build and test dependencies. chromium renders reports in the browser test; parallel
+# runs the distributed-sweep test.
+packages=(cmake make g++ pkg-config libsimgrid-dev libboost-graph-dev nlohmann-json3-dev catch2 libcli11-dev
+          parallel chromium python3)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}" >&2
+  sudo_cmd=""
+  [ "$(id -u)" -eq 0 ] || sudo_cmd="sudo"
+  $sudo_cmd apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+fi
+
+cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=Release -DIPUSIM_WERROR="${IPUSIM_WERROR:-OFF}" >&2
+cmake --build "$build_dir" -j"$(nproc)" >&2
