@@ -30,6 +30,7 @@ inline Json zero_overhead_config(int ipus, double link_bandwidth = 1e9) {
             {"sramBytesPerTile", 1 << 30},
             {"exchangeBytesPerCyclePerTile", 1},
             {"syncCycles", 0},
+            {"codeBytesPerOp", 0},
             {"efficiency", {{"default", 1}}}}},
           {"ipuCount", ipus},
           {"syncLatencyPerHopSeconds", 0},

@@ -104,13 +104,32 @@ OpWork backward_work(const Model& m, const Op& op, std::int64_t micro_batch_size
   return w;
 }
 
-OpWork weight_update_work(double weight_elements, double weight_bytes, DType dtype) {
+int optimizer_state_tensors(Optimizer optimizer) {
+  switch (optimizer) {
+  case Optimizer::Sgd: return 0;
+  case Optimizer::Momentum: return 1;
+  case Optimizer::Adam:
+  case Optimizer::Lamb: return 2;
+  }
+  return 0;
+}
+
+OpWork weight_update_work(double weight_elements, double weight_bytes, DType dtype, Optimizer optimizer,
+                          DType state_dtype) {
+  double flops_per_weight = 2;
+  switch (optimizer) {
+  case Optimizer::Sgd: flops_per_weight = 2; break;
+  case Optimizer::Momentum: flops_per_weight = 4; break;
+  case Optimizer::Adam: flops_per_weight = 12; break;
+  case Optimizer::Lamb: flops_per_weight = 16; break;
+  }
   OpWork w;
   w.op_type = "WeightUpdate";
   w.dtype = dtype;
-  w.flops = 2.0 * weight_elements;
+  w.flops = flops_per_weight * weight_elements;
   w.parallel_elements = weight_elements;
-  w.input_bytes = 2.0 * weight_bytes;  // the weights and their accumulated gradients
+  w.input_bytes = 2.0 * weight_bytes + optimizer_state_tensors(optimizer) * weight_elements *
+                                           static_cast<double>(dtype_bytes(state_dtype));
   return w;
 }
 

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "sim/io/model.hpp"
+#include "sim/io/scenario.hpp"
 
 namespace ipusim {
 
@@ -24,7 +25,12 @@ double derived_flops_per_sample(const Model& model, const Op& op);
 OpWork forward_work(const Model& model, const Op& op, std::int64_t micro_batch_size);
 // Backward defaults to twice the forward FLOPs; it reads the forward inputs and the output gradients.
 OpWork backward_work(const Model& model, const Op& op, std::int64_t micro_batch_size);
-// SGD: 2 FLOPs per weight element (scale the accumulated gradient, subtract).
-OpWork weight_update_work(double weight_elements, double weight_bytes, DType dtype);
+// The optimizer step over an IPU's weights: FLOPs per weight element by optimizer
+// (SGD 2: scale and subtract; momentum 4; Adam 12; LAMB 16, estimates) reading the
+// weights, their accumulated gradients and the optimizer state.
+OpWork weight_update_work(double weight_elements, double weight_bytes, DType dtype, Optimizer optimizer,
+                          DType state_dtype);
+// Optimizer state tensors per weight: SGD 0, momentum 1, Adam and LAMB 2.
+int optimizer_state_tensors(Optimizer optimizer);
 
 } // namespace ipusim

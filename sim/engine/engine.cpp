@@ -19,6 +19,7 @@ std::string event_kind_name(EventKind kind) {
   case EventKind::HostOutput: return "host-output";
   case EventKind::Exchange: return "exchange";
   case EventKind::Sync: return "sync";
+  case EventKind::Receive: return "receive";
   }
   return "?";
 }
@@ -110,6 +111,17 @@ struct IpuRunner {
     static int payload = 0;
     const Platform& p = *shared->platform;
     sg4::Host* me = p.ipus[program->ipu];
+    // Asynchronous receives are posted up front, in program order (mailboxes match FIFO).
+    std::vector<sg4::CommPtr> posted;
+    std::vector<int*> posted_data;
+    for (const Step& step : program->steps)
+      if (step.kind == StepKind::Receive) posted_data.resize(posted_data.size() + step.transfers.size());
+    for (const Step& step : program->steps)
+      if (step.kind == StepKind::Receive)
+        for (const Transfer& t : step.transfers)
+          posted.push_back(shared->copy_mailboxes[t.copy]->get_async<int>(&posted_data[posted.size()]));
+    std::size_t next_posted = 0;
+    std::vector<std::pair<const Transfer*, sg4::CommPtr>> in_flight;
     for (*position = 0; *position < program->steps.size(); ++*position) {
       const Step& step = program->steps[*position];
       Event e;
@@ -162,6 +174,15 @@ struct IpuRunner {
         for (const auto& [t, comm] : sends) record(t->src_ipu, t->dst_ipu, t->copy, t->bytes, comm);
         break;
       }
+      case StepKind::Send:
+        e.kind = EventKind::Exchange;
+        for (const Transfer& t : step.transfers)
+          in_flight.emplace_back(&t, shared->copy_mailboxes[t.copy]->put_async(&payload, static_cast<std::uint64_t>(t.bytes)));
+        break;
+      case StepKind::Receive:
+        e.kind = EventKind::Receive;
+        for (std::size_t i = 0; i < step.transfers.size(); ++i) posted[next_posted++]->wait();
+        break;
       case StepKind::Sync:
         shared->barrier->wait();
         e.kind = EventKind::Sync;
@@ -174,6 +195,10 @@ struct IpuRunner {
       }
       e.end = sg4::Engine::get_clock();
       events->push_back(e);
+    }
+    for (const auto& [t, comm] : in_flight) {
+      comm->wait();
+      record(t->src_ipu, t->dst_ipu, t->copy, t->bytes, comm);
     }
   }
 };

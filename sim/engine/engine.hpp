@@ -12,7 +12,8 @@
 
 namespace ipusim {
 
-enum class EventKind { Compute, HostInput, HostOutput, Exchange, Sync };
+// Receive: waiting for an asynchronous copy to arrive (idle time, not work).
+enum class EventKind { Compute, HostInput, HostOutput, Exchange, Sync, Receive };
 std::string event_kind_name(EventKind kind);
 
 struct Event {

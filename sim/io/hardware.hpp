@@ -20,6 +20,7 @@ struct IpuSpec {
   double exchange_bytes_per_cycle_per_tile = 0;
   double sync_cycles = 0;               // on-chip sync paid once per superstep (per op)
   std::int64_t min_elements_per_tile = 1;  // smallest slice of an op's output worth a tile
+  double code_bytes_per_op = 0;         // code and control an op leaves on each tile it uses
   double default_efficiency = 1;
   std::map<std::string, double> efficiency;  // by op type
 

@@ -27,6 +27,7 @@ IpuSpec read_ipu(ObjectReader r) {
   ipu.sync_cycles = require_non_negative(r, "syncCycles", r.required_number("syncCycles"));
   ipu.min_elements_per_tile = r.optional_int("minElementsPerTile", 1);
   require_positive(r, "minElementsPerTile", static_cast<double>(ipu.min_elements_per_tile));
+  ipu.code_bytes_per_op = require_non_negative(r, "codeBytesPerOp", r.required_number("codeBytesPerOp"));
   ObjectReader eff = r.object("efficiency");
   const Json& eff_json = r.required_value("efficiency");
   for (auto it = eff_json.begin(); it != eff_json.end(); ++it) {
@@ -46,7 +47,8 @@ LinkSpec read_link(ObjectReader r, int ipu_count) {
   LinkSpec link;
   auto ends = r.int_list("ipus", true);
   if (ends.size() != 2 || ends[0] == ends[1])
-    throw r.error("ipus", "link.bad-ends", "a link joins two different IPUs: give [a, b]");
+    throw r.error("ipus", "link.bad-ends",
+                  "a link joins two different IPUs: give [a, b], got " + r.required_value("ipus").dump());
   for (auto e : ends)
     if (e < 0 || e >= ipu_count)
       throw r.error("ipus", "link.bad-ends",
@@ -92,8 +94,13 @@ HardwareConfig hardware_from_json(const Json& document, const std::string& origi
   hw.name = root.required_string("name");
   root.optional_string("description", "");
   hw.ipu = read_ipu(root.object("ipu"));
-  hw.ipu_count = static_cast<int>(root.required_int("ipuCount"));
-  if (hw.ipu_count < 1) throw root.error("ipuCount", "value.not-positive", "ipuCount must be at least 1");
+  const std::int64_t ipu_count = root.required_int("ipuCount");
+  if (ipu_count < 1) throw root.error("ipuCount", "value.not-positive", "ipuCount must be at least 1");
+  // Every IPU needs IPU-Links to the others, so a count beyond the links given is caught as
+  // link.disconnected; this only keeps the number an int.
+  if (ipu_count > 1'000'000)
+    throw root.error("ipuCount", "value.too-large", "ipuCount " + std::to_string(ipu_count) + " is beyond any IPU system");
+  hw.ipu_count = static_cast<int>(ipu_count);
   hw.sync_latency_per_hop_s =
       require_non_negative(root, "syncLatencyPerHopSeconds", root.required_number("syncLatencyPerHopSeconds"));
   const Json& links = root.required_value("links");

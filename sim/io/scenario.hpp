@@ -13,6 +13,10 @@ namespace ipusim {
 enum class Mode { Sharded, Pipelined };
 std::string mode_name(Mode mode);
 
+enum class Recomputation { None, Pipeline };
+enum class Optimizer { Sgd, Momentum, Adam, Lamb };
+std::string optimizer_name(Optimizer optimizer);
+
 struct Execution {
   std::vector<Mode> modes{Mode::Sharded, Mode::Pipelined};
   std::string schedule = "popart";  // the pipelined schedule, by name
@@ -22,6 +26,10 @@ struct Execution {
   std::int64_t batches_per_step = 1;
   bool host_io = true;                 // false = synthetic data on the device, no host streams
   std::string cost_model = "tile";
+  // PopART's default is None; PopTorch turns Pipeline on when pipelining over more than one IPU.
+  Recomputation recomputation = Recomputation::None;
+  Optimizer optimizer = Optimizer::Sgd;
+  DType optimizer_state_dtype = DType::Float32;
 };
 
 struct Scenario {

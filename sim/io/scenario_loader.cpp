@@ -10,6 +10,16 @@ namespace ipusim {
 
 std::string mode_name(Mode mode) { return mode == Mode::Sharded ? "sharded" : "pipelined"; }
 
+std::string optimizer_name(Optimizer optimizer) {
+  switch (optimizer) {
+  case Optimizer::Sgd: return "sgd";
+  case Optimizer::Momentum: return "momentum";
+  case Optimizer::Adam: return "adam";
+  case Optimizer::Lamb: return "lamb";
+  }
+  return "?";
+}
+
 namespace {
 
 std::int64_t positive_int(ObjectReader& r, const std::string& key, std::int64_t fallback) {
@@ -53,6 +63,27 @@ Execution execution_from_json(const Json& execution, const std::string& origin) 
   e.batches_per_step = positive_int(r, "batchesPerStep", 1);
   e.host_io = r.optional_bool("hostIo", true);
   e.cost_model = r.optional_string("costModel", e.cost_model);
+  const std::string recompute = r.optional_string("recomputation", "none");
+  if (recompute == "none") e.recomputation = Recomputation::None;
+  else if (recompute == "pipeline") e.recomputation = Recomputation::Pipeline;
+  else throw r.error("recomputation", "scenario.bad-recomputation",
+                     "unknown recomputation \"" + recompute + "\" (expected none or pipeline)");
+  if (r.has("optimizer")) {
+    ObjectReader o = r.object("optimizer");
+    const std::string type = o.optional_string("type", "sgd");
+    if (type == "sgd") e.optimizer = Optimizer::Sgd;
+    else if (type == "momentum") e.optimizer = Optimizer::Momentum;
+    else if (type == "adam") e.optimizer = Optimizer::Adam;
+    else if (type == "lamb") e.optimizer = Optimizer::Lamb;
+    else throw o.error("type", "scenario.bad-optimizer",
+                       "unknown optimizer \"" + type + "\" (expected sgd, momentum, adam or lamb)");
+    const std::string dtype = o.optional_string("stateDtype", "float32");
+    auto parsed = parse_dtype(dtype);
+    if (!parsed || (*parsed != DType::Float16 && *parsed != DType::Float32))
+      throw o.error("stateDtype", "scenario.bad-optimizer", "stateDtype must be float16 or float32");
+    e.optimizer_state_dtype = *parsed;
+    o.finish();
+  }
   if (!e.training && e.gradient_accumulation != 1)
     throw r.error("gradientAccumulation", "scenario.accumulation-without-training",
                   "gradient accumulation applies to training only; for inference the pipeline depth is batchesPerStep");

@@ -34,6 +34,7 @@ RunMetrics compute_metrics(Mode mode, const Schedule& schedule, const RunLog& lo
     case EventKind::HostOutput: m.host_io_s += d; break;
     case EventKind::Exchange: m.exchange_s += d; break;
     case EventKind::Sync: m.sync_s += d; break;
+    case EventKind::Receive: break;  // waiting for a copy is idle time
     }
     if (e.micro_batch >= 0 && e.micro_batch < r.micro_batches) {
       Span& s = spans[static_cast<std::size_t>(e.micro_batch)];

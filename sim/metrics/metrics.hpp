@@ -7,6 +7,7 @@
 
 #include "sim/engine/engine.hpp"
 #include "sim/io/scenario.hpp"
+#include "sim/memory/memory.hpp"
 #include "sim/plan/plan.hpp"
 #include "sim/schedule/program.hpp"
 
@@ -40,6 +41,7 @@ struct RunMetrics {
   std::vector<IpuMetrics> ipus;
   std::vector<LinkTraffic> links;    // only links that carried traffic
   std::uint64_t activities = 0;
+  MemoryReport memory;               // filled by simulate(); memory does not depend on timing
 };
 
 RunMetrics compute_metrics(Mode mode, const Schedule& schedule, const RunLog& log, const Execution& execution);

@@ -39,6 +39,27 @@ Json plan_json(const Scenario& sc, const Plan& plan) {
           {"ipus", ipus}};
 }
 
+Json memory_json(const MemoryReport& memory) {
+  Json ipus = Json::array(), stashes = Json::array(), verdicts = Json::array();
+  for (const IpuMemory& m : memory.ipus) {
+    Json categories = Json::array();
+    for (const MemoryCategory& c : m.categories)
+      categories.push_back({{"name", c.name}, {"bytes", c.bytes}, {"tile_bytes", c.tile_bytes}});
+    ipus.push_back({{"id", m.id},
+                    {"total_bytes", m.total_bytes},
+                    {"capacity_bytes", m.capacity_bytes},
+                    {"fullest_tile_bytes", m.fullest_tile_bytes},
+                    {"tile_capacity_bytes", m.tile_capacity_bytes},
+                    {"fits", m.fits},
+                    {"categories", categories}});
+    if (!m.fits) verdicts.push_back(out_of_memory_verdict(m));
+  }
+  for (const StageStash& s : memory.stashes)
+    stashes.push_back({{"stage", s.stage}, {"ipu", s.ipu}, {"depth", s.depth}, {"slot_bytes", s.slot_bytes},
+                       {"bytes", s.slot_bytes * s.depth}});
+  return {{"fits", memory.fits}, {"ipus", ipus}, {"stashes", stashes}, {"verdicts", verdicts}};
+}
+
 Json run_json(const RunMetrics& r) {
   Json ipus = Json::array();
   for (const IpuMetrics& m : r.ipus)
@@ -62,7 +83,8 @@ Json run_json(const RunMetrics& r) {
           {"cycles", r.cycles},
           {"sync_s", r.sync_seconds},
           {"ipus", ipus},
-          {"links", links}};
+          {"links", links},
+          {"memory", memory_json(r.memory)}};
 }
 
 Json report_json(const Scenario& sc, const Simulation& sim) {
@@ -85,6 +107,8 @@ Json report_json(const Scenario& sc, const Simulation& sim) {
                 {"batches_per_step", ex.batches_per_step},
                 {"host_io", ex.host_io},
                 {"cost_model", ex.cost_model},
+                {"recomputation", ex.recomputation == Recomputation::Pipeline ? "pipeline" : "none"},
+                {"optimizer", optimizer_name(ex.optimizer)},
                 {"schedule", ex.schedule}}},
               {"plan", plan_json(sc, sim.plan)},
               {"runs", runs}};

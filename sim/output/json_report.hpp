@@ -8,6 +8,7 @@
 namespace ipusim {
 
 nlohmann::json plan_json(const Scenario& scenario, const Plan& plan);
+nlohmann::json memory_json(const MemoryReport& memory);
 nlohmann::json run_json(const RunMetrics& run);
 nlohmann::json report_json(const Scenario& scenario, const Simulation& simulation);
 

@@ -59,7 +59,11 @@ std::string render_table(const Scenario& sc, const Simulation& sim) {
   out << "Scenario " << sc.name << ": model " << sc.model.name << " on " << sc.hardware.name << "\n";
   out << (ex.training ? "Training" : "Inference") << ", micro-batch " << ex.micro_batch_size;
   if (ex.training) out << ", gradient accumulation G=" << ex.gradient_accumulation;
-  out << ", batchesPerStep " << ex.batches_per_step << ", cost model " << ex.cost_model
+  out << ", batchesPerStep " << ex.batches_per_step << ", cost model " << ex.cost_model;
+  if (ex.training)
+    out << ", optimizer " << optimizer_name(ex.optimizer) << ", recomputation "
+        << (ex.recomputation == Recomputation::Pipeline ? "pipeline" : "none");
+  out
       << (ex.host_io ? "" : ", synthetic data (no host I/O)") << "\n\n";
   plan_section(out, sc, sim.plan);
   out << "\n";
@@ -99,6 +103,27 @@ std::string render_table(const Scenario& sc, const Simulation& sim) {
   for (std::size_t i = 0; i < ipu_count; ++i)
     row("IPU " + std::to_string(sim.runs.front().metrics.ipus[i].id) + " utilisation",
         [i](const RunMetrics& r) { return format_percent(r.ipus[i].utilization); });
+  for (std::size_t i = 0; i < ipu_count; ++i)
+    row("IPU " + std::to_string(sim.runs.front().metrics.ipus[i].id) + " memory", [i](const RunMetrics& r) {
+      if (i >= r.memory.ipus.size()) return std::string("-");
+      const IpuMemory& m = r.memory.ipus[i];
+      return format_bytes(m.total_bytes) + (m.fits ? "" : " OOM");
+    });
+  for (std::size_t i = 0; i < ipu_count; ++i)
+    row("IPU " + std::to_string(sim.runs.front().metrics.ipus[i].id) + " fullest tile", [i](const RunMetrics& r) {
+      if (i >= r.memory.ipus.size()) return std::string("-");
+      const IpuMemory& m = r.memory.ipus[i];
+      return format_bytes(m.fullest_tile_bytes) + " (" +
+             format_fixed(100 * m.fullest_tile_bytes / m.tile_capacity_bytes, 0) + " %)";
+    });
+  if (sc.execution.training)
+    for (int s = 0; s < sim.plan.forward_stage_count; ++s)
+      row("stash stage " + std::to_string(s) + " (IPU " + std::to_string(sim.plan.stages[s].ipu) + ")",
+          [s](const RunMetrics& r) {
+            for (const StageStash& st : r.memory.stashes)
+              if (st.stage == s) return "x" + std::to_string(st.depth) + " = " + format_bytes(st.slot_bytes * st.depth);
+            return std::string("-");
+          });
   std::vector<std::string> link_names;
   for (const ModeRun& run : sim.runs)
     for (const LinkTraffic& l : run.metrics.links)
@@ -110,6 +135,10 @@ std::string render_table(const Scenario& sc, const Simulation& sim) {
       return std::string("0 B");
     });
 
+  for (const ModeRun& run : sim.runs)
+    for (const IpuMemory& m : run.metrics.memory.ipus)
+      if (!m.fits)
+        out << "\nOUT OF MEMORY (" << mode_name(run.metrics.mode) << "): " << out_of_memory_verdict(m) << "\n";
   if (sharded && pipelined) {
     const Shares s = shares(*sharded), p = shares(*pipelined);
     const double speedup = sharded->step_time_s / pipelined->step_time_s;
@@ -118,10 +147,14 @@ std::string render_table(const Scenario& sc, const Simulation& sim) {
     else out << "pipelining is " << format_fixed(1 / speedup, 2) << "x slower than sharding. ";
     out << "Sharded, only one IPU works at a time, so the IPUs sit idle " << format_percent(sharded->bubble_fraction)
         << " of the time; pipelined, stages work on different micro-batches at once and idle time falls to "
-        << format_percent(pipelined->bubble_fraction) << " (fill and flush of " << pipelined->cycles
-        << " lockstep cycles, each as long as its slowest IPU). ";
+        << format_percent(pipelined->bubble_fraction);
+    if (pipelined->cycles > 0)
+      out << " (fill and flush of " << pipelined->cycles << " lockstep steps, each as long as its slowest IPU). ";
+    else
+      out << " (the fill and drain of the asynchronous pipeline). ";
     out << "Copies take " << format_percent(p.exchange) << " of IPU time pipelined against "
-        << format_percent(s.exchange) << " sharded: the copy phase runs every cycle for every stage boundary";
+        << format_percent(s.exchange) << " sharded"
+        << (pipelined->schedule == "popart" ? ": PopART's copy phase runs every cycle for every stage boundary" : "");
     out << "; syncs take " << format_percent(p.sync) << " against " << format_percent(s.sync) << ".\n";
   }
   return out.str();

@@ -47,6 +47,53 @@ std::vector<int> merge_stages(const ModelGraph& g, std::vector<int>& merged_ipu)
   return merged;
 }
 
+// Per forward stage: the per-sample tensors its ops read (the backward needs them), those
+// entering from another stage or the host, and the peak of live activations in op order.
+void describe_activations(const Model& m, const ModelGraph& g, const std::vector<int>& stage_of,
+                          std::int64_t micro_batch_size, Plan& plan) {
+  for (int s = 0; s < plan.forward_stage_count; ++s) {
+    PlanStage& st = plan.stages[s];
+    std::set<std::string> read, entering;
+    for (std::size_t op : st.ops)
+      for (const auto& t : m.ops[op].inputs) {
+        if (m.tensor(t).kind == TensorKind::Weight) continue;
+        read.insert(t);
+        auto p = g.producer.find(t);
+        if (p == g.producer.end() || stage_of[p->second] != s) entering.insert(t);
+      }
+    auto bytes = [&](const std::string& t) { return m.tensor(t).bytes_per_micro_batch(micro_batch_size); };
+    for (const auto& t : read) {
+      st.stash_tensors.push_back(t);
+      st.stash_bytes += bytes(t);
+    }
+    for (const auto& t : entering) {
+      st.boundary_tensors.push_back(t);
+      st.boundary_bytes += bytes(t);
+    }
+    // Liveness: entering tensors live through the stage; a tensor produced here lives
+    // until its last reader here, or to the end when a later stage or the host needs it.
+    std::map<std::string, std::size_t> last_use;
+    for (std::size_t i = 0; i < st.ops.size(); ++i)
+      for (const auto& t : m.ops[st.ops[i]].inputs) last_use[t] = i;
+    double live = st.boundary_bytes, peak = live;
+    std::vector<std::vector<std::string>> dies(st.ops.size());
+    for (std::size_t i = 0; i < st.ops.size(); ++i) {
+      for (const auto& t : m.ops[st.ops[i]].outputs) {
+        live += bytes(t);
+        bool leaves = false;
+        for (auto u : g.consumers.count(t) ? g.consumers.at(t) : std::vector<std::size_t>{})
+          leaves = leaves || stage_of[u] != s;
+        leaves = leaves || !g.consumers.count(t);
+        auto lu = last_use.find(t);
+        if (!leaves && lu != last_use.end()) dies[lu->second].push_back(t);
+      }
+      peak = std::max(peak, live);
+      for (const auto& t : dies[i]) live -= bytes(t);
+    }
+    st.live_bytes = peak;
+  }
+}
+
 } // namespace
 
 Plan make_plan(const Scenario& sc, const ModelGraph& g) {
@@ -160,6 +207,10 @@ Plan make_plan(const Scenario& sc, const ModelGraph& g) {
     plan.stages[s].host_output_bytes += m.tensor(name).bytes_per_micro_batch(ex.micro_batch_size);
   }
 
+  describe_activations(m, g, stage_of, ex.micro_batch_size, plan);
+  if (ex.training)
+    for (int s = L + 1; s < S; ++s) plan.stages[s].recompute_seconds = plan.stages[2 * L - s].forward_seconds;
+
   // IPUs and their weights.
   std::map<int, PlanIpu> ipus;
   for (const auto& st : plan.stages) {
@@ -171,13 +222,15 @@ Plan make_plan(const Scenario& sc, const ModelGraph& g) {
     const Tensor& t = m.tensor(name);
     if (t.kind != TensorKind::Weight) continue;
     PlanIpu& ipu = ipus[g.ipu_of_op[users.front()]];
+    ipu.weights.push_back(name);
     ipu.weight_elements += static_cast<double>(t.elements());
     ipu.weight_bytes += static_cast<double>(t.bytes());
     weight_dtype.emplace(ipu.id, t.dtype);
   }
   for (auto& [id, ipu] : ipus) {
     if (ex.training && ipu.weight_elements > 0)
-      ipu.update_seconds = cost->seconds(weight_update_work(ipu.weight_elements, ipu.weight_bytes, weight_dtype[id]));
+      ipu.update_seconds = cost->seconds(weight_update_work(ipu.weight_elements, ipu.weight_bytes, weight_dtype[id],
+                                                            ex.optimizer, ex.optimizer_state_dtype));
     plan.ipus.push_back(ipu);
   }
   return plan;

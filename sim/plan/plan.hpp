@@ -22,9 +22,18 @@ struct PlanStage {
   std::vector<std::size_t> ops;          // in topological order
   double forward_seconds = 0;            // per micro-batch
   double backward_seconds = 0;           // per micro-batch: backward stages, and the loss stage
+  double recompute_seconds = 0;          // backward stages: the forward re-run under recomputation
   double host_input_bytes = 0;           // per micro-batch, streamed in before the stage runs
   double host_output_bytes = 0;          // per micro-batch, streamed out after it
   std::vector<std::string> host_inputs, host_outputs;
+  // Forward stages, for memory: what the backward needs from the forward (stashed per
+  // micro-batch in flight), the part of it that enters the stage from elsewhere (all
+  // that is stashed under recomputation), and the peak of activations live while it runs.
+  std::vector<std::string> stash_tensors;
+  std::vector<std::string> boundary_tensors;
+  double stash_bytes = 0;     // per micro-batch
+  double boundary_bytes = 0;  // per micro-batch
+  double live_bytes = 0;      // per micro-batch
 
   double seconds() const { return forward_seconds + backward_seconds; }
 };
@@ -41,6 +50,7 @@ struct PlanCopy {
 struct PlanIpu {
   int id = 0;
   std::vector<int> stages;       // ascending
+  std::vector<std::string> weights;
   double weight_elements = 0;
   double weight_bytes = 0;
   double update_seconds = 0;     // one weight update (training)

@@ -2,49 +2,28 @@
 // update }. In cycle c stage s works on micro-batch c-s. Within a cycle each IPU
 // streams in, runs its active stages in ascending order, streams out; then one copy
 // phase holds every stage boundary's copy, on every cycle, fill and flush included.
-#include "sim/io/input_error.hpp"
 #include "sim/schedule/schedule.hpp"
 
 namespace ipusim {
 
-namespace {
-
-void check_pipeline(const ScheduleContext& ctx, std::int64_t depth) {
-  const Scenario& sc = ctx.scenario;
+Schedule build_popart(const ScheduleContext& ctx) {
+  check_pipelinable(ctx);
   const Plan& plan = ctx.plan;
-  if (!plan.annotated)
-    throw InputError(sc.model.file, "/ops", "pipeline.needs-virtual-graphs",
-                     "pipelining needs virtualGraph annotations on the ops; this model has none");
-  if (plan.ipus.size() < 2)
-    throw InputError(sc.model.file, "/ops", "pipeline.single-ipu",
-                     "pipelining needs more than one IPU; every op of this model is on virtualGraph " +
-                         std::to_string(plan.ipus.front().id));
+  const std::int64_t depth = ctx.depth();
   const auto S = static_cast<std::int64_t>(plan.stage_count());
   if (depth < S) {
-    const bool training = sc.execution.training;
     std::string why = std::to_string(plan.forward_stage_count) + " forward stage(s) after merging";
-    if (training) why += ", so 2*" + std::to_string(plan.forward_stage_count) + "-1 stages in training";
-    throw InputError(sc.file, sc.execution_pointer(training ? "gradientAccumulation" : "batchesPerStep"),
-                     "pipeline.depth",
-                     std::string("PopART's depth rule needs ") + (training ? "G" : "batchesPerStep") +
-                         " >= S: " + std::to_string(depth) + " < " + std::to_string(S) + " (" + why + ")");
+    if (plan.training) why += ", so 2*" + std::to_string(plan.forward_stage_count) + "-1 stages in training";
+    depth_error(ctx, "pipeline.depth",
+                std::string("PopART's depth rule needs ") + (plan.training ? "G" : "batchesPerStep") + " >= S: " +
+                    std::to_string(depth) + " < " + std::to_string(S) + " (" + why + ")");
   }
-}
-
-} // namespace
-
-Schedule build_popart(const ScheduleContext& ctx) {
-  const Execution& ex = ctx.scenario.execution;
-  const std::int64_t depth = ex.training ? ex.gradient_accumulation : ex.batches_per_step;
-  const std::int64_t batches = ex.training ? ex.batches_per_step : 1;
-  check_pipeline(ctx, depth);
-  const Plan& plan = ctx.plan;
-  const std::int64_t cycles = depth + plan.stage_count() - 1;
+  const std::int64_t cycles = depth + S - 1;
   std::vector<const PlanCopy*> all_copies;
   for (const PlanCopy& c : plan.copies) all_copies.push_back(&c);
 
-  ProgramBuilder b(ctx, "popart");
-  for (std::int64_t batch = 0; batch < batches; ++batch) {
+  ProgramBuilder b(ctx, "popart", ctx.recompute());
+  for (std::int64_t batch = 0; batch < ctx.batches(); ++batch) {
     for (std::int64_t c = 0; c < cycles; ++c) {
       for (const PlanIpu& ipu : plan.ipus) {
         std::vector<const PlanStage*> active;
@@ -57,9 +36,13 @@ Schedule build_popart(const ScheduleContext& ctx) {
       }
       b.exchange(all_copies);
     }
-    if (ex.training) b.weight_updates();
+    if (plan.training) b.weight_updates();
   }
-  return b.finish(batches * depth, static_cast<int>(cycles));
+  // Stash depth: merged stages from the stashing stage to its backward, inclusive; none for the loss stage.
+  std::vector<int> stash(static_cast<std::size_t>(plan.forward_stage_count), 0);
+  if (plan.training)
+    for (int s = 0; s < plan.loss_stage; ++s) stash[s] = 2 * (plan.loss_stage - s) + 1;
+  return b.finish(ctx.batches() * depth, static_cast<int>(cycles), stash);
 }
 
 } // namespace ipusim

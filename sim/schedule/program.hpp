@@ -3,13 +3,16 @@
 // A Sync is a barrier of every IPU in the schedule followed by the sync's cost, so
 // every program holds the same number of Sync steps. An Exchange moves this IPU's
 // share of inter-IPU copies (sends and receives) concurrently and ends when all are done.
+// Send and Receive are the asynchronous GPU-style pair: a Send starts a copy and moves
+// on; a Receive waits until that copy has arrived (receives are posted up front, like
+// pre-allocated buffers, so a copy starts the moment it is sent).
 #include <cstdint>
 #include <string>
 #include <vector>
 
 namespace ipusim {
 
-enum class StepKind { Compute, HostInput, HostOutput, Sync, Exchange };
+enum class StepKind { Compute, HostInput, HostOutput, Sync, Exchange, Send, Receive };
 enum class Pass { None, Forward, Backward, Update };
 
 std::string pass_name(Pass pass);
@@ -28,7 +31,7 @@ struct Step {
   int stage = -1;
   std::int64_t micro_batch = -1;
   Pass pass = Pass::None;
-  std::vector<Transfer> transfers;  // Exchange: sends (src_ipu is this IPU) and receives
+  std::vector<Transfer> transfers;  // Exchange, Send, Receive: src_ipu == this IPU sends
 };
 
 struct Program {
@@ -42,6 +45,9 @@ struct Schedule {
   std::int64_t micro_batches = 0;    // per step, all batches included
   int cycles = 0;                    // lockstep cycles per batch (0 when the schedule has none)
   double sync_seconds = 0;           // the cost of one inter-IPU sync among these IPUs
+  // Micro-batches whose activations forward stage s keeps for its backward, by the
+  // schedule's own rule (popart-semantics.md); indexed by forward stage.
+  std::vector<int> stash_depth;
 };
 
 } // namespace ipusim

@@ -15,7 +15,22 @@ struct ScheduleContext {
   const Scenario& scenario;
   const Plan& plan;
   double sync_seconds;  // one inter-IPU sync among the plan's IPUs
+
+  bool recompute() const { return scenario.execution.recomputation == Recomputation::Pipeline; }
+  // Micro-batches per weight update (training) or per step (inference), and how many such batches a step runs.
+  std::int64_t depth() const {
+    return scenario.execution.training ? scenario.execution.gradient_accumulation : scenario.execution.batches_per_step;
+  }
+  std::int64_t batches() const { return scenario.execution.training ? scenario.execution.batches_per_step : 1; }
+  // Forward (activation) or gradient copies out of / into a plan stage; the loss stage has both.
+  std::vector<const PlanCopy*> copies_from(int stage, bool gradient) const;
+  std::vector<const PlanCopy*> copies_into(int stage, bool gradient) const;
 };
+
+// Checks shared by every pipelined schedule: virtual graphs, more than one IPU.
+void check_pipelinable(const ScheduleContext& context);
+// An InputError about the pipeline depth, pointing at G (training) or batchesPerStep.
+[[noreturn]] void depth_error(const ScheduleContext& context, const std::string& rule, const std::string& message);
 
 struct ScheduleInfo {
   std::string name;
@@ -32,11 +47,21 @@ Schedule make_schedule(Mode mode, const Scenario& scenario, const Plan& plan);
 
 Schedule build_sharded(const ScheduleContext& context);
 Schedule build_popart(const ScheduleContext& context);
+Schedule build_tf_grouped(const ScheduleContext& context);
+Schedule build_tf_interleaved(const ScheduleContext& context);
+Schedule build_tf_sequential(const ScheduleContext& context);
+Schedule build_gpipe(const ScheduleContext& context);
+Schedule build_1f1b(const ScheduleContext& context);
+
+// Which part of a stage's work a compute step runs: the loss stage does both at once
+// under PopART; TF and GPU-style schedules run its forward and backward as separate steps.
+enum class Work { All, ForwardOnly, BackwardOnly };
 
 // Shared pieces for schedule implementations.
 class ProgramBuilder {
 public:
-  ProgramBuilder(const ScheduleContext& context, std::string name);
+  // `recompute`: backward stages re-run their forward (pipeline recomputation).
+  ProgramBuilder(const ScheduleContext& context, std::string name, bool recompute);
 
   Program& program_of(int ipu);
   // A barrier of every IPU, then `seconds` of sync.
@@ -45,14 +70,18 @@ public:
   void exchange(const std::vector<const PlanCopy*>& copies);
   // Host input, compute (forward and/or backward) and host output of one stage for one micro-batch.
   void host_input(const PlanStage& stage, std::int64_t micro_batch);
-  void compute(const PlanStage& stage, std::int64_t micro_batch);
+  void compute(const PlanStage& stage, std::int64_t micro_batch, Work work = Work::All);
+  // Asynchronous copies: start them / wait for them, on the IPU of the stage.
+  void send(int ipu, const std::vector<const PlanCopy*>& copies);
+  void receive(int ipu, const std::vector<const PlanCopy*>& copies);
   void host_output(const PlanStage& stage, std::int64_t micro_batch);
-  // PopART's Serial weight update: IPU by IPU in virtual-graph order.
-  void weight_updates();
-  Schedule finish(std::int64_t micro_batches, int cycles);
+  // PopART's Serial weight update: IPU by IPU in virtual-graph order; or all at once.
+  void weight_updates(bool in_parallel = false);
+  Schedule finish(std::int64_t micro_batches, int cycles, std::vector<int> stash_depth);
 
 private:
   const ScheduleContext& context_;
+  bool recompute_;
   Schedule schedule_;
 };
 

@@ -10,7 +10,7 @@ Schedule build_sharded(const ScheduleContext& ctx) {
   const Execution& ex = ctx.scenario.execution;
   const std::int64_t per_batch = ex.training ? ex.gradient_accumulation : ex.batches_per_step;
   const std::int64_t batches = ex.training ? ex.batches_per_step : 1;
-  ProgramBuilder b(ctx, "sharded");
+  ProgramBuilder b(ctx, "sharded", /*recompute=*/false);
   for (std::int64_t batch = 0; batch < batches; ++batch) {
     for (std::int64_t k = 0; k < per_batch; ++k) {
       const std::int64_t mb = batch * per_batch + k;
@@ -27,7 +27,11 @@ Schedule build_sharded(const ScheduleContext& ctx) {
     }
     if (ex.training) b.weight_updates();
   }
-  return b.finish(batches * per_batch, 0);
+  // One micro-batch at a time: each forward stage keeps one micro-batch's activations for its backward.
+  std::vector<int> stash(static_cast<std::size_t>(ctx.plan.forward_stage_count), 0);
+  if (ex.training)
+    for (int s = 0; s < ctx.plan.loss_stage; ++s) stash[s] = 1;
+  return b.finish(batches * per_batch, 0, stash);
 }
 
 } // namespace ipusim

@@ -1,0 +1,154 @@
+#include "sim/memory/memory.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "sim/cost/cost_model.hpp"
+#include "sim/output/units.hpp"
+
+namespace ipusim {
+
+namespace {
+
+// A buffer of `bytes` is cut into grains of minElementsPerTile elements and laid out
+// linearly from tile 0 (Poplar's default linear mapping), over at most every tile.
+double tile0_share(double bytes, std::int64_t element_bytes, const IpuSpec& ipu) {
+  if (bytes <= 0) return 0;
+  const double grain = static_cast<double>(ipu.min_elements_per_tile * element_bytes);
+  const double tiles = std::clamp(std::ceil(bytes / grain), 1.0, static_cast<double>(ipu.tiles));
+  return bytes / tiles;
+}
+
+class Ledger {
+public:
+  Ledger(const IpuSpec& ipu, const Model& model) : ipu_(ipu), model_(model) {}
+
+  void add_tensor(const std::string& category, const std::string& tensor, double bytes) {
+    add(category, bytes, tile0_share(bytes, dtype_bytes(model_.tensor(tensor).dtype), ipu_));
+  }
+  void add(const std::string& category, double bytes, double tile_bytes) {
+    auto& c = entry(category);
+    c.bytes += bytes;
+    c.tile_bytes += tile_bytes;
+  }
+  MemoryCategory& entry(const std::string& category) {
+    for (auto& c : categories_)
+      if (c.name == category) return c;
+    categories_.push_back({category, 0, 0});
+    return categories_.back();
+  }
+  std::vector<MemoryCategory> categories() const { return categories_; }
+
+private:
+  const IpuSpec& ipu_;
+  const Model& model_;
+  std::vector<MemoryCategory> categories_;
+};
+
+} // namespace
+
+MemoryReport estimate_memory(const Scenario& sc, const Plan& plan, const std::vector<int>& stash_depth) {
+  const Model& m = sc.model;
+  const Execution& ex = sc.execution;
+  const IpuSpec& ipu_spec = sc.hardware.ipu;
+  const bool recompute = ex.recomputation == Recomputation::Pipeline;
+  MemoryReport report;
+
+  for (const PlanIpu& ipu : plan.ipus) {
+    Ledger ledger(ipu_spec, m);
+    // The fixed order of categories in every report.
+    for (const char* name : {"weights", "gradient accumulators", "optimizer state", "activations", "stash",
+                             "host stream buffers", "code and control"})
+      ledger.entry(name);
+
+    for (const auto& w : ipu.weights) {
+      const double bytes = static_cast<double>(m.tensor(w).bytes());
+      ledger.add_tensor("weights", w, bytes);
+      if (ex.training) {
+        // The gradient is accumulated over G micro-batches in a buffer of the weight's type.
+        ledger.add_tensor("gradient accumulators", w, bytes);
+        const double state = static_cast<double>(optimizer_state_tensors(ex.optimizer) * m.tensor(w).elements() *
+                                                 dtype_bytes(ex.optimizer_state_dtype));
+        for (int i = 0; i < optimizer_state_tensors(ex.optimizer); ++i)
+          ledger.add("optimizer state", state / optimizer_state_tensors(ex.optimizer),
+                     tile0_share(state / optimizer_state_tensors(ex.optimizer), dtype_bytes(ex.optimizer_state_dtype),
+                                 ipu_spec));
+      }
+    }
+
+    // Stages on one IPU run one after another: the live activations peak in one of them.
+    // A backward stage holds the forward's activations and their gradients: twice the forward's.
+    double live = 0;
+    std::string live_tensor;
+    for (int s : ipu.stages) {
+      const PlanStage& st = plan.stages[s];
+      const PlanStage& fwd = plan.stages[st.forward_stage];
+      const double bytes = fwd.live_bytes * (st.backward || st.backward_seconds > 0 ? 2.0 : 1.0);
+      if (bytes > live) live = bytes;
+    }
+    // Activations are spread like one float tensor of that size.
+    ledger.add("activations", live, tile0_share(live, 2, ipu_spec));
+
+    for (int s : ipu.stages) {
+      const PlanStage& st = plan.stages[s];
+      if (st.backward || s >= static_cast<int>(stash_depth.size()) || stash_depth[s] <= 0) continue;
+      const auto& tensors = recompute ? st.boundary_tensors : st.stash_tensors;
+      double slot = 0;
+      for (const auto& t : tensors) {
+        const double bytes = m.tensor(t).bytes_per_micro_batch(ex.micro_batch_size);
+        slot += bytes;
+        for (int d = 0; d < stash_depth[s]; ++d) ledger.add_tensor("stash", t, bytes);
+      }
+      report.stashes.push_back({s, st.ipu, stash_depth[s], slot});
+    }
+
+    for (int s : ipu.stages) {
+      const PlanStage& st = plan.stages[s];
+      if (!ex.host_io) break;
+      for (const auto& t : st.host_inputs) ledger.add_tensor("host stream buffers", t, m.tensor(t).bytes_per_micro_batch(ex.micro_batch_size));
+      for (const auto& t : st.host_outputs) ledger.add_tensor("host stream buffers", t, m.tensor(t).bytes_per_micro_batch(ex.micro_batch_size));
+    }
+
+    // Each op places code and control on every tile it runs on; backward ops as many again.
+    const double per_op = ipu_spec.code_bytes_per_op;
+    for (int s : ipu.stages) {
+      const PlanStage& st = plan.stages[s];
+      if (st.backward) continue;
+      for (std::size_t op : st.ops) {
+        const double tiles = tiles_used(forward_work(m, m.ops[op], ex.micro_batch_size), ipu_spec);
+        const double copies = ex.training ? 2.0 : 1.0;
+        ledger.add("code and control", copies * per_op * tiles, copies * per_op);
+      }
+    }
+
+    IpuMemory out;
+    out.id = ipu.id;
+    out.categories = ledger.categories();
+    for (const auto& c : out.categories) {
+      out.total_bytes += c.bytes;
+      out.fullest_tile_bytes += c.tile_bytes;
+    }
+    out.tile_capacity_bytes = static_cast<double>(ipu_spec.sram_bytes_per_tile);
+    out.capacity_bytes = out.tile_capacity_bytes * static_cast<double>(ipu_spec.tiles);
+    out.fits = out.fullest_tile_bytes <= out.tile_capacity_bytes && out.total_bytes <= out.capacity_bytes;
+    report.fits = report.fits && out.fits;
+    report.ipus.push_back(out);
+  }
+  return report;
+}
+
+std::string out_of_memory_verdict(const IpuMemory& ipu) {
+  std::vector<MemoryCategory> largest = ipu.categories;
+  std::sort(largest.begin(), largest.end(),
+            [](const MemoryCategory& a, const MemoryCategory& b) { return a.tile_bytes > b.tile_bytes; });
+  std::string text = "IPU " + std::to_string(ipu.id) + " is out of memory: its fullest tile needs " +
+                     format_bytes(ipu.fullest_tile_bytes) + " of " + format_bytes(ipu.tile_capacity_bytes) +
+                     " (" + format_fixed(100 * ipu.fullest_tile_bytes / ipu.tile_capacity_bytes, 0) +
+                     " %); largest consumers per tile:";
+  for (std::size_t i = 0; i < largest.size() && i < 3; ++i)
+    text += (i ? ", " : " ") + largest[i].name + " " + format_bytes(largest[i].tile_bytes);
+  return text;
+}
+
+} // namespace ipusim

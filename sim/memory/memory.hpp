@@ -1,0 +1,50 @@
+#pragma once
+// Memory per IPU and per tile for one run: weights, gradient accumulators, optimizer
+// state, activations live within a stage, stashes (per the schedule's micro-batches in
+// flight), host stream buffers, and code. Tensors are spread over tiles with a grain,
+// starting from tile 0, so the report gives each IPU's total and its fullest tile
+// against SRAM per tile. An estimate, documented in docs/memory.md.
+#include <string>
+#include <vector>
+
+#include "sim/io/scenario.hpp"
+#include "sim/plan/plan.hpp"
+
+namespace ipusim {
+
+struct MemoryCategory {
+  std::string name;        // "weights", "stash", ...
+  double bytes = 0;        // on the whole IPU
+  double tile_bytes = 0;   // on its fullest tile (tile 0)
+};
+
+struct IpuMemory {
+  int id = 0;
+  double total_bytes = 0;
+  double capacity_bytes = 0;          // tiles x SRAM per tile
+  double fullest_tile_bytes = 0;
+  double tile_capacity_bytes = 0;     // SRAM per tile
+  bool fits = true;                   // the fullest tile fits in its SRAM
+  std::vector<MemoryCategory> categories;  // fixed order, see memory.cpp
+};
+
+struct StageStash {
+  int stage = 0;             // forward stage
+  int ipu = 0;
+  int depth = 0;             // micro-batches held at once
+  double slot_bytes = 0;     // one micro-batch's stashed tensors
+};
+
+struct MemoryReport {
+  bool fits = true;
+  std::vector<IpuMemory> ipus;
+  std::vector<StageStash> stashes;
+};
+
+// `stash_depth[s]`: micro-batches forward stage s keeps for its backward (0: none).
+MemoryReport estimate_memory(const Scenario& scenario, const Plan& plan, const std::vector<int>& stash_depth);
+
+// "IPU0 does not fit: its fullest tile needs 700 KiB of 624 KiB; largest: stash 300 KiB, ..."
+std::string out_of_memory_verdict(const IpuMemory& ipu);
+
+} // namespace ipusim

@@ -1,0 +1,137 @@
+// Pipeline schedules other than PopART's, recomputation and stash depths, against
+// closed forms (pipeline-formulas.md) and hand-computed step tables.
+#include <catch2/catch.hpp>
+
+#include "sim/graph/model_graph.hpp"
+#include "sim/plan/plan.hpp"
+#include "sim/schedule/schedule.hpp"
+#include "sim/simulate/simulation.hpp"
+#include "support.hpp"
+
+using namespace ipusim;
+using namespace ipusim::test;
+
+namespace {
+
+constexpr double ms = 1e-3, us = 1e-6;
+
+Json training(const std::string& schedule, int G) {
+  return {{"training", true}, {"gradientAccumulation", G}, {"hostIo", false}, {"costModel", "compute"},
+          {"schedule", schedule}, {"mode", "pipelined"}};
+}
+
+RunMetrics run_pipelined(const Json& model, const Json& config, const Json& execution) {
+  const Simulation sim = simulate(make_scenario(model, config, execution), {Mode::Pipelined});
+  return sim.runs.at(0).metrics;
+}
+
+Schedule schedule_of(const Json& model, const Json& config, const Json& execution) {
+  const Scenario sc = make_scenario(model, config, execution);
+  const Plan plan = make_plan(sc, build_graph(sc.model));
+  return make_schedule(Mode::Pipelined, sc, plan);
+}
+
+// p = 4 equal stages: t_f = 1 ms, t_b = 2 ms; copies of 1000 B over 1e21 B/s take 1e-18 s.
+const Json four_equal = chain_model({{0, 1e6}, {1, 1e6}, {2, 1e6}, {3, 1e6}}, 250);
+const Json fast_links = zero_overhead_config(4, 1e21);
+
+} // namespace
+
+TEST_CASE("GPipe: (m+p-1)(t_f+t_b) and bubble (p-1)/(m+p-1)", "[schedule]") {
+  const RunMetrics r = run_pipelined(four_equal, fast_links, training("gpipe", 8));
+  CHECK(r.step_time_s == Approx((8 + 4 - 1) * 3 * ms).epsilon(1e-9));
+  CHECK(r.bubble_fraction == Approx(3.0 / 11.0).epsilon(1e-9));
+}
+
+TEST_CASE("1F1B: bubble over ideal time is (p-1)/m, at most p micro-batches in flight", "[schedule]") {
+  const RunMetrics r = run_pipelined(four_equal, fast_links, training("1f1b", 8));
+  CHECK(r.step_time_s == Approx((8 + 4 - 1) * 3 * ms).epsilon(1e-9));
+  for (const IpuMetrics& ipu : r.ipus) CHECK(ipu.idle_s / ipu.busy_s == Approx(3.0 / 8.0).epsilon(1e-9));
+  // Stage s holds min(p - s, m) micro-batches; GPipe holds all m.
+  CHECK(schedule_of(four_equal, fast_links, training("1f1b", 8)).stash_depth == std::vector<int>{4, 3, 2, 1});
+  CHECK(schedule_of(four_equal, fast_links, training("gpipe", 8)).stash_depth == std::vector<int>{8, 8, 8, 8});
+}
+
+TEST_CASE("GPU-style schedules need one forward stage per IPU", "[schedule]") {
+  const Json wrap = chain_model({{0, 1e6, 0}, {1, 1e6, 1}, {0, 1e6, 2}}, 250);
+  CHECK(rule_of([&] { schedule_of(wrap, zero_overhead_config(2), training("1f1b", 8)); }) ==
+        "pipeline.one-stage-per-ipu");
+}
+
+TEST_CASE("TF Grouped: ramp-up of N forward steps, then backward and forward steps alternate", "[schedule]") {
+  // N = 2, m = 4, t_f = 1 ms, t_b = 2 ms, copies 1 us (1000 B at 1 GB/s).
+  // Steps (IPU0 | IPU1), and whether the step moves a copy:
+  //  F: F0 | -        1 ms + copy     F: F1 | F0       1 ms + copy     B: - | B0      2 ms + copy
+  //  F: F2 | F1       1 ms + copy     B: B0 | B1       2 ms + copy     F: F3 | F2     1 ms + copy
+  //  B: B1 | B2       2 ms + copy     F: - | F3        1 ms            B: B2 | B3     2 ms + copy
+  //  B: B3 | -        2 ms
+  const Json two = chain_model({{0, 1e6}, {1, 1e6}}, 250);
+  const RunMetrics r = run_pipelined(two, zero_overhead_config(2), training("tf-grouped", 4));
+  CHECK(r.step_time_s == Approx(15 * ms + 8 * us).epsilon(1e-9));
+  CHECK(r.cycles == 10);
+  CHECK(schedule_of(two, zero_overhead_config(2), training("tf-grouped", 4)).stash_depth == std::vector<int>{2, 0});
+}
+
+TEST_CASE("TF Interleaved: forward and backward alternate on each IPU", "[schedule]") {
+  // Same model; stage s runs forward on steps t with t-s even:
+  //  F0 | -  1 ms + copy;  - | F0  1 ms;  F1 | B0  2 ms + 2 copies at once (1 us);  B0 | F1  2 ms;
+  //  F2 | B1  2 ms + 1 us;  B1 | F2  2 ms;  F3 | B2  2 ms + 1 us;  B2 | F3  2 ms;  - | B3  2 ms + 1 us;  B3 | -  2 ms.
+  const Json two = chain_model({{0, 1e6}, {1, 1e6}}, 250);
+  const RunMetrics r = run_pipelined(two, zero_overhead_config(2), training("tf-interleaved", 4));
+  CHECK(r.step_time_s == Approx(18 * ms + 5 * us).epsilon(1e-9));
+  CHECK(schedule_of(two, zero_overhead_config(2), training("tf-interleaved", 4)).stash_depth ==
+        std::vector<int>{1, 0});
+}
+
+TEST_CASE("TF depth rules accept and reject the right depths", "[schedule]") {
+  const Json two = chain_model({{0, 1e6}, {1, 1e6}}, 250);  // N = 2
+  const Json config = zero_overhead_config(2);
+  auto rule = [&](const std::string& schedule, int G) {
+    return rule_of([&] { schedule_of(two, config, training(schedule, G)); });
+  };
+  // Grouped, training: a multiple of 2N = 4, and at least 4.
+  CHECK(rule("tf-grouped", 2) == "pipeline.depth");
+  CHECK(rule("tf-grouped", 6) == "pipeline.depth");
+  CHECK(rule("tf-grouped", 4).empty());
+  CHECK(rule("tf-grouped", 8).empty());
+  // Interleaved: a multiple of N = 2.
+  CHECK(rule("tf-interleaved", 3) == "pipeline.depth");
+  CHECK(rule("tf-interleaved", 2).empty());
+  // Sequential: any depth.
+  CHECK(rule("tf-sequential", 3).empty());
+  // Grouped, inference: a multiple of N and at least N.
+  const Json inference = {{"batchesPerStep", 3}, {"hostIo", false}, {"schedule", "tf-grouped"}};
+  CHECK(rule_of([&] { schedule_of(two, config, inference); }) == "pipeline.depth");
+  // Interleaved cannot put two forward stages on one IPU when training.
+  const Json wrap = chain_model({{0, 1e6, 0}, {1, 1e6, 1}, {0, 1e6, 2}}, 250);
+  CHECK(rule_of([&] { schedule_of(wrap, config, training("tf-interleaved", 3)); }) ==
+        "pipeline.interleaved-shared-ipu");
+}
+
+TEST_CASE("PopART stash depth is 2(P-1-k)+1, counted in merged stages when stages wrap", "[schedule][memory]") {
+  CHECK(schedule_of(four_equal, fast_links, training("popart", 8)).stash_depth == std::vector<int>{7, 5, 3, 0});
+  // BERT-style wrap: stages 0 (IPU0), 1 (IPU1), 2 (back on IPU0); L = 2.
+  const Json wrap = chain_model({{0, 1e6, 0}, {1, 1e6, 1}, {0, 1e6, 2}}, 250);
+  CHECK(schedule_of(wrap, zero_overhead_config(2), training("popart", 8)).stash_depth == std::vector<int>{5, 3, 0});
+  // Consecutive stages on one IPU merge first: stages 0,1 on IPU0, 2 on IPU1 -> P = 2.
+  const Json merged = chain_model({{0, 1e6, 0}, {0, 1e6, 1}, {1, 1e6, 2}}, 250);
+  CHECK(schedule_of(merged, zero_overhead_config(2), training("popart", 8)).stash_depth == std::vector<int>{3, 0});
+}
+
+TEST_CASE("pipeline recomputation adds one forward per backward stage and stashes only what crosses in",
+          "[schedule][memory]") {
+  // IPU0: two ops of 1 ms (x -> a1 -> a2); IPU1: one op of 3 ms. G = 4, copies 1 us.
+  const Json model = chain_model({{0, 1e6}, {0, 1e6}, {1, 3e6}}, 250);
+  Json execution = training("popart", 4);
+  const RunMetrics plain = run_pipelined(model, zero_overhead_config(2), execution);
+  execution["recomputation"] = "pipeline";
+  const RunMetrics recomputed = run_pipelined(model, zero_overhead_config(2), execution);
+  // Cycles (IPU0 | IPU1): c0 2 | -; c1 2 | 3+6; c2 2+4(+2) | 9; c3 2+4(+2) | 9; c4 4(+2) | 9; c5 4(+2) | -.
+  CHECK(plain.step_time_s == Approx((2 + 9 + 9 + 9 + 9 + 4) * ms + 6 * us).epsilon(1e-9));
+  CHECK(recomputed.step_time_s == Approx((2 + 9 + 9 + 9 + 9 + 6) * ms + 6 * us).epsilon(1e-9));
+  // Stage 0 reads x and a1 (2 x 1000 B) without recomputation; with it only x enters from outside.
+  REQUIRE(plain.memory.stashes.size() == 1);
+  CHECK(plain.memory.stashes[0].slot_bytes == 2000);
+  CHECK(plain.memory.stashes[0].depth == 3);
+  CHECK(recomputed.memory.stashes[0].slot_bytes == 1000);
+}
