@@ -1,5 +1,6 @@
 #include "sim/cost/op_work.hpp"
 
+#include <algorithm>
 #include <map>
 
 #include "sim/io/input_error.hpp"
@@ -92,6 +93,10 @@ OpWork forward_work(const Model& m, const Op& op, std::int64_t micro_batch_size)
   double parallel = 0;
   for (const auto& t : op.outputs) parallel += m.tensor(t).bytes_per_micro_batch(micro_batch_size) /
                                                static_cast<double>(dtype_bytes(m.tensor(t).dtype));
+  // A reduction or loss splits over its input, not its (tiny) output.
+  if (per_input_element_flops().count(op.type) && !op.inputs.empty())
+    parallel = std::max(parallel, m.tensor(op.inputs[0]).bytes_per_micro_batch(micro_batch_size) /
+                                      static_cast<double>(dtype_bytes(m.tensor(op.inputs[0]).dtype)));
   w.parallel_elements = parallel;
   w.input_bytes = bytes_read(m, op, micro_batch_size);
   return w;

@@ -46,6 +46,13 @@ struct HostLinkSpec {
   double latency_s = 0;
 };
 
+// Off-chip DDR (IPU-M2000 Streaming Memory) that optimizer state may live in.
+struct StreamingMemorySpec {
+  bool present = false;
+  double bandwidth_bytes_per_s = 0;  // per IPU while it streams
+  double latency_s = 0;
+};
+
 struct HardwareConfig {
   std::string file;
   std::string name;
@@ -54,6 +61,7 @@ struct HardwareConfig {
   double sync_latency_per_hop_s = 0;
   std::vector<LinkSpec> links;
   HostLinkSpec host_link;
+  StreamingMemorySpec streaming_memory;
   std::map<std::string, std::string> sources;  // JSON pointer of a figure -> where it comes from
 
   // Graphcore's IPU model: 15 ns a hop, hops = 1 + IPUs/4, there and back.

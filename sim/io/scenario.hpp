@@ -30,6 +30,7 @@ struct Execution {
   Recomputation recomputation = Recomputation::None;
   Optimizer optimizer = Optimizer::Sgd;
   DType optimizer_state_dtype = DType::Float32;
+  bool optimizer_state_off_chip = false;  // in Streaming Memory, streamed in for each weight update
 };
 
 struct Scenario {

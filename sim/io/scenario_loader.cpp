@@ -82,6 +82,11 @@ Execution execution_from_json(const Json& execution, const std::string& origin) 
     if (!parsed || (*parsed != DType::Float16 && *parsed != DType::Float32))
       throw o.error("stateDtype", "scenario.bad-optimizer", "stateDtype must be float16 or float32");
     e.optimizer_state_dtype = *parsed;
+    const std::string location = o.optional_string("stateLocation", "on-chip");
+    if (location == "streaming-memory") e.optimizer_state_off_chip = true;
+    else if (location != "on-chip")
+      throw o.error("stateLocation", "scenario.bad-optimizer",
+                    "stateLocation must be on-chip or streaming-memory, got \"" + location + "\"");
     o.finish();
   }
   if (!e.training && e.gradient_accumulation != 1)

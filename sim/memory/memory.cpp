@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 
 #include "sim/cost/cost_model.hpp"
 #include "sim/output/units.hpp"
@@ -70,22 +71,32 @@ MemoryReport estimate_memory(const Scenario& sc, const Plan& plan, const std::ve
         ledger.add_tensor("gradient accumulators", w, bytes);
         const double state = static_cast<double>(optimizer_state_tensors(ex.optimizer) * m.tensor(w).elements() *
                                                  dtype_bytes(ex.optimizer_state_dtype));
-        for (int i = 0; i < optimizer_state_tensors(ex.optimizer); ++i)
-          ledger.add("optimizer state", state / optimizer_state_tensors(ex.optimizer),
-                     tile0_share(state / optimizer_state_tensors(ex.optimizer), dtype_bytes(ex.optimizer_state_dtype),
-                                 ipu_spec));
+        // Off-chip state needs no SRAM between updates; it passes through in slices.
+        if (!ex.optimizer_state_off_chip)
+          for (int i = 0; i < optimizer_state_tensors(ex.optimizer); ++i)
+            ledger.add("optimizer state", state / optimizer_state_tensors(ex.optimizer),
+                       tile0_share(state / optimizer_state_tensors(ex.optimizer),
+                                   dtype_bytes(ex.optimizer_state_dtype), ipu_spec));
       }
     }
 
     // Stages on one IPU run one after another: the live activations peak in one of them.
     // A backward stage holds the forward's activations and their gradients: twice the forward's.
+    // It also holds the gradients of the weights its ops read before they are accumulated.
     double live = 0;
-    std::string live_tensor;
     for (int s : ipu.stages) {
       const PlanStage& st = plan.stages[s];
       const PlanStage& fwd = plan.stages[st.forward_stage];
-      const double bytes = fwd.live_bytes * (st.backward || st.backward_seconds > 0 ? 2.0 : 1.0);
-      if (bytes > live) live = bytes;
+      const bool backward = st.backward || st.backward_seconds > 0;
+      double bytes = fwd.live_bytes * (backward ? 2.0 : 1.0);
+      if (backward) {
+        std::set<std::string> weights;
+        for (std::size_t op : fwd.ops)
+          for (const auto& t : m.ops[op].inputs)
+            if (m.tensor(t).kind == TensorKind::Weight) weights.insert(t);
+        for (const auto& w : weights) bytes += static_cast<double>(m.tensor(w).bytes());
+      }
+      live = std::max(live, bytes);
     }
     // Activations are spread like one float tensor of that size.
     ledger.add("activations", live, tile0_share(live, 2, ipu_spec));

@@ -47,20 +47,36 @@ std::vector<int> merge_stages(const ModelGraph& g, std::vector<int>& merged_ipu)
   return merged;
 }
 
-// Per forward stage: the per-sample tensors its ops read (the backward needs them), those
+enum class BackwardReads { Nothing, Inputs, Outputs };
+
+// What an op's gradient needs from its forward: views, sums and casts need nothing;
+// softmax and saturating activations their output; everything else its inputs.
+BackwardReads backward_reads(const std::string& type) {
+  static const std::set<std::string> nothing{"Add", "Sub", "Neg", "Reshape", "Transpose", "Flatten", "Identity",
+                                             "Cast", "Scale", "Concat", "Slice", "ReduceSum", "ReduceMean"};
+  static const std::set<std::string> outputs{"Softmax", "Sigmoid", "Tanh", "Exp", "Sqrt"};
+  if (nothing.count(type)) return BackwardReads::Nothing;
+  if (outputs.count(type)) return BackwardReads::Outputs;
+  return BackwardReads::Inputs;
+}
+
+// Per forward stage: the per-sample tensors its backward needs (stashed), those
 // entering from another stage or the host, and the peak of live activations in op order.
 void describe_activations(const Model& m, const ModelGraph& g, const std::vector<int>& stage_of,
                           std::int64_t micro_batch_size, Plan& plan) {
   for (int s = 0; s < plan.forward_stage_count; ++s) {
     PlanStage& st = plan.stages[s];
     std::set<std::string> read, entering;
-    for (std::size_t op : st.ops)
+    for (std::size_t op : st.ops) {
       for (const auto& t : m.ops[op].inputs) {
         if (m.tensor(t).kind == TensorKind::Weight) continue;
-        read.insert(t);
         auto p = g.producer.find(t);
         if (p == g.producer.end() || stage_of[p->second] != s) entering.insert(t);
+        if (backward_reads(m.ops[op].type) == BackwardReads::Inputs) read.insert(t);
       }
+      if (backward_reads(m.ops[op].type) == BackwardReads::Outputs)
+        for (const auto& t : m.ops[op].outputs) read.insert(t);
+    }
     auto bytes = [&](const std::string& t) { return m.tensor(t).bytes_per_micro_batch(micro_batch_size); };
     for (const auto& t : read) {
       st.stash_tensors.push_back(t);
@@ -227,10 +243,23 @@ Plan make_plan(const Scenario& sc, const ModelGraph& g) {
     ipu.weight_bytes += static_cast<double>(t.bytes());
     weight_dtype.emplace(ipu.id, t.dtype);
   }
+  const double state_bytes_per_weight =
+      optimizer_state_tensors(ex.optimizer) * static_cast<double>(dtype_bytes(ex.optimizer_state_dtype));
+  const bool streamed = ex.training && ex.optimizer_state_off_chip && state_bytes_per_weight > 0;
+  if (streamed && !sc.hardware.streaming_memory.present)
+    throw InputError(sc.file, sc.execution_pointer("optimizer/stateLocation"), "scenario.no-streaming-memory",
+                     "optimizer state in streaming memory, but the system \"" + sc.hardware.name +
+                         "\" has no \"streamingMemory\"");
   for (auto& [id, ipu] : ipus) {
-    if (ex.training && ipu.weight_elements > 0)
+    if (ex.training && ipu.weight_elements > 0) {
       ipu.update_seconds = cost->seconds(weight_update_work(ipu.weight_elements, ipu.weight_bytes, weight_dtype[id],
                                                             ex.optimizer, ex.optimizer_state_dtype));
+      // Off-chip state is read in and written back around the update.
+      if (streamed)
+        ipu.update_seconds += 2 * (sc.hardware.streaming_memory.latency_s +
+                                   ipu.weight_elements * state_bytes_per_weight /
+                                       sc.hardware.streaming_memory.bandwidth_bytes_per_s);
+    }
     plan.ipus.push_back(ipu);
   }
   return plan;
