@@ -1,12 +1,15 @@
 // ipusim run SCENARIO: simulate and compare sharded with pipelined execution.
+#include <filesystem>
 #include <iostream>
 #include <memory>
 
 #include "sim/cli/commands.hpp"
+#include "sim/io/input_error.hpp"
 #include "sim/io/scenario_loader.hpp"
 #include "sim/output/atomic_file.hpp"
 #include "sim/output/json_report.hpp"
 #include "sim/output/table.hpp"
+#include "sim/output/trace.hpp"
 #include "sim/simulate/simulation.hpp"
 
 namespace ipusim::cli {
@@ -20,7 +23,7 @@ std::vector<Override> parse_overrides(const std::vector<std::string>& sets) {
 namespace {
 
 struct RunOptions {
-  std::string scenario, mode, output;
+  std::string scenario, mode, output, trace;
   std::vector<std::string> sets;
   bool json = false, force = false;
 };
@@ -34,7 +37,18 @@ std::vector<Mode> modes_for(const Scenario& sc, const std::string& flag) {
 
 int run(const RunOptions& o) {
   const Scenario sc = load_scenario(o.scenario, parse_overrides(o.sets));
+  if (!o.trace.empty()) {
+    // Refuse before simulating, so that one file is not written while the other is refused.
+    std::error_code ignored;
+    if (!o.output.empty() &&
+        std::filesystem::weakly_canonical(o.trace, ignored) == std::filesystem::weakly_canonical(o.output, ignored))
+      throw InputError(o.trace, "", "output.same-file", "--trace and --output name the same file");
+    for (const std::string& path : {o.output, o.trace})
+      if (!path.empty() && !o.force && std::filesystem::exists(path))
+        throw InputError(path, "", "output.exists", "the file exists; pass --force to overwrite it");
+  }
   const Simulation sim = simulate(sc, modes_for(sc, o.mode));
+  if (!o.trace.empty()) write_file_atomically(o.trace, render_trace(chrome_trace(sc, sim)), o.force);
   const std::string text = o.json ? report_json(sc, sim).dump(2) + "\n" : render_table(sc, sim);
   if (o.output.empty()) std::cout << text << std::flush;
   else write_file_atomically(o.output, text, o.force);
@@ -55,7 +69,10 @@ Command add_run_command(CLI::App& app) {
       ->allow_extra_args(false);
   cmd->add_flag("--json", o->json, "Print one JSON document instead of the table");
   cmd->add_option("-o,--output", o->output, "Write to this file (atomically) instead of standard output");
-  cmd->add_flag("--force", o->force, "Overwrite the --output file if it exists");
+  cmd->add_option("--trace", o->trace,
+                  "Also write a Chrome trace-event timeline (JSON) to this file, for ui.perfetto.dev or "
+                  "chrome://tracing (docs/timelines.md)");
+  cmd->add_flag("--force", o->force, "Overwrite the --output and --trace files if they exist");
   return [o] { return run(*o); };
 }
 

@@ -1,0 +1,266 @@
+#include "sim/output/trace.hpp"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "sim/output/units.hpp"
+
+namespace ipusim {
+
+namespace {
+
+using Json = nlohmann::json;
+
+constexpr double kMicrosecondsPerSecond = 1e6;
+
+std::string endpoint_name(int ipu) { return ipu < 0 ? "host" : "ipu" + std::to_string(ipu); }
+
+std::string process_name(const ModeRun& run) {
+  const std::string mode = mode_name(run.metrics.mode);
+  return run.metrics.mode == Mode::Pipelined ? mode + " (" + run.schedule.name + ")" : mode;
+}
+
+std::string compute_name(const Event& e) {
+  if (e.pass == Pass::Update) return "weight update";
+  std::string name = "stage " + std::to_string(e.stage) + (e.pass == Pass::Backward ? " bwd" : " fwd");
+  if (e.micro_batch >= 0) name += " mb " + std::to_string(e.micro_batch);
+  return name;
+}
+
+// What a transfer carried, when the log tells: the stage and micro-batch of a host
+// stream, the micro-batch of an inter-IPU copy.
+struct Origin {
+  int stage = -1;
+  std::int64_t micro_batch = -1;
+};
+
+// Host streams block their IPU, so the k-th stream from the host to IPU i is its k-th
+// host-input event (likewise outputs). A copy carries the micro-batch its sending stage
+// computed last before the copy started, once: copies a lockstep schedule runs in fill
+// or flush cycles, when the sending stage has no new micro-batch, carry none.
+std::vector<Origin> transfer_origins(const Plan& plan, const RunLog& log) {
+  std::vector<Origin> origins(log.transfers.size());
+
+  std::map<std::pair<int, int>, std::vector<const Event*>> streams;  // (ipu, +1 input / -1 output)
+  std::map<std::pair<int, int>, std::vector<std::pair<double, std::int64_t>>> computed;  // (ipu, stage)
+  for (const Event& e : log.events) {
+    if (e.kind == EventKind::HostInput) streams[{e.ipu, 1}].push_back(&e);
+    if (e.kind == EventKind::HostOutput) streams[{e.ipu, -1}].push_back(&e);
+    if (e.kind == EventKind::Compute && e.stage >= 0 && e.micro_batch >= 0)
+      computed[{e.ipu, e.stage}].emplace_back(e.end, e.micro_batch);
+  }
+  std::map<std::pair<int, int>, std::vector<std::size_t>> stream_transfers;
+  for (std::size_t i = 0; i < log.transfers.size(); ++i) {
+    const TransferRecord& t = log.transfers[i];
+    if (t.src < 0) stream_transfers[{t.dst, 1}].push_back(i);
+    else if (t.dst < 0) stream_transfers[{t.src, -1}].push_back(i);
+  }
+  for (const auto& [key, indices] : stream_transfers) {
+    const auto found = streams.find(key);
+    if (found == streams.end() || found->second.size() != indices.size()) continue;  // cannot pair them up
+    for (std::size_t k = 0; k < indices.size(); ++k)
+      origins[indices[k]] = {found->second[k]->stage, found->second[k]->micro_batch};
+  }
+
+  std::map<int, const PlanCopy*> copies;
+  for (const PlanCopy& c : plan.copies) copies[c.id] = &c;
+  std::vector<std::size_t> order;
+  for (std::size_t i = 0; i < log.transfers.size(); ++i)
+    if (log.transfers[i].copy >= 0) order.push_back(i);
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return log.transfers[a].start < log.transfers[b].start;
+  });
+  std::set<std::pair<int, std::int64_t>> carried;  // (copy, micro-batch)
+  for (std::size_t i : order) {
+    const TransferRecord& t = log.transfers[i];
+    const auto copy = copies.find(t.copy);
+    if (copy == copies.end()) continue;
+    const auto sent = computed.find({t.src, copy->second->from_stage});
+    if (sent == computed.end()) continue;
+    const auto& done = sent->second;  // in program order, so by end time
+    const auto after = std::upper_bound(done.begin(), done.end(), t.start,
+                                        [](double start, const auto& c) { return start < c.first; });
+    if (after == done.begin()) continue;
+    const std::int64_t mb = std::prev(after)->second;
+    if (carried.insert({t.copy, mb}).second) origins[i].micro_batch = mb;
+  }
+  return origins;
+}
+
+Json metadata(const char* name, int pid, int tid, Json args) {
+  return {{"name", name}, {"ph", "M"}, {"pid", pid}, {"tid", tid}, {"args", std::move(args)}};
+}
+
+struct Slice {
+  int pid = 0, tid = 0;
+  double ts = 0, dur = 0;
+  std::size_t sequence = 0;
+  Json event;
+};
+
+class Builder {
+public:
+  std::vector<Json> metadata_events;
+  std::vector<Slice> slices;
+
+  // Adds an X event unless it lasts no time; returns whether it was added.
+  bool add(int pid, int tid, double start_s, double end_s, std::string name, const std::string& category, Json args) {
+    const double ts = start_s * kMicrosecondsPerSecond;
+    const double dur = end_s * kMicrosecondsPerSecond - ts;  // so ts + dur lands on the next event's ts
+    if (!(dur > 0)) return false;
+    Json e = {{"name", std::move(name)}, {"cat", category}, {"ph", "X"}, {"pid", pid}, {"tid", tid},
+              {"ts", ts}, {"dur", dur}, {"args", std::move(args)}};
+    slices.push_back({pid, tid, ts, dur, slices.size(), std::move(e)});
+    return true;
+  }
+};
+
+} // namespace
+
+Json chrome_trace(const Scenario& sc, const Simulation& sim) {
+  Builder b;
+  Json step_times = Json::object(), dropped = Json::object();
+  for (std::size_t r = 0; r < sim.runs.size(); ++r) {
+    const ModeRun& run = sim.runs[r];
+    const RunLog& log = run.log;
+    const int pid = static_cast<int>(r) + 1;
+    const std::string process = process_name(run);
+    b.metadata_events.push_back(metadata("process_name", pid, 0, {{"name", process}}));
+    b.metadata_events.push_back(metadata("process_sort_index", pid, 0, {{"sort_index", r}}));
+    b.metadata_events.push_back(
+        metadata("process_labels", pid, 0, {{"labels", "step time " + format_seconds(run.metrics.step_time_s)}}));
+
+    // Tracks: the run's IPUs ascending, then the directed links that carried a transfer.
+    int next_tid = 1;
+    auto add_track = [&](const std::string& name) {
+      const int tid = next_tid++;
+      b.metadata_events.push_back(metadata("thread_name", pid, tid, {{"name", name}}));
+      b.metadata_events.push_back(metadata("thread_sort_index", pid, tid, {{"sort_index", tid}}));
+      return tid;
+    };
+    std::map<int, int> ipu_tid;
+    for (const Program& p : run.schedule.programs) ipu_tid[p.ipu] = add_track("IPU " + std::to_string(p.ipu));
+    std::vector<bool> carried(log.links.size(), false);
+    for (const TransferRecord& t : log.transfers)
+      for (int l : t.links)
+        if (l >= 0 && static_cast<std::size_t>(l) < carried.size()) carried[static_cast<std::size_t>(l)] = true;
+    std::vector<int> link_tid(log.links.size(), 0);
+    for (std::size_t l = 0; l < log.links.size(); ++l)
+      if (carried[l]) link_tid[l] = add_track("link " + log.links[l].name);
+
+    std::int64_t left_out = 0;
+    for (const Event& e : log.events) {
+      if (!ipu_tid.count(e.ipu)) ipu_tid[e.ipu] = add_track("IPU " + std::to_string(e.ipu));
+      const int tid = ipu_tid[e.ipu];
+      Json args = Json::object();
+      std::string name;
+      std::string category;
+      switch (e.kind) {
+      case EventKind::Compute:
+        name = compute_name(e);
+        category = "compute";
+        if (e.stage >= 0) args["stage"] = e.stage;
+        if (e.micro_batch >= 0) args["micro_batch"] = e.micro_batch;
+        args["pass"] = pass_name(e.pass);
+        args["ipu"] = e.ipu;
+        break;
+      case EventKind::HostInput:
+      case EventKind::HostOutput:
+        name = e.kind == EventKind::HostInput ? "host input" : "host output";
+        category = "host-io";
+        args = {{"bytes", e.bytes}, {"stage", e.stage}, {"micro_batch", e.micro_batch}, {"ipu", e.ipu}};
+        break;
+      case EventKind::Exchange:
+        name = "copy phase";
+        category = "exchange";
+        args = {{"bytes", e.bytes}, {"ipu", e.ipu}};  // bytes this IPU sent
+        break;
+      case EventKind::Sync:
+        name = "sync";
+        category = "sync";
+        args = {{"ipu", e.ipu}};
+        break;
+      case EventKind::Receive:  // asynchronous schedules: waiting for a copy to arrive
+        name = "waiting for copy";
+        category = "wait";
+        args = {{"ipu", e.ipu}};
+        break;
+      default:  // kinds added to the engine later show under their own name
+        name = category = event_kind_name(e.kind);
+        args = {{"ipu", e.ipu}};
+        if (e.stage >= 0) args["stage"] = e.stage;
+        if (e.micro_batch >= 0) args["micro_batch"] = e.micro_batch;
+        break;
+      }
+      if (!b.add(pid, tid, e.start, e.end, std::move(name), category, std::move(args))) ++left_out;
+    }
+
+    const std::vector<Origin> origins = transfer_origins(sim.plan, log);
+    for (std::size_t i = 0; i < log.transfers.size(); ++i) {
+      const TransferRecord& t = log.transfers[i];
+      std::string name = t.src < 0 ? "host input" : t.dst < 0 ? "host output" : "copy";
+      Json args = {{"bytes", t.bytes}, {"src", endpoint_name(t.src)}, {"dst", endpoint_name(t.dst)}};
+      if (t.copy >= 0) {
+        args["copy"] = t.copy;
+        for (const PlanCopy& c : sim.plan.copies)
+          if (c.id == t.copy) {
+            name = "copy stage " + std::to_string(c.from_stage) + "->" + std::to_string(c.to_stage);
+            args["gradient"] = c.gradient;
+          }
+      }
+      if (origins[i].stage >= 0) args["stage"] = origins[i].stage;
+      if (origins[i].micro_batch >= 0) args["micro_batch"] = origins[i].micro_batch;
+      for (int l : t.links) {
+        if (l < 0 || static_cast<std::size_t>(l) >= link_tid.size()) continue;
+        const std::string category = t.src < 0 || t.dst < 0 ? "host-io" : "copy";
+        if (!b.add(pid, link_tid[static_cast<std::size_t>(l)], t.start, t.end, name, category, args)) ++left_out;
+      }
+    }
+    step_times[process] = run.metrics.step_time_s;
+    dropped[process] = left_out;
+  }
+
+  // Per track by start; of two slices starting together the longer first, so that
+  // transfers sharing a link nest; then in the order they were made.
+  std::sort(b.slices.begin(), b.slices.end(), [](const Slice& x, const Slice& y) {
+    return std::tie(x.pid, x.tid, x.ts, y.dur, x.sequence) < std::tie(y.pid, y.tid, y.ts, x.dur, y.sequence);
+  });
+  Json events = Json::array();
+  for (Json& m : b.metadata_events) events.push_back(std::move(m));
+  for (Slice& s : b.slices) events.push_back(std::move(s.event));
+
+  return {{"traceEvents", std::move(events)},
+          {"displayTimeUnit", "ns"},
+          {"otherData",
+           {{"generator", "ipusim"},
+            {"scenario", sc.name},
+            {"scenario_file", sc.file},
+            {"model", sc.model.name},
+            {"config", sc.hardware.name},
+            {"time_unit", "ts and dur in microseconds"},
+            {"step_time_s", step_times},
+            {"zero_duration_events_left_out", dropped}}}};
+}
+
+std::string render_trace(const Json& trace) {
+  std::string out = "{\"traceEvents\":[";
+  const Json& events = trace.at("traceEvents");
+  for (std::size_t i = 0; i < events.size(); ++i) {
+    out += i == 0 ? "\n" : ",\n";
+    out += events[i].dump();
+  }
+  out += "\n]";
+  for (const auto& [key, value] : trace.items()) {
+    if (key == "traceEvents") continue;
+    out += ",\n" + Json(key).dump() + ":" + value.dump();
+  }
+  out += "}\n";
+  return out;
+}
+
+} // namespace ipusim
