@@ -20,6 +20,7 @@ int main(int argc, char** argv) {
     add(&add_run_command);
     add(&add_validate_command);
     add(&add_list_command);
+    add(&add_sweep_command);
     return list;
   }();
 

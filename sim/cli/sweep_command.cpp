@@ -1,0 +1,54 @@
+// ipusim sweep SWEEP_FILE: run a scenario over a grid of overrides, one process per
+// point, resumable and shardable (docs/sweeps.md).
+#include <unistd.h>
+
+#include <iostream>
+#include <memory>
+
+#include "sim/cli/commands.hpp"
+#include "sim/sweep/sweep_runner.hpp"
+
+namespace ipusim::cli {
+
+namespace {
+
+struct SweepFlags {
+  sweep::Options options;
+  std::string shard;
+};
+
+} // namespace
+
+Command add_sweep_command(CLI::App& app) {
+  auto f = std::make_shared<SweepFlags>();
+  auto* cmd = app.add_subcommand(
+      "sweep",
+      "Run a scenario over a grid of overrides (a sweep file), one process per point, resumable.\n"
+      "Exit codes: 0 every point ran and succeeded, 4 some points failed (recorded with their error), "
+      "6 some points have no result yet (interrupted, or other shards still to run), 2 bad sweep file, flag or "
+      "output folder.");
+  cmd->add_option("sweep_file", f->options.sweep_file, "Sweep file (sweeps/*.json)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  cmd->add_option("-o,--output", f->options.dir,
+                  "Output folder (default: sweeps/<sweep name> in the working directory); rerunning resumes it");
+  cmd->add_option("-j,--jobs", f->options.jobs, "Points run at once (default: the number of cores)")
+      ->check(CLI::Range(1u, 4096u));
+  auto* shard = cmd->add_option("--shard", f->shard,
+                                "Run only the points whose index % N == K: K/N, or auto for a SLURM job array "
+                                "(SLURM_ARRAY_TASK_ID / SLURM_ARRAY_TASK_COUNT)");
+  cmd->add_flag("--merge", f->options.merge,
+                "Simulate nothing: rebuild results.jsonl and results.csv from the points/ files of every shard")
+      ->excludes(shard);
+  cmd->add_flag("--force", f->options.force,
+                "Use an output folder that holds another sweep's results (adds to it, deletes nothing)");
+  cmd->add_flag("--retry-failed", f->options.retry_failed, "Run again the points recorded as failed");
+  return [f] {
+    sweep::Options o = f->options;
+    if (!f->shard.empty()) o.shard = sweep::parse_shard(f->shard);
+    o.progress = ::isatty(STDERR_FILENO) == 1;
+    return sweep::run_sweep(o, std::cerr);
+  };
+}
+
+} // namespace ipusim::cli

@@ -1,0 +1,152 @@
+#include "sim/sweep/sweep_results.hpp"
+
+#include <signal.h>
+
+#include <filesystem>
+
+#include "sim/io/input_error.hpp"
+#include "sim/io/json_reader.hpp"
+
+namespace ipusim::sweep {
+
+namespace {
+
+std::string trimmed(const std::string& text) {
+  const auto end = text.find_last_not_of(" \t\r\n");
+  return end == std::string::npos ? std::string() : text.substr(0, end + 1);
+}
+
+Json axes_object(const Point& point) {
+  Json axes = Json::object();
+  for (const Override& o : point.axes) axes[o.path] = o.value;
+  return axes;
+}
+
+// A CSV cell for a JSON value: strings as they are, numbers as JSON prints them (the
+// shortest text that reads back to the same double), missing values empty.
+std::string cell(const Json* value) {
+  if (value == nullptr || value->is_null()) return "";
+  if (value->is_string()) return csv_field(value->get<std::string>());
+  return csv_field(value->dump());
+}
+
+const Json* find(const Json& object, const char* key) {
+  if (!object.is_object()) return nullptr;
+  const auto it = object.find(key);
+  return it == object.end() ? nullptr : &*it;
+}
+
+constexpr const char* kModes[] = {"sharded", "pipelined"};
+
+std::string signal_name(int signal) {
+  switch (signal) {
+  case SIGSEGV: return " (SIGSEGV)";
+  case SIGABRT: return " (SIGABRT)";
+  case SIGBUS: return " (SIGBUS)";
+  case SIGFPE: return " (SIGFPE)";
+  case SIGILL: return " (SIGILL)";
+  default: return "";
+  }
+}
+
+} // namespace
+
+bool interrupted(const ChildResult& child) {
+  return child.signal == SIGINT || child.signal == SIGTERM || child.signal == SIGHUP || child.signal == SIGKILL;
+}
+
+Json point_record(const Point& point, const std::vector<std::string>& command, const ChildResult& child) {
+  Json record = {{"point", point.index},
+                 {"id", point.id},
+                 {"axes", axes_object(point)},
+                 {"exit_code", child.exit_code},
+                 {"seconds", child.seconds},
+                 {"command", command}};
+  std::string error = trimmed(child.err);
+  if (child.exit_code == 0 && child.signal == 0) {
+    Json report = Json::parse(child.out, nullptr, /*allow_exceptions=*/false);
+    if (!report.is_discarded() && report.is_object()) {
+      record["status"] = "ok";
+      record["report"] = std::move(report);
+      if (!error.empty()) record["stderr"] = error;
+      return record;
+    }
+    error = "the run exited 0 but printed no JSON report" + (error.empty() ? std::string() : ": " + error);
+  }
+  if (child.signal != 0)
+    error += std::string(error.empty() ? "" : "\n") + "killed by signal " + std::to_string(child.signal) +
+             signal_name(child.signal);
+  if (error.empty()) error = "exited with code " + std::to_string(child.exit_code);
+  record["status"] = "error";
+  record["error"] = error;
+  return record;
+}
+
+std::optional<Json> read_point_file(const std::string& path, const Point& point) {
+  if (!std::filesystem::exists(path)) return std::nullopt;
+  Json record;
+  try {
+    record = read_json_file(path);
+  } catch (const InputError& e) {
+    throw InputError(path, "", "sweep.bad-point-file",
+                     std::string("not a point record (") + e.message() + "); delete it to run the point again");
+  }
+  const Json* id = find(record, "id");
+  const Json* status = find(record, "status");
+  if (id == nullptr || *id != point.id || status == nullptr || (*status != "ok" && *status != "error"))
+    throw InputError(path, "", "sweep.bad-point-file",
+                     "not the record of point " + point.id + "; delete it to run the point again");
+  return record;
+}
+
+std::string jsonl_line(const Point& point, const Json& record) {
+  Json line = record;
+  line["point"] = point.index;
+  line["axes"] = axes_object(point);
+  return line.dump() + "\n";
+}
+
+std::string csv_field(const std::string& text) {
+  if (text.find_first_of(",\"\r\n") == std::string::npos) return text;
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  return out + "\"";
+}
+
+std::string csv_header(const Spec& spec) {
+  std::string line = "point,id,status";
+  for (const auto& path : spec.axis_paths()) line += "," + csv_field(path);
+  for (const char* mode : kModes)
+    for (const char* metric : {"step_time_s", "throughput_samples_per_s", "latency_mean_s", "bubble_fraction"})
+      line += std::string(",") + mode + "." + metric;
+  return line + ",speedup,error\n";
+}
+
+std::string csv_row(const Point& point, const Json& record) {
+  std::string line = std::to_string(point.index) + "," + point.id + "," + cell(find(record, "status"));
+  for (const Override& o : point.axes) line += "," + cell(&o.value);
+  const Json* report = find(record, "report");
+  for (const char* mode : kModes) {
+    const Json* run = nullptr;
+    if (const Json* runs = report ? find(*report, "runs") : nullptr; runs && runs->is_array())
+      for (const Json& r : *runs)
+        if (const Json* m = find(r, "mode"); m && *m == mode) run = &r;
+    const Json* latency = run ? find(*run, "latency_s") : nullptr;
+    line += "," + cell(run ? find(*run, "step_time_s") : nullptr);
+    line += "," + cell(run ? find(*run, "throughput_samples_per_s") : nullptr);
+    line += "," + cell(latency ? find(*latency, "mean") : nullptr);
+    line += "," + cell(run ? find(*run, "bubble_fraction") : nullptr);
+  }
+  line += "," + cell(report ? find(*report, "speedup_pipelined_over_sharded") : nullptr);
+  // One physical line per row: the error's line breaks become spaces.
+  std::string error;
+  if (const Json* e = find(record, "error"); e && e->is_string()) error = e->get<std::string>();
+  for (char& c : error)
+    if (c == '\n' || c == '\r') c = ' ';
+  return line + "," + csv_field(error) + "\n";
+}
+
+} // namespace ipusim::sweep

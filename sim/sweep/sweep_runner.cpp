@@ -1,0 +1,352 @@
+#include "sim/sweep/sweep_runner.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <ostream>
+#include <sstream>
+#include <thread>
+#include <vector>
+
+#include "sim/io/input_error.hpp"
+#include "sim/output/atomic_file.hpp"
+#include "sim/sweep/child_process.hpp"
+#include "sim/sweep/sweep_results.hpp"
+#include "sim/sweep/sweep_spec.hpp"
+
+namespace ipusim::sweep {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+std::size_t parse_count(const std::string& text, const std::string& what) {
+  std::size_t used = 0;
+  unsigned long long v = 0;
+  try {
+    v = std::stoull(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (text.empty() || used != text.size() || text.find_first_not_of("0123456789") != std::string::npos)
+    throw InputError("--shard", "", "sweep.bad-shard", what + " \"" + text + "\" is not a whole number");
+  return static_cast<std::size_t>(v);
+}
+
+std::string env(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? v : "";
+}
+
+std::string read_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+std::string duration(double seconds) {
+  char text[32];
+  if (seconds < 60) {
+    std::snprintf(text, sizeof text, "%.1fs", seconds);
+  } else {
+    const auto s = static_cast<long long>(seconds + 0.5);
+    if (s < 3600) std::snprintf(text, sizeof text, "%lld:%02lld", s / 60, s % 60);
+    else std::snprintf(text, sizeof text, "%lld:%02lld:%02lld", s / 3600, s / 60 % 60, s % 60);
+  }
+  return text;
+}
+
+// What the folder says about whose results it holds; throws when it is not ours to use.
+void prepare_dir(const Options& o, const std::string& dir, const std::string& hash) {
+  const fs::path d(dir), copy = d / "sweep.json";
+  const std::string refuse_hint = "; use another -o DIR, or pass --force to add this sweep's points to it "
+                                  "(nothing there is deleted)";
+  std::error_code ec;
+  if (fs::exists(copy, ec)) {
+    std::string existing;
+    try {
+      existing = definition_hash(expand_points(load_sweep(copy.string())));
+    } catch (const InputError&) {
+      existing = "(unreadable)";
+    }
+    if (existing != hash && !o.force)
+      throw InputError(dir, "", "sweep.dir-in-use",
+                       "the folder holds the results of a different sweep (its sweep.json defines other points)" +
+                           refuse_hint);
+  } else if (o.merge) {
+    throw InputError(dir, "", "sweep.no-results", "no sweep ran in this folder (it has no sweep.json)");
+  } else if (!o.force && (fs::exists(d / "points", ec) || fs::exists(d / "results.jsonl", ec) ||
+                          fs::exists(d / "results.csv", ec))) {
+    throw InputError(dir, "", "sweep.dir-in-use", "the folder holds sweep output but no sweep.json" + refuse_hint);
+  }
+  if (o.merge && !o.force) return;
+  try {
+    fs::create_directories(d);
+    // sweep.json first, points/ after: a shard starting beside us sees either nothing
+    // or our definition, never output without one.
+    const std::string text = read_bytes(o.sweep_file);
+    if (!fs::exists(copy) || read_bytes(copy.string()) != text) write_file_atomically(copy.string(), text, true);
+    fs::create_directories(d / "points");
+  } catch (const fs::filesystem_error& e) {
+    throw InputError(dir, "", "output.unwritable", std::string("cannot create the sweep folder: ") + e.what());
+  }
+}
+
+// results.jsonl and .csv are derived from points/ and rebuilt by every run and merge:
+// replaced atomically (temp + rename, so no reader or crash sees half a file) but not
+// fsync'ed, which would cost more than many a point. Point files use the durable writer.
+void replace_derived_file(const fs::path& path, const std::string& content) {
+  const fs::path temp = path.parent_path() / ("." + path.filename().string() + ".tmp" + std::to_string(::getpid()));
+  {
+    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
+    out << content;
+    out.flush();
+    if (!out) throw InputError(path.string(), "", "output.unwritable", "cannot write " + temp.string());
+  }
+  std::error_code ec;
+  fs::rename(temp, path, ec);
+  if (ec) {
+    fs::remove(temp, ec);
+    throw InputError(path.string(), "", "output.unwritable", "cannot replace the file: " + ec.message());
+  }
+}
+
+struct Row {
+  bool present = false, ok = false;
+  std::string jsonl, csv;
+};
+
+Row row_of(const Point& p, const Json& record) {
+  return {true, record.value("status", "") == "ok", jsonl_line(p, record), csv_row(p, record)};
+}
+
+class Sweep {
+public:
+  Sweep(const Options& o, std::ostream& log) : o_(o), log_(log) {}
+
+  int run() {
+    spec_ = load_sweep(o_.sweep_file);
+    points_ = expand_points(spec_);
+    dir_ = o_.dir.empty() ? (fs::path("sweeps") / spec_.name).string() : o_.dir;
+    if (!o_.merge) {
+      if (!fs::exists(spec_.scenario_path))
+        throw InputError(spec_.file, "/scenario", "file.missing",
+                         "the scenario file \"" + spec_.scenario_path + "\" does not exist");
+      check_paths(spec_);
+    }
+    prepare_dir(o_, dir_, definition_hash(points_));
+    rows_.resize(points_.size());
+    for (const Point& p : points_)
+      if (auto record = read_point_file(point_file(p), p)) rows_[p.index] = row_of(p, *record);
+    if (o_.merge) return merge();
+
+    const Shard shard = o_.shard.value_or(Shard{});
+    for (const Point& p : points_) {
+      if (p.index % shard.count != shard.index) continue;
+      mine_.push_back(p.index);
+      if (!rows_[p.index].present || (o_.retry_failed && !rows_[p.index].ok)) todo_.push_back(p.index);
+    }
+    skipped_ = mine_.size() - todo_.size();
+    const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
+    jobs_ = std::min<std::size_t>(o_.jobs ? o_.jobs : hw, std::max<std::size_t>(todo_.size(), 1));
+    start_ = Clock::now();
+    {
+      std::vector<std::thread> workers;
+      for (std::size_t i = 0; i < jobs_ && i < todo_.size(); ++i) workers.emplace_back([this] { work(); });
+      std::unique_lock lock(mutex_);
+      while (finished_ + interrupted_ < todo_.size() && !failure_) {
+        changed_.wait_for(lock, std::chrono::milliseconds(250));
+        if (o_.progress) draw_progress();
+      }
+      lock.unlock();
+      for (auto& w : workers) w.join();
+    }
+    if (failure_) std::rethrow_exception(failure_);
+    // Pick up what other shards finished meanwhile, then write the final results.
+    for (const Point& p : points_)
+      if (!rows_[p.index].present)
+        if (auto record = read_point_file(point_file(p), p)) rows_[p.index] = row_of(p, *record);
+    write_results();
+    return summarize(shard);
+  }
+
+private:
+  std::string point_file(const Point& p) const { return (fs::path(dir_) / "points" / (p.id + ".json")).string(); }
+
+  void work() {
+    while (true) {
+      const std::size_t slot = next_++;
+      if (slot >= todo_.size() || stop_) return;
+      const Point& p = points_[todo_[slot]];
+      try {
+        const std::vector<std::string> args = run_arguments(spec_, p);
+        const ChildResult child = run_child(o_.program, "ipusim", args);
+        if (interrupted(child)) {
+          std::lock_guard lock(mutex_);
+          ++interrupted_;
+          changed_.notify_all();
+          continue;
+        }
+        std::vector<std::string> command = {"ipusim"};
+        command.insert(command.end(), args.begin(), args.end());
+        const Json record = point_record(p, command, child);
+        write_file_atomically(point_file(p), record.dump(2) + "\n", /*overwrite=*/true);
+        Row row = row_of(p, record);
+        std::lock_guard lock(mutex_);
+        if (!row.ok) failed_.push_back(p.index);
+        rows_[p.index] = std::move(row);
+        ++finished_;
+        // Rewrite the results after each point, unless rewriting them has become a
+        // large share of the time (big sweeps): then at most every 4x its cost.
+        if (Clock::now() - last_write_ >= 4 * last_write_cost_) write_results();
+        changed_.notify_all();
+      } catch (...) {
+        std::lock_guard lock(mutex_);
+        if (!failure_) failure_ = std::current_exception();
+        stop_ = true;
+        changed_.notify_all();
+        return;
+      }
+    }
+  }
+
+  // Called with mutex_ held (or from the only thread left).
+  void write_results() {
+    const auto begin = Clock::now();
+    std::string jsonl, csv = csv_header(spec_);
+    for (const Row& r : rows_)
+      if (r.present) {
+        jsonl += r.jsonl;
+        csv += r.csv;
+      }
+    const fs::path d(dir_);
+    replace_derived_file(d / "results.jsonl", jsonl);
+    replace_derived_file(d / "results.csv", csv);
+    last_write_ = Clock::now();
+    last_write_cost_ = last_write_ - begin;
+  }
+
+  void draw_progress() {
+    const std::size_t total = todo_.size(), done = finished_ + interrupted_;
+    const double elapsed = std::chrono::duration<double>(Clock::now() - start_).count();
+    constexpr std::size_t width = 30;
+    const std::size_t filled = total ? done * width / total : width;
+    std::string bar(filled, '#');
+    bar.resize(width, '.');
+    std::string line = "\r\033[K[" + bar + "] " + std::to_string(done) + "/" + std::to_string(total) + " points";
+    if (!failed_.empty()) line += ", " + std::to_string(failed_.size()) + " failed";
+    line += ", " + duration(elapsed) + " elapsed";
+    if (done > 0 && done < total)
+      line += ", ETA " + duration(elapsed / static_cast<double>(done) * static_cast<double>(total - done));
+    log_ << line << std::flush;
+  }
+
+  int merge() {
+    write_results();
+    std::size_t present = 0, ok = 0;
+    for (const Row& r : rows_) {
+      present += r.present;
+      ok += r.ok;
+    }
+    log_ << "ipusim sweep: " << spec_.name << ": merged " << present << " of " << points_.size() << " points ("
+         << ok << " ok, " << present - ok << " failed, " << points_.size() - present << " missing) into "
+         << (fs::path(dir_) / "results.csv").string() << " and results.jsonl\n";
+    if (present < points_.size()) return kExitIncomplete;
+    return ok < present ? kExitPointsFailed : 0;
+  }
+
+  int summarize(const Shard& shard) {
+    if (o_.progress) {
+      draw_progress();
+      log_ << "\n";
+    }
+    const double elapsed = std::chrono::duration<double>(Clock::now() - start_).count();
+    std::size_t present = 0, ok = 0;
+    for (std::size_t i : mine_) {
+      present += rows_[i].present;
+      ok += rows_[i].ok;
+    }
+    char rate[64] = "";
+    if (finished_ > 0 && elapsed > 0)
+      std::snprintf(rate, sizeof rate, " (%.1f points/s)", static_cast<double>(finished_) / elapsed);
+    log_ << "ipusim sweep: " << spec_.name;
+    if (o_.shard) log_ << " shard " << shard.index << "/" << shard.count;
+    log_ << ": " << mine_.size() << " of " << points_.size() << " points; ran " << finished_;
+    if (!todo_.empty()) log_ << " in " << duration(elapsed) << rate << " with -j" << jobs_;
+    log_ << ", " << skipped_ << " already done";
+    if (interrupted_) log_ << ", " << interrupted_ << " interrupted (run the sweep again)";
+    log_ << "; " << ok << " ok, " << present - ok << " failed; results in " << (fs::path(dir_) / "results.csv").string()
+         << "\n";
+    std::sort(failed_.begin(), failed_.end());
+    for (std::size_t i = 0; i < failed_.size() && i < 10; ++i) {
+      const Point& p = points_[failed_[i]];
+      log_ << "  failed: point " << p.index << " (" << point_file(p) << ")\n";
+    }
+    if (failed_.size() > 10) log_ << "  ... and " << failed_.size() - 10 << " more\n";
+    if (present < mine_.size()) return kExitIncomplete;
+    return ok < present ? kExitPointsFailed : 0;
+  }
+
+  const Options& o_;
+  std::ostream& log_;
+  Spec spec_;
+  std::vector<Point> points_;
+  std::string dir_;
+  std::vector<Row> rows_;
+  std::vector<std::size_t> mine_, todo_, failed_;
+  std::size_t skipped_ = 0, jobs_ = 1, finished_ = 0, interrupted_ = 0;
+  std::atomic<std::size_t> next_{0};
+  std::atomic<bool> stop_{false};
+  std::exception_ptr failure_;
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  Clock::time_point start_, last_write_{};
+  Clock::duration last_write_cost_{};
+};
+
+} // namespace
+
+Shard parse_shard(const std::string& text) {
+  Shard s;
+  if (text == "auto") {
+    const std::string id = env("SLURM_ARRAY_TASK_ID"), count = env("SLURM_ARRAY_TASK_COUNT");
+    if (id.empty() || count.empty())
+      throw InputError("--shard", "", "sweep.bad-shard",
+                       "--shard auto needs SLURM_ARRAY_TASK_ID and SLURM_ARRAY_TASK_COUNT (run it in a SLURM job array)");
+    const std::string min = env("SLURM_ARRAY_TASK_MIN"), step = env("SLURM_ARRAY_TASK_STEP");
+    const std::size_t task = parse_count(id, "SLURM_ARRAY_TASK_ID");
+    const std::size_t first = min.empty() ? 0 : parse_count(min, "SLURM_ARRAY_TASK_MIN");
+    const std::size_t stride = step.empty() ? 1 : parse_count(step, "SLURM_ARRAY_TASK_STEP");
+    if (task < first || stride == 0 || (task - first) % stride != 0)
+      throw InputError("--shard", "", "sweep.bad-shard",
+                       "SLURM_ARRAY_TASK_ID " + id + " is not in the array (min " + (min.empty() ? "0" : min) +
+                           ", step " + (step.empty() ? "1" : step) + ")");
+    s.index = (task - first) / stride;
+    s.count = parse_count(count, "SLURM_ARRAY_TASK_COUNT");
+  } else {
+    const auto slash = text.find('/');
+    if (slash == std::string::npos)
+      throw InputError("--shard", "", "sweep.bad-shard", "expected K/N (such as 0/4) or auto, got \"" + text + "\"");
+    s.index = parse_count(text.substr(0, slash), "K");
+    s.count = parse_count(text.substr(slash + 1), "N");
+  }
+  if (s.count == 0 || s.index >= s.count)
+    throw InputError("--shard", "", "sweep.bad-shard",
+                     "shard " + std::to_string(s.index) + "/" + std::to_string(s.count) + ": need 0 <= K < N");
+  return s;
+}
+
+int run_sweep(const Options& options, std::ostream& log) { return Sweep(options, log).run(); }
+
+} // namespace ipusim::sweep

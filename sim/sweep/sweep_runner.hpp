@@ -1,0 +1,44 @@
+#pragma once
+// `ipusim sweep`: runs every point of a sweep in its own process (SimGrid allows one
+// simulation per process), several at once, into an output folder it can resume:
+//   DIR/sweep.json          a byte copy of the sweep file as run
+//   DIR/points/<id>.json    one record per finished point, written atomically
+//   DIR/results.jsonl, .csv every finished point in index order, rewritten atomically
+// See docs/sweeps.md.
+#include <cstddef>
+#include <iosfwd>
+#include <optional>
+#include <string>
+
+namespace ipusim::sweep {
+
+// Exit codes beyond the CLI's 0 (all points ok), 2 (bad input) and 3 (internal fault).
+constexpr int kExitPointsFailed = 4;  // every point has a record, and some records are errors
+constexpr int kExitIncomplete = 6;    // some points have no record (interrupted; or, for a merge, not run yet)
+// (5 is `run --fail-on-oom`'s "out of memory"; a point exiting 5 is a failed point, exit 4.)
+
+struct Shard {
+  std::size_t index = 0, count = 1;  // runs the points whose index % count == index
+};
+
+// "K/N" with 0 <= K < N, or "auto": K and N from SLURM_ARRAY_TASK_ID (less
+// SLURM_ARRAY_TASK_MIN, divided by SLURM_ARRAY_TASK_STEP when set) and
+// SLURM_ARRAY_TASK_COUNT. Throws InputError (origin "--shard").
+Shard parse_shard(const std::string& text);
+
+struct Options {
+  std::string sweep_file;
+  std::string dir;          // "" = sweeps/<sweep name>, relative to the working directory
+  unsigned jobs = 0;        // points run at once; 0 = std::thread::hardware_concurrency()
+  std::optional<Shard> shard;
+  bool merge = false;       // no simulation: rebuild results.jsonl/.csv from points/
+  bool force = false;       // use a DIR that holds another sweep's results (deletes nothing)
+  bool retry_failed = false;
+  bool progress = false;    // draw a progress bar on `log` (a terminal)
+  std::string program = "/proc/self/exe";  // the ipusim binary each point runs
+};
+
+// Returns the exit code; throws InputError for a bad sweep file, flag or folder.
+int run_sweep(const Options& options, std::ostream& log);
+
+} // namespace ipusim::sweep

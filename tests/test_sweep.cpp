@@ -1,0 +1,516 @@
+// `ipusim sweep` driven through the real binary (IPUSIM_BINARY) on the shipped
+// scenarios (IPUSIM_SOURCE_DIR), in temporary folders: rows against `ipusim run` of
+// the same point, resuming after SIGKILL, failing points, bad sweep files, refusing
+// another sweep's folder, and shards run through GNU parallel then merged.
+#include <catch2/catch.hpp>
+
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "sim/io/input_error.hpp"
+#include "sim/sweep/child_process.hpp"
+#include "sim/sweep/sweep_runner.hpp"
+#include "sim/sweep/sweep_spec.hpp"
+
+namespace fs = std::filesystem;
+using Json = nlohmann::json;
+using namespace ipusim;
+
+namespace {
+
+const std::string kBinary = IPUSIM_BINARY;
+const std::string kSource = IPUSIM_SOURCE_DIR;
+
+std::string scenario(const std::string& name) { return kSource + "/scenarios/" + name; }
+
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    std::string pattern = (fs::temp_directory_path() / "ipusim-sweep-test-XXXXXX").string();
+    REQUIRE(::mkdtemp(pattern.data()) != nullptr);
+    path = pattern;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+  std::string operator/(const std::string& name) const { return (path / name).string(); }
+};
+
+void write_text(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+struct Result {
+  int code;
+  std::string out, err;
+};
+
+Result cli(const std::vector<std::string>& args) {
+  const sweep::ChildResult c = sweep::run_child(kBinary, "ipusim", args);
+  return {c.exit_code, c.out, c.err};
+}
+
+Result shell(const std::string& command) {
+  const sweep::ChildResult c = sweep::run_child("/bin/sh", "sh", {"-c", command});
+  return {c.exit_code, c.out, c.err};
+}
+
+std::vector<Json> read_jsonl(const std::string& path) {
+  std::vector<Json> lines;
+  std::istringstream in(read_text(path));
+  for (std::string line; std::getline(in, line);) lines.push_back(Json::parse(line));
+  return lines;
+}
+
+// Rows of cells by header name; handles RFC 4180 quoting.
+std::vector<std::map<std::string, std::string>> read_csv(const std::string& path) {
+  std::vector<std::vector<std::string>> table;
+  const std::string text = read_text(path);
+  std::vector<std::string> row(1);
+  bool quoted = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (quoted) {
+      if (c == '"' && i + 1 < text.size() && text[i + 1] == '"') row.back() += text[++i];
+      else if (c == '"') quoted = false;
+      else row.back() += c;
+    } else if (c == '"') {
+      quoted = true;
+    } else if (c == ',') {
+      row.emplace_back();
+    } else if (c == '\n') {
+      table.push_back(row);
+      row.assign(1, "");
+    } else {
+      row.back() += c;
+    }
+  }
+  REQUIRE(!table.empty());
+  std::vector<std::map<std::string, std::string>> rows;
+  for (std::size_t r = 1; r < table.size(); ++r) {
+    REQUIRE(table[r].size() == table[0].size());
+    std::map<std::string, std::string> named;
+    for (std::size_t c = 0; c < table[0].size(); ++c) named[table[0][c]] = table[r][c];
+    rows.push_back(named);
+  }
+  return rows;
+}
+
+std::set<std::string> point_files(const std::string& dir) {
+  std::set<std::string> names;
+  if (!fs::exists(dir + "/points")) return names;
+  for (const auto& e : fs::directory_iterator(dir + "/points"))
+    if (e.path().extension() == ".json" && e.path().filename().string()[0] != '.')
+      names.insert(e.path().filename().string());
+  return names;
+}
+
+double step_time(const Json& report, const std::string& mode) {
+  for (const Json& run : report.at("runs"))
+    if (run.at("mode") == mode) return run.at("step_time_s").get<double>();
+  FAIL("no " << mode << " run in the report");
+  return 0;
+}
+
+// Four points over the inference MLP: batchesPerStep x (microBatchSize zipped with
+// the IPU0-IPU1 link bandwidth), with a fixed host-link override.
+Json grid_sweep() {
+  return {{"name", "grid"},
+          {"scenario", scenario("mlp-inference.json")},
+          {"modes", "both"},
+          {"set", {{"config.hostLink.latencySeconds", 2e-6}}},
+          {"axes",
+           {{{"path", "execution.batchesPerStep"}, {"values", {4, 8}}},
+            {{"zip",
+              {{{"path", "execution.microBatchSize"}, {"values", {8, 16}}},
+               {{"path", "config.links.0.bandwidthBytesPerSecond"},
+                {"range", {{"from", 16e9}, {"to", 32e9}, {"step", 16e9}}}}}}}}}};
+}
+
+} // namespace
+
+TEST_CASE("sweep rows follow the cartesian order, zips move together, and match ipusim run", "[sweep]") {
+  TempDir tmp;
+  write_text(tmp / "grid.json", grid_sweep().dump(2));
+  const Result r = cli({"sweep", tmp / "grid.json", "-o", tmp / "out", "-j", "2"});
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+
+  const auto rows = read_csv(tmp / "out/results.csv");
+  const auto lines = read_jsonl(tmp / "out/results.jsonl");
+  REQUIRE(rows.size() == 4);
+  REQUIRE(lines.size() == 4);
+  CHECK(point_files(tmp / "out").size() == 4);
+  const int bps[] = {4, 4, 8, 8}, mbs[] = {8, 16, 8, 16};
+  const double bandwidth[] = {16e9, 32e9, 16e9, 32e9};
+  std::set<std::string> ids;
+  for (std::size_t i = 0; i < 4; ++i) {
+    INFO("point " << i);
+    const auto& row = rows[i];
+    CHECK(row.at("point") == std::to_string(i));
+    CHECK(row.at("status") == "ok");
+    CHECK(row.at("execution.batchesPerStep") == std::to_string(bps[i]));
+    CHECK(row.at("execution.microBatchSize") == std::to_string(mbs[i]));
+    CHECK(std::stod(row.at("config.links.0.bandwidthBytesPerSecond")) == bandwidth[i]);
+    ids.insert(row.at("id"));
+
+    // The same point run by hand: the whole report and the CSV's metrics agree exactly.
+    const Result direct = cli({"run", scenario("mlp-inference.json"), "--json", "--mode", "both",
+                                  "--set", "config.hostLink.latencySeconds=2e-6",
+                                  "--set", "execution.batchesPerStep=" + std::to_string(bps[i]),
+                                  "--set", "execution.microBatchSize=" + std::to_string(mbs[i]),
+                                  "--set", "config.links.0.bandwidthBytesPerSecond=" + Json(bandwidth[i]).dump()});
+    REQUIRE(direct.code == 0);
+    const Json report = Json::parse(direct.out);
+    CHECK(lines[i].at("report") == report);
+    CHECK(lines[i].at("point") == i);
+    CHECK(lines[i].at("id") == row.at("id"));
+    CHECK(lines[i].at("axes").at("execution.microBatchSize") == mbs[i]);
+    CHECK(std::stod(row.at("sharded.step_time_s")) == step_time(report, "sharded"));
+    CHECK(std::stod(row.at("pipelined.step_time_s")) == step_time(report, "pipelined"));
+    CHECK(std::stod(row.at("speedup")) == report.at("speedup_pipelined_over_sharded").get<double>());
+    CHECK(row.at("error").empty());
+    // points/<id>.json holds the same record as the line.
+    CHECK(Json::parse(read_text(tmp / ("out/points/" + row.at("id") + ".json"))) == lines[i]);
+  }
+  CHECK(ids.size() == 4);
+  // More micro-batches per step fill the pipeline better: the speed-up grows with depth.
+  CHECK(std::stod(rows[2].at("speedup")) > std::stod(rows[0].at("speedup")));
+  // The folder records the sweep as run.
+  CHECK(read_text(tmp / "out/sweep.json") == read_text(tmp / "grid.json"));
+
+  // Rerunning resumes: nothing to do, same results.
+  const std::string csv = read_text(tmp / "out/results.csv");
+  const Result again = cli({"sweep", tmp / "grid.json", "-o", tmp / "out"});
+  CHECK(again.code == 0);
+  CHECK(again.err.find("ran 0, 4 already done") != std::string::npos);
+  CHECK(read_text(tmp / "out/results.csv") == csv);
+}
+
+TEST_CASE("a failing point is recorded with its error and the others complete", "[sweep]") {
+  TempDir tmp;
+  const Json def = {{"scenario", scenario("mlp-training.json")},
+                    {"axes", {{{"path", "execution.gradientAccumulation"}, {"values", {2, 4}}}}}};
+  write_text(tmp / "training.json", def.dump());
+  const Result r = cli({"sweep", tmp / "training.json", "-o", tmp / "out", "-j", "2"});
+  CHECK(r.code == sweep::kExitPointsFailed);
+  CHECK(r.err.find("1 ok, 1 failed") != std::string::npos);
+
+  const auto lines = read_jsonl(tmp / "out/results.jsonl");
+  REQUIRE(lines.size() == 2);
+  CHECK(lines[0].at("status") == "error");
+  CHECK(lines[0].at("exit_code") == 2);
+  CHECK(lines[0].at("error").get<std::string>().find("[pipeline.depth]") != std::string::npos);
+  CHECK(!lines[0].contains("report"));
+  CHECK(lines[1].at("status") == "ok");
+  CHECK(lines[1].at("report").at("execution").at("gradient_accumulation") == 4);
+  CHECK(step_time(lines[1].at("report"), "pipelined") < step_time(lines[1].at("report"), "sharded"));
+
+  const auto rows = read_csv(tmp / "out/results.csv");
+  REQUIRE(rows.size() == 2);
+  CHECK(rows[0].at("status") == "error");
+  CHECK(rows[0].at("execution.gradientAccumulation") == "2");
+  CHECK(rows[0].at("error").find("G >= S: 2 < 3") != std::string::npos);
+  CHECK(rows[0].at("sharded.step_time_s").empty());
+  CHECK(rows[1].at("status") == "ok");
+  CHECK(std::stod(rows[1].at("pipelined.step_time_s")) == step_time(lines[1].at("report"), "pipelined"));
+
+  // A recorded failure is a result: a rerun keeps it, --retry-failed runs it again.
+  const Result again = cli({"sweep", tmp / "training.json", "-o", tmp / "out"});
+  CHECK(again.code == sweep::kExitPointsFailed);
+  CHECK(again.err.find("ran 0, 2 already done") != std::string::npos);
+  const Result retry = cli({"sweep", tmp / "training.json", "-o", tmp / "out", "--retry-failed"});
+  CHECK(retry.code == sweep::kExitPointsFailed);
+  CHECK(retry.err.find("ran 1 in") != std::string::npos);
+  CHECK(read_jsonl(tmp / "out/results.jsonl").size() == 2);
+}
+
+TEST_CASE("a sweep killed with SIGKILL resumes with every point exactly once", "[sweep]") {
+  TempDir tmp;
+  // The last point simulates 3000 micro-batches (about a second): the sweep is still
+  // running when the first point file appears.
+  const Json def = {{"scenario", scenario("mlp-inference.json")},
+                    {"axes", {{{"path", "execution.batchesPerStep"}, {"values", {2, 4, 8, 3000}}}}}};
+  write_text(tmp / "kill.json", def.dump());
+  const std::string out = tmp / "out";
+
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    ::setpgid(0, 0);  // its own process group: the kill below reaches the sweep and its runs
+    const int null_fd = ::open("/dev/null", O_WRONLY);
+    ::dup2(null_fd, 1);
+    ::dup2(null_fd, 2);
+    const std::string file = tmp / "kill.json";
+    ::execl(kBinary.c_str(), "ipusim", "sweep", file.c_str(), "-o", out.c_str(), "-j", "1", nullptr);
+    ::_exit(127);
+  }
+  ::setpgid(pid, pid);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (point_files(out).empty() && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  ::kill(-pid, SIGKILL);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  REQUIRE(WIFSIGNALED(status));
+
+  const std::set<std::string> before = point_files(out);
+  REQUIRE(!before.empty());
+  REQUIRE(before.size() < 4);
+  std::map<std::string, std::string> contents;
+  for (const auto& name : before) contents[name] = read_text(out + "/points/" + name);
+  // Whatever results.jsonl the kill left is whole: every line parses.
+  if (fs::exists(out + "/results.jsonl")) CHECK(read_jsonl(out + "/results.jsonl").size() <= before.size());
+
+  const Result resumed = cli({"sweep", tmp / "kill.json", "-o", out, "-j", "2"});
+  INFO(resumed.err);
+  REQUIRE(resumed.code == 0);
+  CHECK(resumed.err.find(std::to_string(before.size()) + " already done") != std::string::npos);
+  CHECK(resumed.err.find("ran " + std::to_string(4 - before.size()) + " in") != std::string::npos);
+  for (const auto& [name, text] : contents) CHECK(read_text(out + "/points/" + name) == text);  // not rerun
+
+  const auto lines = read_jsonl(out + "/results.jsonl");
+  REQUIRE(lines.size() == 4);
+  std::set<std::string> ids;
+  for (std::size_t i = 0; i < 4; ++i) {
+    CHECK(lines[i].at("point") == i);
+    CHECK(lines[i].at("status") == "ok");
+    ids.insert(lines[i].at("id").get<std::string>());
+  }
+  CHECK(ids.size() == 4);
+  CHECK(point_files(out).size() == 4);
+  CHECK(read_csv(out + "/results.csv").size() == 4);
+  CHECK(lines[3].at("report").at("execution").at("batches_per_step") == 3000);
+}
+
+TEST_CASE("bad sweep files exit 2 naming the JSON pointer and write nothing", "[sweep]") {
+  TempDir tmp;
+  const std::string sc = scenario("mlp-inference.json");
+  const Json bps = {{"path", "execution.batchesPerStep"}, {"values", {2, 4}}};
+  struct Case {
+    Json sweep;
+    std::string pointer, rule;
+  };
+  const std::vector<Case> cases = {
+      {{{"scenario", sc}, {"axis", Json::array()}}, "at /axis:", "[json.unknown-key]"},
+      {{{"scenario", sc}, {"axes", {{{"path", "execution.batchesPerStep"}, {"values", {2}}, {"step", 1}}}}},
+       "at /axes/0/step:", "[json.unknown-key]"},
+      {{{"scenario", sc},
+        {"axes", {{{"path", "execution.batchesPerStep"}, {"range", {{"from", 2}, {"to", 8}, {"step", 0}}}}}}},
+       "at /axes/0/range/step:", "[sweep.bad-range]"},
+      {{{"scenario", sc},
+        {"axes", {{{"path", "execution.batchesPerStep"}, {"range", {{"from", 8}, {"to", 2}, {"step", 1}}}}}}},
+       "at /axes/0/range:", "[sweep.bad-range]"},
+      {{{"scenario", sc},
+        {"axes",
+         {bps, {{"zip",
+                 {{{"path", "execution.microBatchSize"}, {"values", {1, 2}}},
+                  {{"path", "config.clockHz"}, {"values", {1e9, 2e9, 3e9}}}}}}}}},
+       "at /axes/1/zip/1:", "[sweep.zip-length]"},
+      {{{"scenario", sc}, {"axes", {{{"path", "execution.batchesPerStepp"}, {"values", {2}}}}}},
+       "at /axes/0/path:", "[sweep.bad-path]"},
+      {{{"scenario", sc}, {"axes", {{{"path", "config.links.9.latencySeconds"}, {"values", {1e-6}}}}}},
+       "at /axes/0/path:", "[sweep.bad-path]"},
+      {{{"scenario", sc}, {"set", {{"execution.batchesPerStep", 8}}}, {"axes", {bps}}}, "at /axes/0/path:",
+       "[sweep.duplicate-path]"},
+      {{{"scenario", sc}, {"axes", {{{"path", "execution.batchesPerStep"}, {"values", {2, 4, 2}}}}}}, "at /axes/0:",
+       "[sweep.duplicate-value]"},
+      {{{"scenario", sc}, {"modes", "all"}}, "at /modes:", "[sweep.bad-modes]"},
+      {{{"scenario", "no-such-scenario.json"}}, "at /scenario:", "[file.missing]"},
+  };
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    INFO("case " << i << ": " << cases[i].sweep.dump());
+    const std::string file = tmp / ("bad" + std::to_string(i) + ".json");
+    write_text(file, cases[i].sweep.dump());
+    const Result r = cli({"sweep", file, "-o", tmp / ("out" + std::to_string(i))});
+    CHECK(r.code == 2);
+    CHECK(r.err.find(file + ": " + cases[i].pointer) != std::string::npos);
+    CHECK(r.err.find(cases[i].rule) != std::string::npos);
+    CHECK(!fs::exists(tmp / ("out" + std::to_string(i))));
+  }
+  const Result shard = cli({"sweep", kSource + "/sweeps/mlp-depth.json", "-o", tmp / "s", "--shard", "3/3"});
+  CHECK(shard.code == 2);
+  CHECK(shard.err.find("[sweep.bad-shard]") != std::string::npos);
+}
+
+TEST_CASE("a folder holding another sweep's results is refused unless --force", "[sweep]") {
+  TempDir tmp;
+  const std::string sc = scenario("mlp-inference.json");
+  Json a = {{"scenario", sc}, {"description", "first"},
+            {"axes", {{{"path", "execution.batchesPerStep"}, {"values", {2, 4}}}}}};
+  Json b = {{"scenario", sc}, {"axes", {{{"path", "execution.batchesPerStep"}, {"values", {4, 8}}}}}};
+  write_text(tmp / "a.json", a.dump());
+  write_text(tmp / "b.json", b.dump());
+  REQUIRE(cli({"sweep", tmp / "a.json", "-o", tmp / "out"}).code == 0);
+  const std::string csv = read_text(tmp / "out/results.csv"), copy = read_text(tmp / "out/sweep.json");
+
+  const Result refused = cli({"sweep", tmp / "b.json", "-o", tmp / "out"});
+  CHECK(refused.code == 2);
+  CHECK(refused.err.find("[sweep.dir-in-use]") != std::string::npos);
+  CHECK(read_text(tmp / "out/results.csv") == csv);
+  CHECK(read_text(tmp / "out/sweep.json") == copy);
+  CHECK(point_files(tmp / "out").size() == 2);
+
+  // The same points with another description is the same sweep.
+  a["description"] = "edited";
+  write_text(tmp / "a.json", a.dump());
+  CHECK(cli({"sweep", tmp / "a.json", "-o", tmp / "out"}).code == 0);
+
+  // A folder with sweep output but no sweep.json is not taken either.
+  fs::create_directories(tmp / "other/points");
+  CHECK(cli({"sweep", tmp / "a.json", "-o", tmp / "other"}).code == 2);
+
+  // --force adds b's points; a's stay, and batchesPerStep=4 (the same run) is reused.
+  const Result forced = cli({"sweep", tmp / "b.json", "-o", tmp / "out", "--force"});
+  CHECK(forced.code == 0);
+  CHECK(forced.err.find("ran 1 in") != std::string::npos);
+  CHECK(point_files(tmp / "out").size() == 3);
+  const auto rows = read_csv(tmp / "out/results.csv");
+  REQUIRE(rows.size() == 2);
+  CHECK(rows[0].at("execution.batchesPerStep") == "4");
+  CHECK(rows[1].at("execution.batchesPerStep") == "8");
+}
+
+TEST_CASE("shards run through GNU parallel, then merged, hold every point exactly once", "[sweep][parallel]") {
+  if (shell("command -v parallel").code != 0)
+    FAIL("GNU parallel is not installed (apt-get install parallel; scripts/setup.sh installs it)");
+  TempDir tmp;
+  const Json def = {{"scenario", scenario("mlp-inference.json")},
+                    {"axes",
+                     {{{"path", "execution.batchesPerStep"}, {"values", {2, 4, 8}}},
+                      {{"path", "execution.microBatchSize"}, {"values", {4, 16}}}}}};
+  write_text(tmp / "grid.json", def.dump());
+  const std::string bin = kBinary, file = tmp / "grid.json", out = tmp / "out";
+
+  // One shard alone, then a merge: the merge reports the missing points (exit 6).
+  REQUIRE(cli({"sweep", file, "-o", out, "--shard", "0/3"}).code == 0);
+  CHECK(point_files(out).size() == 2);  // points 0 and 3
+  const Result partial = cli({"sweep", file, "-o", out, "--merge"});
+  CHECK(partial.code == sweep::kExitIncomplete);
+  CHECK(read_jsonl(out + "/results.jsonl").size() == 2);
+
+  const Result r = shell("parallel --will-cite '" + bin + "' sweep '" + file + "' -o '" + out +
+                         "' -j 1 --shard {}/3 ::: 0 1 2 && '" + bin + "' sweep '" + file + "' -o '" + out +
+                         "' --merge");
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  CHECK(r.err.find("merged 6 of 6 points (6 ok, 0 failed, 0 missing)") != std::string::npos);
+  const auto lines = read_jsonl(out + "/results.jsonl");
+  REQUIRE(lines.size() == 6);
+  std::set<std::string> ids;
+  for (std::size_t i = 0; i < 6; ++i) {
+    CHECK(lines[i].at("point") == i);
+    CHECK(lines[i].at("status") == "ok");
+    ids.insert(lines[i].at("id").get<std::string>());
+  }
+  CHECK(ids.size() == 6);
+  CHECK(point_files(out).size() == 6);
+  const auto rows = read_csv(out + "/results.csv");
+  REQUIRE(rows.size() == 6);
+  CHECK(rows[5].at("execution.batchesPerStep") == "8");
+  CHECK(rows[5].at("execution.microBatchSize") == "16");
+}
+
+TEST_CASE("sweep points: cartesian order, zips, inclusive ranges, stable ids", "[sweep]") {
+  const Json doc = {{"scenario", "s.json"},
+                    {"axes",
+                     {{{"path", "execution.batchesPerStep"}, {"range", {{"from", 4}, {"to", 12}, {"step", 4}}}},
+                      {{"zip",
+                        {{{"path", "config.ipu.clockHz"}, {"range", {{"from", 0.1}, {"to", 0.3}, {"step", 0.1}}}},
+                         {{"path", "execution.schedule"}, {"values", {"popart", "gpipe", "1f1b"}}}}}},
+                      {{"path", "execution.hostIo"}, {"values", {true, false}}}}}};
+  const sweep::Spec spec = sweep::parse_sweep(doc, "sweeps/x.json");
+  CHECK(spec.name == "x");
+  CHECK(spec.scenario_path == "sweeps/s.json");
+  CHECK(spec.axis_paths() ==
+        std::vector<std::string>{"execution.batchesPerStep", "config.ipu.clockHz", "execution.schedule",
+                                 "execution.hostIo"});
+  const auto points = sweep::expand_points(spec);
+  REQUIRE(points.size() == 3 * 3 * 2);
+  // Last axis fastest; the zip's members move together; ranges are inclusive and tidy.
+  CHECK(points[0].axes[0].value == 4);
+  CHECK(points[1].axes[3].value == false);
+  CHECK(points[2].axes[1].value == 0.2);
+  CHECK(points[2].axes[2].value == "gpipe");
+  CHECK(points[5].axes[1].value == 0.3);
+  CHECK(points[5].axes[2].value == "1f1b");
+  CHECK(points[6].axes[0].value == 8);
+  CHECK(points[17].axes[0].value == 12);
+  CHECK(points[17].axes[0].value.is_number_integer());
+  std::set<std::string> ids;
+  for (const auto& p : points) {
+    CHECK(p.id.size() == 16);
+    ids.insert(p.id);
+  }
+  CHECK(ids.size() == points.size());
+  // The command line each point runs.
+  const auto args = sweep::run_arguments(spec, points[2]);
+  CHECK(args == std::vector<std::string>{"run", "sweeps/s.json", "--json", "--set", "execution.batchesPerStep=4",
+                                         "--set", "config.ipu.clockHz=0.2", "--set", "execution.schedule=\"gpipe\"",
+                                         "--set", "execution.hostIo=true"});
+  // Ids depend on what runs, not on the name or description, nor on where the file is.
+  Json renamed = doc;
+  renamed["name"] = "other";
+  renamed["description"] = "text";
+  const auto same = sweep::expand_points(sweep::parse_sweep(renamed, "elsewhere/y.json"));
+  CHECK(same[7].id == points[7].id);
+  CHECK(sweep::definition_hash(same) == sweep::definition_hash(points));
+  Json more = doc;
+  more["set"] = {{"execution.microBatchSize", 2}};
+  const auto changed = sweep::expand_points(sweep::parse_sweep(more, "sweeps/x.json"));
+  CHECK(changed[7].id != points[7].id);
+  CHECK(sweep::definition_hash(changed) != sweep::definition_hash(points));
+}
+
+TEST_CASE("shards: K/N, or auto from a SLURM job array", "[sweep]") {
+  CHECK(sweep::parse_shard("2/5").index == 2);
+  CHECK(sweep::parse_shard("2/5").count == 5);
+  for (const char* bad : {"5/5", "1/0", "1", "a/2", "-1/2", "1/2/3"})
+    CHECK_THROWS_AS(sweep::parse_shard(bad), InputError);
+  ::unsetenv("SLURM_ARRAY_TASK_ID");
+  CHECK_THROWS_AS(sweep::parse_shard("auto"), InputError);
+  ::setenv("SLURM_ARRAY_TASK_ID", "3", 1);
+  ::setenv("SLURM_ARRAY_TASK_COUNT", "4", 1);
+  CHECK(sweep::parse_shard("auto").index == 3);
+  CHECK(sweep::parse_shard("auto").count == 4);
+  // --array=1-4: task ids start at SLURM_ARRAY_TASK_MIN.
+  ::setenv("SLURM_ARRAY_TASK_MIN", "1", 1);
+  CHECK(sweep::parse_shard("auto").index == 2);
+  // --array=0-12:4 (ids 0 4 8 12): the step divides.
+  ::setenv("SLURM_ARRAY_TASK_ID", "8", 1);
+  ::setenv("SLURM_ARRAY_TASK_MIN", "0", 1);
+  ::setenv("SLURM_ARRAY_TASK_STEP", "4", 1);
+  CHECK(sweep::parse_shard("auto").index == 2);
+  for (const char* v : {"SLURM_ARRAY_TASK_ID", "SLURM_ARRAY_TASK_COUNT", "SLURM_ARRAY_TASK_MIN", "SLURM_ARRAY_TASK_STEP"})
+    ::unsetenv(v);
+}
+
+TEST_CASE("the shipped sweeps load", "[sweep]") {
+  const auto depth = sweep::load_sweep(kSource + "/sweeps/mlp-depth.json");
+  CHECK(sweep::point_count(depth) == 7);
+  const auto training = sweep::load_sweep(kSource + "/sweeps/mlp-training-depth.json");
+  REQUIRE(sweep::point_count(training) >= 2);
+  CHECK(sweep::expand_points(training)[0].axes[0].value == 2);  // fails the depth rule: a recorded error
+  CHECK_NOTHROW(sweep::check_paths(depth));
+  CHECK_NOTHROW(sweep::check_paths(training));
+}
