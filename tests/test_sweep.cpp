@@ -267,10 +267,13 @@ TEST_CASE("a sweep killed with SIGKILL resumes with every point exactly once", "
   }
   ::setpgid(pid, pid);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (point_files(out).empty() && std::chrono::steady_clock::now() < deadline)
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  ::kill(-pid, SIGKILL);
   int status = 0;
+  bool exited = false;
+  while (point_files(out).empty() && std::chrono::steady_clock::now() < deadline)
+    if ((exited = ::waitpid(pid, &status, WNOHANG) == pid)) break;
+    else std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  REQUIRE(!exited);  // the sweep must still be running (it exits 2 when the scenario does not load)
+  ::kill(-pid, SIGKILL);
   ::waitpid(pid, &status, 0);
   REQUIRE(WIFSIGNALED(status));
 
