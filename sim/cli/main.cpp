@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
     add(&add_validate_command);
     add(&add_list_command);
     add(&add_sweep_command);
+    add(&add_report_command);
     return list;
   }();
 

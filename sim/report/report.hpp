@@ -1,0 +1,62 @@
+#pragma once
+// Research reports: turns `ipusim run --json` documents, sweep output folders and
+// Chrome trace files into one self-contained HTML page (inline CSS and SVG, no
+// scripts) and a Markdown twin whose figures are separate SVG files.
+//
+// The same inputs always give the same bytes: nothing depends on the clock, the
+// locale, the machine or absolute paths (inputs are named as they were given).
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace ipusim::report {
+
+enum class InputKind { Run, Sweep, Trace };
+
+struct SweepPoint {
+  std::int64_t index = 0;
+  std::string id;
+  bool ok = false;
+  nlohmann::json axes = nlohmann::json::object();  // "execution.gradientAccumulation": 16, ...
+  std::string error;                               // when !ok
+  nlohmann::json report;                           // a `run --json` document when ok
+};
+
+struct Input {
+  InputKind kind = InputKind::Run;
+  std::string source;          // the path as given on the command line
+  nlohmann::json doc;          // Run: the run document; Trace: the trace document
+  std::string sweep_name;      // Sweep: sweep.json's "name", else the folder's name
+  std::vector<SweepPoint> points;  // Sweep: in file order
+};
+
+// What `path` holds, judged by content: a folder (or a results.jsonl) of a sweep, a
+// trace-event document ("traceEvents"), or a run document ("runs"). Throws InputError
+// (rule report.input-kind) for anything else.
+InputKind detect_input_kind(const std::string& path);
+
+// Reads and checks one input. Throws InputError naming the file (and line for
+// results.jsonl) when it cannot be read or lacks what the report needs.
+Input load_input(const std::string& path);
+
+struct Figure {
+  std::string file;  // relative to the report folder: figures/NN-name.svg
+  std::string svg;   // a standalone SVG document
+};
+
+struct Document {
+  std::string html, markdown;
+  std::vector<Figure> figures;
+};
+
+Document build_report(const std::vector<Input>& inputs, const std::string& title);
+
+// Writes DIR/figures/*.svg, DIR/report.md and, last, DIR/report.html, each
+// atomically. Throws InputError (rule output.exists) before writing anything when
+// DIR/report.html exists and !overwrite. On overwrite, figure files of an earlier
+// report (NN-*.svg) that this one does not produce are removed.
+void write_report(const Document& document, const std::string& dir, bool overwrite);
+
+} // namespace ipusim::report

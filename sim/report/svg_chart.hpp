@@ -1,0 +1,156 @@
+#pragma once
+// A small, dependency-free SVG plotting module: bar, grouped bar, line and Gantt
+// charts rendered as standalone <svg> elements (no scripts, no external fonts or
+// stylesheets), so they can be inlined into HTML or saved as .svg files.
+//
+// Output is deterministic: coordinates are printed with two decimals, colours and
+// ordering come only from the inputs. Every piece of text is XML-escaped.
+#include <cstddef>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ipusim::chart {
+
+// Escapes & < > " ' for use in XML/HTML text and attribute values.
+std::string escape(std::string_view text);
+
+// A coordinate with two decimals ("12.50"); -0 prints as "0.00".
+std::string coord(double value);
+
+// A short axis label: 0, 0.25, 40, 1.5k, 200k, 1.2M, 3G.
+std::string short_number(double value);
+
+// "Nice" linear ticks (steps of 1, 2 or 5 times a power of ten) covering [lo, hi]
+// with about `target` intervals; the first tick <= lo and the last >= hi.
+std::vector<double> nice_ticks(double lo, double hi, int target = 5);
+
+// Log-scale ticks inside [lo, hi] (lo > 0): 1-2-5 per decade when the range spans
+// fewer than four decades, else powers of ten only. Always at least two ticks: the
+// range ends are added when fewer than two nice values fall inside.
+std::vector<double> log_ticks(double lo, double hi);
+
+// Approximate rendered width of text in the chart's sans-serif font.
+double text_width(std::string_view text, double font_size);
+
+// Okabe-Ito colour-blind-safe palette, indexed modulo its size.
+const std::string& palette(std::size_t index);
+// Fixed colours for trace categories (compute, exchange, sync, host-io, link, ...);
+// unknown categories get a palette colour chosen by a stable hash of the name.
+std::string category_color(std::string_view category);
+
+// Plot area inside the SVG: width x height, minus the margins.
+struct Frame {
+  double width = 640, height = 360;
+  double left = 76, right = 24, top = 56, bottom = 64;
+  double plot_width() const { return width - left - right; }
+  double plot_height() const { return height - top - bottom; }
+};
+
+using TickFormat = std::function<std::string(double)>;
+
+struct Bar {
+  std::string label;
+  double value = 0;
+  std::string color;               // empty: palette(i)
+  std::vector<std::string> notes;  // lines printed above the bar (value, speed-up)
+};
+
+struct BarChart {
+  std::string title, y_label;
+  std::vector<Bar> bars;
+  TickFormat y_format;  // empty: short_number
+  Frame frame;
+};
+
+// Pixel geometry of the bars, for tests and annotations.
+struct BarGeometry {
+  double x, y, width, height;
+};
+std::vector<BarGeometry> bar_geometry(const BarChart& chart);
+// The y-axis maximum the chart uses (last nice tick above the data and the notes).
+double bar_axis_max(const BarChart& chart);
+std::string render(const BarChart& chart);
+
+struct BarSeries {
+  std::string name, color;
+  std::vector<double> values;  // one per category; NaN: no bar
+};
+
+struct GroupMarker {  // a dashed level drawn across one group, e.g. a capacity
+  double value = 0;
+  std::string label;
+};
+
+struct GroupedBarChart {
+  std::string title, y_label;
+  std::vector<std::string> categories;
+  std::vector<BarSeries> series;
+  std::vector<std::optional<GroupMarker>> markers;  // per category, may be empty
+  TickFormat y_format;                              // empty: short_number
+  TickFormat value_format;                          // labels above bars; empty: none
+  double y_max = 0;                                 // > 0: axis goes at least this high
+  Frame frame;
+};
+std::string render(const GroupedBarChart& chart);
+
+struct LinePoint {
+  double x = 0;
+  std::optional<double> y;  // empty: a gap in the line (e.g. a failed point)
+};
+
+struct LineSeries {
+  std::string name, color;
+  std::vector<LinePoint> points;  // drawn in the given order
+};
+
+struct Tick {
+  double value = 0;
+  std::string label;
+};
+
+struct LineChart {
+  std::string title, x_label, y_label;
+  std::vector<LineSeries> series;
+  bool log_x = false;
+  std::vector<Tick> x_ticks;   // empty: nice_ticks / log_ticks of the x range
+  std::vector<double> error_x; // x positions of failed points, marked on the axis
+  TickFormat y_format;         // empty: short_number
+  Frame frame;
+};
+std::string render(const LineChart& chart);
+// Maps x to a pixel column as the chart does (for tests).
+double line_x_pixel(const LineChart& chart, double x);
+
+struct GanttEvent {
+  std::size_t row = 0;
+  double start = 0, end = 0;  // seconds from the start of the chart
+  std::string category, label;
+};
+
+struct GanttChart {
+  std::string title;
+  std::vector<std::string> rows;
+  std::vector<GanttEvent> events;
+  double width = 1200, row_height = 22;
+  std::size_t max_rects = 3000;  // rectangles drawn at most
+};
+
+struct GanttRect {
+  std::size_t row;
+  double x0, x1;  // pixels
+  std::string category;
+  std::size_t events;  // trace events merged into this rectangle
+  std::string label;   // the event's label when events == 1
+};
+
+// The rectangles the chart draws: per row, adjacent events of one category are
+// merged while either side is narrower than a pixel; if that still leaves more than
+// max_rects, each row is cut into equal pixel buckets showing the category that
+// covers most of the bucket, so the count never exceeds max_rects.
+std::vector<GanttRect> gantt_rects(const GanttChart& chart);
+std::string render(const GanttChart& chart);
+
+} // namespace ipusim::chart

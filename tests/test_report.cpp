@@ -1,0 +1,446 @@
+// ipusim report: the SVG chart module against hand-computed geometry, the report
+// end to end through the real binary, and the page rendered by headless Chromium.
+#include <catch2/catch.hpp>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "sim/output/units.hpp"
+#include "sim/report/report.hpp"
+#include "sim/report/svg_chart.hpp"
+
+using namespace ipusim;
+using Json = nlohmann::json;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::size_t count(const std::string& text, const std::string& what) {
+  std::size_t n = 0;
+  for (auto p = text.find(what); p != std::string::npos; p = text.find(what, p + what.size())) ++n;
+  return n;
+}
+
+std::string read(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+void write(const fs::path& path, const std::string& text) {
+  fs::create_directories(path.parent_path());
+  std::ofstream(path, std::ios::binary) << text;
+}
+
+// Runs a shell command from the repository root; returns its exit code. Output goes
+// to `log` when given.
+int shell(const std::string& command, const fs::path& log = {}) {
+  std::string line = "cd '" + std::string(IPUSIM_SOURCE_DIR) + "' && " + command;
+  if (!log.empty()) line += " >'" + log.string() + "' 2>&1";
+  const int status = std::system(line.c_str());
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+std::string binary() { return std::string("'") + IPUSIM_BINARY + "'"; }
+
+fs::path fresh_dir(const std::string& name) {
+  const fs::path dir = fs::temp_directory_path() / ("ipusim-test-report-" + name + "-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+// A complete run document with round numbers: `samples` per step, step times chosen
+// for the given throughputs (samples/s).
+Json fake_run(int g, double sharded_throughput, double pipelined_throughput, double pipelined_bubble) {
+  const double samples = 16.0 * g;
+  auto run = [&](const char* mode, const char* schedule, double throughput, double bubble) {
+    const double step = samples / throughput;
+    return Json{{"mode", mode},
+                {"schedule", schedule},
+                {"step_time_s", step},
+                {"throughput_samples_per_s", throughput},
+                {"latency_s", {{"mean", 1e-3}, {"min", 1e-3}, {"max", 1e-3}}},
+                {"bubble_fraction", bubble},
+                {"micro_batches_per_step", g},
+                {"samples_per_step", samples},
+                {"cycles", 0},
+                {"ipus",
+                 {{{"id", 0}, {"busy_s", step / 4}, {"utilization", 0.25}, {"host_io_s", 0}, {"exchange_s", 0},
+                   {"sync_s", 0}, {"idle_s", step * bubble}},
+                  {{"id", 1}, {"busy_s", step / 2}, {"utilization", 0.5}, {"host_io_s", 0}, {"exchange_s", 0},
+                   {"sync_s", 0}, {"idle_s", step * bubble}}}},
+                {"links", {{{"name", "ipu0->ipu1"}, {"bytes", 1024.0 * g}}}}};
+  };
+  return {{"scenario", "fake-mlp"},
+          {"scenario_file", "scenarios/fake-mlp.json"},
+          {"model", "fake model"},
+          {"config", "fake system"},
+          {"execution",
+           {{"training", true}, {"micro_batch_size", 16}, {"gradient_accumulation", g}, {"batches_per_step", 1},
+            {"host_io", false}, {"cost_model", "compute"}, {"schedule", "popart"}}},
+          {"plan", {{"stages", Json::array()}, {"copies", Json::array()}, {"ipus", Json::array()}}},
+          {"runs",
+           {run("sharded", "sharded", sharded_throughput, 0.5), run("pipelined", "popart", pipelined_throughput,
+                                                                  pipelined_bubble)}}};
+}
+
+// A sweep folder over G = 4, 8, 64 whose G = 8 point failed.
+void write_fake_sweep(const fs::path& dir) {
+  write(dir / "sweep.json", Json{{"name", "fake G sweep"}, {"scenario", "scenarios/fake-mlp.json"}}.dump());
+  std::string lines;
+  lines += Json{{"point", 0}, {"id", "g4"}, {"status", "ok"}, {"axes", {{"execution.gradientAccumulation", 4}}},
+                {"report", fake_run(4, 1000, 3000, 0.2)}}
+               .dump() +
+           "\n";
+  lines += Json{{"point", 1}, {"id", "g8"}, {"status", "error"}, {"axes", {{"execution.gradientAccumulation", 8}}},
+                {"error", "simulated failure <b>&"}}
+               .dump() +
+           "\n";
+  lines += Json{{"point", 2}, {"id", "g64"}, {"status", "ok"}, {"axes", {{"execution.gradientAccumulation", 64}}},
+                {"report", fake_run(64, 1000, 3500, 0.05)}}
+               .dump() +
+           "\n";
+  write(dir / "results.jsonl", lines);
+}
+
+// Two IPU tracks and a link: 3 events in a 10 us step.
+void write_fake_trace(const fs::path& file) {
+  Json events = Json::array();
+  events.push_back({{"ph", "M"}, {"name", "process_name"}, {"pid", 1}, {"tid", 0}, {"args", {{"name", "sharded"}}}});
+  events.push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", 1}, {"tid", 1}, {"args", {{"name", "IPU 0"}}}});
+  events.push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", 1}, {"tid", 2}, {"args", {{"name", "IPU 1"}}}});
+  events.push_back({{"ph", "X"}, {"name", "stage 0 fwd mb 0"}, {"cat", "compute"}, {"ts", 100.0}, {"dur", 4.0},
+                    {"pid", 1}, {"tid", 1}, {"args", Json::object()}});
+  events.push_back({{"ph", "X"}, {"name", "copy phase"}, {"cat", "exchange"}, {"ts", 104.0}, {"dur", 1.0},
+                    {"pid", 1}, {"tid", 1}, {"args", Json::object()}});
+  events.push_back({{"ph", "X"}, {"name", "stage 1 fwd mb 0"}, {"cat", "compute"}, {"ts", 105.0}, {"dur", 5.0},
+                    {"pid", 1}, {"tid", 2}, {"args", Json::object()}});
+  write(file, Json{{"traceEvents", events}, {"otherData", {{"scenario", "fake-trace"}, {"model", "fake model"}}}}
+                  .dump());
+}
+
+// run + report, as a person would: returns the report folder.
+fs::path make_report(const fs::path& dir, bool with_memory) {
+  REQUIRE(shell(binary() + " run scenarios/mlp-inference.json --json -o '" + (dir / "run.json").string() + "'",
+                dir / "run.log") == 0);
+  // The run without memory data (whether or not the simulator writes it), then the
+  // same run with hand-made memory data.
+  Json doc = Json::parse(read(dir / "run.json"));
+  for (Json& r : doc["runs"]) r.erase("memory");
+  write(dir / "run-nomemory.json", doc.dump(2));
+  std::vector<std::string> inputs = {(dir / "run-nomemory.json").string()};
+  if (with_memory) {
+    for (Json& r : doc["runs"])
+      r["memory"] = {{"fits", false},
+                     {"ipus",
+                      {{{"id", 0}, {"total_bytes", 100.0 * 1048576}, {"capacity_bytes", 900.0 * 1048576},
+                        {"fullest_tile_bytes", 200000.0}, {"tile_capacity_bytes", 638976.0}, {"fits", true}},
+                       {{"id", 1}, {"total_bytes", 950.0 * 1048576}, {"capacity_bytes", 900.0 * 1048576},
+                        {"fullest_tile_bytes", 700000.0}, {"tile_capacity_bytes", 638976.0}, {"fits", false}}}}};
+    write(dir / "run-memory.json", doc.dump(2));
+    inputs.push_back((dir / "run-memory.json").string());
+  }
+  write_fake_sweep(dir / "sweep");
+  inputs.push_back((dir / "sweep").string());
+  write_fake_trace(dir / "trace.json");
+  inputs.push_back((dir / "trace.json").string());
+  std::string command = binary() + " report";
+  for (const auto& i : inputs) command += " '" + i + "'";
+  command += " -o '" + (dir / "out").string() + "' --title 'Sharded <vs> pipelined'";
+  REQUIRE(shell(command, dir / "report.log") == 0);
+  return dir / "out";
+}
+
+std::string figure_file(const fs::path& out, const std::string& contains) {
+  for (const auto& e : fs::directory_iterator(out / "figures"))
+    if (e.path().filename().string().find(contains) != std::string::npos) return read(e.path());
+  FAIL("no figure named like " << contains);
+  return "";
+}
+
+} // namespace
+
+// ------------------------------------------------------------------ chart module
+
+TEST_CASE("chart text is XML-escaped", "[report][chart]") {
+  CHECK(chart::escape("a<b & c>\"d'") == "a&lt;b &amp; c&gt;&quot;d&#39;");
+  chart::BarChart c;
+  c.title = "<&> title";
+  c.y_label = "y";
+  c.bars = {{"x<1>", 1, "", {"\"quoted\""}}};
+  const std::string svg = chart::render(c);
+  CHECK(svg.find("&lt;&amp;&gt; title") != std::string::npos);
+  CHECK(svg.find("x&lt;1&gt;") != std::string::npos);
+  CHECK(svg.find("&quot;quoted&quot;") != std::string::npos);
+  CHECK(svg.find("<&>") == std::string::npos);
+  CHECK(svg.find("x<1>") == std::string::npos);
+}
+
+TEST_CASE("a bar's pixel height is its share of the axis maximum", "[report][chart]") {
+  // Frame 640 x 360, margins top 56 / bottom 64: plot 240 px high, 540 px wide.
+  // Data max 100: nice ticks step 20, axis 0..100. Bar 50 -> 120 px, top at 56+240-120.
+  chart::BarChart c;
+  c.bars = {{"a", 50, "", {}}, {"b", 100, "", {}}};
+  CHECK(chart::bar_axis_max(c) == Approx(100));
+  const auto g = chart::bar_geometry(c);
+  REQUIRE(g.size() == 2);
+  CHECK(g[0].height == Approx(120));
+  CHECK(g[0].y == Approx(176));
+  CHECK(g[1].height == Approx(240));
+  // Two bands of 270 px; bars min(0.6 x 270, 140) = 140 px wide, centred: 76 + 65.
+  CHECK(g[0].x == Approx(141));
+  CHECK(g[0].width == Approx(140));
+  CHECK(g[1].x == Approx(411));
+  const std::string svg = chart::render(c);
+  CHECK(svg.find("<rect class=\"bar\" x=\"141.00\" y=\"176.00\" width=\"140.00\" height=\"120.00\"") !=
+        std::string::npos);
+
+  // Two note lines need 2 x 14 + 4 = 32 px of headroom: 100 x 240 / 208 = 115.4,
+  // so the axis goes to the next tick, 120, and the bar is 100/120 x 240 = 200 px.
+  c.bars[1].notes = {"100", "speed-up 2.00x"};
+  CHECK(chart::bar_axis_max(c) == Approx(120));
+  CHECK(chart::bar_geometry(c)[1].height == Approx(200));
+}
+
+TEST_CASE("nice linear ticks and log-scale ticks", "[report][chart]") {
+  CHECK(chart::nice_ticks(0, 100) == std::vector<double>{0, 20, 40, 60, 80, 100});
+  const auto t = chart::nice_ticks(0, 0.46);  // step 0.1
+  REQUIRE(t.size() == 6);
+  CHECK(t.back() == Approx(0.5));
+  CHECK(t[3] == Approx(0.3));
+  CHECK(chart::nice_ticks(0, 0) == std::vector<double>{0, 1});
+
+  CHECK(chart::log_ticks(1, 1000) == std::vector<double>{1, 2, 5, 10, 20, 50, 100, 200, 500, 1000});
+  CHECK(chart::log_ticks(1, 1e6) == std::vector<double>{1, 10, 100, 1e3, 1e4, 1e5, 1e6});  // 6 decades: 10^k only
+  CHECK(chart::log_ticks(4, 64) == std::vector<double>{5, 10, 20, 50});
+  CHECK(chart::log_ticks(3, 4) == std::vector<double>{3, 4});  // no nice value inside: the ends
+
+  CHECK(chart::short_number(200000) == "200k");
+  CHECK(chart::short_number(5000) == "5000");
+  CHECK(chart::short_number(20000) == "20k");
+  CHECK(chart::short_number(1.5e6) == "1.5M");
+  CHECK(chart::short_number(0.25) == "0.25");
+  CHECK(chart::short_number(0) == "0");
+}
+
+TEST_CASE("a log-scale line chart maps x by log10 and breaks the line at gaps", "[report][chart]") {
+  // Plot 76..616 px wide, inset 16 px: x 4..64 maps to 92..600; 16 is the middle.
+  chart::LineChart c;
+  c.log_x = true;
+  c.series = {{"s", "", {{4, 1.0}, {8, std::nullopt}, {16, 2.0}, {64, 3.0}}}};
+  c.error_x = {8};
+  CHECK(chart::line_x_pixel(c, 4) == Approx(92));
+  CHECK(chart::line_x_pixel(c, 16) == Approx(346));
+  CHECK(chart::line_x_pixel(c, 64) == Approx(600));
+  const std::string svg = chart::render(c);
+  // One path with two pieces: M(4) then M(16) L(64).
+  const auto d = svg.find("class=\"series\" d=\"");
+  REQUIRE(d != std::string::npos);
+  const std::string path = svg.substr(d, svg.find('"', d + 18) - d);
+  CHECK(count(path, "M") == 2);
+  CHECK(count(path, "L") == 1);
+  CHECK(path.find("M92.00 ") != std::string::npos);
+  CHECK(svg.find("class=\"error-mark\"") != std::string::npos);
+  CHECK(svg.find("(log scale)") != std::string::npos);
+  CHECK(count(svg, "<circle") == 3 + 1);  // three points and the legend's marker
+}
+
+TEST_CASE("Gantt rectangles: exact for wide events, merged when narrow, capped", "[report][chart]") {
+  // Row labels are short, so the left margin is its minimum of 70 px; right 24 px:
+  // a 1200 px chart has 1106 px for a 4 s span.
+  chart::GanttChart g;
+  g.rows = {"IPU 0"};
+  g.events = {{0, 0, 1, "compute", "a"}, {0, 1, 2, "compute", "b"}, {0, 2, 4, "sync", "c"}};
+  auto rects = chart::gantt_rects(g);
+  REQUIRE(rects.size() == 3);
+  CHECK(rects[0].x0 == Approx(70));
+  CHECK(rects[0].x1 == Approx(70 + 1106 / 4.0));
+  CHECK(rects[1].x0 == Approx(70 + 1106 / 4.0));
+  CHECK(rects[2].x1 == Approx(1176));
+  CHECK(rects[2].label == "c");
+
+  // 10,000 touching compute events of 0.11 px each become one rectangle.
+  chart::GanttChart narrow;
+  narrow.rows = {"IPU 0"};
+  for (int i = 0; i < 10000; ++i) narrow.events.push_back({0, i * 1e-4, (i + 1) * 1e-4, "compute", ""});
+  rects = chart::gantt_rects(narrow);
+  REQUIRE(rects.size() == 1);
+  CHECK(rects[0].events == 10000);
+  CHECK(rects[0].x0 == Approx(70));
+  CHECK(rects[0].x1 == Approx(1176));
+
+  // Alternating categories cannot merge: 2 rows x 20,000 events. Over the cap, each
+  // row is bucketed by pixel and shows its dominant category: compute (0.7 of each
+  // pair) in the first half, sync in the second half -> two rectangles per row.
+  chart::GanttChart dense;
+  dense.rows = {"IPU 0", "IPU 1"};
+  dense.max_rects = 3000;
+  for (std::size_t row = 0; row < 2; ++row)
+    for (int i = 0; i < 10000; ++i) {
+      const double t = i * 1e-4;
+      const bool first_half = i < 5000;
+      dense.events.push_back({row, t, t + (first_half ? 0.7e-4 : 0.3e-4), "compute", ""});
+      dense.events.push_back({row, t + (first_half ? 0.7e-4 : 0.3e-4), t + 1e-4, "sync", ""});
+    }
+  rects = chart::gantt_rects(dense);
+  REQUIRE(rects.size() == 4);
+  CHECK(rects[0].category == "compute");
+  CHECK(rects[1].category == "sync");
+  CHECK(rects[0].x0 == Approx(70));
+  CHECK(rects[1].x1 == Approx(1176));
+  CHECK(rects[0].x1 == Approx(70 + 553).margin(1.0));  // the switch at half the span, within a bucket
+  const std::string svg = chart::render(dense);
+  CHECK(count(svg, "<rect") <= 3000 + 20);  // plus background, row stripes and legend swatches
+}
+
+// ------------------------------------------------------------------ end to end
+
+TEST_CASE("ipusim report builds HTML and Markdown from a run, a sweep and a trace", "[report][e2e]") {
+  const fs::path dir = fresh_dir("e2e");
+  const fs::path out = make_report(dir, true);
+  const std::string html = read(out / "report.html");
+  const std::string md = read(out / "report.md");
+  const Json run = Json::parse(read(dir / "run.json"));
+
+  // Self-contained: no scripts, no external references.
+  CHECK(html.find("<script") == std::string::npos);
+  CHECK(count(html, "://") == count(html, "http://www.w3.org/2000/svg"));  // only the SVG namespace
+  CHECK(count(html, "src=") == 0);
+  CHECK(count(html, "<link") == 0);
+  CHECK(html.find("<title>Sharded &lt;vs&gt; pipelined</title>") != std::string::npos);
+
+  // (a) throughput and the speed-up, with the numbers of the run document.
+  CHECK(html.find("Throughput: mlp-inference") != std::string::npos);
+  for (const Json& r : run["runs"])
+    CHECK(html.find(format_rate(r["throughput_samples_per_s"].get<double>(), "samples/s")) != std::string::npos);
+  const std::string speedup = format_fixed(run["speedup_pipelined_over_sharded"].get<double>(), 2) + "x";
+  CHECK(html.find("speed-up " + speedup) != std::string::npos);
+  // (c) utilisation, (f) tables with units, (g) provenance under the figures.
+  CHECK(html.find("Utilisation per IPU: mlp-inference") != std::string::npos);
+  CHECK(html.find("Step metrics: mlp-inference") != std::string::npos);
+  CHECK(html.find(format_seconds(run["runs"][0]["step_time_s"].get<double>())) != std::string::npos);
+  CHECK(html.find("Link traffic: mlp-inference") != std::string::npos);
+  CHECK(html.find("Scenario: mlp-inference (scenarios/mlp-inference.json)") != std::string::npos);
+  CHECK(html.find("batches_per_step=64") != std::string::npos);
+  // (d) no memory data for the plain run; the copy with memory gets its chart and table.
+  CHECK(count(html, "no memory data") == 1);
+  CHECK(html.find("Memory per IPU: mlp-inference") != std::string::npos);
+  CHECK(html.find("capacity 900.0 MiB") != std::string::npos);
+  CHECK(html.find("950.0 MiB") != std::string::npos);
+  // (b) the sweep: figures against G, hand-made numbers, the failed point listed.
+  CHECK(html.find("Throughput vs execution.gradientAccumulation") != std::string::npos);
+  CHECK(html.find("Bubble fraction vs execution.gradientAccumulation") != std::string::npos);
+  CHECK(html.find("3.000 ksamples/s") != std::string::npos);
+  CHECK(html.find("3.500 ksamples/s") != std::string::npos);
+  CHECK(html.find("3.00x") != std::string::npos);  // 64 ms / 21.3 ms at G = 4
+  CHECK(html.find("simulated failure &lt;b&gt;&amp;") != std::string::npos);
+  CHECK(html.find("failure <b>") == std::string::npos);
+  CHECK(html.find("Failed points: fake G sweep") != std::string::npos);
+  const std::string sweep_svg = figure_file(out, "fake-g-sweep-throughput");
+  CHECK(sweep_svg.find("(log scale)") != std::string::npos);  // 4..64 spans 16x
+  CHECK(sweep_svg.find(">64</text>") != std::string::npos);
+  CHECK(sweep_svg.find("class=\"error-mark\"") != std::string::npos);
+  // (e) the trace's Gantt chart.
+  CHECK(html.find("Timeline of one step: sharded") != std::string::npos);
+  CHECK(html.find("3 events on 2 tracks, drawn as 3 rectangles") != std::string::npos);
+
+  // Markdown: the same tables, figures as files that exist.
+  CHECK(md.find("| step time |") != std::string::npos);
+  CHECK(md.find("simulated failure &lt;b&gt;&amp;") != std::string::npos);
+  std::size_t figures = 0;
+  for (auto p = md.find("](figures/"); p != std::string::npos; p = md.find("](figures/", p + 1)) {
+    const std::string file = md.substr(p + 2, md.find(')', p) - p - 2);
+    CHECK(fs::exists(out / file));
+    CHECK(read(out / file).rfind("<?xml", 0) == 0);
+    ++figures;
+  }
+  CHECK(figures >= 7);
+  CHECK(count(html, "<figure") == figures);
+
+  // No overwrite without --force; with it, the same inputs give the same bytes.
+  const std::string inputs = " '" + (dir / "run-nomemory.json").string() + "' '" + (dir / "run-memory.json").string() +
+                             "' '" + (dir / "sweep").string() + "' '" + (dir / "trace.json").string() +
+                             "' --title 'Sharded <vs> pipelined' -o '" + (out).string() + "'";
+  CHECK(shell(binary() + " report" + inputs, dir / "again.log") == 2);
+  CHECK(read(dir / "again.log").find("--force") != std::string::npos);
+  CHECK(shell(binary() + " report" + inputs + " --force", dir / "force.log") == 0);
+  CHECK(read(out / "report.html") == html);
+  CHECK(read(out / "report.md") == md);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("ipusim report rejects inputs it cannot read", "[report][e2e]") {
+  const fs::path dir = fresh_dir("bad");
+  write(dir / "other.json", "{\"foo\": 1}");
+  CHECK(shell(binary() + " report '" + (dir / "other.json").string() + "' -o '" + (dir / "out").string() + "'",
+              dir / "log") == 2);
+  CHECK(read(dir / "log").find("report.input-kind") != std::string::npos);
+  write(dir / "sweep" / "results.jsonl", "{\"status\": \"ok\", \"axes\": {}}\n");
+  CHECK(shell(binary() + " report '" + (dir / "sweep").string() + "' -o '" + (dir / "out").string() + "'",
+              dir / "log") == 2);
+  CHECK(read(dir / "log").find("line 1") != std::string::npos);
+  CHECK(!fs::exists(dir / "out" / "report.html"));
+  fs::remove_all(dir);
+}
+
+// ------------------------------------------------------------------ real browser
+
+TEST_CASE("headless Chromium renders the report without errors", "[report][browser]") {
+  if (!fs::exists("/usr/bin/chromium")) {
+    WARN("skipped: /usr/bin/chromium is missing (apt-get install chromium)");
+    return;
+  }
+  const fs::path dir = fresh_dir("browser");
+  const fs::path out = make_report(dir, true);
+  const std::string flags = "timeout 180 /usr/bin/chromium --headless --no-sandbox --disable-gpu --disable-quic "
+                            "--no-first-run --disable-background-networking --disable-component-update "
+                            "--disable-sync --hide-scrollbars --enable-logging=stderr --v=0 --user-data-dir='";
+  const std::string page = "'file://" + fs::absolute(out / "report.html").string() + "'";
+  const fs::path png = dir / "screenshot.png";
+  REQUIRE(shell(flags + (dir / "profile1").string() + "' --window-size=1280,2000 --screenshot='" + png.string() +
+                    "' " + page,
+                dir / "screenshot.log") == 0);
+  REQUIRE(shell(flags + (dir / "profile2").string() + "' --dump-dom " + page + " >'" + (dir / "dom.html").string() +
+                    "' 2>'" + (dir / "dom.log").string() + "'") == 0);
+
+  // The page logged nothing to the console: no script errors, no blocked loads
+  // (its Content-Security-Policy forbids every fetch, so a reference out would show).
+  for (const char* log : {"screenshot.log", "dom.log"}) {
+    INFO(log << ":\n" << read(dir / log));
+    CHECK(read(dir / log).find(":CONSOLE") == std::string::npos);
+  }
+  // The DOM Chromium built holds every inline SVG figure.
+  const std::string dom = read(dir / "dom.html");
+  const std::size_t figures = count(read(out / "report.html"), "<figure");
+  CHECK(figures >= 8);
+  CHECK(count(dom, "<svg") == figures);
+  CHECK(dom.find("Throughput vs execution.gradientAccumulation") != std::string::npos);
+
+  // The screenshot: right size, not blank, and the mode colours of the bars
+  // (#0072B2 sharded, #E69F00 pipelined) filling many pixels.
+  const std::string python = fs::exists("/usr/bin/python3") ? "/usr/bin/python3" : "python3";
+  REQUIRE(shell(python + " tests/png_stats.py '" + png.string() + "' 0072B2 E69F00", dir / "stats.txt") == 0);
+  std::istringstream stats(read(dir / "stats.txt"));
+  int width = 0, height = 0;
+  long colours = 0, blue = 0, orange = 0;
+  double stddev = 0, non_white = 0;
+  stats >> width >> height >> colours >> stddev >> non_white >> blue >> orange;
+  INFO("stats: " << read(dir / "stats.txt"));
+  CHECK(width == 1280);
+  CHECK(height == 2000);
+  CHECK(colours > 100);
+  CHECK(stddev > 15);
+  CHECK(non_white > 0.05);
+  CHECK(blue > 5000);
+  CHECK(orange > 5000);
+  fs::remove_all(dir);
+}
