@@ -29,7 +29,7 @@ int validate(const ValidateOptions& o) {
     const ModelGraph g = build_graph(m);
     std::cout << o.path << ": valid model, " << m.ops.size() << " ops, " << m.tensors.size() << " tensors, "
               << g.stage_count << " stage(s)\n";
-  } else if (doc.is_object() && doc.contains("ipu")) {
+  } else if (doc.is_object() && (doc.contains("ipu") || doc.contains("ipuCount") || doc.contains("extends"))) {
     const HardwareConfig hw = load_hardware(o.path);
     compute_routes(hw);
     std::cout << o.path << ": valid config, " << hw.name << ", " << hw.ipu_count << " IPU(s), " << hw.links.size()

@@ -67,18 +67,26 @@ Platform build_platform(const HardwareConfig& hw) {
       zone->add_route(p.ipus[a]->get_netpoint(), p.ipus[b]->get_netpoint(), nullptr, nullptr, path, false);
       p.route_traffic_slots[{a, b}] = slots;
     }
+  // One host link per group of `shared_by` IPUs (an M2000's IPU-Gateway): their streams share it.
+  const int group = hw.host_link.shared_by;
   const int host_slot0 = static_cast<int>(p.link_names.size());
+  sg4::SplitDuplexLink* link = nullptr;
   for (int i = 0; i < hw.ipu_count; ++i) {
-    auto* link = zone->create_split_duplex_link("host" + std::to_string(i), hw.host_link.bandwidth_bytes_per_s);
-    link->set_latency(hw.host_link.latency_s)->seal();
+    const int g = i / group;
+    if (i % group == 0) {
+      link = zone->create_split_duplex_link("host" + std::to_string(g), hw.host_link.bandwidth_bytes_per_s);
+      link->set_latency(hw.host_link.latency_s)->seal();
+      const std::string who = group == 1 ? "ipu" + std::to_string(i)
+                                         : "ipu" + std::to_string(i) + "-" + std::to_string(i + group - 1);
+      p.link_names.push_back("host->" + who);
+      p.link_names.push_back(who + "->host");
+    }
     zone->add_route(p.host->get_netpoint(), p.ipus[i]->get_netpoint(), nullptr, nullptr,
                     {{link, sg4::LinkInRoute::Direction::UP}}, false);
     zone->add_route(p.ipus[i]->get_netpoint(), p.host->get_netpoint(), nullptr, nullptr,
                     {{link, sg4::LinkInRoute::Direction::DOWN}}, false);
-    p.link_names.push_back("host->ipu" + std::to_string(i));
-    p.link_names.push_back("ipu" + std::to_string(i) + "->host");
-    p.route_traffic_slots[{-1, i}] = {host_slot0 + 2 * i};
-    p.route_traffic_slots[{i, -1}] = {host_slot0 + 2 * i + 1};
+    p.route_traffic_slots[{-1, i}] = {host_slot0 + 2 * g};
+    p.route_traffic_slots[{i, -1}] = {host_slot0 + 2 * g + 1};
   }
   zone->seal();
   return p;

@@ -42,8 +42,9 @@ struct LinkSpec {
 };
 
 struct HostLinkSpec {
-  double bandwidth_bytes_per_s = 0;  // per IPU, per direction
+  double bandwidth_bytes_per_s = 0;  // per link, per direction
   double latency_s = 0;
+  int shared_by = 1;                 // consecutive IPUs behind one link (4: an M2000's IPU-Gateway)
 };
 
 // Off-chip DDR (IPU-M2000 Streaming Memory) that optimizer state may live in.
@@ -64,8 +65,11 @@ struct HardwareConfig {
   StreamingMemorySpec streaming_memory;
   std::map<std::string, std::string> sources;  // JSON pointer of a figure -> where it comes from
 
+  double fixed_sync_s = -1;  // when >= 0, every inter-IPU sync costs this, whatever the IPU count
+
   // Graphcore's IPU model: 15 ns a hop, hops = 1 + IPUs/4, there and back.
   double sync_seconds(int ipus_taking_part) const {
+    if (fixed_sync_s >= 0) return fixed_sync_s;
     return 2.0 * (1 + ipus_taking_part / 4) * sync_latency_per_hop_s;
   }
 };

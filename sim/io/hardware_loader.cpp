@@ -1,5 +1,7 @@
 #include "sim/io/hardware_loader.hpp"
 
+#include <algorithm>
+#include <filesystem>
 #include <set>
 
 #include "sim/io/json_reader.hpp"
@@ -87,7 +89,48 @@ void check_sources(const Json& document, ObjectReader& r, const std::string& ori
 
 } // namespace
 
-HardwareConfig hardware_from_json(const Json& document, const std::string& origin) {
+namespace {
+
+// Objects merge key by key; anything else in the derived document replaces the base's.
+void merge_into(Json& base, const Json& derived) {
+  if (!base.is_object() || !derived.is_object()) {
+    base = derived;
+    return;
+  }
+  for (auto it = derived.begin(); it != derived.end(); ++it) {
+    if (base.contains(it.key())) merge_into(base[it.key()], it.value());
+    else base[it.key()] = it.value();
+  }
+}
+
+// "extends": "other.json" (relative to this file) makes a config a set of overrides on another.
+Json resolve_extends(const Json& document, const std::string& origin, std::vector<std::string>& chain) {
+  if (!document.is_object() || !document.contains("extends")) return document;
+  const Json& target = document["extends"];
+  if (!target.is_string())
+    throw InputError(origin, "/extends", "json.type", "\"extends\" names the config file this one derives from");
+  const std::string file_part = origin.substr(0, origin.find('#'));
+  std::filesystem::path base_path(target.get<std::string>());
+  if (base_path.is_relative()) base_path = std::filesystem::path(file_part).parent_path() / base_path;
+  const std::string base_file = base_path.lexically_normal().string();
+  if (std::find(chain.begin(), chain.end(), base_file) != chain.end())
+    throw InputError(origin, "/extends", "config.extends-cycle", "\"" + base_file + "\" extends itself through " +
+                                                                     std::to_string(chain.size()) + " file(s)");
+  if (!std::filesystem::exists(base_file))
+    throw InputError(origin, "/extends", "file.missing", "the base config \"" + base_file + "\" does not exist");
+  chain.push_back(base_file);
+  Json merged = resolve_extends(read_json_file(base_file), base_file, chain);
+  Json own = document;
+  own.erase("extends");
+  merge_into(merged, own);
+  return merged;
+}
+
+} // namespace
+
+HardwareConfig hardware_from_json(const Json& raw_document, const std::string& origin) {
+  std::vector<std::string> chain{origin.substr(0, origin.find('#'))};
+  const Json document = resolve_extends(raw_document, origin, chain);
   ObjectReader root(document, origin, "");
   HardwareConfig hw;
   hw.file = origin;
@@ -103,6 +146,8 @@ HardwareConfig hardware_from_json(const Json& document, const std::string& origi
   hw.ipu_count = static_cast<int>(ipu_count);
   hw.sync_latency_per_hop_s =
       require_non_negative(root, "syncLatencyPerHopSeconds", root.required_number("syncLatencyPerHopSeconds"));
+  if (root.has("syncSeconds"))
+    hw.fixed_sync_s = require_non_negative(root, "syncSeconds", root.required_number("syncSeconds"));
   const Json& links = root.required_value("links");
   if (!links.is_array()) throw root.error("links", "json.type", "expected an array of links");
   std::set<std::pair<int, int>> seen;
@@ -119,7 +164,21 @@ HardwareConfig hardware_from_json(const Json& document, const std::string& origi
     hw.host_link.bandwidth_bytes_per_s =
         require_positive(host, "bandwidthBytesPerSecond", host.required_number("bandwidthBytesPerSecond"));
     hw.host_link.latency_s = require_non_negative(host, "latencySeconds", host.required_number("latencySeconds"));
+    const auto shared_by = host.optional_int("sharedBy", 1);
+    if (shared_by < 1 || hw.ipu_count % shared_by != 0)
+      throw host.error("sharedBy", "link.bad-sharing",
+                       "sharedBy must divide ipuCount (" + std::to_string(hw.ipu_count) + "), got " +
+                           std::to_string(shared_by));
+    hw.host_link.shared_by = static_cast<int>(shared_by);
     host.finish();
+  }
+  if (root.has("streamingMemory")) {
+    ObjectReader sm = root.object("streamingMemory");
+    hw.streaming_memory.present = true;
+    hw.streaming_memory.bandwidth_bytes_per_s =
+        require_positive(sm, "bandwidthBytesPerSecond", sm.required_number("bandwidthBytesPerSecond"));
+    hw.streaming_memory.latency_s = require_non_negative(sm, "latencySeconds", sm.required_number("latencySeconds"));
+    sm.finish();
   }
   check_sources(document, root, origin, hw.sources);
   root.finish();

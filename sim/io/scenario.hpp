@@ -31,6 +31,8 @@ struct Execution {
   Optimizer optimizer = Optimizer::Sgd;
   DType optimizer_state_dtype = DType::Float32;
   bool optimizer_state_off_chip = false;  // in Streaming Memory, streamed in for each weight update
+  std::int64_t replicas = 1;               // data-parallel copies of the pipeline on disjoint IPUs
+  std::vector<std::int64_t> placement;     // physical IPU of virtual IPU v in replica r at r*width+v; empty = in order
 };
 
 struct Scenario {

@@ -63,6 +63,8 @@ Execution execution_from_json(const Json& execution, const std::string& origin) 
   e.batches_per_step = positive_int(r, "batchesPerStep", 1);
   e.host_io = r.optional_bool("hostIo", true);
   e.cost_model = r.optional_string("costModel", e.cost_model);
+  e.replicas = positive_int(r, "replicas", 1);
+  e.placement = r.int_list("placement", false);
   const std::string recompute = r.optional_string("recomputation", "none");
   if (recompute == "none") e.recomputation = Recomputation::None;
   else if (recompute == "pipeline") e.recomputation = Recomputation::Pipeline;

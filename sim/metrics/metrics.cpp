@@ -12,13 +12,15 @@ RunMetrics compute_metrics(Mode mode, const Schedule& schedule, const RunLog& lo
   r.schedule = schedule.name;
   r.step_time_s = log.end_time;
   r.micro_batches = schedule.micro_batches;
-  r.samples = schedule.micro_batches * ex.micro_batch_size;
+  r.replicas = schedule.replicas;
+  r.samples = schedule.micro_batches * ex.micro_batch_size * schedule.replicas;
   r.cycles = schedule.cycles;
   r.sync_seconds = schedule.sync_seconds;
   r.activities = log.activities;
   r.throughput_samples_per_s = r.step_time_s > 0 ? static_cast<double>(r.samples) / r.step_time_s : 0;
 
   std::map<int, IpuMetrics> ipus;
+  std::map<int, double> allreduce;
   for (const Program& p : schedule.programs) ipus[p.ipu].id = p.ipu;
   struct Span {
     double first = std::numeric_limits<double>::infinity();
@@ -32,7 +34,10 @@ RunMetrics compute_metrics(Mode mode, const Schedule& schedule, const RunLog& lo
     case EventKind::Compute: m.busy_s += d; break;
     case EventKind::HostInput:
     case EventKind::HostOutput: m.host_io_s += d; break;
-    case EventKind::Exchange: m.exchange_s += d; break;
+    case EventKind::Exchange:
+      m.exchange_s += d;
+      if (e.pass == Pass::AllReduce) allreduce[e.ipu] += d;
+      break;
     case EventKind::Sync: m.sync_s += d; break;
     case EventKind::Receive: break;  // waiting for a copy is idle time
     }
@@ -42,6 +47,7 @@ RunMetrics compute_metrics(Mode mode, const Schedule& schedule, const RunLog& lo
       s.last = std::max(s.last, e.end);
     }
   }
+  for (const auto& [ipu, seconds] : allreduce) r.allreduce_s = std::max(r.allreduce_s, seconds);
   double idle = 0;
   for (auto& [id, m] : ipus) {
     m.idle_s = std::max(0.0, r.step_time_s - m.busy_s - m.host_io_s - m.exchange_s - m.sync_s);

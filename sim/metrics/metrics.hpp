@@ -35,7 +35,9 @@ struct RunMetrics {
   LatencyStats latency_s;            // first to last activity of a micro-batch
   double bubble_fraction = 0;        // idle IPU-time / (IPUs x step time)
   std::int64_t micro_batches = 0;    // per step
-  std::int64_t samples = 0;          // per step
+  std::int64_t samples = 0;          // per step, all replicas
+  int replicas = 1;
+  double allreduce_s = 0;            // the longest time an IPU spent in gradient all-reduce per step
   int cycles = 0;
   double sync_seconds = 0;
   std::vector<IpuMetrics> ipus;

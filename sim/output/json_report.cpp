@@ -80,6 +80,9 @@ Json run_json(const RunMetrics& r) {
           {"bubble_fraction", r.bubble_fraction},
           {"micro_batches_per_step", r.micro_batches},
           {"samples_per_step", r.samples},
+          {"replicas", r.replicas},
+          {"allreduce_s", r.allreduce_s},
+          {"allreduce_share", r.step_time_s > 0 ? r.allreduce_s / r.step_time_s : 0.0},
           {"cycles", r.cycles},
           {"sync_s", r.sync_seconds},
           {"ipus", ipus},
@@ -109,6 +112,7 @@ Json report_json(const Scenario& sc, const Simulation& sim) {
                 {"cost_model", ex.cost_model},
                 {"recomputation", ex.recomputation == Recomputation::Pipeline ? "pipeline" : "none"},
                 {"optimizer", optimizer_name(ex.optimizer)},
+                {"replicas", ex.replicas},
                 {"schedule", ex.schedule}}},
               {"plan", plan_json(sc, sim.plan)},
               {"runs", runs}};

@@ -59,6 +59,7 @@ std::string render_table(const Scenario& sc, const Simulation& sim) {
   out << "Scenario " << sc.name << ": model " << sc.model.name << " on " << sc.hardware.name << "\n";
   out << (ex.training ? "Training" : "Inference") << ", micro-batch " << ex.micro_batch_size;
   if (ex.training) out << ", gradient accumulation G=" << ex.gradient_accumulation;
+  if (ex.replicas > 1) out << ", " << ex.replicas << " replicas";
   out << ", batchesPerStep " << ex.batches_per_step << ", cost model " << ex.cost_model;
   if (ex.training)
     out << ", optimizer " << optimizer_name(ex.optimizer) << ", recomputation "
@@ -90,6 +91,12 @@ std::string render_table(const Scenario& sc, const Simulation& sim) {
   row("latency min / max", [](const RunMetrics& r) {
     return format_seconds(r.latency_s.min) + " / " + format_seconds(r.latency_s.max);
   });
+  if (sc.execution.replicas > 1) {
+    row("replicas", [](const RunMetrics& r) { return std::to_string(r.replicas); });
+    row("gradient all-reduce", [](const RunMetrics& r) {
+      return format_seconds(r.allreduce_s) + " (" + format_percent(r.allreduce_s / r.step_time_s) + ")";
+    });
+  }
   row("IPU time computing", [](const RunMetrics& r) { return format_percent(shares(r).busy); });
   row("IPU time idle (bubble)", [](const RunMetrics& r) { return format_percent(r.bubble_fraction); });
   row("IPU time in copies", [](const RunMetrics& r) { return format_percent(shares(r).exchange); });

@@ -13,7 +13,7 @@
 namespace ipusim {
 
 enum class StepKind { Compute, HostInput, HostOutput, Sync, Exchange, Send, Receive };
-enum class Pass { None, Forward, Backward, Update };
+enum class Pass { None, Forward, Backward, Update, AllReduce };
 
 std::string pass_name(Pass pass);
 
@@ -41,8 +41,9 @@ struct Program {
 
 struct Schedule {
   std::string name;
-  std::vector<Program> programs;     // one per IPU the model uses, ascending IPU id
-  std::int64_t micro_batches = 0;    // per step, all batches included
+  std::vector<Program> programs;     // one per physical IPU used (all replicas), ascending IPU id
+  int replicas = 1;
+  std::int64_t micro_batches = 0;    // per step and replica, all batches included
   int cycles = 0;                    // lockstep cycles per batch (0 when the schedule has none)
   double sync_seconds = 0;           // the cost of one inter-IPU sync among these IPUs
   // Micro-batches whose activations forward stage s keeps for its backward, by the

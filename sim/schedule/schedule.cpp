@@ -1,5 +1,8 @@
 #include "sim/schedule/schedule.hpp"
 
+#include <algorithm>
+#include <set>
+
 #include "sim/io/input_error.hpp"
 
 namespace ipusim {
@@ -10,6 +13,7 @@ std::string pass_name(Pass pass) {
   case Pass::Forward: return "forward";
   case Pass::Backward: return "backward";
   case Pass::Update: return "update";
+  case Pass::AllReduce: return "all-reduce";
   }
   return "?";
 }
@@ -39,7 +43,7 @@ std::string schedule_names() {
 
 Schedule make_schedule(Mode mode, const Scenario& sc, const Plan& plan) {
   const std::string name = mode == Mode::Sharded ? "sharded" : sc.execution.schedule;
-  const int ipus = static_cast<int>(plan.ipus.size());
+  const int ipus = static_cast<int>(plan.ipus.size() * static_cast<std::size_t>(sc.execution.replicas));
   const ScheduleContext context{sc, plan, sc.hardware.sync_seconds(ipus)};
   for (const auto& s : schedules()) {
     if (s.name != name) continue;
@@ -85,15 +89,57 @@ void depth_error(const ScheduleContext& ctx, const std::string& rule, const std:
 
 ProgramBuilder::ProgramBuilder(const ScheduleContext& context, std::string name, bool recompute)
     : context_(context), recompute_(recompute) {
+  const Scenario& sc = context.scenario;
+  const Execution& ex = sc.execution;
   schedule_.name = std::move(name);
   schedule_.sync_seconds = context.sync_seconds;
-  for (const auto& ipu : context.plan.ipus) schedule_.programs.push_back(Program{ipu.id, {}});
+  replicas_ = static_cast<int>(ex.replicas);
+  schedule_.replicas = replicas_;
+  width_ = context.plan.ipus.back().id + 1;
+  copies_ = static_cast<int>(context.plan.copies.size());
+  const int needed = replicas_ * width_;
+  if (!ex.placement.empty() && static_cast<int>(ex.placement.size()) != needed)
+    throw InputError(sc.file, sc.execution_pointer("placement"), "scenario.bad-placement",
+                     "placement lists " + std::to_string(ex.placement.size()) + " IPUs; " + std::to_string(replicas_) +
+                         " replica(s) of a " + std::to_string(width_) + "-IPU pipeline need " +
+                         std::to_string(needed) + " (entry r*" + std::to_string(width_) +
+                         "+v is the IPU of virtual IPU v in replica r)");
+  if (ex.placement.empty() && needed > sc.hardware.ipu_count)
+    throw InputError(sc.file, sc.execution_pointer("replicas"), "scenario.not-enough-ipus",
+                     std::to_string(replicas_) + " replica(s) of a " + std::to_string(width_) + "-IPU pipeline need " +
+                         std::to_string(needed) + " IPUs; \"" + sc.hardware.name + "\" has " +
+                         std::to_string(sc.hardware.ipu_count));
+  std::set<int> used;
+  for (int i = 0; i < needed; ++i) {
+    const int physical = ex.placement.empty() ? i : static_cast<int>(ex.placement[static_cast<std::size_t>(i)]);
+    if (physical < 0 || physical >= sc.hardware.ipu_count || !used.insert(physical).second)
+      throw InputError(sc.file, sc.execution_pointer("placement/" + std::to_string(i)), "scenario.bad-placement",
+                       "IPU " + std::to_string(physical) + (physical < 0 || physical >= sc.hardware.ipu_count
+                                                                ? " does not exist in \"" + sc.hardware.name + "\""
+                                                                : " is placed twice"));
+    physical_.push_back(physical);
+  }
+  for (int r = 0; r < replicas_; ++r)
+    for (const auto& ipu : context.plan.ipus) schedule_.programs.push_back(Program{physical_of(r, ipu.id), {}});
+  std::sort(schedule_.programs.begin(), schedule_.programs.end(),
+            [](const Program& a, const Program& b) { return a.ipu < b.ipu; });
+  for (std::size_t i = 0; i < schedule_.programs.size(); ++i) index_[schedule_.programs[i].ipu] = i;
 }
 
-Program& ProgramBuilder::program_of(int ipu) {
-  for (auto& p : schedule_.programs)
-    if (p.ipu == ipu) return p;
-  throw std::logic_error("no program for IPU " + std::to_string(ipu));
+int ProgramBuilder::physical_of(int replica, int virtual_ipu) const {
+  return physical_[static_cast<std::size_t>(replica * width_ + virtual_ipu)];
+}
+
+void ProgramBuilder::append(int virtual_ipu, const Step& step) {
+  for (int r = 0; r < replicas_; ++r) {
+    Step s = step;
+    for (Transfer& t : s.transfers) {
+      t.src_ipu = physical_of(r, t.src_ipu);
+      t.dst_ipu = physical_of(r, t.dst_ipu);
+      t.copy += r * copies_;
+    }
+    schedule_.programs[index_.at(physical_of(r, virtual_ipu))].steps.push_back(std::move(s));
+  }
 }
 
 void ProgramBuilder::sync_all(double seconds) {
@@ -105,12 +151,12 @@ void ProgramBuilder::sync_all(double seconds) {
 
 void ProgramBuilder::exchange(const std::vector<const PlanCopy*>& copies) {
   sync_all(context_.sync_seconds);
-  for (auto& p : schedule_.programs) {
+  for (const PlanIpu& ipu : context_.plan.ipus) {
     Step s;
     s.kind = StepKind::Exchange;
     for (const PlanCopy* c : copies)
-      if (c->src_ipu == p.ipu || c->dst_ipu == p.ipu) s.transfers.push_back({c->id, c->src_ipu, c->dst_ipu, c->bytes});
-    if (!s.transfers.empty()) p.steps.push_back(std::move(s));
+      if (c->src_ipu == ipu.id || c->dst_ipu == ipu.id) s.transfers.push_back({c->id, c->src_ipu, c->dst_ipu, c->bytes});
+    if (!s.transfers.empty()) append(ipu.id, s);
   }
   // The copy phase is one global exchange: nobody leaves it before the last copy lands.
   sync_all(0);
@@ -124,7 +170,7 @@ void ProgramBuilder::host_input(const PlanStage& stage, std::int64_t micro_batch
   s.stage = stage.id;
   s.micro_batch = micro_batch;
   s.pass = Pass::Forward;
-  program_of(stage.ipu).steps.push_back(s);
+  append(stage.ipu, s);
 }
 
 void ProgramBuilder::host_output(const PlanStage& stage, std::int64_t micro_batch) {
@@ -135,7 +181,7 @@ void ProgramBuilder::host_output(const PlanStage& stage, std::int64_t micro_batc
   s.stage = stage.id;
   s.micro_batch = micro_batch;
   s.pass = Pass::Forward;
-  program_of(stage.ipu).steps.push_back(s);
+  append(stage.ipu, s);
 }
 
 void ProgramBuilder::compute(const PlanStage& stage, std::int64_t micro_batch, Work work) {
@@ -143,17 +189,16 @@ void ProgramBuilder::compute(const PlanStage& stage, std::int64_t micro_batch, W
   s.kind = StepKind::Compute;
   s.stage = stage.id;
   s.micro_batch = micro_batch;
-  Program& p = program_of(stage.ipu);
   if (!stage.backward && work != Work::BackwardOnly) {
     s.pass = Pass::Forward;
     s.seconds = stage.forward_seconds;
-    p.steps.push_back(s);
+    append(stage.ipu, s);
   }
   // The loss stage runs its backward right after its forward (it needs no recomputation).
   if ((stage.backward || stage.backward_seconds > 0) && work != Work::ForwardOnly) {
     s.pass = Pass::Backward;
     s.seconds = stage.backward_seconds + (recompute_ ? stage.recompute_seconds : 0.0);
-    p.steps.push_back(s);
+    append(stage.ipu, s);
   }
 }
 
@@ -162,7 +207,7 @@ void ProgramBuilder::send(int ipu, const std::vector<const PlanCopy*>& copies) {
   Step s;
   s.kind = StepKind::Send;
   for (const PlanCopy* c : copies) s.transfers.push_back({c->id, c->src_ipu, c->dst_ipu, c->bytes});
-  program_of(ipu).steps.push_back(std::move(s));
+  append(ipu, s);
 }
 
 void ProgramBuilder::receive(int ipu, const std::vector<const PlanCopy*>& copies) {
@@ -170,18 +215,44 @@ void ProgramBuilder::receive(int ipu, const std::vector<const PlanCopy*>& copies
   Step s;
   s.kind = StepKind::Receive;
   for (const PlanCopy* c : copies) s.transfers.push_back({c->id, c->src_ipu, c->dst_ipu, c->bytes});
-  program_of(ipu).steps.push_back(std::move(s));
+  append(ipu, s);
+}
+
+void ProgramBuilder::all_reduce() {
+  // Ring all-reduce per pipeline IPU across the replicas holding its weights: 2(R-1)
+  // steps (reduce-scatter, then all-gather), each moving 1/R of the gradients to the next replica.
+  const int R = replicas_;
+  const int ring_copies = R * copies_;
+  for (int step = 0; step < 2 * (R - 1); ++step)
+    for (const PlanIpu& ipu : context_.plan.ipus) {
+      if (ipu.weight_bytes <= 0) continue;
+      const double chunk = ipu.weight_bytes / R;
+      for (int r = 0; r < R; ++r) {
+        Step s;
+        s.kind = StepKind::Exchange;
+        s.pass = Pass::AllReduce;
+        const int next = (r + 1) % R, previous = (r + R - 1) % R;
+        s.transfers.push_back({ring_copies + ipu.id * R + r, physical_of(r, ipu.id), physical_of(next, ipu.id), chunk});
+        s.transfers.push_back(
+            {ring_copies + ipu.id * R + previous, physical_of(previous, ipu.id), physical_of(r, ipu.id), chunk});
+        schedule_.programs[index_.at(physical_of(r, ipu.id))].steps.push_back(std::move(s));
+      }
+    }
 }
 
 void ProgramBuilder::weight_updates(bool in_parallel) {
   sync_all(context_.sync_seconds);
+  if (replicas_ > 1) {
+    all_reduce();
+    sync_all(context_.sync_seconds);
+  }
   for (const auto& ipu : context_.plan.ipus) {
     if (ipu.update_seconds <= 0) continue;
     Step s;
     s.kind = StepKind::Compute;
     s.pass = Pass::Update;
     s.seconds = ipu.update_seconds;
-    program_of(ipu.id).steps.push_back(s);
+    append(ipu.id, s);
     if (!in_parallel) sync_all(context_.sync_seconds);
   }
   if (in_parallel) sync_all(context_.sync_seconds);

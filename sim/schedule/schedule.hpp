@@ -2,6 +2,7 @@
 // Schedules turn a plan into per-IPU programs. They are chosen by name (the
 // scenario's "schedule" for pipelined runs; "sharded" for sharded runs) from the
 // registry below; adding one is a new file and a line in the registry.
+#include <map>
 #include <string>
 #include <vector>
 
@@ -63,7 +64,6 @@ public:
   // `recompute`: backward stages re-run their forward (pipeline recomputation).
   ProgramBuilder(const ScheduleContext& context, std::string name, bool recompute);
 
-  Program& program_of(int ipu);
   // A barrier of every IPU, then `seconds` of sync.
   void sync_all(double seconds);
   // One copy phase: the given copies all move at once, framed by syncs (sync, copies, barrier).
@@ -75,13 +75,24 @@ public:
   void send(int ipu, const std::vector<const PlanCopy*>& copies);
   void receive(int ipu, const std::vector<const PlanCopy*>& copies);
   void host_output(const PlanStage& stage, std::int64_t micro_batch);
-  // PopART's Serial weight update: IPU by IPU in virtual-graph order; or all at once.
+  // With replicas, a ring all-reduce of the gradients first; then PopART's Serial weight
+  // update: IPU by IPU in virtual-graph order; or all at once.
   void weight_updates(bool in_parallel = false);
   Schedule finish(std::int64_t micro_batches, int cycles, std::vector<int> stash_depth);
 
 private:
+  // Every step is laid out for each replica, on its physical IPU, with its copies renumbered.
+  void append(int virtual_ipu, const Step& step);
+  int physical_of(int replica, int virtual_ipu) const;
+  void all_reduce();
+
   const ScheduleContext& context_;
   bool recompute_;
+  int replicas_ = 1;
+  int width_ = 1;   // virtual IPUs of one pipeline replica
+  int copies_ = 0;  // the plan's copies; replica r's copy c is r*copies_+c
+  std::vector<int> physical_;
+  std::map<int, std::size_t> index_;  // physical IPU -> program
   Schedule schedule_;
 };
 

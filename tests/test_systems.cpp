@@ -1,0 +1,134 @@
+// IPU systems: link sharing, multi-hop routes, replicas and their gradient all-reduce,
+// placement and host links shared behind a gateway; hand-computed times.
+#include <catch2/catch.hpp>
+
+#include "sim/engine/engine.hpp"
+#include "sim/graph/model_graph.hpp"
+#include "sim/io/hardware_loader.hpp"
+#include "sim/plan/plan.hpp"
+#include "sim/schedule/schedule.hpp"
+#include "sim/simulate/simulation.hpp"
+#include "support.hpp"
+
+using namespace ipusim;
+using namespace ipusim::test;
+
+namespace {
+
+constexpr double us = 1e-6;
+
+Json line_config(double bw01, double lat01, double bw12, double lat12) {
+  Json config = zero_overhead_config(3);
+  config["links"] = {{{"ipus", {0, 1}}, {"bandwidthBytesPerSecond", bw01}, {"latencySeconds", lat01}},
+                     {{"ipus", {1, 2}}, {"bandwidthBytesPerSecond", bw12}, {"latencySeconds", lat12}}};
+  return config;
+}
+
+// One exchange step on IPU `src` sending every transfer, and the matching receives.
+double exchange_time(const Json& config, const std::vector<Transfer>& transfers) {
+  const HardwareConfig hw = hardware_from_json(config, "c.json");
+  Schedule s;
+  s.name = "exchange";
+  std::map<int, Step> steps;
+  for (const Transfer& t : transfers)
+    for (int ipu : {t.src_ipu, t.dst_ipu}) {
+      steps[ipu].kind = StepKind::Exchange;
+      steps[ipu].transfers.push_back(t);
+    }
+  for (auto& [ipu, step] : steps) s.programs.push_back(Program{ipu, {step}});
+  return run_engine(s, hw).end_time;
+}
+
+} // namespace
+
+TEST_CASE("two copies sharing one link take twice as long as one", "[systems]") {
+  const Json config = zero_overhead_config(2);  // 1 GB/s, no latency
+  const double one = exchange_time(config, {{0, 0, 1, 1e6}});
+  const double two = exchange_time(config, {{0, 0, 1, 1e6}, {1, 0, 1, 1e6}});
+  CHECK(one == Approx(1e-3).epsilon(1e-9));
+  CHECK(two == Approx(2e-3).epsilon(1e-9));
+  // Opposite directions of a full-duplex link do not share it.
+  CHECK(exchange_time(config, {{0, 0, 1, 1e6}, {1, 1, 0, 1e6}}) == Approx(1e-3).epsilon(1e-9));
+}
+
+TEST_CASE("a two-hop route pays both latencies and the slower bandwidth", "[systems]") {
+  // IPU0 -(2 GB/s, 1 us)- IPU1 -(1 GB/s, 3 us)- IPU2: 1 MB from 0 to 2.
+  const Json config = line_config(2e9, 1 * us, 1e9, 3 * us);
+  CHECK(exchange_time(config, {{0, 0, 2, 1e6}}) == Approx(1 * us + 3 * us + 1e6 / 1e9).epsilon(1e-9));
+}
+
+TEST_CASE("ring all-reduce across replicas: 2(R-1)/R x bytes / bandwidth plus 2(R-1) latencies", "[systems]") {
+  // R = 4 replicas of a one-IPU model on a ring of 4 IPUs (1 GB/s, 1 us per link). The
+  // weight has 1000 float32 = 4000 B of gradients: 6 steps of 1000 B, each 1 us + 1 us.
+  Json config = zero_overhead_config(4);
+  config["links"] = {{{"ipus", {0, 1}}, {"bandwidthBytesPerSecond", 1e9}, {"latencySeconds", 1 * us}},
+                     {{"ipus", {1, 2}}, {"bandwidthBytesPerSecond", 1e9}, {"latencySeconds", 1 * us}},
+                     {{"ipus", {2, 3}}, {"bandwidthBytesPerSecond", 1e9}, {"latencySeconds", 1 * us}},
+                     {{"ipus", {3, 0}}, {"bandwidthBytesPerSecond", 1e9}, {"latencySeconds", 1 * us}}};
+  const Json model = {{"name", "one layer"},
+                      {"tensors",
+                       {{"x", {{"shape", {10}}, {"kind", "input"}}},
+                        {"W", {{"shape", {1000}}, {"kind", "weight"}}},
+                        {"y", {{"shape", {10}}, {"kind", "activation"}}}}},
+                      {"ops", {{{"name", "l"}, {"type", "MatMul"}, {"inputs", {"x", "W"}}, {"outputs", {"y"}}, {"flops", 1e3}}}}};
+  const Json execution = {{"training", true}, {"gradientAccumulation", 2}, {"hostIo", false}, {"costModel", "compute"},
+                          {"replicas", 4}, {"mode", "sharded"}};
+  const Simulation sim = simulate(make_scenario(model, config, execution), {Mode::Sharded});
+  const RunMetrics& r = sim.runs.at(0).metrics;
+  const double allreduce = 2.0 * 3 / 4 * 4000 / 1e9 + 2 * 3 * 1 * us;
+  CHECK(r.allreduce_s == Approx(allreduce).epsilon(1e-9));
+  // The step: 2 micro-batches of forward (1 us) and backward (2 us), the all-reduce, the update (2 us).
+  CHECK(r.step_time_s == Approx(2 * 3 * us + allreduce + 2 * us).epsilon(1e-9));
+  // Throughput counts every replica: 4 replicas x 2 micro-batches.
+  CHECK(r.samples == 8);
+  CHECK(r.ipus.size() == 4);
+}
+
+TEST_CASE("placement puts replicas on the IPUs the user names, and is checked", "[systems]") {
+  const Json model = chain_model({{0, 1e6}, {1, 1e6}}, 250);
+  Json config = line_config(1e9, 0, 1e9, 0);
+  // The pipeline on IPUs 0 and 2 instead of 0 and 1: its copy now crosses two links.
+  Json execution = {{"batchesPerStep", 4}, {"hostIo", false}, {"costModel", "compute"}, {"placement", {0, 2}},
+                    {"mode", "pipelined"}};
+  const Simulation sim = simulate(make_scenario(model, config, execution), {Mode::Pipelined});
+  const RunMetrics& r = sim.runs.at(0).metrics;
+  CHECK(r.links.size() == 2);  // ipu0->ipu1 and ipu1->ipu2
+  CHECK(r.ipus.at(1).id == 2);
+  execution["placement"] = {0, 0};
+  CHECK(rule_of([&] { simulate(make_scenario(model, config, execution), {Mode::Pipelined}); }) ==
+        "scenario.bad-placement");
+  execution["placement"] = {0, 7};
+  CHECK(rule_of([&] { simulate(make_scenario(model, config, execution), {Mode::Pipelined}); }) ==
+        "scenario.bad-placement");
+  execution.erase("placement");
+  execution["replicas"] = 2;  // 2 x 2 IPUs on a 3-IPU system
+  CHECK(rule_of([&] { simulate(make_scenario(model, config, execution), {Mode::Pipelined}); }) ==
+        "scenario.not-enough-ipus");
+}
+
+TEST_CASE("host streams of IPUs behind one gateway share its link", "[systems]") {
+  // Two replicas of a one-IPU model, each streaming 1 MB in per micro-batch at 1 GB/s.
+  const Json model = {{"name", "stream"},
+                      {"tensors", {{"x", {{"shape", {250000}}, {"kind", "input"}}}, {"y", {{"shape", {1}}, {"kind", "activation"}}}}},
+                      {"ops", {{{"name", "l"}, {"type", "ReduceSum"}, {"inputs", {"x"}}, {"outputs", {"y"}}, {"flops", 0}}}},
+                      {"anchors", Json::array()}};
+  Json config = zero_overhead_config(2);
+  const Json execution = {{"batchesPerStep", 1}, {"costModel", "compute"}, {"replicas", 2}, {"mode", "sharded"}};
+  const double separate = simulate(make_scenario(model, config, execution), {Mode::Sharded}).runs[0].metrics.step_time_s;
+  config["hostLink"]["sharedBy"] = 2;
+  const double shared = simulate(make_scenario(model, config, execution), {Mode::Sharded}).runs[0].metrics.step_time_s;
+  // Each IPU then streams y (4 B) out; behind one gateway the two outputs share it too.
+  CHECK(separate == Approx(1e-3 + 4e-9).epsilon(1e-9));
+  CHECK(shared == Approx(2e-3 + 8e-9).epsilon(1e-9));
+}
+
+TEST_CASE("sync cost grows with the IPUs taking part, or is fixed by the config", "[systems]") {
+  HardwareConfig hw;
+  hw.sync_latency_per_hop_s = 15e-9;
+  // Graphcore's IPU model: hops = 1 + IPUs/4, round trip: 2 IPUs 60 ns... at 1.6 GHz 48 cycles.
+  CHECK(hw.sync_seconds(2) == Approx(30e-9));
+  CHECK(hw.sync_seconds(2) * 1.6e9 == Approx(48));
+  CHECK(hw.sync_seconds(16) * 1.6e9 == Approx(240));
+  hw.fixed_sync_s = 1e-6;
+  CHECK(hw.sync_seconds(64) == 1e-6);
+}
