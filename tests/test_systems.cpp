@@ -132,3 +132,15 @@ TEST_CASE("sync cost grows with the IPUs taking part, or is fixed by the config"
   hw.fixed_sync_s = 1e-6;
   CHECK(hw.sync_seconds(64) == 1e-6);
 }
+
+TEST_CASE("the shipped M2000 link probe measures the configured per-direction bandwidth", "[systems]") {
+  const Scenario sc = load_scenario(std::string(IPUSIM_SOURCE_DIR) + "/scenarios/link-probe-m2000.json");
+  const RunMetrics r = simulate(sc, {Mode::Sharded}).runs.at(0).metrics;
+  REQUIRE(r.links.size() == 1);
+  CHECK(r.links[0].name == "ipu0->ipu1");
+  CHECK(r.links[0].bytes == 256.0 * 1024 * 1024);
+  // Step = sync, copy (latency + bytes / bandwidth), sync. Config: 32 GB/s, 1 us.
+  const double bandwidth = r.links[0].bytes / (r.step_time_s - 2 * r.sync_seconds - sc.hardware.links[0].latency_s);
+  CHECK(bandwidth == Approx(sc.hardware.links[0].bandwidth_bytes_per_s).epsilon(1e-9));
+  CHECK(bandwidth == Approx(32e9).epsilon(1e-9));
+}
