@@ -35,12 +35,22 @@ struct Platform {
   sg4::Host* host = nullptr;
   std::vector<std::vector<Route>> routes;
   std::vector<std::string> link_names;        // directed: 2 per IPU-Link, then 2 per host link
-  std::map<std::pair<int, int>, std::vector<int>> route_traffic_slots;  // (src,dst) -> directed link slots
+  // Directed link slots along the route from src to dst; the host is -1. Indexed [(src+1)*(n+1)+dst+1].
+  std::vector<std::vector<int>> route_traffic_slots;
+  int stride = 0;
+  std::vector<int>& slots(int src, int dst) {
+    return route_traffic_slots[static_cast<std::size_t>((src + 1) * stride + dst + 1)];
+  }
+  const std::vector<int>& slots(int src, int dst) const {
+    return route_traffic_slots[static_cast<std::size_t>((src + 1) * stride + dst + 1)];
+  }
 };
 
 Platform build_platform(const HardwareConfig& hw) {
   Platform p;
   p.routes = compute_routes(hw);
+  p.stride = hw.ipu_count + 1;
+  p.route_traffic_slots.resize(static_cast<std::size_t>(p.stride * p.stride));
   auto* zone = sg4::create_full_zone("system");
   for (int i = 0; i < hw.ipu_count; ++i) p.ipus.push_back(zone->create_host("ipu" + std::to_string(i), kHostSpeed));
   p.host = zone->create_host("host", kHostSpeed);
@@ -65,7 +75,7 @@ Platform build_platform(const HardwareConfig& hw) {
         slots.push_back(2 * hop.link + (hop.forward ? 0 : 1));
       }
       zone->add_route(p.ipus[a]->get_netpoint(), p.ipus[b]->get_netpoint(), nullptr, nullptr, path, false);
-      p.route_traffic_slots[{a, b}] = slots;
+      p.slots(a, b) = slots;
     }
   // One host link per group of `shared_by` IPUs (an M2000's IPU-Gateway): their streams share it.
   const int group = hw.host_link.shared_by;
@@ -85,8 +95,8 @@ Platform build_platform(const HardwareConfig& hw) {
                     {{link, sg4::LinkInRoute::Direction::UP}}, false);
     zone->add_route(p.ipus[i]->get_netpoint(), p.host->get_netpoint(), nullptr, nullptr,
                     {{link, sg4::LinkInRoute::Direction::DOWN}}, false);
-    p.route_traffic_slots[{-1, i}] = {host_slot0 + 2 * g};
-    p.route_traffic_slots[{i, -1}] = {host_slot0 + 2 * g + 1};
+    p.slots(-1, i) = {host_slot0 + 2 * g};
+    p.slots(i, -1) = {host_slot0 + 2 * g + 1};
   }
   zone->seal();
   return p;
@@ -109,7 +119,7 @@ struct IpuRunner {
 
   // Called by the sender once the transfer is done.
   void record(int src, int dst, int copy, double bytes, const sg4::CommPtr& comm) const {
-    const auto& slots = shared->platform->route_traffic_slots.at({src, dst});
+    const auto& slots = shared->platform->slots(src, dst);
     for (int slot : slots) shared->link_bytes[slot] += bytes;
     transfers->push_back({src, dst, copy, comm->get_start_time(), comm->get_finish_time(), bytes, slots});
     ++shared->activities;
