@@ -14,6 +14,7 @@ namespace ipusim::cli {
 constexpr int kExitOk = 0;
 constexpr int kExitBadInput = 2;
 constexpr int kExitInternal = 3;
+constexpr int kExitOutOfMemory = 5;
 
 using Command = std::function<int()>;
 

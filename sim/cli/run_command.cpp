@@ -25,7 +25,7 @@ namespace {
 struct RunOptions {
   std::string scenario, mode, output, trace;
   std::vector<std::string> sets;
-  bool json = false, force = false;
+  bool json = false, force = false, fail_on_oom = false;
 };
 
 std::vector<Mode> modes_for(const Scenario& sc, const std::string& flag) {
@@ -52,6 +52,12 @@ int run(const RunOptions& o) {
   const std::string text = o.json ? report_json(sc, sim).dump(2) + "\n" : render_table(sc, sim);
   if (o.output.empty()) std::cout << text << std::flush;
   else write_file_atomically(o.output, text, o.force);
+  if (o.fail_on_oom)
+    for (const ModeRun& run : sim.runs)
+      if (!run.metrics.memory.fits) {
+        std::cerr << "ipusim: out of memory in the " << mode_name(run.metrics.mode) << " run\n";
+        return kExitOutOfMemory;
+      }
   return kExitOk;
 }
 
@@ -73,6 +79,8 @@ Command add_run_command(CLI::App& app) {
                   "Also write a Chrome trace-event timeline (JSON) to this file, for ui.perfetto.dev or "
                   "chrome://tracing (docs/timelines.md)");
   cmd->add_flag("--force", o->force, "Overwrite the --output and --trace files if they exist");
+  cmd->add_flag("--fail-on-oom", o->fail_on_oom,
+                "Exit with code 5 when a run does not fit in memory (the verdict is always reported)");
   return [o] { return run(*o); };
 }
 
