@@ -1,1 +1,333 @@
+// The real ipusim binary, driven through fork + exec: exit codes (0 ok, 2 bad input),
+// what lands on stdout and stderr, the JSON report's shape, determinism and --output.
 #include <catch2/catch.hpp>
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+using Json = nlohmann::json;
+using Catch::Matchers::Contains;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Result {
+  int exit_code = -1;  // -1: did not exit normally (a signal)
+  std::string out, err;
+};
+
+// Runs the binary with `args`, capturing stdout and stderr (read together, so neither pipe fills up).
+Result ipusim(const std::vector<std::string>& args) {
+  int out_pipe[2], err_pipe[2];
+  REQUIRE(::pipe(out_pipe) == 0);
+  REQUIRE(::pipe(err_pipe) == 0);
+  std::vector<std::string> argv_strings{IPUSIM_BINARY};
+  argv_strings.insert(argv_strings.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& a : argv_strings) argv.push_back(a.data());
+  argv.push_back(nullptr);
+
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    ::dup2(out_pipe[1], STDOUT_FILENO);
+    ::dup2(err_pipe[1], STDERR_FILENO);
+    ::close(out_pipe[0]);
+    ::close(out_pipe[1]);
+    ::close(err_pipe[0]);
+    ::close(err_pipe[1]);
+    ::execv(argv[0], argv.data());
+    ::_exit(127);
+  }
+  ::close(out_pipe[1]);
+  ::close(err_pipe[1]);
+  Result r;
+  pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
+  std::string* sinks[2] = {&r.out, &r.err};
+  int open_fds = 2;
+  while (open_fds > 0) {
+    if (::poll(fds, 2, -1) < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    for (int i = 0; i < 2; ++i) {
+      if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      char buffer[4096];
+      const ssize_t n = ::read(fds[i].fd, buffer, sizeof buffer);
+      if (n > 0) {
+        sinks[i]->append(buffer, static_cast<std::size_t>(n));
+      } else if (n == 0 || errno != EINTR) {
+        ::close(fds[i].fd);
+        fds[i].fd = -1;
+        --open_fds;
+      }
+    }
+  }
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
+  return r;
+}
+
+std::string source(const std::string& relative) { return std::string(IPUSIM_SOURCE_DIR) + "/" + relative; }
+
+const std::string kInference = source("scenarios/mlp-inference.json");
+
+class TempDir {
+public:
+  TempDir() {
+    static std::atomic<int> counter{0};
+    path_ = fs::temp_directory_path() / ("ipusim-cli-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
+    fs::create_directories(path_);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  std::string path(const std::string& name) const { return (path_ / name).string(); }
+  std::string write(const std::string& name, const std::string& text) const {
+    std::ofstream(path(name), std::ios::binary) << text;
+    return path(name);
+  }
+  std::size_t entries() const {
+    std::size_t n = 0;
+    for ([[maybe_unused]] const auto& e : fs::directory_iterator(path_)) ++n;
+    return n;
+  }
+
+private:
+  fs::path path_;
+};
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// A scenario next to the shipped one's files, with `execution` as given.
+std::string scenario_text(const std::string& execution) {
+  return "{\"name\": \"cli\", \"model\": \"" + source("models/mlp.json") + "\", \"config\": \"" +
+         source("configs/ipu-m2000.json") + "\", \"execution\": " + execution + "}";
+}
+
+const Json& run_of(const Json& report, const std::string& mode) {
+  for (const Json& r : report.at("runs"))
+    if (r.at("mode") == mode) return r;
+  FAIL("no run for mode " << mode);
+  throw std::logic_error("unreachable");
+}
+
+} // namespace
+
+TEST_CASE("cli: run --json reports both modes with every metric", "[cli]") {
+  const Result r = ipusim({"run", kInference, "--json"});
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.err.empty());
+  const Json report = Json::parse(r.out);
+  REQUIRE(report.at("runs").size() == 2);
+  CHECK(report["runs"][0]["mode"] == "sharded");
+  CHECK(report["runs"][1]["mode"] == "pipelined");
+  for (const Json& run : report["runs"]) {
+    INFO(run.at("mode"));
+    const double step = run.at("step_time_s");
+    CHECK(step > 0);
+    // 16 samples per micro-batch x 64 batchesPerStep.
+    CHECK(run.at("samples_per_step") == 1024);
+    CHECK(run.at("throughput_samples_per_s").get<double>() == Approx(1024 / step).epsilon(1e-12));
+    const Json& latency = run.at("latency_s");
+    CHECK(latency.at("min").get<double>() > 0);
+    CHECK(latency.at("min").get<double>() <= latency.at("mean").get<double>());
+    CHECK(latency.at("mean").get<double>() <= latency.at("max").get<double>());
+    CHECK(latency.at("max").get<double>() <= step);
+    const double bubble = run.at("bubble_fraction");
+    CHECK(bubble >= 0);
+    CHECK(bubble < 1);
+    REQUIRE(run.at("ipus").size() == 2);
+    for (std::size_t i = 0; i < 2; ++i) {
+      const Json& ipu = run["ipus"][i];
+      CHECK(ipu.at("id") == static_cast<int>(i));
+      CHECK(ipu.at("busy_s").get<double>() > 0);
+      CHECK(ipu.at("utilization").get<double>() == Approx(ipu["busy_s"].get<double>() / step).epsilon(1e-9));
+    }
+    bool ipu0_to_ipu1 = false;
+    for (const Json& link : run.at("links")) {
+      CHECK(link.at("name").is_string());
+      CHECK(link.at("bytes").get<double>() >= 0);
+      if (link["name"] == "ipu0->ipu1") ipu0_to_ipu1 = link["bytes"].get<double>() > 0;
+    }
+    CHECK(ipu0_to_ipu1);  // the activation x2 crosses from IPU0 to IPU1
+  }
+  // Sharded: one IPU at a time, so the two utilizations add up to at most 1.
+  const Json& sharded = run_of(report, "sharded");
+  CHECK(sharded["ipus"][0]["utilization"].get<double>() + sharded["ipus"][1]["utilization"].get<double>() <= 1.0);
+  const double speedup = report.at("speedup_pipelined_over_sharded");
+  CHECK(speedup > 1);
+  CHECK(speedup == Approx(sharded["step_time_s"].get<double>() /
+                          run_of(report, "pipelined")["step_time_s"].get<double>())
+                       .epsilon(1e-12));
+}
+
+TEST_CASE("cli: the same run twice gives byte-identical output", "[cli]") {
+  const Result a = ipusim({"run", kInference, "--json"});
+  const Result b = ipusim({"run", kInference, "--json"});
+  REQUIRE(a.exit_code == 0);
+  REQUIRE(b.exit_code == 0);
+  CHECK(a.out.size() > 100);
+  CHECK(a.out == b.out);
+  const Result t1 = ipusim({"run", source("scenarios/mlp-training.json")});
+  const Result t2 = ipusim({"run", source("scenarios/mlp-training.json")});
+  REQUIRE(t1.exit_code == 0);
+  CHECK(t1.out == t2.out);
+}
+
+TEST_CASE("cli: --mode sharded runs one mode", "[cli]") {
+  const Result r = ipusim({"run", kInference, "--json", "--mode", "sharded"});
+  REQUIRE(r.exit_code == 0);
+  const Json report = Json::parse(r.out);
+  REQUIRE(report.at("runs").size() == 1);
+  CHECK(report["runs"][0]["mode"] == "sharded");
+  CHECK_FALSE(report.contains("speedup_pipelined_over_sharded"));
+}
+
+TEST_CASE("cli: --set execution.microBatchSize=32 doubles the samples per step", "[cli]") {
+  const Result base = ipusim({"run", kInference, "--json"});
+  const Result doubled = ipusim({"run", kInference, "--json", "--set", "execution.microBatchSize=32"});
+  REQUIRE(base.exit_code == 0);
+  REQUIRE(doubled.exit_code == 0);
+  const Json b = Json::parse(base.out), d = Json::parse(doubled.out);
+  CHECK(d["execution"]["micro_batch_size"] == 32);
+  for (const std::string mode : {"sharded", "pipelined"}) {
+    CHECK(run_of(b, mode)["samples_per_step"] == 1024);
+    CHECK(run_of(d, mode)["samples_per_step"] == 2048);
+    CHECK(run_of(d, mode)["micro_batches_per_step"] == run_of(b, mode)["micro_batches_per_step"]);
+  }
+  SECTION("config. overrides reach the config file") {
+    const Result r = ipusim({"run", kInference, "--json", "--set", "config.ipu.clockHz=2.65e9"});
+    REQUIRE(r.exit_code == 0);
+    // Twice the clock: every compute step is twice as fast, so the step time drops.
+    CHECK(run_of(Json::parse(r.out), "sharded")["step_time_s"].get<double>() <
+          run_of(b, "sharded")["step_time_s"].get<double>());
+  }
+  SECTION("a malformed --set") {
+    const Result r = ipusim({"run", kInference, "--set", "execution.microBatchSize"});
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.err, Contains("--set") && Contains("override.syntax"));
+  }
+}
+
+TEST_CASE("cli: a malformed scenario exits 2 naming the file and the line", "[cli]") {
+  TempDir dir;
+  const std::string path = dir.write("broken.json", "{\n  \"name\": \"x\",\n  \"model\": \n}\n");
+  const Result r = ipusim({"run", path});
+  CHECK(r.exit_code == 2);
+  CHECK(r.out.empty());
+  CHECK_THAT(r.err, Contains(path) && Contains("line 4") && Contains("json.syntax"));
+}
+
+TEST_CASE("cli: an unknown key exits 2 with its pointer", "[cli]") {
+  TempDir dir;
+  const std::string path =
+      dir.write("unknown.json", scenario_text("{\"microBatchSize\": 16, \"batchesPerStep\": 64, \"pipelineDepth\": 4}"));
+  const Result r = ipusim({"run", path});
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Contains(path) && Contains("/execution/pipelineDepth") && Contains("json.unknown-key"));
+}
+
+TEST_CASE("cli: a pipeline too shallow for its stages exits 2 with pipeline.depth", "[cli]") {
+  const Result r = ipusim({"run", kInference, "--set", "execution.batchesPerStep=1"});
+  CHECK(r.exit_code == 2);
+  CHECK(r.out.empty());
+  CHECK_THAT(r.err, Contains("pipeline.depth") && Contains("/execution/batchesPerStep") && Contains(kInference));
+  // Sharded alone has no depth rule.
+  CHECK(ipusim({"run", kInference, "--set", "execution.batchesPerStep=1", "--mode", "sharded"}).exit_code == 0);
+  // Training on 2 IPUs: G = 2 < 3 fails, G = 3 passes.
+  const std::string training = source("scenarios/mlp-training.json");
+  const Result g2 = ipusim({"run", training, "--set", "execution.gradientAccumulation=2"});
+  CHECK(g2.exit_code == 2);
+  CHECK_THAT(g2.err, Contains("pipeline.depth") && Contains("2 < 3"));
+  CHECK(ipusim({"run", training, "--set", "execution.gradientAccumulation=3"}).exit_code == 0);
+}
+
+TEST_CASE("cli: validate accepts a model, a config and a scenario, and rejects a broken model", "[cli]") {
+  const Result model = ipusim({"validate", source("models/mlp.json")});
+  CHECK(model.exit_code == 0);
+  CHECK_THAT(model.out, Contains("valid model") && Contains("5 ops"));
+  const Result config = ipusim({"validate", source("configs/ipu-m2000.json")});
+  CHECK(config.exit_code == 0);
+  CHECK_THAT(config.out, Contains("valid config") && Contains("4 IPU(s)"));
+  const Result scenario = ipusim({"validate", kInference});
+  CHECK(scenario.exit_code == 0);
+  CHECK_THAT(scenario.out, Contains("valid scenario") && Contains("2 stage(s)"));
+
+  TempDir dir;
+  std::string text = read_file(source("models/mlp.json"));
+  const std::string from = "\"outputs\": [\"x2\"]";
+  REQUIRE(text.find(from) != std::string::npos);
+  text.replace(text.find(from), from.size(), "\"outputs\": [\"x1\"]");  // Relu writes the Gemm's x1 again
+  const std::string broken = dir.write("broken-model.json", text);
+  const Result bad = ipusim({"validate", broken});
+  CHECK(bad.exit_code == 2);
+  CHECK(bad.out.empty());
+  CHECK_THAT(bad.err, Contains(broken) && Contains("/ops/1/outputs/0") && Contains("tensor.multiple-producers") &&
+                          Contains("dense1/Gemm") && Contains("dense1/Relu"));
+}
+
+TEST_CASE("cli: -o writes the file, refuses to overwrite without --force", "[cli]") {
+  TempDir dir;
+  const std::string out = dir.path("report.json");
+  const Result first = ipusim({"run", kInference, "--json", "-o", out});
+  REQUIRE(first.exit_code == 0);
+  CHECK(first.out.empty());
+  const std::string written = read_file(out);
+  CHECK(Json::parse(written).at("runs").size() == 2);
+
+  const Result second = ipusim({"run", kInference, "--json", "--mode", "sharded", "-o", out});
+  CHECK(second.exit_code == 2);
+  CHECK_THAT(second.err, Contains(out) && Contains("--force"));
+  CHECK(read_file(out) == written);
+
+  const Result forced = ipusim({"run", kInference, "--json", "--mode", "sharded", "-o", out, "--force"});
+  CHECK(forced.exit_code == 0);
+  CHECK(Json::parse(read_file(out)).at("runs").size() == 1);
+  CHECK(dir.entries() == 1);  // no temporary file left behind
+}
+
+TEST_CASE("cli: --help, unknown flags and missing files", "[cli]") {
+  const Result help = ipusim({"--help"});
+  CHECK(help.exit_code == 0);
+  CHECK_THAT(help.out, Contains("run") && Contains("validate") && Contains("list"));
+  const Result run_help = ipusim({"run", "--help"});
+  CHECK(run_help.exit_code == 0);
+  CHECK_THAT(run_help.out, Contains("--set") && Contains("--force"));
+
+  const Result flag = ipusim({"run", kInference, "--frobnicate"});
+  CHECK(flag.exit_code == 2);
+  CHECK_THAT(flag.err, Contains("--frobnicate"));
+
+  const Result mode = ipusim({"run", kInference, "--mode", "phased"});
+  CHECK(mode.exit_code == 2);
+
+  const std::string missing = source("scenarios/no-such-scenario.json");
+  const Result none = ipusim({"run", missing});
+  CHECK(none.exit_code == 2);
+  CHECK_THAT(none.err, Contains("no-such-scenario.json"));
+
+  const Result nothing = ipusim({});
+  CHECK(nothing.exit_code == 2);
+}

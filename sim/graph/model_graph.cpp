@@ -5,16 +5,17 @@
 #include <set>
 
 #include "sim/io/input_error.hpp"
+#include "sim/io/json_reader.hpp"
 
 namespace ipusim {
 
 namespace {
 
-std::string quoted(const std::string& s) { return "\"" + s + "\""; }
+std::string quote_name(const std::string& s) { return "\"" + s + "\""; }
 
 std::string list_names(const std::vector<std::string>& names, std::size_t limit = 5) {
   std::string out;
-  for (std::size_t i = 0; i < names.size() && i < limit; ++i) out += (i ? ", " : "") + quoted(names[i]);
+  for (std::size_t i = 0; i < names.size() && i < limit; ++i) out += (i ? ", " : "") + quote_name(names[i]);
   if (names.size() > limit) out += " and " + std::to_string(names.size() - limit) + " more";
   return out;
 }
@@ -28,11 +29,11 @@ void check_tensor_references(const Model& m, ModelGraph& g) {
   std::set<std::string> op_names;
   for (const Op& op : m.ops) {
     if (!op_names.insert(op.name).second)
-      throw op_error(m, op, "name", "op.duplicate-name", "another op is already named " + quoted(op.name));
+      throw op_error(m, op, "name", "op.duplicate-name", "another op is already named " + quote_name(op.name));
     for (std::size_t i = 0; i < op.inputs.size(); ++i) {
       if (!m.tensors.count(op.inputs[i]))
         throw op_error(m, op, "inputs/" + std::to_string(i), "tensor.unknown",
-                       "op " + quoted(op.name) + " reads tensor " + quoted(op.inputs[i]) + ", which \"tensors\" does not declare");
+                       "op " + quote_name(op.name) + " reads tensor " + quote_name(op.inputs[i]) + ", which \"tensors\" does not declare");
       auto& c = g.consumers[op.inputs[i]];
       if (c.empty() || c.back() != op.index) c.push_back(op.index);
     }
@@ -41,24 +42,24 @@ void check_tensor_references(const Model& m, ModelGraph& g) {
       auto it = m.tensors.find(t);
       if (it == m.tensors.end())
         throw op_error(m, op, "outputs/" + std::to_string(i), "tensor.unknown",
-                       "op " + quoted(op.name) + " writes tensor " + quoted(t) + ", which \"tensors\" does not declare");
+                       "op " + quote_name(op.name) + " writes tensor " + quote_name(t) + ", which \"tensors\" does not declare");
       if (it->second.kind != TensorKind::Activation)
         throw op_error(m, op, "outputs/" + std::to_string(i), "tensor.produced-non-activation",
-                       "op " + quoted(op.name) + " writes " + quoted(t) + ", which is declared as " +
+                       "op " + quote_name(op.name) + " writes " + quote_name(t) + ", which is declared as " +
                            tensor_kind_name(it->second.kind) + "; only activations are produced by ops");
       auto [pos, fresh] = g.producer.emplace(t, op.index);
       if (!fresh)
         throw op_error(m, op, "outputs/" + std::to_string(i), "tensor.multiple-producers",
-                       "tensor " + quoted(t) + " is written by both " + quoted(m.ops[pos->second].name) + " and " +
-                           quoted(op.name));
+                       "tensor " + quote_name(t) + " is written by both " + quote_name(m.ops[pos->second].name) + " and " +
+                           quote_name(op.name));
     }
     if (op.outputs.empty())
-      throw op_error(m, op, "outputs", "op.no-outputs", "op " + quoted(op.name) + " has no outputs");
+      throw op_error(m, op, "outputs", "op.no-outputs", "op " + quote_name(op.name) + " has no outputs");
   }
   for (const auto& [name, t] : m.tensors) {
     if (t.kind == TensorKind::Activation && !g.producer.count(name))
-      throw InputError(m.file, "/tensors/" + name, "tensor.no-producer",
-                       "activation " + quoted(name) + " is never written by any op (declare it as an input or weight?)");
+      throw InputError(m.file, pointer_child("/tensors", name), "tensor.no-producer",
+                       "activation " + quote_name(name) + " is never written by any op (declare it as an input or weight?)");
   }
 }
 
@@ -97,13 +98,15 @@ void build_edges(const Model& m, ModelGraph& g) {
       if (!done[u]) { v = u; break; }
     }
   }
-  std::vector<std::string> cycle;
-  for (auto i = path.size(); i-- > static_cast<std::size_t>(position[v]);) cycle.push_back(m.ops[path[i]].name);
+  // path holds the cycle against the data flow, from path[position[v]] on; list it along the
+  // data flow starting at the op the error points at.
+  const auto start = static_cast<std::size_t>(position[v]);
+  std::vector<std::string> cycle{m.ops[path[start]].name};
+  for (auto i = path.size(); i-- > start + 1;) cycle.push_back(m.ops[path[i]].name);
   std::string text;
-  for (const auto& name : cycle) text += quoted(name) + " -> ";
-  text += quoted(cycle.front());
-  throw op_error(m, m.ops[path[static_cast<std::size_t>(position[v])]], "", "graph.cycle",
-                 "the ops form a cycle: " + text);
+  for (const auto& name : cycle) text += quote_name(name) + " -> ";
+  text += quote_name(cycle.front());
+  throw op_error(m, m.ops[path[start]], "", "graph.cycle", "the ops form a cycle: " + text);
 }
 
 void sort_topologically(const Model& m, ModelGraph& g) {
@@ -137,7 +140,7 @@ void resolve_annotations(const Model& m, ModelGraph& g) {
     const Op& op = m.ops.front();
     throw op_error(m, op, "pipelineStage", "annotation.stage-without-virtual-graph",
                    "pipelineStage is set but virtualGraph is not; a stage lives on an IPU, so every op needs a "
-                   "virtualGraph too (op " + quoted(op.name) + ")");
+                   "virtualGraph too (op " + quote_name(op.name) + ")");
   }
   g.ipu_of_op.assign(m.ops.size(), 0);
   g.stage_of_op.assign(m.ops.size(), 0);
@@ -150,16 +153,21 @@ void resolve_annotations(const Model& m, ModelGraph& g) {
   std::map<int, std::size_t> first_op_of_stage;
   for (const Op& op : m.ops) first_op_of_stage.emplace(g.stage_of_op[op.index], op.index);
   g.stage_count = m.ops.empty() ? 1 : first_op_of_stage.rbegin()->first + 1;
-  std::vector<std::string> missing;
-  for (int s = 0; s < g.stage_count; ++s)
-    if (!first_op_of_stage.count(s)) missing.push_back(std::to_string(s));
-  if (!missing.empty()) {
-    const std::string what = g.has_pipeline_stages ? "pipelineStage" : "virtualGraph (used as the stage)";
-    std::string ids;
-    for (std::size_t i = 0; i < missing.size(); ++i) ids += (i ? ", " : "") + missing[i];
-    throw InputError(m.file, "/ops", "annotation.stage-gap",
-                     what + " ids must be dense from 0: stage " + std::to_string(g.stage_count - 1) +
-                         " is used but no op is in stage " + ids);
+  // The first gap, found by walking the used ids (not 0..S-1: S may be huge).
+  int expected = 0;
+  for (const auto& [stage, op_index] : first_op_of_stage) {
+    if (stage != expected) {
+      const Op& op = m.ops[op_index];
+      const std::string field = g.has_pipeline_stages ? "pipelineStage" : "virtualGraph";
+      const std::string what = g.has_pipeline_stages ? "pipelineStage" : "virtualGraph (used as the stage)";
+      const std::string gap = stage == expected + 1 ? "stage " + std::to_string(expected)
+                                                    : "stages " + std::to_string(expected) + ".." +
+                                                          std::to_string(stage - 1);
+      throw op_error(m, op, field, "annotation.stage-gap",
+                     what + " ids must be dense from 0: op " + quote_name(op.name) + " is in stage " +
+                         std::to_string(stage) + " but no op is in " + gap);
+    }
+    ++expected;
   }
 
   // One stage lives on exactly one IPU.
@@ -168,8 +176,8 @@ void resolve_annotations(const Model& m, ModelGraph& g) {
     if (g.ipu_of_op[op.index] != g.ipu_of_op[first.index])
       throw op_error(m, op, "virtualGraph", "annotation.stage-on-several-ipus",
                      "stage " + std::to_string(g.stage_of_op[op.index]) + " is on virtualGraph " +
-                         std::to_string(g.ipu_of_op[first.index]) + " (op " + quoted(first.name) + ") and on " +
-                         std::to_string(g.ipu_of_op[op.index]) + " (op " + quoted(op.name) +
+                         std::to_string(g.ipu_of_op[first.index]) + " (op " + quote_name(first.name) + ") and on " +
+                         std::to_string(g.ipu_of_op[op.index]) + " (op " + quote_name(op.name) +
                          "); one stage lives on exactly one IPU");
   }
 
@@ -181,8 +189,8 @@ void resolve_annotations(const Model& m, ModelGraph& g) {
       const Op& producer = m.ops[p->second];
       if (g.stage_of_op[op.index] < g.stage_of_op[producer.index])
         throw op_error(m, op, "inputs/" + std::to_string(i), "annotation.consumed-before-produced",
-                       "tensor " + quoted(op.inputs[i]) + " is produced by " + quoted(producer.name) + " in stage " +
-                           std::to_string(g.stage_of_op[producer.index]) + " but consumed by " + quoted(op.name) +
+                       "tensor " + quote_name(op.inputs[i]) + " is produced by " + quote_name(producer.name) + " in stage " +
+                           std::to_string(g.stage_of_op[producer.index]) + " but consumed by " + quote_name(op.name) +
                            " in the earlier stage " + std::to_string(g.stage_of_op[op.index]));
     }
 
@@ -192,8 +200,8 @@ void resolve_annotations(const Model& m, ModelGraph& g) {
     for (auto u : users)
       if (g.ipu_of_op[u] != g.ipu_of_op[users.front()])
         throw op_error(m, m.ops[u], "", "annotation.input-on-several-ipus",
-                       "host input " + quoted(name) + " feeds " + quoted(m.ops[users.front()].name) + " on IPU " +
-                           std::to_string(g.ipu_of_op[users.front()]) + " and " + quoted(m.ops[u].name) + " on IPU " +
+                       "host input " + quote_name(name) + " feeds " + quote_name(m.ops[users.front()].name) + " on IPU " +
+                           std::to_string(g.ipu_of_op[users.front()]) + " and " + quote_name(m.ops[u].name) + " on IPU " +
                            std::to_string(g.ipu_of_op[u]) +
                            "; a host stream feeds one IPU only (copy it on the device instead)");
   }
@@ -203,7 +211,7 @@ void resolve_anchors(const Model& m, ModelGraph& g) {
   for (std::size_t i = 0; i < m.anchors.size(); ++i)
     if (!g.producer.count(m.anchors[i]))
       throw InputError(m.file, "/anchors/" + std::to_string(i), "tensor.bad-anchor",
-                       "anchor " + quoted(m.anchors[i]) + " is not an activation produced by an op");
+                       "anchor " + quote_name(m.anchors[i]) + " is not an activation produced by an op");
   g.anchors = m.anchors;
   if (!g.anchors.empty()) return;
   for (const auto& [name, op] : g.producer)  // graph outputs: produced, never consumed

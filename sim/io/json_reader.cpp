@@ -1,24 +1,85 @@
 #include "sim/io/json_reader.hpp"
 
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
 namespace ipusim {
 
+namespace {
+
+// Tracks where the parser is (a JSON pointer) so a key given twice in one object can be
+// reported; nlohmann keeps the last value silently, which would make a typo'd duplicate
+// a silently wrong number.
+class DuplicateKeyCheck {
+public:
+  explicit DuplicateKeyCheck(std::string origin) : origin_(std::move(origin)) {}
+
+  bool operator()(int /*depth*/, Json::parse_event_t event, Json& parsed) {
+    switch (event) {
+    case Json::parse_event_t::object_start: frames_.push_back({false, 0, {}, {}}); break;
+    case Json::parse_event_t::array_start: frames_.push_back({true, 0, {}, {}}); break;
+    case Json::parse_event_t::key: {
+      Frame& f = frames_.back();
+      f.key = parsed.get<std::string>();
+      if (!f.keys.insert(f.key).second)
+        throw InputError(origin_, pointer(), "json.duplicate-key",
+                         "key \"" + f.key + "\" appears twice in the same object; give it once");
+      break;
+    }
+    case Json::parse_event_t::object_end:
+    case Json::parse_event_t::array_end:
+      frames_.pop_back();
+      element_done();
+      break;
+    case Json::parse_event_t::value: element_done(); break;
+    }
+    return true;
+  }
+
+private:
+  struct Frame {
+    bool array;
+    std::size_t index;  // arrays: elements finished so far
+    std::string key;    // objects: the key being read
+    std::set<std::string> keys;
+  };
+
+  void element_done() {
+    if (!frames_.empty() && frames_.back().array) ++frames_.back().index;
+  }
+
+  std::string pointer() const {
+    std::string out;
+    for (const Frame& f : frames_) out = f.array ? pointer_child(out, f.index) : pointer_child(out, f.key);
+    return out;
+  }
+
+  std::string origin_;
+  std::vector<Frame> frames_;
+};
+
+} // namespace
+
 Json parse_json_text(const std::string& text, const std::string& origin) {
   try {
-    return Json::parse(text);
+    return Json::parse(text, DuplicateKeyCheck(origin));
   } catch (const Json::parse_error& e) {
-    // nlohmann's message already says "syntax error while parsing ... at line L, column C".
+    // nlohmann's message reads "[json.exception.parse_error.101] parse error at line L, column C: ...";
+    // keep the part from "parse error".
     std::string what = e.what();
-    const auto colon = what.find("]: ");
+    const auto start = what.find("] ");
     throw InputError(origin, "", "json.syntax",
-                     "malformed JSON: " + (colon == std::string::npos ? what : what.substr(colon + 3)));
+                     "malformed JSON: " + (what.rfind("[json.exception", 0) == 0 && start != std::string::npos
+                                               ? what.substr(start + 2)
+                                               : what));
   }
 }
 
 Json read_json_file(const std::string& path) {
+  if (std::filesystem::is_directory(path))
+    throw InputError(path, "", "file.unreadable", "is a directory, not a JSON file");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(path, "", "file.unreadable", "cannot open the file for reading");
   std::ostringstream text;

@@ -2,6 +2,8 @@
 
 #include "sim/io/json_reader.hpp"
 
+#include <cstdint>
+
 namespace ipusim {
 
 std::optional<DType> parse_dtype(const std::string& name) {
@@ -71,6 +73,14 @@ Tensor read_tensor(const std::string& name, ObjectReader r) {
   if (!parsed) throw r.error("dtype", "tensor.bad-dtype",
                              "unknown dtype \"" + dtype + "\" (expected float16, float32, int32, int8 or bool)");
   t.dtype = *parsed;
+  // Sizes are int64 bytes; a shape whose byte count overflows would turn into a wrong (even
+  // negative) size downstream, so it is bad input. 2^50 bytes leaves room for micro-batch scaling.
+  double bytes = static_cast<double>(dtype_bytes(t.dtype));
+  for (auto d : t.shape) bytes *= static_cast<double>(d);
+  if (bytes > 0x1p50)
+    throw r.error("shape", "tensor.bad-shape",
+                  "tensor \"" + name + "\" would hold " + Json(bytes).dump() +
+                      " bytes per sample, more than any IPU system could hold");
   const std::string kind = r.required_string("kind");
   if (kind == "input") t.kind = TensorKind::Input;
   else if (kind == "weight") t.kind = TensorKind::Weight;
@@ -86,14 +96,19 @@ std::optional<double> read_flops(ObjectReader& r, const std::string& key) {
   return v;
 }
 
-std::optional<std::int64_t> read_annotation(ObjectReader& r, const std::string& key) {
+std::optional<std::int64_t> read_annotation(ObjectReader& r, const std::string& op_name, const std::string& key) {
   const Json* v = r.maybe_value(key);
   if (!v) return std::nullopt;
+  const std::string what = "op \"" + op_name + "\": " + key;
   if (!v->is_number_integer())
     throw r.error(key, "annotation.not-integer",
-                  key + " must be an integer as PopART stores it, found " + json_type_name(*v) + " " + v->dump());
+                  what + " must be an integer as PopART stores it, found " + json_type_name(*v) + " " + v->dump());
+  if (v->is_number_unsigned() && v->get<std::uint64_t>() > static_cast<std::uint64_t>(INT32_MAX))
+    throw r.error(key, "annotation.too-large", what + " " + v->dump() + " is too large to be an IPU or stage id");
   const auto value = v->get<std::int64_t>();
-  if (value < 0) throw r.error(key, "annotation.negative", key + " must not be negative, got " + std::to_string(value));
+  if (value < 0) throw r.error(key, "annotation.negative", what + " must not be negative, got " + std::to_string(value));
+  if (value > INT32_MAX)
+    throw r.error(key, "annotation.too-large", what + " " + std::to_string(value) + " is too large to be an IPU or stage id");
   return value;
 }
 
@@ -121,8 +136,8 @@ Model model_from_json(const Json& document, const std::string& origin) {
     op.type = r.required_string("type");
     op.inputs = r.string_list("inputs", true);
     op.outputs = r.string_list("outputs", true);
-    op.virtual_graph = read_annotation(r, "virtualGraph");
-    op.pipeline_stage = read_annotation(r, "pipelineStage");
+    op.virtual_graph = read_annotation(r, op.name, "virtualGraph");
+    op.pipeline_stage = read_annotation(r, op.name, "pipelineStage");
     op.flops = read_flops(r, "flops");
     op.backward_flops = read_flops(r, "backwardFlops");
     r.finish();

@@ -19,6 +19,24 @@ std::vector<std::vector<Route>> compute_routes(const HardwareConfig& hw) {
   for (auto& hops : adjacency)
     std::sort(hops.begin(), hops.end(), [&](const Hop& x, const Hop& y) { return far_end(x) < far_end(y); });
 
+  // Links are full duplex, so the system is connected iff IPU 0 reaches every IPU. Check that
+  // before the n x n table below, so a large ipuCount with few links fails fast.
+  if (n > 0) {
+    std::vector<int> reached(static_cast<std::size_t>(n), 0);
+    std::vector<int> stack{0};
+    reached[0] = 1;
+    while (!stack.empty()) {
+      const int at = stack.back();
+      stack.pop_back();
+      for (const Hop& h : adjacency[at])
+        if (!reached[far_end(h)]) reached[far_end(h)] = 1, stack.push_back(far_end(h));
+    }
+    for (int dst = 1; dst < n; ++dst)
+      if (!reached[dst])
+        throw InputError(hw.file, "/links", "link.disconnected",
+                         "IPU 0 cannot reach IPU " + std::to_string(dst) + " over the configured IPU-Links");
+  }
+
   std::vector<std::vector<Route>> routes(static_cast<std::size_t>(n), std::vector<Route>(static_cast<std::size_t>(n)));
   for (int src = 0; src < n; ++src) {
     std::vector<int> seen(static_cast<std::size_t>(n), 0);

@@ -1,6 +1,7 @@
 #include "sim/schedule/schedule.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <set>
 
 #include "sim/io/input_error.hpp"
@@ -93,9 +94,16 @@ ProgramBuilder::ProgramBuilder(const ScheduleContext& context, std::string name,
   const Execution& ex = sc.execution;
   schedule_.name = std::move(name);
   schedule_.sync_seconds = context.sync_seconds;
+  width_ = context.plan.ipus.back().id + 1;
+  // A count whose IPU total overflows an int would be truncated below; no system has that many IPUs.
+  if (ex.replicas > INT32_MAX / width_)
+    throw InputError(sc.file, sc.execution_pointer(ex.placement.empty() ? "replicas" : "placement"),
+                     ex.placement.empty() ? "scenario.not-enough-ipus" : "scenario.bad-placement",
+                     std::to_string(ex.replicas) + " replica(s) of a " + std::to_string(width_) +
+                         "-IPU pipeline need more IPUs than \"" + sc.hardware.name + "\" has (" +
+                         std::to_string(sc.hardware.ipu_count) + ")");
   replicas_ = static_cast<int>(ex.replicas);
   schedule_.replicas = replicas_;
-  width_ = context.plan.ipus.back().id + 1;
   copies_ = static_cast<int>(context.plan.copies.size());
   const int needed = replicas_ * width_;
   if (!ex.placement.empty() && static_cast<int>(ex.placement.size()) != needed)
@@ -111,12 +119,14 @@ ProgramBuilder::ProgramBuilder(const ScheduleContext& context, std::string name,
                          std::to_string(sc.hardware.ipu_count));
   std::set<int> used;
   for (int i = 0; i < needed; ++i) {
-    const int physical = ex.placement.empty() ? i : static_cast<int>(ex.placement[static_cast<std::size_t>(i)]);
-    if (physical < 0 || physical >= sc.hardware.ipu_count || !used.insert(physical).second)
+    // Range-checked as int64 before narrowing, so IPU 2^32 is not silently IPU 0.
+    const std::int64_t wanted = ex.placement.empty() ? i : ex.placement[static_cast<std::size_t>(i)];
+    const bool exists = wanted >= 0 && wanted < sc.hardware.ipu_count;
+    const int physical = static_cast<int>(wanted);
+    if (!exists || !used.insert(physical).second)
       throw InputError(sc.file, sc.execution_pointer("placement/" + std::to_string(i)), "scenario.bad-placement",
-                       "IPU " + std::to_string(physical) + (physical < 0 || physical >= sc.hardware.ipu_count
-                                                                ? " does not exist in \"" + sc.hardware.name + "\""
-                                                                : " is placed twice"));
+                       "IPU " + std::to_string(wanted) +
+                           (!exists ? " does not exist in \"" + sc.hardware.name + "\"" : " is placed twice"));
     physical_.push_back(physical);
   }
   for (int r = 0; r < replicas_; ++r)
