@@ -2,6 +2,8 @@
 // placement and host links shared behind a gateway; hand-computed times.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
 #include "sim/engine/engine.hpp"
 #include "sim/graph/model_graph.hpp"
 #include "sim/io/hardware_loader.hpp"
@@ -143,4 +145,21 @@ TEST_CASE("the shipped M2000 link probe measures the configured per-direction ba
   const double bandwidth = r.links[0].bytes / (r.step_time_s - 2 * r.sync_seconds - sc.hardware.links[0].latency_s);
   CHECK(bandwidth == Approx(sc.hardware.links[0].bandwidth_bytes_per_s).epsilon(1e-9));
   CHECK(bandwidth == Approx(32e9).epsilon(1e-9));
+}
+
+TEST_CASE("BERT-Large on an IPU-POD16: 4 replicas of a 4-IPU pipeline, all-reduce over the rack's rails", "[systems]") {
+  const Scenario sc = load_scenario(std::string(IPUSIM_SOURCE_DIR) + "/scenarios/bert-large-pod16.json",
+                                    {parse_override("execution.gradientAccumulation=16")});
+  const Simulation sim = simulate(sc, {Mode::Pipelined});
+  const RunMetrics& r = sim.runs.at(0).metrics;
+  CHECK(r.replicas == 4);
+  CHECK(r.ipus.size() == 16);
+  CHECK(r.samples == 8 * 16 * 4);
+  // Replica r is M2000 r; the ring of pipeline IPU k runs IPU k -> 4+k -> 8+k -> 12+k -> k, one
+  // rail link (16 GB/s, 1 us) per hop, rings on disjoint rails: 2(R-1) x (1 us + W_k / R / 16 GB/s).
+  double expected = 0;
+  for (const PlanIpu& ipu : sim.plan.ipus)
+    expected = std::max(expected, 2.0 * 3 * (1e-6 + ipu.weight_bytes / 4 / 16e9));
+  CHECK(r.allreduce_s == Approx(expected).epsilon(1e-9));
+  CHECK(r.throughput_samples_per_s == Approx(8.0 * 16 * 4 / r.step_time_s).epsilon(1e-12));
 }
