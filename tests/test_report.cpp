@@ -278,6 +278,19 @@ TEST_CASE("Gantt rectangles: exact for wide events, merged when narrow, capped",
   CHECK(rects[0].x0 == Approx(70));
   CHECK(rects[0].x1 == Approx(1176));
 
+  CHECK(rects[0].coverage == 1);
+
+  // A quarter duty cycle of narrow events (0.14 px busy every 0.55 px) merges across
+  // the sub-pixel gaps but keeps its busy share: 2 eighths.
+  chart::GanttChart sparse;
+  sparse.rows = {"IPU 0"};
+  for (int i = 0; i < 2000; ++i) sparse.events.push_back({0, i * 5e-4, i * 5e-4 + 1.25e-4, "compute", ""});
+  sparse.events.push_back({0, 1 - 1e-9, 1, "compute", ""});  // the span ends at 1 s
+  rects = chart::gantt_rects(sparse);
+  REQUIRE(rects.size() == 1);
+  CHECK(rects[0].coverage == 0.25);
+  CHECK(chart::render(sparse).find("fill-opacity=\"0.25\"") != std::string::npos);
+
   // Alternating categories cannot merge: 2 rows x 20,000 events. Over the cap, each
   // row is bucketed by pixel and shows its dominant category: compute (0.7 of each
   // pair) in the first half, sync in the second half -> two rectangles per row.
@@ -324,6 +337,8 @@ TEST_CASE("ipusim report builds HTML and Markdown from a run, a sweep and a trac
     CHECK(html.find(format_rate(r["throughput_samples_per_s"].get<double>(), "samples/s")) != std::string::npos);
   const std::string speedup = format_fixed(run["speedup_pipelined_over_sharded"].get<double>(), 2) + "x";
   CHECK(html.find("speed-up " + speedup) != std::string::npos);
+  // Two run inputs: a summary chart of their speed-ups.
+  CHECK(html.find("Pipelined speed-up over sharded, per run input") != std::string::npos);
   // (c) utilisation, (f) tables with units, (g) provenance under the figures.
   CHECK(html.find("Utilisation per IPU: mlp-inference") != std::string::npos);
   CHECK(html.find("Step metrics: mlp-inference") != std::string::npos);
@@ -350,7 +365,7 @@ TEST_CASE("ipusim report builds HTML and Markdown from a run, a sweep and a trac
   CHECK(sweep_svg.find(">64</text>") != std::string::npos);
   CHECK(sweep_svg.find("class=\"error-mark\"") != std::string::npos);
   // (e) the trace's Gantt chart.
-  CHECK(html.find("Timeline of one step: sharded") != std::string::npos);
+  CHECK(html.find("Timeline of one step: fake-trace, sharded") != std::string::npos);
   CHECK(html.find("3 events on 2 tracks, drawn as 3 rectangles") != std::string::npos);
 
   // Markdown: the same tables, figures as files that exist.

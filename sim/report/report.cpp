@@ -649,13 +649,22 @@ std::string axes_text(const Json& axes, const std::set<std::string>& only = {}) 
   return out;
 }
 
+// An axis value for labels: a file path shows as its stem (models/bert-tiny.json -> bert-tiny).
+std::string display_value(const Json& v) {
+  if (v.is_string()) {
+    const fs::path p(v.get<std::string>());
+    if (p.extension() == ".json") return p.stem().string();
+  }
+  return scalar_text(v);
+}
+
 std::string tick_label(const Json& v) {
   if (v.is_number()) {
     const double d = v.get<double>();
     if (d == std::floor(d) && std::fabs(d) < 1e6) return format_fixed(d, 0);
     return chart::short_number(d);
   }
-  return scalar_text(v);
+  return display_value(v);
 }
 
 std::vector<std::string> sweep_caption(const Input& in, const std::vector<const SweepPoint*>& points,
@@ -713,14 +722,31 @@ void sweep_section(Builder& b, const Input& in, std::size_t number, const std::s
     if (a.values.size() > 1) varying.push_back(&a);
   // The x axis: the varying axis with the most values; any other varying axes split
   // the points into one pair of charts per combination of their values.
+  auto all_numbers = [](const AxisInfo* a) {
+    return std::all_of(a->values.begin(), a->values.end(), [](const Json& v) { return v.is_number(); });
+  };
   const AxisInfo* x_axis = nullptr;
   for (const AxisInfo* a : varying)
-    if (!x_axis || a->values.size() > x_axis->values.size()) x_axis = a;
+    if (!x_axis || a->values.size() > x_axis->values.size() ||
+        (a->values.size() == x_axis->values.size() && all_numbers(a) && !all_numbers(x_axis)))
+      x_axis = a;
+  // Axes that move with x (zipped with it: one value per x value) label x; the others
+  // split the points into groups.
   std::set<std::string> other_keys;
-  for (const AxisInfo* a : varying)
-    if (a != x_axis) other_keys.insert(a->key);
+  std::vector<std::string> companions;
+  for (const AxisInfo* a : varying) {
+    if (a == x_axis) continue;
+    std::map<std::string, std::set<std::string>> values_per_x;
+    for (const SweepPoint& p : in.points)
+      values_per_x[p.axes.value(x_axis->key, Json()).dump()].insert(p.axes.value(a->key, Json()).dump());
+    bool follows = true;
+    for (const auto& [x, values] : values_per_x) follows = follows && values.size() == 1;
+    if (follows) companions.push_back(a->key);
+    else other_keys.insert(a->key);
+  }
 
-  const std::string x_key = x_axis ? x_axis->key : "point";
+  std::string x_key = x_axis ? x_axis->key : "point";
+  for (const std::string& k : companions) x_key += " with " + k;
   bool numeric = true;
   if (x_axis)
     for (const Json& v : x_axis->values) numeric = numeric && v.is_number();
@@ -749,53 +775,88 @@ void sweep_section(Builder& b, const Input& in, std::size_t number, const std::s
         if (const std::string m = str(r, "mode"); std::find(modes.begin(), modes.end(), m) == modes.end())
           modes.push_back(m);
 
-  // Group the points by the values of the other varying axes.
-  std::vector<std::pair<std::string, std::vector<const SweepPoint*>>> groups;
-  for (const SweepPoint& p : in.points) {
-    const std::string key = axes_text(p.axes, other_keys.empty() ? std::set<std::string>{"\x01"} : other_keys);
-    auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == key; });
-    if (it == groups.end()) {
-      groups.push_back({key, {}});
-      it = groups.end() - 1;
+  // Panels of curves. One other axis with a few values: one panel whose curves (dashed
+  // differently) are its values, so they compare on one scale. Otherwise one panel per
+  // combination of the other axes' values.
+  struct Curve {
+    std::string suffix, dash;
+    std::vector<const SweepPoint*> points;
+  };
+  struct Panel {
+    std::string suffix, fixed;  // title suffix; the other axes' values, for the caption
+    std::vector<Curve> curves;
+  };
+  static const std::vector<std::string> dashes = {"", "7 4", "2 3", "10 3 2 3"};
+  std::vector<Panel> panels;
+  const AxisInfo* overlay = nullptr;
+  if (other_keys.size() == 1)
+    for (const AxisInfo* a : varying)
+      if (a->key == *other_keys.begin() && a->values.size() <= dashes.size()) overlay = a;
+  if (overlay) {
+    Panel panel;
+    panel.suffix = " by " + overlay->key;
+    for (std::size_t v = 0; v < overlay->values.size(); ++v) {
+      Curve curve{", " + display_value(overlay->values[v]), dashes[v], {}};
+      for (const SweepPoint& p : in.points)
+        if (p.axes.value(overlay->key, Json()) == overlay->values[v]) curve.points.push_back(&p);
+      panel.curves.push_back(curve);
     }
-    it->second.push_back(&p);
+    panels.push_back(panel);
+  } else {
+    for (const SweepPoint& p : in.points) {
+      std::string key;
+      for (const auto& k : other_keys)
+        key += (key.empty() ? "" : ", ") + k + "=" + display_value(p.axes.value(k, Json()));
+      auto it = std::find_if(panels.begin(), panels.end(), [&](const Panel& x) { return x.fixed == key; });
+      if (it == panels.end()) {
+        panels.push_back({key.empty() ? "" : " [" + key + "]", key, {Curve{"", "", {}}}});
+        it = panels.end() - 1;
+      }
+      it->curves[0].points.push_back(&p);
+    }
   }
-  constexpr std::size_t kMaxGroups = 12;
-  if (groups.size() > kMaxGroups)
-    b.paragraph("Only the first " + std::to_string(kMaxGroups) + " of " + std::to_string(groups.size()) +
+  constexpr std::size_t kMaxPanels = 12;
+  if (panels.size() > kMaxPanels)
+    b.paragraph("Only the first " + std::to_string(kMaxPanels) + " of " + std::to_string(panels.size()) +
                     " combinations of the other axes are plotted; the table lists every point.",
                 "note");
 
-  for (std::size_t g = 0; g < groups.size() && g < kMaxGroups; ++g) {
-    auto points = groups[g].second;
-    std::stable_sort(points.begin(), points.end(),
-                     [&](const SweepPoint* a, const SweepPoint* c) { return x_of(*a) < x_of(*c); });
-    const std::string suffix = groups[g].first.empty() ? "" : " [" + groups[g].first + "]";
-    const auto caption = sweep_caption(in, points, x_key, groups[g].first);
+  for (std::size_t g = 0; g < panels.size() && g < kMaxPanels; ++g) {
+    std::vector<const SweepPoint*> all;
+    for (Curve& curve : panels[g].curves) {
+      std::stable_sort(curve.points.begin(), curve.points.end(),
+                       [&](const SweepPoint* a, const SweepPoint* c) { return x_of(*a) < x_of(*c); });
+      all.insert(all.end(), curve.points.begin(), curve.points.end());
+    }
+    const auto caption = sweep_caption(in, all, x_key, panels[g].fixed);
     for (int which = 0; which < 2; ++which) {
       chart::LineChart c;
-      c.title = std::string(which == 0 ? "Throughput" : "Bubble fraction") + " vs " + x_key + suffix;
+      c.title = std::string(which == 0 ? "Throughput" : "Bubble fraction") + " vs " + x_key + panels[g].suffix;
       c.x_label = x_key;
       c.y_label = which == 0 ? "throughput (samples/s)" : "bubble (idle share of IPU-time)";
       if (which == 1) c.y_format = percent_tick;
       c.log_x = log_x;
       c.x_ticks = ticks;
-      for (const std::string& mode : modes) {
-        chart::LineSeries s{mode, mode_color(mode), {}};
-        for (const SweepPoint* p : points) {
-          const double x = x_of(*p);
-          if (!std::isfinite(x)) continue;
-          const Json* r = p->ok ? run_of(p->report, mode) : nullptr;
-          const double y = r ? num(*r, which == 0 ? "throughput_samples_per_s" : "bubble_fraction") : kNaN;
-          s.points.push_back({x, std::isfinite(y) ? std::optional<double>(y) : std::nullopt});
-          if (r && s.name == mode) s.name = mode_label(*r);
+      for (const Curve& curve : panels[g].curves)
+        for (const std::string& mode : modes) {
+          chart::LineSeries s{mode, mode_color(mode), {}, curve.dash};
+          for (const SweepPoint* p : curve.points) {
+            const double x = x_of(*p);
+            if (!std::isfinite(x)) continue;
+            const Json* r = p->ok ? run_of(p->report, mode) : nullptr;
+            const double y = r ? num(*r, which == 0 ? "throughput_samples_per_s" : "bubble_fraction") : kNaN;
+            s.points.push_back({x, std::isfinite(y) ? std::optional<double>(y) : std::nullopt});
+            if (r && s.name == mode) s.name = mode_label(*r);
+          }
+          s.name += curve.suffix;
+          c.series.push_back(s);
         }
-        c.series.push_back(s);
-      }
-      for (const SweepPoint* p : points)
-        if (!p->ok && std::isfinite(x_of(*p))) c.error_x.push_back(x_of(*p));
-      b.figure(in.sweep_name + "-" + (which == 0 ? "throughput" : "bubble") + suffix, c.title, chart::render(c),
-               caption);
+      for (const SweepPoint* p : all)
+        if (!p->ok && std::isfinite(x_of(*p)) &&
+            std::find(c.error_x.begin(), c.error_x.end(), x_of(*p)) == c.error_x.end())
+          c.error_x.push_back(x_of(*p));
+      b.figure(in.sweep_name + "-" + (which == 0 ? "throughput" : "bubble") + panels[g].suffix, c.title,
+               chart::render(c), caption);
     }
   }
 
@@ -973,7 +1034,8 @@ void trace_section(Builder& b, const Input& in, std::size_t number, const std::s
     }
     auto pn = process_names.find(pid.dump());
     const std::string process = pn != process_names.end() && !pn->second.empty() ? pn->second : "pid " + pid.dump();
-    g.title = "Timeline of one step: " + process;
+    const std::string scenario = str(other, "scenario");
+    g.title = "Timeline of one step: " + (scenario.empty() ? "" : scenario + ", ") + process;
     const std::size_t drawn = chart::gantt_rects(g).size();
     auto lines = other_data_caption(other, in.source, process);
     if (const Input* run = matching_run(inputs, other, process))
@@ -982,8 +1044,10 @@ void trace_section(Builder& b, const Input& in, std::size_t number, const std::s
                                 in.source + ".";
     lines.insert(lines.begin(), std::to_string(g.events.size()) + " events on " + std::to_string(tracks.size()) +
                                     " tracks, drawn as " + std::to_string(drawn) +
-                                    " rectangles (adjacent same-category events narrower than a pixel merged).");
-    b.figure("timeline-" + process, g.title, chart::render(g), lines, true);
+                                    " rectangles: adjacent same-category events narrower than a pixel are merged, and a merged "
+                                    "bar is drawn faded by the share of its time that is busy.");
+    b.figure("timeline-" + (scenario.empty() ? "" : scenario + "-") + process, g.title, chart::render(g), lines,
+             true);
 
     Table t;
     t.header.push_back("track");
@@ -996,7 +1060,8 @@ void trace_section(Builder& b, const Input& in, std::size_t number, const std::s
       }
       t.rows.push_back(cells);
     }
-    b.table(t, "Time per track and category (sum of event durations): " + process);
+    b.table(t, "Time per track and category (sum of event durations): " + (scenario.empty() ? "" : scenario + ", ") +
+                   process);
   }
   b.close_section();
 }
@@ -1041,25 +1106,21 @@ Document build_report(const std::vector<Input>& inputs, const std::string& title
     }
     b.table(t, "Throughput of every run input (speed-up = sharded step time / pipelined step time)");
     if (runs.size() > 1) {
-      chart::GroupedBarChart all;
-      all.title = "Throughput of every run input";
-      all.y_label = "throughput (samples/s)";
+      // Speed-ups compare across scenarios whose throughputs differ by orders of magnitude.
+      chart::BarChart all;
+      all.title = "Pipelined speed-up over sharded, per run input";
+      all.y_label = "speed-up (sharded step time / pipelined)";
       all.frame.width = 1200;
-      for (const Input* in : runs) all.categories.push_back(summary_row_name(*in));
-      for (const char* mode : {"sharded", "pipelined"}) {
-        chart::BarSeries s{mode, mode_color(mode), {}};
-        for (const Input* in : runs) {
-          const Json* r = run_of(in->doc, mode);
-          s.values.push_back(r ? num(*r, "throughput_samples_per_s") : kNaN);
-        }
-        all.series.push_back(s);
-      }
+      all.y_format = [](double v) { return chart::short_number(v) + "x"; };
       std::vector<std::string> caption;
       for (const Input* in : runs) {
+        const double speedup = speedup_of(in->doc);
+        all.bars.push_back({summary_row_name(*in), std::isfinite(speedup) ? speedup : 0, mode_color("pipelined"),
+                            {std::isfinite(speedup) ? format_fixed(speedup, 2) + "x" : "n/a"}});
         const auto c = run_caption(in->doc, in->source);
         caption.push_back(summary_row_name(*in) + ": " + c[0] + " " + c[1]);
       }
-      b.figure("summary-throughput", all.title, chart::render(all), caption, true);
+      b.figure("summary-speedup", all.title, chart::render(all), caption, true);
     }
     b.close_section();
   }

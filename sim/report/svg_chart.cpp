@@ -184,6 +184,7 @@ private:
 struct LegendItem {
   std::string name, color;
   enum Kind { Box, Line, Cross, Dashed } kind = Box;
+  std::string dash{};  // Line: its stroke-dasharray
 };
 
 // Legend lines laid out left to right from frame.left, wrapping at the right edge.
@@ -210,7 +211,8 @@ void draw_legend(Svg& svg, const std::vector<std::vector<LegendItem>>& lines, do
       switch (item.kind) {
         case LegendItem::Box: svg.rect(x, y - 10, 12, 12, item.color); break;
         case LegendItem::Line:
-          svg.line(x, y - 4, x + 14, y - 4, item.color, 2.5);
+          svg.line(x - 2, y - 4, x + 16, y - 4, item.color, 2.5,
+                   item.dash.empty() ? "" : "stroke-dasharray=\"" + item.dash + "\"");
           svg.raw("<circle cx=\"" + coord(x + 7) + "\" cy=\"" + coord(y - 4) + "\" r=\"3.5\" fill=\"" + item.color +
                   "\"/>\n");
           break;
@@ -445,7 +447,7 @@ std::string render(const LineChart& chart) {
   std::vector<LegendItem> items;
   for (std::size_t s = 0; s < chart.series.size(); ++s)
     items.push_back({chart.series[s].name, chart.series[s].color.empty() ? palette(s) : chart.series[s].color,
-                     LegendItem::Line});
+                     LegendItem::Line, chart.series[s].dash});
   if (!chart.error_x.empty()) items.push_back({"failed point", kErrorColor, LegendItem::Cross});
   const auto legend = legend_lines(items, chart.frame.left, chart.frame.width - chart.frame.right);
   const Frame f = with_legend(chart.frame, legend.size());
@@ -471,15 +473,19 @@ std::string render(const LineChart& chart) {
   double widest = 0;
   for (const Tick& t : ticks) widest = std::max(widest, text_width(t.label, 11));
   const double spacing = ticks.size() > 1 ? (xs.right - xs.left) / static_cast<double>(ticks.size() - 1) : 1e9;
-  const bool slant = widest > spacing - 4;
+  const bool slant = !chart.x_ticks.empty() && widest > spacing - 4 && widest > 3 * 11 * 0.6;  // long names
+  double label_end = -1e9;  // right edge of the last horizontal label drawn
   for (const Tick& t : ticks) {
     const double x = xs.pixel(t.value);
     svg.line(x, f.top, x, baseline, kGridColor);
     svg.line(x, baseline, x, baseline + 5, kAxisColor);
-    if (slant)
+    if (slant) {
       svg.text(x, baseline + 16, t.label, "end", 11,
                "transform=\"rotate(-25 " + coord(x) + " " + coord(baseline + 16) + ")\"");
-    else svg.text(x, baseline + 18, t.label, "middle", 11);
+    } else if (x - text_width(t.label, 11) / 2 >= label_end + 4) {  // skip a label that would touch the last
+      svg.text(x, baseline + 18, t.label, "middle", 11);
+      label_end = x + text_width(t.label, 11) / 2;
+    }
   }
   svg.line(f.left, baseline, f.left + f.plot_width(), baseline, kAxisColor);
   svg.text(f.left + f.plot_width() / 2, f.height - 10,
@@ -508,7 +514,8 @@ std::string render(const LineChart& chart) {
     }
     if (!path.empty())
       svg.raw("<path class=\"series\" d=\"" + path + "\" fill=\"none\" stroke=\"" + color +
-              "\" stroke-width=\"2.5\" stroke-linejoin=\"round\"/>\n");
+              "\" stroke-width=\"2.5\" stroke-linejoin=\"round\"" +
+              (series.dash.empty() ? "" : " stroke-dasharray=\"" + series.dash + "\"") + "/>\n");
     for (const LinePoint& p : series.points) {
       if (!p.y || !std::isfinite(*p.y) || (chart.log_x && p.x <= 0)) continue;
       svg.raw("<circle cx=\"" + coord(xs.pixel(p.x)) + "\" cy=\"" + coord(axis.pixel(f, *p.y)) + "\" r=\"3.5\" fill=\"" +
@@ -574,74 +581,90 @@ std::vector<GanttRect> gantt_rects(const GanttChart& chart) {
       return a->category < b->category;
     });
 
+  // Busy share of a merged rectangle, to the nearest eighth (gaps under a pixel were bridged).
+  auto eighths = [](double busy, double width) {
+    return width < 1 ? 1.0 : std::clamp(std::round(busy / width * 8) / 8, 0.125, 1.0);
+  };
   std::vector<GanttRect> rects;
   for (std::size_t r = 0; r < by_row.size(); ++r) {
     bool open = false;
     GanttRect current{};
+    double busy = 0, covered_to = 0;  // pixels covered by the merged events, without double counting
+    auto close = [&] {
+      if (current.events > 1) current.coverage = eighths(busy, current.x1 - current.x0);
+      rects.push_back(current);
+    };
     for (const GanttEvent* e : by_row[r]) {
       const double x0 = px(e->start), x1 = px(e->end);
       const bool narrow = x1 - x0 < 1 || current.x1 - current.x0 < 1;
       if (open && e->category == current.category && x0 <= current.x1 + 1 && narrow) {
+        busy += std::max(0.0, x1 - std::max(x0, covered_to));
+        covered_to = std::max(covered_to, x1);
         current.x1 = std::max(current.x1, x1);
         ++current.events;
         current.label.clear();
         continue;
       }
-      if (open) rects.push_back(current);
-      current = {r, x0, x1, e->category, 1, e->label};
+      if (open) close();
+      current = {r, x0, x1, e->category, 1, e->label, 1.0};
+      busy = x1 - x0;
+      covered_to = x1;
       open = true;
     }
-    if (open) rects.push_back(current);
+    if (open) close();
   }
   if (rects.size() <= chart.max_rects || chart.max_rects == 0) return rects;
 
-  // Still too many: one rectangle per run of equal pixel buckets, each bucket showing
-  // the category that covers most of it.
-  const double columns = std::ceil(static_cast<double>(chart.rows.size()) * pw / static_cast<double>(chart.max_rects));
-  const double bucket = std::max(1.0, columns);
-  const auto buckets = static_cast<std::size_t>(std::ceil(pw / bucket));
-  std::vector<GanttRect> coarse;
-  for (std::size_t r = 0; r < by_row.size(); ++r) {
-    std::vector<std::map<std::string, double>> cover(buckets);
-    std::vector<std::size_t> counts(buckets, 0);
-    for (const GanttEvent* e : by_row[r]) {
-      const double x0 = px(e->start) - f.left, x1 = std::max(px(e->end) - f.left, x0 + 1e-6);
-      auto b0 = static_cast<std::size_t>(std::floor(x0 / bucket));
-      auto b1 = static_cast<std::size_t>(std::floor(x1 / bucket));
-      b1 = std::min(b1, buckets - 1);
-      b0 = std::min(b0, buckets - 1);
-      for (std::size_t b = b0; b <= b1; ++b) {
-        const double lo = std::max(x0, static_cast<double>(b) * bucket);
-        const double hi = std::min(x1, static_cast<double>(b + 1) * bucket);
-        cover[b][e->category] += std::max(hi - lo, 1e-9);
-        ++counts[b];
+  // Still too many: cut each row into equal pixel buckets, each showing the category
+  // that covers most of it, with an opacity telling how much of the bucket is busy
+  // (to the nearest eighth), and merge runs of equal buckets. The bucket doubles from 1 px until
+  // the count fits.
+  for (double bucket = 1;; bucket *= 2) {
+    const auto buckets = static_cast<std::size_t>(std::ceil(pw / bucket));
+    std::vector<GanttRect> coarse;
+    for (std::size_t r = 0; r < by_row.size(); ++r) {
+      std::vector<std::map<std::string, double>> cover(buckets);
+      std::vector<std::size_t> counts(buckets, 0);
+      for (const GanttEvent* e : by_row[r]) {
+        const double x0 = px(e->start) - f.left, x1 = std::max(px(e->end) - f.left, x0 + 1e-6);
+        const auto b0 = std::min(static_cast<std::size_t>(std::floor(x0 / bucket)), buckets - 1);
+        const auto b1 = std::min(static_cast<std::size_t>(std::floor(x1 / bucket)), buckets - 1);
+        for (std::size_t b = b0; b <= b1; ++b) {
+          const double lo = std::max(x0, static_cast<double>(b) * bucket);
+          const double hi = std::min(x1, static_cast<double>(b + 1) * bucket);
+          cover[b][e->category] += std::max(hi - lo, 1e-9);
+          ++counts[b];
+        }
       }
-    }
-    bool open = false;
-    GanttRect current{};
-    for (std::size_t b = 0; b < buckets; ++b) {
-      if (cover[b].empty()) {
+      bool open = false;
+      GanttRect current{};
+      for (std::size_t b = 0; b < buckets; ++b) {
+        if (cover[b].empty()) {
+          if (open) coarse.push_back(current);
+          open = false;
+          continue;
+        }
+        const auto best = std::max_element(cover[b].begin(), cover[b].end(), [](const auto& a, const auto& c) {
+          return a.second < c.second;  // ties: the first name in order wins
+        });
+        double busy = 0;
+        for (const auto& [category, width] : cover[b]) busy += width;
+        const double x0 = f.left + static_cast<double>(b) * bucket;
+        const double x1 = std::min(f.left + pw, x0 + bucket);
+        const double coverage = std::clamp(std::round(busy / (x1 - x0) * 8) / 8, 0.125, 1.0);
+        if (open && current.category == best->first && current.coverage == coverage) {
+          current.x1 = x1;
+          current.events += counts[b];
+          continue;
+        }
         if (open) coarse.push_back(current);
-        open = false;
-        continue;
-      }
-      const auto best = std::max_element(cover[b].begin(), cover[b].end(), [](const auto& a, const auto& c) {
-        return a.second < c.second;  // ties: the first name in order wins
-      });
-      const double x0 = f.left + static_cast<double>(b) * bucket;
-      const double x1 = std::min(f.left + pw, x0 + bucket);
-      if (open && current.category == best->first) {
-        current.x1 = x1;
-        current.events += counts[b];
-        continue;
+        current = {r, x0, x1, best->first, counts[b], "", coverage};
+        open = true;
       }
       if (open) coarse.push_back(current);
-      current = {r, x0, x1, best->first, counts[b], ""};
-      open = true;
     }
-    if (open) coarse.push_back(current);
+    if (coarse.size() <= chart.max_rects || bucket >= pw) return coarse;
   }
-  return coarse;
 }
 
 std::string render(const GanttChart& chart) {
@@ -677,7 +700,8 @@ std::string render(const GanttChart& chart) {
   for (const GanttRect& r : gantt_rects(chart)) {
     const double y = f.top + chart.row_height * static_cast<double>(r.row) + 3;
     const double w = std::max(r.x1 - r.x0, 0.75);
-    const std::string extra = w >= 4 ? " stroke=\"#FFFFFF\" stroke-width=\"0.5\"" : "";
+    std::string extra = w >= 4 && r.events == 1 ? " stroke=\"#FFFFFF\" stroke-width=\"0.5\"" : "";
+    if (r.coverage < 1) extra += " fill-opacity=\"" + short_number(r.coverage) + "\"";
     svg.rect(r.x0, y, w, chart.row_height - 6, category_color(r.category), extra, r.label);
   }
   return svg.finish();

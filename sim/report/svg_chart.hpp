@@ -104,6 +104,7 @@ struct LinePoint {
 struct LineSeries {
   std::string name, color;
   std::vector<LinePoint> points;  // drawn in the given order
+  std::string dash{};             // SVG stroke-dasharray ("7 4"); empty: solid
 };
 
 struct Tick {
@@ -144,12 +145,14 @@ struct GanttRect {
   std::string category;
   std::size_t events;  // trace events merged into this rectangle
   std::string label;   // the event's label when events == 1
+  double coverage = 1; // share of the rectangle that events cover (< 1 only when bucketed)
 };
 
 // The rectangles the chart draws: per row, adjacent events of one category are
 // merged while either side is narrower than a pixel; if that still leaves more than
-// max_rects, each row is cut into equal pixel buckets showing the category that
-// covers most of the bucket, so the count never exceeds max_rects.
+// max_rects, each row is cut into equal pixel buckets (1, 2, 4, ... px, the finest that
+// fits) showing the category that covers most of the bucket, with `coverage` the busy
+// share of the bucket rounded to eighths (at least one); runs of equal buckets are merged.
 std::vector<GanttRect> gantt_rects(const GanttChart& chart);
 std::string render(const GanttChart& chart);
 
