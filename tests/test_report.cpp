@@ -254,7 +254,7 @@ TEST_CASE("a log-scale line chart maps x by log10 and breaks the line at gaps", 
   CHECK(count(svg, "<circle") == 3 + 1);  // three points and the legend's marker
 }
 
-TEST_CASE("Gantt rectangles: exact for wide events, merged when narrow, capped", "[report][chart]") {
+TEST_CASE("Gantt rectangles are exact for wide events and merged or bucketed when narrow", "[report][chart]") {
   // Row labels are short, so the left margin is its minimum of 70 px; right 24 px:
   // a 1200 px chart has 1106 px for a 4 s span.
   chart::GanttChart g;
@@ -317,7 +317,7 @@ TEST_CASE("Gantt rectangles: exact for wide events, merged when narrow, capped",
 
 // ------------------------------------------------------------------ end to end
 
-TEST_CASE("ipusim report builds HTML and Markdown from a run, a sweep and a trace", "[report][e2e]") {
+TEST_CASE("ipusim report builds HTML and Markdown from a run with a sweep and a trace", "[report][e2e]") {
   const fs::path dir = fresh_dir("e2e");
   const fs::path out = make_report(dir, true);
   const std::string html = read(out / "report.html");

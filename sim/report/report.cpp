@@ -349,7 +349,12 @@ public:
     md_ += "|";
     for (const auto& h : t.header) md_ += " " + md_escape(h) + " |";
     md_ += "\n|";
-    for (std::size_t i = 0; i < t.header.size(); ++i) md_ += i == 0 ? " --- |" : " ---: |";
+    for (std::size_t i = 0; i < t.header.size(); ++i) {  // numbers right-aligned, text left
+      bool numeric = i > 0;
+      for (const auto& row : t.rows)
+        if (i < row.size() && row[i] != "-") numeric = numeric && looks_numeric(row[i]);
+      md_ += numeric ? " ---: |" : " --- |";
+    }
     md_ += "\n";
     for (const auto& row : t.rows) {
       md_ += "|";
