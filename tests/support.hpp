@@ -62,6 +62,23 @@ inline Json chain_model(const std::vector<ChainOp>& ops, int elements) {
   return {{"name", "chain"}, {"tensors", tensors}, {"ops", list}};
 }
 
+// x (input, 250 floats) -> l0 (MatMul with W0: 1000 floats, IPU0) -> a1 -> l1 (MatMul
+// with W1: 500 floats, IPU1) -> a2, with the forward FLOPs per sample of each layer.
+inline Json two_layer_model(double flops0, double flops1) {
+  return {{"name", "two layers"},
+          {"tensors",
+           {{"x", {{"shape", {250}}, {"kind", "input"}}},
+            {"W0", {{"shape", {1000}}, {"kind", "weight"}}},
+            {"W1", {{"shape", {500}}, {"kind", "weight"}}},
+            {"a1", {{"shape", {250}}, {"kind", "activation"}}},
+            {"a2", {{"shape", {250}}, {"kind", "activation"}}}}},
+          {"ops",
+           {{{"name", "l0"}, {"type", "MatMul"}, {"inputs", {"x", "W0"}}, {"outputs", {"a1"}}, {"virtualGraph", 0},
+             {"flops", flops0}},
+            {{"name", "l1"}, {"type", "MatMul"}, {"inputs", {"a1", "W1"}}, {"outputs", {"a2"}}, {"virtualGraph", 1},
+             {"flops", flops1}}}}};
+}
+
 inline Scenario make_scenario(const Json& model, const Json& config, const Json& execution) {
   return scenario_from_json({{"name", "test"}, {"model", model}, {"config", config}, {"execution", execution}},
                             "test-scenario.json");

@@ -73,16 +73,7 @@ TEST_CASE("training: backward stages at 2L-s, loss stage fwd+bwd, Serial weight 
   // IPU0: Gemm-like op with 1000 weights, 1 ms forward, 2 ms backward (2x default).
   // IPU1: op with 500 weights, 3 ms forward, 6 ms backward; it holds the loss stage.
   // Weight update (SGD) = 2 FLOPs per weight: 2 us on IPU0, 1 us on IPU1.
-  Json model = {{"name", "two layers"},
-                {"tensors",
-                 {{"x", {{"shape", {250}}, {"kind", "input"}}},
-                  {"W0", {{"shape", {1000}}, {"kind", "weight"}}},
-                  {"W1", {{"shape", {500}}, {"kind", "weight"}}},
-                  {"a1", {{"shape", {250}}, {"kind", "activation"}}},
-                  {"a2", {{"shape", {250}}, {"kind", "activation"}}}}},
-                {"ops",
-                 {{{"name", "l0"}, {"type", "MatMul"}, {"inputs", {"x", "W0"}}, {"outputs", {"a1"}}, {"virtualGraph", 0}, {"flops", 1e6}},
-                  {{"name", "l1"}, {"type", "MatMul"}, {"inputs", {"a1", "W1"}}, {"outputs", {"a2"}}, {"virtualGraph", 1}, {"flops", 3e6}}}}};
+  const Json model = two_layer_model(1e6, 3e6);
   const Json execution = {{"training", true}, {"gradientAccumulation", 4}, {"hostIo", false}, {"costModel", "compute"}};
   const Simulation sim = simulate_both(model, zero_overhead_config(2), execution);
   REQUIRE(sim.plan.stage_count() == 3);

@@ -18,19 +18,7 @@ using namespace ipusim::test;
 
 namespace {
 
-// x (input, 250 floats) -> l0 (MatMul with W0: 1000 floats, IPU0) -> a1 -> l1 (MatMul with W1: 500 floats, IPU1) -> a2
-Json two_layers() {
-  return {{"name", "two layers"},
-          {"tensors",
-           {{"x", {{"shape", {250}}, {"kind", "input"}}},
-            {"W0", {{"shape", {1000}}, {"kind", "weight"}}},
-            {"W1", {{"shape", {500}}, {"kind", "weight"}}},
-            {"a1", {{"shape", {250}}, {"kind", "activation"}}},
-            {"a2", {{"shape", {250}}, {"kind", "activation"}}}}},
-          {"ops",
-           {{{"name", "l0"}, {"type", "MatMul"}, {"inputs", {"x", "W0"}}, {"outputs", {"a1"}}, {"virtualGraph", 0}, {"flops", 1e6}},
-            {{"name", "l1"}, {"type", "MatMul"}, {"inputs", {"a1", "W1"}}, {"outputs", {"a2"}}, {"virtualGraph", 1}, {"flops", 1e6}}}}};
-}
+Json two_layers() { return two_layer_model(1e6, 1e6); }
 
 const MemoryCategory& category(const IpuMemory& m, const std::string& name) {
   for (const auto& c : m.categories)
@@ -43,7 +31,7 @@ MemoryReport memory_of(const Json& config, const Json& execution) {
   const Scenario sc = make_scenario(two_layers(), config, execution);
   const Plan plan = make_plan(sc, build_graph(sc.model));
   const Schedule s = make_schedule(Mode::Pipelined, sc, plan);
-  return estimate_memory(sc, plan, s.stash_depth);
+  return estimate_memory(sc, plan, s.stash_depth, s.recompute);
 }
 
 } // namespace

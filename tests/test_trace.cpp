@@ -183,16 +183,7 @@ TEST_CASE("trace of a two-IPU chain: a process per mode, a track per IPU and use
 TEST_CASE("trace of two-IPU training: backward stages, gradient copies, weight updates", "[trace]") {
   // As in test_closed_forms: IPU0 1 ms forward, 2 ms backward; IPU1 (loss stage) 3 ms
   // forward + 6 ms backward; updates of 2 us (IPU0) and 1 us (IPU1); copies of 1 us.
-  const Json model = {{"name", "two layers"},
-                      {"tensors",
-                       {{"x", {{"shape", {250}}, {"kind", "input"}}},
-                        {"W0", {{"shape", {1000}}, {"kind", "weight"}}},
-                        {"W1", {{"shape", {500}}, {"kind", "weight"}}},
-                        {"a1", {{"shape", {250}}, {"kind", "activation"}}},
-                        {"a2", {{"shape", {250}}, {"kind", "activation"}}}}},
-                      {"ops",
-                       {{{"name", "l0"}, {"type", "MatMul"}, {"inputs", {"x", "W0"}}, {"outputs", {"a1"}}, {"virtualGraph", 0}, {"flops", 1e6}},
-                        {{"name", "l1"}, {"type", "MatMul"}, {"inputs", {"a1", "W1"}}, {"outputs", {"a2"}}, {"virtualGraph", 1}, {"flops", 3e6}}}}};
+  const Json model = two_layer_model(1e6, 3e6);
   const Scenario sc = make_scenario(model, zero_overhead_config(2),
                                     {{"training", true}, {"gradientAccumulation", 4}, {"hostIo", false}, {"costModel", "compute"}});
   const Simulation sim = simulate(sc, {Mode::Pipelined});

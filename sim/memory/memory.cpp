@@ -49,11 +49,11 @@ private:
 
 } // namespace
 
-MemoryReport estimate_memory(const Scenario& sc, const Plan& plan, const std::vector<int>& stash_depth) {
+MemoryReport estimate_memory(const Scenario& sc, const Plan& plan, const std::vector<int>& stash_depth,
+                             bool recompute) {
   const Model& m = sc.model;
   const Execution& ex = sc.execution;
   const IpuSpec& ipu_spec = sc.hardware.ipu;
-  const bool recompute = ex.recomputation == Recomputation::Pipeline;
   MemoryReport report;
 
   for (const PlanIpu& ipu : plan.ipus) {

@@ -42,7 +42,9 @@ struct MemoryReport {
 };
 
 // `stash_depth[s]`: micro-batches forward stage s keeps for its backward (0: none).
-MemoryReport estimate_memory(const Scenario& scenario, const Plan& plan, const std::vector<int>& stash_depth);
+// `recompute`: only the tensors entering a stage are stashed (the run's schedule says).
+MemoryReport estimate_memory(const Scenario& scenario, const Plan& plan, const std::vector<int>& stash_depth,
+                             bool recompute);
 
 // "IPU0 does not fit: its fullest tile needs 700 KiB of 624 KiB; largest: stash 300 KiB, ..."
 std::string out_of_memory_verdict(const IpuMemory& ipu);

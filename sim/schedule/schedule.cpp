@@ -42,15 +42,27 @@ std::string schedule_names() {
   return out;
 }
 
+void check_schedule_name(const Scenario& sc) {
+  const std::string& name = sc.execution.schedule;
+  if (name != "sharded")
+    for (const auto& s : schedules())
+      if (s.name == name) return;
+  std::string known;
+  for (const auto& s : schedules())
+    if (s.name != "sharded") known += (known.empty() ? "" : ", ") + s.name;
+  throw InputError(sc.file, sc.execution_pointer("schedule"), "scenario.unknown-schedule",
+                   (name == "sharded" ? std::string("\"sharded\" is a mode, not a pipeline schedule")
+                                      : "unknown pipeline schedule \"" + name + "\"") +
+                       " (known: " + known + ")");
+}
+
 Schedule make_schedule(Mode mode, const Scenario& sc, const Plan& plan) {
+  check_schedule_name(sc);
   const std::string name = mode == Mode::Sharded ? "sharded" : sc.execution.schedule;
   const int ipus = static_cast<int>(plan.ipus.size() * static_cast<std::size_t>(sc.execution.replicas));
   const ScheduleContext context{sc, plan, sc.hardware.sync_seconds(ipus)};
   for (const auto& s : schedules()) {
     if (s.name != name) continue;
-    if (mode == Mode::Pipelined && name == "sharded")
-      throw InputError(sc.file, sc.execution_pointer("schedule"), "scenario.unknown-schedule",
-                       "\"sharded\" is a mode, not a pipeline schedule (known: " + schedule_names() + ")");
     return s.build(context);
   }
   throw InputError(sc.file, sc.execution_pointer("schedule"), "scenario.unknown-schedule",
@@ -272,6 +284,7 @@ Schedule ProgramBuilder::finish(std::int64_t micro_batches, int cycles, std::vec
   schedule_.micro_batches = micro_batches;
   schedule_.cycles = cycles;
   schedule_.stash_depth = std::move(stash_depth);
+  schedule_.recompute = recompute_;
   return std::move(schedule_);
 }
 

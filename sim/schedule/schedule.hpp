@@ -42,6 +42,9 @@ struct ScheduleInfo {
 const std::vector<ScheduleInfo>& schedules();
 std::string schedule_names();
 
+// The scenario's pipeline schedule must be known even for sharded-only runs.
+void check_schedule_name(const Scenario& scenario);
+
 // Builds the program for a run in `mode`; throws InputError when the scenario asks
 // for something the schedule cannot do (unknown name, too shallow a pipeline...).
 Schedule make_schedule(Mode mode, const Scenario& scenario, const Plan& plan);

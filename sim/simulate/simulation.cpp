@@ -16,7 +16,7 @@ Simulation simulate(const Scenario& scenario, const std::vector<Mode>& modes) {
     ModeRun run;
     run.log = run_engine(schedules[i], scenario.hardware);
     run.metrics = compute_metrics(modes[i], schedules[i], run.log, scenario.execution);
-    run.metrics.memory = estimate_memory(scenario, sim.plan, schedules[i].stash_depth);
+    run.metrics.memory = estimate_memory(scenario, sim.plan, schedules[i].stash_depth, schedules[i].recompute);
     run.schedule = std::move(schedules[i]);
     sim.runs.push_back(std::move(run));
   }
