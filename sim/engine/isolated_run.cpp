@@ -13,56 +13,62 @@ namespace ipusim {
 
 namespace {
 
+// Results are gathered in memory and sent with one write: a write per field made the
+// pipe, not the simulation, the bottleneck.
 class Writer {
 public:
-  explicit Writer(int fd) : fd_(fd) {}
-  void raw(const void* data, std::size_t size) {
-    const char* p = static_cast<const char*>(data);
+  template <class T> void value(const T& v) { buffer_.append(reinterpret_cast<const char*>(&v), sizeof v); }
+  void text(const std::string& s) {
+    value<std::uint64_t>(s.size());
+    buffer_.append(s);
+  }
+  void flush(int fd) {
+    const char* p = buffer_.data();
+    std::size_t size = buffer_.size();
     while (size > 0) {
-      const ssize_t n = ::write(fd_, p, size);
+      const ssize_t n = ::write(fd, p, size);
       if (n < 0 && errno == EINTR) continue;
       if (n <= 0) _exit(3);
       p += n;
       size -= static_cast<std::size_t>(n);
     }
   }
-  template <class T> void value(const T& v) { raw(&v, sizeof v); }
-  void text(const std::string& s) {
-    value<std::uint64_t>(s.size());
-    raw(s.data(), s.size());
-  }
 
 private:
-  int fd_;
+  std::string buffer_;
 };
 
 class Reader {
 public:
-  explicit Reader(int fd) : fd_(fd) {}
-  bool raw(void* data, std::size_t size) {
-    char* p = static_cast<char*>(data);
-    while (size > 0) {
-      const ssize_t n = ::read(fd_, p, size);
+  // Reads everything the child sends until it closes the pipe.
+  explicit Reader(int fd) {
+    char chunk[1 << 16];
+    while (true) {
+      const ssize_t n = ::read(fd, chunk, sizeof chunk);
       if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) return false;
-      p += n;
-      size -= static_cast<std::size_t>(n);
+      if (n <= 0) break;
+      data_.append(chunk, static_cast<std::size_t>(n));
     }
-    return true;
   }
   template <class T> T value() {
     T v{};
-    if (!raw(&v, sizeof v)) throw EngineError("the simulation process ended before sending its results");
+    if (data_.size() - position_ < sizeof v)
+      throw EngineError("the simulation process ended before sending its results");
+    std::memcpy(&v, data_.data() + position_, sizeof v);
+    position_ += sizeof v;
     return v;
   }
   std::string text() {
-    std::string s(value<std::uint64_t>(), '\0');
-    if (!s.empty() && !raw(s.data(), s.size())) throw EngineError("the simulation process sent a truncated result");
+    const auto size = value<std::uint64_t>();
+    if (data_.size() - position_ < size) throw EngineError("the simulation process sent a truncated result");
+    std::string s = data_.substr(position_, size);
+    position_ += size;
     return s;
   }
 
 private:
-  int fd_;
+  std::string data_;
+  std::size_t position_ = 0;
 };
 
 void send_log(Writer& out, const RunLog& log) {
@@ -126,13 +132,15 @@ RunLog run_engine(const Schedule& schedule, const HardwareConfig& hardware) {
   if (child < 0) throw EngineError(std::string("cannot fork the simulation process: ") + std::strerror(errno));
   if (child == 0) {
     ::close(fds[0]);
-    Writer out(fds[1]);
+    Writer out;
     try {
       send_log(out, run_engine_in_process(schedule, hardware));
     } catch (const std::exception& e) {
+      out = Writer();
       out.value<char>('E');
       out.text(e.what());
     }
+    out.flush(fds[1]);
     ::close(fds[1]);
     _exit(0);
   }
