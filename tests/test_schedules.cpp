@@ -135,3 +135,10 @@ TEST_CASE("pipeline recomputation adds one forward per backward stage and stashe
   CHECK(plain.memory.stashes[0].depth == 3);
   CHECK(recomputed.memory.stashes[0].slot_bytes == 1000);
 }
+
+TEST_CASE("scenario.too-large: an impossible depth is refused instead of exhausting memory", "[schedule]") {
+  const Json two = chain_model({{0, 1e6}, {1, 1e6}}, 250);
+  const Json execution = {{"batchesPerStep", 2000000}, {"hostIo", false}, {"mode", "pipelined"}};
+  CHECK(rule_of([&] { schedule_of(two, zero_overhead_config(2), execution); }) == "scenario.too-large");
+  CHECK(rule_of([&] { schedule_of(two, zero_overhead_config(2), training("popart", 1000000)); }).empty());
+}
