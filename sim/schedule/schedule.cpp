@@ -62,15 +62,7 @@ Schedule make_schedule(Mode mode, const Scenario& sc, const Plan& plan) {
   const std::string name = mode == Mode::Sharded ? "sharded" : sc.execution.schedule;
   const int ipus = static_cast<int>(plan.ipus.size() * static_cast<std::size_t>(sc.execution.replicas));
   const ScheduleContext context{sc, plan, sc.hardware.sync_seconds(ipus)};
-  // Every micro-batch of every replica becomes explicit program steps; beyond this a run
-  // would exhaust memory rather than finish.
-  constexpr double kMaxMicroBatches = 1e6;
-  const double micro_batches = static_cast<double>(context.depth()) * static_cast<double>(context.batches()) *
-                               static_cast<double>(sc.execution.replicas);
-  if (micro_batches > kMaxMicroBatches)
-    depth_error(context, "scenario.too-large",
-                "a step of " + Json(micro_batches).dump() + " micro-batches (depth x batches x replicas) is more than "
-                "ipusim simulates (1,000,000); simulate fewer and scale the step time");
+
   for (const auto& s : schedules()) {
     if (s.name != name) continue;
     return s.build(context);
@@ -151,6 +143,15 @@ ProgramBuilder::ProgramBuilder(const ScheduleContext& context, std::string name,
                            (!exists ? " does not exist in \"" + sc.hardware.name + "\"" : " is placed twice"));
     physical_.push_back(physical);
   }
+  // Every micro-batch of every replica becomes explicit program steps; beyond this a run
+  // would exhaust memory rather than finish.
+  constexpr double kMaxMicroBatches = 1e6;
+  const double micro_batches = static_cast<double>(context_.depth()) * static_cast<double>(context_.batches()) *
+                               static_cast<double>(sc.execution.replicas);
+  if (micro_batches > kMaxMicroBatches)
+    depth_error(context_, "scenario.too-large",
+                "a step of " + Json(micro_batches).dump() + " micro-batches (depth x batches x replicas) is more than "
+                "ipusim simulates (1,000,000); simulate fewer and scale the step time");
   for (int r = 0; r < replicas_; ++r)
     for (const auto& ipu : context.plan.ipus) schedule_.programs.push_back(Program{physical_of(r, ipu.id), {}});
   std::sort(schedule_.programs.begin(), schedule_.programs.end(),
