@@ -2,6 +2,10 @@
 // what lands on stdout and stderr, the JSON report's shape, determinism and --output.
 #include <catch2/catch.hpp>
 
+#include "temp_dir.hpp"
+
+using ipusim::test::TempDir;
+
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/wait.h>
@@ -28,7 +32,7 @@ struct Result {
 };
 
 // Runs the binary with `args`, capturing stdout and stderr (read together, so neither pipe fills up).
-Result ipusim(const std::vector<std::string>& args) {
+Result run_ipusim(const std::vector<std::string>& args) {
   int out_pipe[2], err_pipe[2];
   REQUIRE(::pipe(out_pipe) == 0);
   REQUIRE(::pipe(err_pipe) == 0);
@@ -85,33 +89,6 @@ std::string source(const std::string& relative) { return std::string(IPUSIM_SOUR
 
 const std::string kInference = source("scenarios/mlp-inference.json");
 
-class TempDir {
-public:
-  TempDir() {
-    static std::atomic<int> counter{0};
-    path_ = fs::temp_directory_path() / ("ipusim-cli-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
-    fs::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  std::string path(const std::string& name) const { return (path_ / name).string(); }
-  std::string write(const std::string& name, const std::string& text) const {
-    std::ofstream(path(name), std::ios::binary) << text;
-    return path(name);
-  }
-  std::size_t entries() const {
-    std::size_t n = 0;
-    for ([[maybe_unused]] const auto& e : fs::directory_iterator(path_)) ++n;
-    return n;
-  }
-
-private:
-  fs::path path_;
-};
 
 std::string read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -136,7 +113,7 @@ const Json& run_of(const Json& report, const std::string& mode) {
 } // namespace
 
 TEST_CASE("cli: run --json reports both modes with every metric", "[cli]") {
-  const Result r = ipusim({"run", kInference, "--json"});
+  const Result r = run_ipusim({"run", kInference, "--json"});
   REQUIRE(r.exit_code == 0);
   CHECK(r.err.empty());
   const Json report = Json::parse(r.out);
@@ -184,20 +161,20 @@ TEST_CASE("cli: run --json reports both modes with every metric", "[cli]") {
 }
 
 TEST_CASE("cli: the same run twice gives byte-identical output", "[cli]") {
-  const Result a = ipusim({"run", kInference, "--json"});
-  const Result b = ipusim({"run", kInference, "--json"});
+  const Result a = run_ipusim({"run", kInference, "--json"});
+  const Result b = run_ipusim({"run", kInference, "--json"});
   REQUIRE(a.exit_code == 0);
   REQUIRE(b.exit_code == 0);
   CHECK(a.out.size() > 100);
   CHECK(a.out == b.out);
-  const Result t1 = ipusim({"run", source("scenarios/mlp-training.json")});
-  const Result t2 = ipusim({"run", source("scenarios/mlp-training.json")});
+  const Result t1 = run_ipusim({"run", source("scenarios/mlp-training.json")});
+  const Result t2 = run_ipusim({"run", source("scenarios/mlp-training.json")});
   REQUIRE(t1.exit_code == 0);
   CHECK(t1.out == t2.out);
 }
 
 TEST_CASE("cli: --mode sharded runs one mode", "[cli]") {
-  const Result r = ipusim({"run", kInference, "--json", "--mode", "sharded"});
+  const Result r = run_ipusim({"run", kInference, "--json", "--mode", "sharded"});
   REQUIRE(r.exit_code == 0);
   const Json report = Json::parse(r.out);
   REQUIRE(report.at("runs").size() == 1);
@@ -206,8 +183,8 @@ TEST_CASE("cli: --mode sharded runs one mode", "[cli]") {
 }
 
 TEST_CASE("cli: --set execution.microBatchSize=32 doubles the samples per step", "[cli]") {
-  const Result base = ipusim({"run", kInference, "--json"});
-  const Result doubled = ipusim({"run", kInference, "--json", "--set", "execution.microBatchSize=32"});
+  const Result base = run_ipusim({"run", kInference, "--json"});
+  const Result doubled = run_ipusim({"run", kInference, "--json", "--set", "execution.microBatchSize=32"});
   REQUIRE(base.exit_code == 0);
   REQUIRE(doubled.exit_code == 0);
   const Json b = Json::parse(base.out), d = Json::parse(doubled.out);
@@ -218,14 +195,14 @@ TEST_CASE("cli: --set execution.microBatchSize=32 doubles the samples per step",
     CHECK(run_of(d, mode)["micro_batches_per_step"] == run_of(b, mode)["micro_batches_per_step"]);
   }
   SECTION("config. overrides reach the config file") {
-    const Result r = ipusim({"run", kInference, "--json", "--set", "config.ipu.clockHz=2.65e9"});
+    const Result r = run_ipusim({"run", kInference, "--json", "--set", "config.ipu.clockHz=2.65e9"});
     REQUIRE(r.exit_code == 0);
     // Twice the clock: every compute step is twice as fast, so the step time drops.
     CHECK(run_of(Json::parse(r.out), "sharded")["step_time_s"].get<double>() <
           run_of(b, "sharded")["step_time_s"].get<double>());
   }
   SECTION("a malformed --set") {
-    const Result r = ipusim({"run", kInference, "--set", "execution.microBatchSize"});
+    const Result r = run_ipusim({"run", kInference, "--set", "execution.microBatchSize"});
     CHECK(r.exit_code == 2);
     CHECK_THAT(r.err, Contains("--set") && Contains("override.syntax"));
   }
@@ -234,7 +211,7 @@ TEST_CASE("cli: --set execution.microBatchSize=32 doubles the samples per step",
 TEST_CASE("cli: a malformed scenario exits 2 naming the file and the line", "[cli]") {
   TempDir dir;
   const std::string path = dir.write("broken.json", "{\n  \"name\": \"x\",\n  \"model\": \n}\n");
-  const Result r = ipusim({"run", path});
+  const Result r = run_ipusim({"run", path});
   CHECK(r.exit_code == 2);
   CHECK(r.out.empty());
   CHECK_THAT(r.err, Contains(path) && Contains("line 4") && Contains("json.syntax"));
@@ -244,34 +221,34 @@ TEST_CASE("cli: an unknown key exits 2 with its pointer", "[cli]") {
   TempDir dir;
   const std::string path =
       dir.write("unknown.json", scenario_text("{\"microBatchSize\": 16, \"batchesPerStep\": 64, \"pipelineDepth\": 4}"));
-  const Result r = ipusim({"run", path});
+  const Result r = run_ipusim({"run", path});
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.err, Contains(path) && Contains("/execution/pipelineDepth") && Contains("json.unknown-key"));
 }
 
 TEST_CASE("cli: a pipeline too shallow for its stages exits 2 with pipeline.depth", "[cli]") {
-  const Result r = ipusim({"run", kInference, "--set", "execution.batchesPerStep=1"});
+  const Result r = run_ipusim({"run", kInference, "--set", "execution.batchesPerStep=1"});
   CHECK(r.exit_code == 2);
   CHECK(r.out.empty());
   CHECK_THAT(r.err, Contains("pipeline.depth") && Contains("/execution/batchesPerStep") && Contains(kInference));
   // Sharded alone has no depth rule.
-  CHECK(ipusim({"run", kInference, "--set", "execution.batchesPerStep=1", "--mode", "sharded"}).exit_code == 0);
+  CHECK(run_ipusim({"run", kInference, "--set", "execution.batchesPerStep=1", "--mode", "sharded"}).exit_code == 0);
   // Training on 2 IPUs: G = 2 < 3 fails, G = 3 passes.
   const std::string training = source("scenarios/mlp-training.json");
-  const Result g2 = ipusim({"run", training, "--set", "execution.gradientAccumulation=2"});
+  const Result g2 = run_ipusim({"run", training, "--set", "execution.gradientAccumulation=2"});
   CHECK(g2.exit_code == 2);
   CHECK_THAT(g2.err, Contains("pipeline.depth") && Contains("2 < 3"));
-  CHECK(ipusim({"run", training, "--set", "execution.gradientAccumulation=3"}).exit_code == 0);
+  CHECK(run_ipusim({"run", training, "--set", "execution.gradientAccumulation=3"}).exit_code == 0);
 }
 
 TEST_CASE("cli: validate accepts a model, a config and a scenario, and rejects a broken model", "[cli]") {
-  const Result model = ipusim({"validate", source("models/mlp.json")});
+  const Result model = run_ipusim({"validate", source("models/mlp.json")});
   CHECK(model.exit_code == 0);
   CHECK_THAT(model.out, Contains("valid model") && Contains("5 ops"));
-  const Result config = ipusim({"validate", source("configs/ipu-m2000.json")});
+  const Result config = run_ipusim({"validate", source("configs/ipu-m2000.json")});
   CHECK(config.exit_code == 0);
   CHECK_THAT(config.out, Contains("valid config") && Contains("4 IPU(s)"));
-  const Result scenario = ipusim({"validate", kInference});
+  const Result scenario = run_ipusim({"validate", kInference});
   CHECK(scenario.exit_code == 0);
   CHECK_THAT(scenario.out, Contains("valid scenario") && Contains("2 stage(s)"));
 
@@ -281,7 +258,7 @@ TEST_CASE("cli: validate accepts a model, a config and a scenario, and rejects a
   REQUIRE(text.find(from) != std::string::npos);
   text.replace(text.find(from), from.size(), "\"outputs\": [\"x1\"]");  // Relu writes the Gemm's x1 again
   const std::string broken = dir.write("broken-model.json", text);
-  const Result bad = ipusim({"validate", broken});
+  const Result bad = run_ipusim({"validate", broken});
   CHECK(bad.exit_code == 2);
   CHECK(bad.out.empty());
   CHECK_THAT(bad.err, Contains(broken) && Contains("/ops/1/outputs/0") && Contains("tensor.multiple-producers") &&
@@ -291,43 +268,43 @@ TEST_CASE("cli: validate accepts a model, a config and a scenario, and rejects a
 TEST_CASE("cli: -o writes the file, refuses to overwrite without --force", "[cli]") {
   TempDir dir;
   const std::string out = dir.path("report.json");
-  const Result first = ipusim({"run", kInference, "--json", "-o", out});
+  const Result first = run_ipusim({"run", kInference, "--json", "-o", out});
   REQUIRE(first.exit_code == 0);
   CHECK(first.out.empty());
   const std::string written = read_file(out);
   CHECK(Json::parse(written).at("runs").size() == 2);
 
-  const Result second = ipusim({"run", kInference, "--json", "--mode", "sharded", "-o", out});
+  const Result second = run_ipusim({"run", kInference, "--json", "--mode", "sharded", "-o", out});
   CHECK(second.exit_code == 2);
   CHECK_THAT(second.err, Contains(out) && Contains("--force"));
   CHECK(read_file(out) == written);
 
-  const Result forced = ipusim({"run", kInference, "--json", "--mode", "sharded", "-o", out, "--force"});
+  const Result forced = run_ipusim({"run", kInference, "--json", "--mode", "sharded", "-o", out, "--force"});
   CHECK(forced.exit_code == 0);
   CHECK(Json::parse(read_file(out)).at("runs").size() == 1);
   CHECK(dir.entries() == 1);  // no temporary file left behind
 }
 
 TEST_CASE("cli: --help, unknown flags and missing files", "[cli]") {
-  const Result help = ipusim({"--help"});
+  const Result help = run_ipusim({"--help"});
   CHECK(help.exit_code == 0);
   CHECK_THAT(help.out, Contains("run") && Contains("validate") && Contains("list"));
-  const Result run_help = ipusim({"run", "--help"});
+  const Result run_help = run_ipusim({"run", "--help"});
   CHECK(run_help.exit_code == 0);
   CHECK_THAT(run_help.out, Contains("--set") && Contains("--force"));
 
-  const Result flag = ipusim({"run", kInference, "--frobnicate"});
+  const Result flag = run_ipusim({"run", kInference, "--frobnicate"});
   CHECK(flag.exit_code == 2);
   CHECK_THAT(flag.err, Contains("--frobnicate"));
 
-  const Result mode = ipusim({"run", kInference, "--mode", "phased"});
+  const Result mode = run_ipusim({"run", kInference, "--mode", "phased"});
   CHECK(mode.exit_code == 2);
 
   const std::string missing = source("scenarios/no-such-scenario.json");
-  const Result none = ipusim({"run", missing});
+  const Result none = run_ipusim({"run", missing});
   CHECK(none.exit_code == 2);
   CHECK_THAT(none.err, Contains("no-such-scenario.json"));
 
-  const Result nothing = ipusim({});
+  const Result nothing = run_ipusim({});
   CHECK(nothing.exit_code == 2);
 }

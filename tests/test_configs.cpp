@@ -41,27 +41,8 @@ Json read_json(const fs::path& path) {
   return Json::parse(in);
 }
 
-// The loader's merge, redone here so the test checks the document the loader sees:
-// objects merge key by key, anything else replaces.
-void merge_into(Json& base, const Json& derived) {
-  if (!base.is_object() || !derived.is_object()) {
-    base = derived;
-    return;
-  }
-  for (auto it = derived.begin(); it != derived.end(); ++it) {
-    if (base.contains(it.key())) merge_into(base[it.key()], it.value());
-    else base[it.key()] = it.value();
-  }
-}
-
-Json resolved(const fs::path& path) {
-  Json doc = read_json(path);
-  if (!doc.contains("extends")) return doc;
-  Json merged = resolved(path.parent_path() / doc["extends"].get<std::string>());
-  doc.erase("extends");
-  merge_into(merged, doc);
-  return merged;
-}
+// The document the loader sees, "extends" merged in.
+Json resolved(const fs::path& path) { return ipusim::resolve_config_extends(read_json(path), path.string()); }
 
 std::string escape(const std::string& key) {
   std::string out;

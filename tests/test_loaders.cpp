@@ -2,6 +2,8 @@
 // column for malformed JSON) and the rule; and --set parsing and application.
 #include <catch2/catch.hpp>
 
+#include "temp_dir.hpp"
+
 #include <atomic>
 #include <filesystem>
 #include <fstream>
@@ -32,32 +34,6 @@ template <class F> InputError error_of(F&& f) {
 }
 
 // A fresh directory under the system temp dir, removed with everything in it.
-class TempDir {
-public:
-  TempDir() {
-    static std::atomic<int> counter{0};
-    path_ = fs::temp_directory_path() /
-            ("ipusim-loaders-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
-    fs::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-
-  std::string write(const std::string& name, const std::string& text) const {
-    const fs::path p = path_ / name;
-    std::ofstream(p, std::ios::binary) << text;
-    return p.string();
-  }
-  std::string write(const std::string& name, const Json& doc) const { return write(name, doc.dump(2)); }
-  std::string path(const std::string& name) const { return (path_ / name).string(); }
-
-private:
-  fs::path path_;
-};
 
 Json small_model() { return chain_model({{0, 1e6}, {1, 1e6}}, 8); }
 

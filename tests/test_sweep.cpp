@@ -4,6 +4,10 @@
 // another sweep's folder, and shards run through GNU parallel then merged.
 #include <catch2/catch.hpp>
 
+#include "temp_dir.hpp"
+
+using ipusim::test::TempDir;
+
 #include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -34,19 +38,6 @@ const std::string kSource = IPUSIM_SOURCE_DIR;
 
 std::string scenario(const std::string& name) { return kSource + "/scenarios/" + name; }
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string pattern = (fs::temp_directory_path() / "ipusim-sweep-test-XXXXXX").string();
-    REQUIRE(::mkdtemp(pattern.data()) != nullptr);
-    path = pattern;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  std::string operator/(const std::string& name) const { return (path / name).string(); }
-};
 
 void write_text(const std::string& path, const std::string& text) {
   std::ofstream out(path, std::ios::binary);

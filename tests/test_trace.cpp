@@ -2,6 +2,8 @@
 // times of its slices against hand-computed schedules on the zero-overhead system.
 #include <catch2/catch.hpp>
 
+#include "temp_dir.hpp"
+
 #include <sys/wait.h>
 
 #include <algorithm>
@@ -232,22 +234,10 @@ TEST_CASE("the same simulation gives the same trace, byte for byte", "[trace]") 
 namespace {
 
 // A fresh directory under the system's temporary directory, removed at the end.
-struct TempDir {
-  std::filesystem::path path;
-  TempDir() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "ipusim-trace-XXXXXX").string();
-    REQUIRE(::mkdtemp(pattern.data()) != nullptr);
-    path = pattern;
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path, ignored);
-  }
-};
 
 int run_ipusim(const std::string& args, const TempDir& dir) {
-  const std::string command = std::string("'") + IPUSIM_BINARY + "' " + args + " > '" + (dir.path / "stdout").string() +
-                              "' 2> '" + (dir.path / "stderr").string() + "'";
+  const std::string command = std::string("'") + IPUSIM_BINARY + "' " + args + " > '" + (dir.root() / "stdout").string() +
+                              "' 2> '" + (dir.root() / "stderr").string() + "'";
   const int status = std::system(command.c_str());
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
@@ -264,11 +254,11 @@ Json read_json(const std::filesystem::path& path) {
 TEST_CASE("ipusim run --trace writes a trace beside the report, honouring --force", "[trace][cli]") {
   const TempDir dir;
   const std::string scenario = std::string("'") + IPUSIM_SOURCE_DIR + "/scenarios/mlp-inference.json'";
-  const std::string trace = "'" + (dir.path / "mlp.trace.json").string() + "'";
-  const std::string report = "'" + (dir.path / "report.json").string() + "'";
+  const std::string trace = "'" + (dir.root() / "mlp.trace.json").string() + "'";
+  const std::string report = "'" + (dir.root() / "report.json").string() + "'";
 
   REQUIRE(run_ipusim("run " + scenario + " --trace " + trace + " --json -o " + report, dir) == 0);
-  const Json doc = read_json(dir.path / "mlp.trace.json");
+  const Json doc = read_json(dir.root() / "mlp.trace.json");
   REQUIRE(doc.contains("traceEvents"));
   std::size_t slices = 0;
   std::set<std::string> processes;
@@ -280,18 +270,18 @@ TEST_CASE("ipusim run --trace writes a trace beside the report, honouring --forc
   CHECK(processes == std::set<std::string>{"sharded", "pipelined (popart)"});
   CHECK(doc.at("otherData").at("scenario") == "mlp-inference");
   // The report was written too, and agrees on the step times.
-  const Json rep = read_json(dir.path / "report.json");
+  const Json rep = read_json(dir.root() / "report.json");
   REQUIRE(rep.at("runs").size() == 2);
   CHECK(rep.at("runs")[0].at("step_time_s") == doc.at("otherData").at("step_time_s").at("sharded"));
 
   // An existing trace is kept unless --force; the table on standard output works too.
-  const auto size = std::filesystem::file_size(dir.path / "mlp.trace.json");
-  std::filesystem::resize_file(dir.path / "mlp.trace.json", 0);
+  const auto size = std::filesystem::file_size(dir.root() / "mlp.trace.json");
+  std::filesystem::resize_file(dir.root() / "mlp.trace.json", 0);
   CHECK(run_ipusim("run " + scenario + " --trace " + trace, dir) == 2);
-  CHECK(std::filesystem::file_size(dir.path / "mlp.trace.json") == 0);
+  CHECK(std::filesystem::file_size(dir.root() / "mlp.trace.json") == 0);
   CHECK(run_ipusim("run " + scenario + " --trace " + trace + " --force", dir) == 0);
-  CHECK(std::filesystem::file_size(dir.path / "mlp.trace.json") == size);
-  CHECK(std::filesystem::file_size(dir.path / "stdout") > 0);
+  CHECK(std::filesystem::file_size(dir.root() / "mlp.trace.json") == size);
+  CHECK(std::filesystem::file_size(dir.root() / "stdout") > 0);
   // One file cannot be both.
   CHECK(run_ipusim("run " + scenario + " --trace " + trace + " -o " + trace + " --force", dir) == 2);
 }

@@ -128,9 +128,13 @@ Json resolve_extends(const Json& document, const std::string& origin, std::vecto
 
 } // namespace
 
-HardwareConfig hardware_from_json(const Json& raw_document, const std::string& origin) {
+Json resolve_config_extends(const Json& document, const std::string& origin) {
   std::vector<std::string> chain{origin.substr(0, origin.find('#'))};
-  const Json document = resolve_extends(raw_document, origin, chain);
+  return resolve_extends(document, origin, chain);
+}
+
+HardwareConfig hardware_from_json(const Json& raw_document, const std::string& origin) {
+  const Json document = resolve_config_extends(raw_document, origin);
   ObjectReader root(document, origin, "");
   HardwareConfig hw;
   hw.file = origin;

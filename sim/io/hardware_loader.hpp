@@ -7,6 +7,8 @@
 namespace ipusim {
 
 HardwareConfig load_hardware(const std::string& path);
+// The config with its "extends" chain merged in (objects key by key, anything else replaces).
+nlohmann::json resolve_config_extends(const nlohmann::json& document, const std::string& origin);
 HardwareConfig hardware_from_json(const nlohmann::json& document, const std::string& origin);
 
 } // namespace ipusim
