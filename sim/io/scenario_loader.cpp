@@ -115,6 +115,8 @@ Scenario scenario_from_json(Json document, const std::string& path, const std::v
   root.optional_string("description", "");
   Referenced model = resolve(root, "model", path);
   Referenced config = resolve(root, "config", path);
+  // Overrides address the config as run, its "extends" chain merged in.
+  config.document = resolve_config_extends(config.document, config.origin);
   for (const auto& o : overrides) {
     if (o.path.rfind("model.", 0) == 0) apply_override(model.document, o.path.substr(6), o.value, o.path);
     if (o.path.rfind("config.", 0) == 0) apply_override(config.document, o.path.substr(7), o.value, o.path);
