@@ -78,10 +78,7 @@ void describe_activations(const Model& m, const ModelGraph& g, const std::vector
         for (const auto& t : m.ops[op].outputs) read.insert(t);
     }
     auto bytes = [&](const std::string& t) { return m.tensor(t).bytes_per_micro_batch(micro_batch_size); };
-    for (const auto& t : read) {
-      st.stash_tensors.push_back(t);
-      st.stash_bytes += bytes(t);
-    }
+    st.stash_tensors.assign(read.begin(), read.end());
     for (const auto& t : entering) {
       st.boundary_tensors.push_back(t);
       st.boundary_bytes += bytes(t);

@@ -31,7 +31,6 @@ struct PlanStage {
   // that is stashed under recomputation), and the peak of activations live while it runs.
   std::vector<std::string> stash_tensors;
   std::vector<std::string> boundary_tensors;
-  double stash_bytes = 0;     // per micro-batch
   double boundary_bytes = 0;  // per micro-batch
   double live_bytes = 0;      // per micro-batch
 
