@@ -22,6 +22,7 @@ int main(int argc, char** argv) {
     add(&add_list_command);
     add(&add_sweep_command);
     add(&add_report_command);
+    add(&add_costs_command);
     return list;
   }();
 

@@ -5,19 +5,32 @@
 
 namespace ipusim {
 
+OpCost& OpCost::operator+=(const OpCost& other) {
+  compute_cycles += other.compute_cycles;
+  exchange_cycles += other.exchange_cycles;
+  sync_cycles += other.sync_cycles;
+  temp_bytes_per_tile = std::max(temp_bytes_per_tile, other.temp_bytes_per_tile);
+  return *this;
+}
+
 const std::vector<CostModelInfo>& cost_models() {
   static const std::vector<CostModelInfo> registry{
-      {"tile", "BSP superstep per op: compute over the usable tiles + on-chip exchange of its inputs + a tile sync",
+      {"poplibs",
+       "the default: each op as poplibs runs it on the tiles; matmuls and convolutions planned over the AMP units "
+       "(partitions, padding, exchange, partial-sum reduction), other ops at their vertex cycle rates, every "
+       "compute set paying its exchange and sync (docs/cost-model.md)",
+       &make_poplibs_cost_model},
+      {"tile", "BSP superstep per op: FLOPs over the usable tiles x efficiency + on-chip exchange of its inputs + a sync",
        &make_tile_cost_model},
-      {"compute", "compute over the usable tiles only: no exchange, no sync (a lower bound)",
+      {"compute", "FLOPs over the usable tiles x efficiency only: no exchange, no sync (for closed-form tests)",
        &make_compute_cost_model},
   };
   return registry;
 }
 
-std::unique_ptr<CostModel> make_cost_model(const std::string& name, const IpuSpec& ipu) {
+std::unique_ptr<CostModel> make_cost_model(const std::string& name, const IpuSpec& ipu, const CostOptions& options) {
   for (const auto& info : cost_models())
-    if (info.name == name) return info.make(ipu);
+    if (info.name == name) return info.make(ipu, options);
   return nullptr;
 }
 
@@ -41,10 +54,13 @@ double compute_cycles(const OpWork& work, const IpuSpec& ipu) {
 
 class TileCostModel final : public CostModel {
 public:
-  explicit TileCostModel(const IpuSpec& ipu) : ipu_(ipu) {}
-  double seconds(const OpWork& work) const override {
-    const double exchange = work.input_bytes / tiles_used(work, ipu_) / ipu_.exchange_bytes_per_cycle_per_tile;
-    return (compute_cycles(work, ipu_) + exchange + ipu_.sync_cycles) / ipu_.clock_hz;
+  explicit TileCostModel(const IpuSpec& ipu) : CostModel(ipu), ipu_(ipu) {}
+  OpCost cost(const OpWork& work) const override {
+    OpCost c;
+    c.compute_cycles = compute_cycles(work, ipu_);
+    c.exchange_cycles = work.input_bytes / tiles_used(work, ipu_) / ipu_.exchange_bytes_per_cycle_per_tile;
+    c.sync_cycles = ipu_.sync_cycles;
+    return c;
   }
 
 private:
@@ -53,8 +69,12 @@ private:
 
 class ComputeCostModel final : public CostModel {
 public:
-  explicit ComputeCostModel(const IpuSpec& ipu) : ipu_(ipu) {}
-  double seconds(const OpWork& work) const override { return compute_cycles(work, ipu_) / ipu_.clock_hz; }
+  explicit ComputeCostModel(const IpuSpec& ipu) : CostModel(ipu), ipu_(ipu) {}
+  OpCost cost(const OpWork& work) const override {
+    OpCost c;
+    c.compute_cycles = compute_cycles(work, ipu_);
+    return c;
+  }
 
 private:
   IpuSpec ipu_;
@@ -62,8 +82,10 @@ private:
 
 } // namespace
 
-std::unique_ptr<CostModel> make_tile_cost_model(const IpuSpec& ipu) { return std::make_unique<TileCostModel>(ipu); }
-std::unique_ptr<CostModel> make_compute_cost_model(const IpuSpec& ipu) {
+std::unique_ptr<CostModel> make_tile_cost_model(const IpuSpec& ipu, const CostOptions&) {
+  return std::make_unique<TileCostModel>(ipu);
+}
+std::unique_ptr<CostModel> make_compute_cost_model(const IpuSpec& ipu, const CostOptions&) {
   return std::make_unique<ComputeCostModel>(ipu);
 }
 

@@ -84,11 +84,65 @@ double derived_flops_per_sample(const Model& m, const Op& op) {
   cannot_derive(m, op, "the op type is not one ipusim knows");
 }
 
-OpWork forward_work(const Model& m, const Op& op, std::int64_t micro_batch_size) {
+double Operand::elements() const {
+  double n = 1;
+  for (auto d : shape) n *= static_cast<double>(d);
+  return n;
+}
+
+std::int64_t Operand::dim(int from_end) const {
+  const auto rank = static_cast<int>(shape.size());
+  return from_end >= 1 && from_end <= rank ? shape[static_cast<std::size_t>(rank - from_end)] : 1;
+}
+
+TensorFacts tensor_facts(const Model& m) {
+  // Views keep their input's layout (Poplar reshapes and slices in place); a Transpose
+  // permutes it. Fixed points, so the order of the ops in the file does not matter.
+  static const std::set<std::string> views{"Reshape", "Flatten", "Identity", "Squeeze", "Unsqueeze"};
+  TensorFacts f;
+  for (const auto& [name, t] : m.tensors)
+    if (t.kind == TensorKind::Weight) f.need_gradient.insert(name);
+  bool changed = true;
+  while (changed) {
+    changed = false;
+    for (const Op& op : m.ops) {
+      bool rearranges = op.type == "Transpose", differentiable = false;
+      for (const auto& t : op.inputs) {
+        rearranges = rearranges || (views.count(op.type) && f.rearranged.count(t));
+        differentiable = differentiable || f.need_gradient.count(t);
+      }
+      for (const auto& t : op.outputs) {
+        if (rearranges) changed = f.rearranged.insert(t).second || changed;
+        if (differentiable) changed = f.need_gradient.insert(t).second || changed;
+      }
+    }
+  }
+  return f;
+}
+
+namespace {
+
+Operand operand_of(const Model& m, const std::string& name, std::int64_t micro_batch_size, const TensorFacts& facts) {
+  const Tensor& t = m.tensor(name);
+  Operand o;
+  o.name = name;
+  o.dtype = t.dtype;
+  o.kind = t.kind;
+  o.rearranged = facts.rearranged.count(name) > 0;
+  o.needs_gradient = facts.need_gradient.count(name) > 0;
+  if (t.kind != TensorKind::Weight) o.shape.push_back(micro_batch_size);
+  o.shape.insert(o.shape.end(), t.shape.begin(), t.shape.end());
+  return o;
+}
+
+} // namespace
+
+OpWork forward_work(const Model& m, const Op& op, std::int64_t micro_batch_size, const TensorFacts& facts) {
   const double mbs = static_cast<double>(micro_batch_size);
   OpWork w;
   w.op_type = op.type;
   w.dtype = m.tensor(op.outputs.front()).dtype;
+  w.declared_flops = op.flops.has_value();
   w.flops = (op.flops ? *op.flops : derived_flops_per_sample(m, op)) * mbs;
   double parallel = 0;
   for (const auto& t : op.outputs) parallel += m.tensor(t).bytes_per_micro_batch(micro_batch_size) /
@@ -99,11 +153,15 @@ OpWork forward_work(const Model& m, const Op& op, std::int64_t micro_batch_size)
                                       static_cast<double>(dtype_bytes(m.tensor(op.inputs[0]).dtype)));
   w.parallel_elements = parallel;
   w.input_bytes = bytes_read(m, op, micro_batch_size);
+  for (const auto& t : op.inputs) w.inputs.push_back(operand_of(m, t, micro_batch_size, facts));
+  for (const auto& t : op.outputs) w.outputs.push_back(operand_of(m, t, micro_batch_size, facts));
   return w;
 }
 
-OpWork backward_work(const Model& m, const Op& op, std::int64_t micro_batch_size) {
-  OpWork w = forward_work(m, op, micro_batch_size);
+OpWork backward_work(const Model& m, const Op& op, std::int64_t micro_batch_size, const TensorFacts& facts) {
+  OpWork w = forward_work(m, op, micro_batch_size, facts);
+  w.pass = OpPass::Backward;
+  w.declared_flops = op.backward_flops.has_value() || op.flops.has_value();
   w.flops = op.backward_flops ? *op.backward_flops * static_cast<double>(micro_batch_size) : 2.0 * w.flops;
   w.input_bytes += bytes_written(m, op, micro_batch_size);  // the gradients of its outputs
   return w;
@@ -120,7 +178,7 @@ int optimizer_state_tensors(Optimizer optimizer) {
 }
 
 OpWork weight_update_work(double weight_elements, double weight_bytes, DType dtype, Optimizer optimizer,
-                          DType state_dtype) {
+                          DType state_dtype, double weight_tensors) {
   double flops_per_weight = 2;
   switch (optimizer) {
   case Optimizer::Sgd: flops_per_weight = 2; break;
@@ -130,7 +188,12 @@ OpWork weight_update_work(double weight_elements, double weight_bytes, DType dty
   }
   OpWork w;
   w.op_type = "WeightUpdate";
+  w.pass = OpPass::WeightUpdate;
   w.dtype = dtype;
+  w.optimizer = optimizer;
+  w.state_dtype = state_dtype;
+  w.weight_tensors = weight_tensors;
+  w.outputs.push_back({"weights", {static_cast<std::int64_t>(weight_elements)}, dtype, TensorKind::Weight, false, true});
   w.flops = flops_per_weight * weight_elements;
   w.parallel_elements = weight_elements;
   w.input_bytes = 2.0 * weight_bytes + optimizer_state_tensors(optimizer) * weight_elements *

@@ -20,6 +20,7 @@ std::string event_kind_name(EventKind kind) {
   case EventKind::Exchange: return "exchange";
   case EventKind::Sync: return "sync";
   case EventKind::Receive: return "receive";
+  case EventKind::StreamingMemory: return "streaming-memory";
   }
   return "?";
 }
@@ -33,6 +34,8 @@ constexpr double kHostSpeed = 1e12;
 struct Platform {
   std::vector<sg4::Host*> ipus;
   sg4::Host* host = nullptr;
+  std::vector<sg4::Host*> memory_of_ipu;  // the Streaming Memory behind each IPU (none: empty)
+  std::vector<int> memory_slot_of_ipu;    // its traffic slot
   std::vector<std::vector<Route>> routes;
   std::vector<std::string> link_names;        // directed: 2 per IPU-Link, then 2 per host link
   // Directed link slots along the route from src to dst; the host is -1. Indexed [(src+1)*(n+1)+dst+1].
@@ -97,6 +100,27 @@ Platform build_platform(const HardwareConfig& hw) {
                     {{link, sg4::LinkInRoute::Direction::DOWN}}, false);
     p.slots(-1, i) = {host_slot0 + 2 * g};
     p.slots(i, -1) = {host_slot0 + 2 * g + 1};
+  }
+  // One Streaming Memory per group of `shared_by` IPUs: reads and writes share its bandwidth.
+  if (hw.streaming_memory.present) {
+    const int per = hw.streaming_memory.shared_by;
+    sg4::Host* memory = nullptr;
+    sg4::Link* channel = nullptr;
+    for (int i = 0; i < hw.ipu_count; ++i) {
+      if (i % per == 0) {
+        const std::string who = per == 1 ? "ipu" + std::to_string(i)
+                                         : "ipu" + std::to_string(i) + "-" + std::to_string(i + per - 1);
+        memory = zone->create_host("memory" + std::to_string(i / per), kHostSpeed);
+        channel = zone->create_link("memory-channel" + std::to_string(i / per), hw.streaming_memory.bandwidth_bytes_per_s)
+                      ->set_latency(hw.streaming_memory.latency_s)
+                      ->seal();
+        p.link_names.push_back("streaming-memory(" + who + ")");
+      }
+      zone->add_route(memory->get_netpoint(), p.ipus[i]->get_netpoint(), nullptr, nullptr,
+                      {sg4::LinkInRoute(channel)}, true);
+      p.memory_of_ipu.push_back(memory);
+      p.memory_slot_of_ipu.push_back(static_cast<int>(p.link_names.size()) - 1);
+    }
   }
   zone->seal();
   return p;
@@ -169,6 +193,21 @@ struct IpuRunner {
         auto comm = sg4::Comm::sendto_async(me, p.host, static_cast<std::uint64_t>(step.bytes));
         comm->wait();
         record(program->ipu, -1, -1, step.bytes, comm);
+        break;
+      }
+      case StepKind::StateLoad:
+      case StepKind::StateStore: {
+        e.kind = EventKind::StreamingMemory;
+        sg4::Host* memory = p.memory_of_ipu.at(static_cast<std::size_t>(program->ipu));
+        const bool load = step.kind == StepKind::StateLoad;
+        auto comm = load ? sg4::Comm::sendto_async(memory, me, static_cast<std::uint64_t>(step.bytes))
+                         : sg4::Comm::sendto_async(me, memory, static_cast<std::uint64_t>(step.bytes));
+        comm->wait();
+        const int slot = p.memory_slot_of_ipu.at(static_cast<std::size_t>(program->ipu));
+        shared->link_bytes[slot] += step.bytes;
+        transfers->push_back({load ? -2 : program->ipu, load ? program->ipu : -2, -1, comm->get_start_time(),
+                              comm->get_finish_time(), step.bytes, {slot}});
+        ++shared->activities;
         break;
       }
       case StepKind::Exchange: {

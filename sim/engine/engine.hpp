@@ -13,7 +13,8 @@
 namespace ipusim {
 
 // Receive: waiting for an asynchronous copy to arrive (idle time, not work).
-enum class EventKind { Compute, HostInput, HostOutput, Exchange, Sync, Receive };
+// StreamingMemory: optimizer state moving to or from Streaming Memory.
+enum class EventKind { Compute, HostInput, HostOutput, Exchange, Sync, Receive, StreamingMemory };
 std::string event_kind_name(EventKind kind);
 
 struct Event {
@@ -33,7 +34,7 @@ struct LinkTraffic {
 
 // One transfer over the links of its route (an inter-IPU copy or a host stream).
 struct TransferRecord {
-  int src = 0, dst = 0;       // IPU ids; -1 is the host
+  int src = 0, dst = 0;       // IPU ids; -1 is the host, -2 the IPU's Streaming Memory
   int copy = -1;              // the plan's copy id; -1 for host streams
   double start = 0, end = 0;  // when the bytes moved (after both sides were ready)
   double bytes = 0;

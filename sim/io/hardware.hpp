@@ -10,6 +10,35 @@
 
 namespace ipusim {
 
+// What the shape-aware cost model ("poplibs") needs to know about a tile, beyond its peak:
+// the AMP (accumulating matrix product) units that run matmuls and convolutions, the
+// worker threads and vector width that run everything else, and the on-chip exchange.
+// Values and their sources live in configs/ipus/*.json under "ipu"/"tileArchitecture".
+struct TileArchitecture {
+  int worker_contexts = 6;              // barrel-scheduled worker threads per tile
+  int data_path_bytes = 8;              // one load/store and one vector op: f16v4, f32v2
+  // AMP: per cycle each conv unit multiplies `input_load_elements` inputs with its weights;
+  // a chain of `chain_length` loads makes one input-channel group.
+  int amp_conv_units_f16 = 16, amp_conv_units_f32 = 8;
+  int amp_input_load_elements_f16 = 4, amp_input_load_elements_f32 = 2;
+  int amp_chain_length = 4;
+  double amp_weight_load_bytes_per_cycle = 16;
+  int tiles_per_exchange_bus = 2;       // tile pairs receive a broadcast at twice the rate
+  double memcpy_bytes_per_cycle = 8;    // on-tile copies
+  double compute_set_sync_cycles = 90;  // every compute set ends in an IPU-wide sync
+  double exchange_overhead_cycles = 100;  // fixed cost of an exchange phase, however small
+  double min_bytes_per_tile = 128;      // Poplar's linear mapping puts no less than this on a tile
+
+  int conv_units(DType dtype) const { return dtype == DType::Float32 ? amp_conv_units_f32 : amp_conv_units_f16; }
+  int input_load_elements(DType dtype) const {
+    return dtype == DType::Float32 ? amp_input_load_elements_f32 : amp_input_load_elements_f16;
+  }
+  // Input channels one AMP pass consumes (the weights per conv unit).
+  int input_channels_per_group(DType dtype) const { return input_load_elements(dtype) * amp_chain_length; }
+  // Elements of `dtype` in one vector (data path) operation.
+  int vector_width(DType dtype) const { return data_path_bytes / static_cast<int>(dtype_bytes(dtype)); }
+};
+
 struct IpuSpec {
   std::string name;
   std::int64_t tiles = 0;
@@ -23,6 +52,7 @@ struct IpuSpec {
   double code_bytes_per_op = 0;         // code and control an op leaves on each tile it uses
   double default_efficiency = 1;
   std::map<std::string, double> efficiency;  // by op type
+  TileArchitecture tile;
 
   // Integer and bool work runs at the float32 rate.
   double flops_per_cycle_per_tile(DType dtype) const {
@@ -50,8 +80,9 @@ struct HostLinkSpec {
 // Off-chip DDR (IPU-M2000 Streaming Memory) that optimizer state may live in.
 struct StreamingMemorySpec {
   bool present = false;
-  double bandwidth_bytes_per_s = 0;  // per IPU while it streams
+  double bandwidth_bytes_per_s = 0;  // of one memory, shared by its IPUs' reads and writes
   double latency_s = 0;
+  int shared_by = 1;                 // consecutive IPUs behind one memory (4: an IPU-M2000's DDR)
 };
 
 struct HardwareConfig {

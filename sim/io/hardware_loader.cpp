@@ -5,6 +5,7 @@
 #include <set>
 
 #include "sim/io/json_reader.hpp"
+#include "sim/io/tile_architecture_loader.hpp"
 
 namespace ipusim {
 
@@ -41,6 +42,7 @@ IpuSpec read_ipu(ObjectReader r) {
   }
   if (!eff.has("default")) throw r.error("efficiency", "json.missing-key", "efficiency needs a \"default\" entry");
   eff.finish();
+  if (r.has("tileArchitecture")) ipu.tile = read_tile_architecture(r.object("tileArchitecture"));
   r.finish();
   return ipu;
 }
@@ -63,6 +65,15 @@ LinkSpec read_link(ObjectReader r, int ipu_count) {
   link.latency_s = require_non_negative(r, "latencySeconds", r.required_number("latencySeconds"));
   r.finish();
   return link;
+}
+
+// "sharedBy": how many consecutive IPUs one resource (a host link, a Streaming Memory) serves.
+int shared_by(ObjectReader& r, int ipu_count) {
+  const auto n = r.optional_int("sharedBy", 1);
+  if (n < 1 || ipu_count % n != 0)
+    throw r.error("sharedBy", "link.bad-sharing",
+                  "sharedBy must divide ipuCount (" + std::to_string(ipu_count) + "), got " + std::to_string(n));
+  return static_cast<int>(n);
 }
 
 // A source entry must name a figure that exists, so citations cannot drift from the values.
@@ -168,12 +179,7 @@ HardwareConfig hardware_from_json(const Json& raw_document, const std::string& o
     hw.host_link.bandwidth_bytes_per_s =
         require_positive(host, "bandwidthBytesPerSecond", host.required_number("bandwidthBytesPerSecond"));
     hw.host_link.latency_s = require_non_negative(host, "latencySeconds", host.required_number("latencySeconds"));
-    const auto shared_by = host.optional_int("sharedBy", 1);
-    if (shared_by < 1 || hw.ipu_count % shared_by != 0)
-      throw host.error("sharedBy", "link.bad-sharing",
-                       "sharedBy must divide ipuCount (" + std::to_string(hw.ipu_count) + "), got " +
-                           std::to_string(shared_by));
-    hw.host_link.shared_by = static_cast<int>(shared_by);
+    hw.host_link.shared_by = shared_by(host, hw.ipu_count);
     host.finish();
   }
   if (root.has("streamingMemory")) {
@@ -182,6 +188,7 @@ HardwareConfig hardware_from_json(const Json& raw_document, const std::string& o
     hw.streaming_memory.bandwidth_bytes_per_s =
         require_positive(sm, "bandwidthBytesPerSecond", sm.required_number("bandwidthBytesPerSecond"));
     hw.streaming_memory.latency_s = require_non_negative(sm, "latencySeconds", sm.required_number("latencySeconds"));
+    hw.streaming_memory.shared_by = shared_by(sm, hw.ipu_count);
     sm.finish();
   }
   check_sources(document, root, origin, hw.sources);

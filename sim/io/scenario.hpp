@@ -17,6 +17,11 @@ enum class Recomputation { None, Pipeline };
 enum class Optimizer { Sgd, Momentum, Adam, Lamb };
 std::string optimizer_name(Optimizer optimizer);
 
+// PopART's AccumulateOuterFragmentSchedule: how the weight updates after the flush (the
+// "accumulate outer fragment") are spread over the IPUs (popart-semantics.md).
+enum class WeightUpdateSchedule { Serial, OverlapCycleOptimized, OverlapMemoryOptimized };
+std::string weight_update_schedule_name(WeightUpdateSchedule schedule);
+
 struct Execution {
   std::vector<Mode> modes{Mode::Sharded, Mode::Pipelined};
   std::string schedule = "popart";  // the pipelined schedule, by name
@@ -25,12 +30,27 @@ struct Execution {
   std::int64_t gradient_accumulation = 1;  // G: micro-batches per weight update (training)
   std::int64_t batches_per_step = 1;
   bool host_io = true;                 // false = synthetic data on the device, no host streams
-  std::string cost_model = "tile";
+  std::string cost_model = "poplibs";
   // PopART's default is None; PopTorch turns Pipeline on when pipelining over more than one IPU.
   Recomputation recomputation = Recomputation::None;
   Optimizer optimizer = Optimizer::Sgd;
   DType optimizer_state_dtype = DType::Float32;
   bool optimizer_state_off_chip = false;  // in Streaming Memory, streamed in for each weight update
+  // Replicated tensor sharding: each replica holds and updates 1/replicas of the optimizer
+  // state; gradients are reduce-scattered and the updated weights all-gathered.
+  bool replicated_tensor_sharding = false;
+  WeightUpdateSchedule weight_update_schedule = WeightUpdateSchedule::Serial;
+  std::vector<std::int64_t> weight_update_excluded_ipus;  // excludedVirtualGraphs: updated one at a time
+  DType partials_type = DType::Float32;          // partialsTypeMatMuls: PopART's default is float
+  // availableMemoryProportion of each virtual IPU (one value: every IPU); poplibs' default 0.6.
+  std::vector<double> available_memory_proportion{0.6};
+  std::int64_t io_tiles = 0;                     // numIOTiles
+  double sequences_per_sample = 1;               // packed BERT: sequences in one (packed) sample, on average
+
+  double available_memory_proportion_of(int virtual_ipu) const {
+    const auto i = static_cast<std::size_t>(virtual_ipu);
+    return i < available_memory_proportion.size() ? available_memory_proportion[i] : available_memory_proportion.back();
+  }
   std::int64_t replicas = 1;               // data-parallel copies of the pipeline on disjoint IPUs
   std::vector<std::int64_t> placement;     // physical IPU of virtual IPU v in replica r at r*width+v; empty = in order
 };

@@ -20,7 +20,57 @@ std::string optimizer_name(Optimizer optimizer) {
   return "?";
 }
 
+std::string weight_update_schedule_name(WeightUpdateSchedule schedule) {
+  switch (schedule) {
+  case WeightUpdateSchedule::Serial: return "Serial";
+  case WeightUpdateSchedule::OverlapCycleOptimized: return "OverlapCycleOptimized";
+  case WeightUpdateSchedule::OverlapMemoryOptimized: return "OverlapMemoryOptimized";
+  }
+  return "?";
+}
+
 namespace {
+
+double proportion(const ObjectReader& r, const std::string& key, const Json& value) {
+  if (!value.is_number())
+    throw r.error(key, "json.type", "availableMemoryProportion is a number in (0, 1], got " + json_type_name(value));
+  const double v = value.get<double>();
+  if (!(v > 0 && v <= 1))
+    throw r.error(key, "value.out-of-range",
+                  "availableMemoryProportion must lie in (0, 1] (the share of a tile's memory a matmul or "
+                  "convolution may use for temporaries), got " + value.dump());
+  return v;
+}
+
+std::vector<double> available_memory_proportion(ObjectReader& r) {
+  const Json* v = r.maybe_value("availableMemoryProportion");
+  if (!v) return {0.6};
+  if (!v->is_array()) return {proportion(r, "availableMemoryProportion", *v)};
+  if (v->empty())
+    throw r.error("availableMemoryProportion", "value.out-of-range",
+                  "give one availableMemoryProportion, or one per virtual IPU");
+  std::vector<double> out;
+  for (std::size_t i = 0; i < v->size(); ++i)
+    out.push_back(proportion(r, "availableMemoryProportion/" + std::to_string(i), (*v)[i]));
+  return out;
+}
+
+void read_weight_update_settings(ObjectReader r, Execution& e) {
+  const std::string schedule = r.optional_string("schedule", "Serial");
+  if (schedule == "Serial") e.weight_update_schedule = WeightUpdateSchedule::Serial;
+  else if (schedule == "OverlapCycleOptimized") e.weight_update_schedule = WeightUpdateSchedule::OverlapCycleOptimized;
+  else if (schedule == "OverlapMemoryOptimized") e.weight_update_schedule = WeightUpdateSchedule::OverlapMemoryOptimized;
+  else
+    throw r.error("schedule", "scenario.bad-weight-update-schedule",
+                  "unknown accumulate outer fragment schedule \"" + schedule +
+                      "\" (expected Serial, OverlapCycleOptimized or OverlapMemoryOptimized, as PopART spells them)");
+  e.weight_update_excluded_ipus = r.int_list("excludedVirtualGraphs", false);
+  for (std::size_t i = 0; i < e.weight_update_excluded_ipus.size(); ++i)
+    if (e.weight_update_excluded_ipus[i] < 0)
+      throw r.error("excludedVirtualGraphs/" + std::to_string(i), "value.out-of-range",
+                    "a virtual graph id is not negative");
+  r.finish();
+}
 
 std::int64_t positive_int(ObjectReader& r, const std::string& key, std::int64_t fallback) {
   const auto v = r.optional_int(key, fallback);
@@ -89,8 +139,26 @@ Execution execution_from_json(const Json& execution, const std::string& origin) 
     else if (location != "on-chip")
       throw o.error("stateLocation", "scenario.bad-optimizer",
                     "stateLocation must be on-chip or streaming-memory, got \"" + location + "\"");
+    e.replicated_tensor_sharding = o.optional_bool("replicatedTensorSharding", false);
     o.finish();
   }
+  if (r.has("accumulateOuterFragmentSettings"))
+    read_weight_update_settings(r.object("accumulateOuterFragmentSettings"), e);
+  const std::string partials = r.optional_string("partialsTypeMatMuls", "float");
+  if (partials == "float") e.partials_type = DType::Float32;
+  else if (partials == "half") e.partials_type = DType::Float16;
+  else throw r.error("partialsTypeMatMuls", "scenario.bad-partials-type",
+                     "partialsTypeMatMuls is \"float\" or \"half\" (as PopART spells it), got \"" + partials + "\"");
+  e.available_memory_proportion = available_memory_proportion(r);
+  e.io_tiles = r.optional_int("numIOTiles", 0);
+  if (e.io_tiles < 0)
+    throw r.error("numIOTiles", "value.out-of-range", "numIOTiles counts tiles: 0 or more, got " +
+                                                          std::to_string(e.io_tiles));
+  e.sequences_per_sample = r.optional_number("sequencesPerSample", 1);
+  if (!(e.sequences_per_sample >= 1 && e.sequences_per_sample <= 1e6))
+    throw r.error("sequencesPerSample", "value.out-of-range",
+                  "sequencesPerSample (packed inputs: sequences in one sample on average) lies in [1, 1e6], got " +
+                      Json(e.sequences_per_sample).dump());
   if (!e.training && e.gradient_accumulation != 1)
     throw r.error("gradientAccumulation", "scenario.accumulation-without-training",
                   "gradient accumulation applies to training only; for inference the pipeline depth is batchesPerStep");

@@ -59,8 +59,8 @@ MemoryReport estimate_memory(const Scenario& sc, const Plan& plan, const std::ve
   for (const PlanIpu& ipu : plan.ipus) {
     Ledger ledger(ipu_spec, m);
     // The fixed order of categories in every report.
-    for (const char* name : {"weights", "gradient accumulators", "optimizer state", "activations", "stash",
-                             "host stream buffers", "code and control"})
+    for (const char* name : {"weights", "gradient accumulators", "optimizer state", "activations",
+                             "matmul temporaries", "stash", "host stream buffers", "code and control"})
       ledger.entry(name);
 
     for (const auto& w : ipu.weights) {
@@ -69,8 +69,11 @@ MemoryReport estimate_memory(const Scenario& sc, const Plan& plan, const std::ve
       if (ex.training) {
         // The gradient is accumulated over G micro-batches in a buffer of the weight's type.
         ledger.add_tensor("gradient accumulators", w, bytes);
+        // Replicated tensor sharding leaves each replica 1/replicas of the state.
+        const double shards = ex.replicated_tensor_sharding ? static_cast<double>(ex.replicas) : 1.0;
         const double state = static_cast<double>(optimizer_state_tensors(ex.optimizer) * m.tensor(w).elements() *
-                                                 dtype_bytes(ex.optimizer_state_dtype));
+                                                 dtype_bytes(ex.optimizer_state_dtype)) /
+                             shards;
         // Off-chip state needs no SRAM between updates; it passes through in slices.
         if (!ex.optimizer_state_off_chip)
           for (int i = 0; i < optimizer_state_tensors(ex.optimizer); ++i)
@@ -100,6 +103,9 @@ MemoryReport estimate_memory(const Scenario& sc, const Plan& plan, const std::ve
     }
     // Activations are spread like one float tensor of that size.
     ledger.add("activations", live, tile0_share(live, 2, ipu_spec));
+    // The largest operand copies and partial sums a matmul or convolution here keeps while it runs.
+    ledger.add("matmul temporaries", ipu.temp_bytes_per_tile * static_cast<double>(ipu_spec.tiles),
+               ipu.temp_bytes_per_tile);
 
     for (int s : ipu.stages) {
       const PlanStage& st = plan.stages[s];
@@ -127,7 +133,7 @@ MemoryReport estimate_memory(const Scenario& sc, const Plan& plan, const std::ve
       const PlanStage& st = plan.stages[s];
       if (st.backward) continue;
       for (std::size_t op : st.ops) {
-        const double tiles = tiles_used(forward_work(m, m.ops[op], ex.micro_batch_size), ipu_spec);
+        const double tiles = tiles_used(forward_work(m, m.ops[op], ex.micro_batch_size), ipu_spec);  // FLOP models' spread
         const double copies = ex.training ? 2.0 : 1.0;
         ledger.add("code and control", copies * per_op * tiles, copies * per_op);
       }

@@ -18,6 +18,7 @@ RunMetrics compute_metrics(Mode mode, const Schedule& schedule, const RunLog& lo
   r.sync_seconds = schedule.sync_seconds;
   r.activities = log.activities;
   r.throughput_samples_per_s = r.step_time_s > 0 ? static_cast<double>(r.samples) / r.step_time_s : 0;
+  r.throughput_sequences_per_s = r.throughput_samples_per_s * ex.sequences_per_sample;
 
   std::map<int, IpuMetrics> ipus;
   std::map<int, double> allreduce;
@@ -40,6 +41,7 @@ RunMetrics compute_metrics(Mode mode, const Schedule& schedule, const RunLog& lo
       break;
     case EventKind::Sync: m.sync_s += d; break;
     case EventKind::Receive: break;  // waiting for a copy is idle time
+    case EventKind::StreamingMemory: m.streaming_memory_s += d; break;
     }
     if (e.micro_batch >= 0 && e.micro_batch < r.micro_batches) {
       Span& s = spans[static_cast<std::size_t>(e.micro_batch)];
@@ -50,7 +52,7 @@ RunMetrics compute_metrics(Mode mode, const Schedule& schedule, const RunLog& lo
   for (const auto& [ipu, seconds] : allreduce) r.allreduce_s = std::max(r.allreduce_s, seconds);
   double idle = 0;
   for (auto& [id, m] : ipus) {
-    m.idle_s = std::max(0.0, r.step_time_s - m.busy_s - m.host_io_s - m.exchange_s - m.sync_s);
+    m.idle_s = std::max(0.0, r.step_time_s - m.busy_s - m.host_io_s - m.streaming_memory_s - m.exchange_s - m.sync_s);
     m.utilization = r.step_time_s > 0 ? m.busy_s / r.step_time_s : 0;
     idle += m.idle_s;
     r.ipus.push_back(m);

@@ -17,6 +17,7 @@ struct IpuMetrics {
   int id = 0;
   double busy_s = 0;       // computing (forward, backward, weight update)
   double host_io_s = 0;    // streaming to or from the host
+  double streaming_memory_s = 0;  // moving optimizer state to or from Streaming Memory
   double exchange_s = 0;   // in inter-IPU copy phases with copies of its own
   double sync_s = 0;       // paying inter-IPU syncs
   double idle_s = 0;       // waiting for other IPUs: the bubble
@@ -32,6 +33,7 @@ struct RunMetrics {
   std::string schedule;
   double step_time_s = 0;
   double throughput_samples_per_s = 0;
+  double throughput_sequences_per_s = 0;  // packed inputs: samples x sequencesPerSample
   LatencyStats latency_s;            // first to last activity of a micro-batch
   double bubble_fraction = 0;        // idle IPU-time / (IPUs x step time)
   std::int64_t micro_batches = 0;    // per step

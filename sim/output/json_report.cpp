@@ -67,6 +67,7 @@ Json run_json(const RunMetrics& r) {
                     {"busy_s", m.busy_s},
                     {"utilization", m.utilization},
                     {"host_io_s", m.host_io_s},
+                    {"streaming_memory_s", m.streaming_memory_s},
                     {"exchange_s", m.exchange_s},
                     {"sync_s", m.sync_s},
                     {"idle_s", m.idle_s}});
@@ -76,6 +77,7 @@ Json run_json(const RunMetrics& r) {
           {"schedule", r.schedule},
           {"step_time_s", r.step_time_s},
           {"throughput_samples_per_s", r.throughput_samples_per_s},
+          {"throughput_sequences_per_s", r.throughput_sequences_per_s},
           {"latency_s", {{"mean", r.latency_s.mean}, {"min", r.latency_s.min}, {"max", r.latency_s.max}}},
           {"bubble_fraction", r.bubble_fraction},
           {"micro_batches_per_step", r.micro_batches},
@@ -113,7 +115,12 @@ Json report_json(const Scenario& sc, const Simulation& sim) {
                 {"recomputation", ex.recomputation == Recomputation::Pipeline ? "pipeline" : "none"},
                 {"optimizer", optimizer_name(ex.optimizer)},
                 {"replicas", ex.replicas},
-                {"schedule", ex.schedule}}},
+                {"schedule", ex.schedule},
+                {"weight_update_schedule", weight_update_schedule_name(ex.weight_update_schedule)},
+                {"replicated_tensor_sharding", ex.replicated_tensor_sharding},
+                {"partials_type", dtype_name(ex.partials_type)},
+                {"num_io_tiles", ex.io_tiles},
+                {"sequences_per_sample", ex.sequences_per_sample}}},
               {"plan", plan_json(sc, sim.plan)},
               {"runs", runs}};
   if (sharded && pipelined && pipelined->step_time_s > 0)

@@ -14,7 +14,7 @@ std::string pad(const std::string& s, std::size_t width) {
 }
 
 struct Shares {
-  double busy = 0, host = 0, exchange = 0, sync = 0, idle = 0;
+  double busy = 0, host = 0, memory = 0, exchange = 0, sync = 0, idle = 0;
 };
 
 Shares shares(const RunMetrics& r) {
@@ -24,6 +24,7 @@ Shares shares(const RunMetrics& r) {
   for (const IpuMetrics& m : r.ipus) {
     s.busy += m.busy_s / total;
     s.host += m.host_io_s / total;
+    s.memory += m.streaming_memory_s / total;
     s.exchange += m.exchange_s / total;
     s.sync += m.sync_s / total;
     s.idle += m.idle_s / total;
@@ -87,6 +88,9 @@ std::string render_table(const Scenario& sc, const Simulation& sim) {
   row("step time", [](const RunMetrics& r) { return format_seconds(r.step_time_s); });
   row("micro-batches per step", [](const RunMetrics& r) { return std::to_string(r.micro_batches); });
   row("throughput", [](const RunMetrics& r) { return format_rate(r.throughput_samples_per_s, "samples/s"); });
+  if (sc.execution.sequences_per_sample != 1)
+    row("throughput (sequences)",
+        [](const RunMetrics& r) { return format_rate(r.throughput_sequences_per_s, "sequences/s"); });
   row("latency mean", [](const RunMetrics& r) { return format_seconds(r.latency_s.mean); });
   row("latency min / max", [](const RunMetrics& r) {
     return format_seconds(r.latency_s.min) + " / " + format_seconds(r.latency_s.max);
@@ -102,6 +106,8 @@ std::string render_table(const Scenario& sc, const Simulation& sim) {
   row("IPU time in copies", [](const RunMetrics& r) { return format_percent(shares(r).exchange); });
   row("IPU time in syncs", [](const RunMetrics& r) { return format_percent(shares(r).sync); });
   row("IPU time in host I/O", [](const RunMetrics& r) { return format_percent(shares(r).host); });
+  if (sc.execution.training && sc.execution.optimizer_state_off_chip)
+    row("IPU time in Streaming Mem", [](const RunMetrics& r) { return format_percent(shares(r).memory); });
   if (sharded && pipelined)
     row("speed-up over sharded", [&](const RunMetrics& r) {
       return format_fixed(sharded->step_time_s / r.step_time_s, 2) + "x";

@@ -18,7 +18,9 @@ using Json = nlohmann::json;
 
 constexpr double kMicrosecondsPerSecond = 1e6;
 
-std::string endpoint_name(int ipu) { return ipu < 0 ? "host" : "ipu" + std::to_string(ipu); }
+std::string endpoint_name(int ipu) {
+  return ipu == -2 ? "streaming memory" : ipu < 0 ? "host" : "ipu" + std::to_string(ipu);
+}
 
 std::string process_name(const ModeRun& run) {
   const std::string mode = mode_name(run.metrics.mode);
@@ -57,8 +59,8 @@ std::vector<Origin> transfer_origins(const Plan& plan, const RunLog& log) {
   std::map<std::pair<int, int>, std::vector<std::size_t>> stream_transfers;
   for (std::size_t i = 0; i < log.transfers.size(); ++i) {
     const TransferRecord& t = log.transfers[i];
-    if (t.src < 0) stream_transfers[{t.dst, 1}].push_back(i);
-    else if (t.dst < 0) stream_transfers[{t.src, -1}].push_back(i);
+    if (t.src == -1) stream_transfers[{t.dst, 1}].push_back(i);
+    else if (t.dst == -1) stream_transfers[{t.src, -1}].push_back(i);
   }
   for (const auto& [key, indices] : stream_transfers) {
     const auto found = streams.find(key);
@@ -203,7 +205,11 @@ Json chrome_trace(const Scenario& sc, const Simulation& sim) {
     const std::vector<Origin> origins = transfer_origins(sim.plan, log);
     for (std::size_t i = 0; i < log.transfers.size(); ++i) {
       const TransferRecord& t = log.transfers[i];
-      std::string name = t.src < 0 ? "host input" : t.dst < 0 ? "host output" : "copy";
+      std::string name = t.src == -2   ? "state load"
+                         : t.dst == -2 ? "state store"
+                         : t.src < 0   ? "host input"
+                         : t.dst < 0   ? "host output"
+                                       : "copy";
       Json args = {{"bytes", t.bytes}, {"src", endpoint_name(t.src)}, {"dst", endpoint_name(t.dst)}};
       if (t.copy >= 0) {
         args["copy"] = t.copy;
@@ -217,7 +223,9 @@ Json chrome_trace(const Scenario& sc, const Simulation& sim) {
       if (origins[i].micro_batch >= 0) args["micro_batch"] = origins[i].micro_batch;
       for (int l : t.links) {
         if (l < 0 || static_cast<std::size_t>(l) >= link_tid.size()) continue;
-        const std::string category = t.src < 0 || t.dst < 0 ? "host-io" : "copy";
+        const std::string category = t.src == -2 || t.dst == -2 ? "streaming-memory"
+                                     : t.src < 0 || t.dst < 0   ? "host-io"
+                                                                : "copy";
         if (!b.add(pid, link_tid[static_cast<std::size_t>(l)], t.start, t.end, name, category, args)) ++left_out;
       }
     }

@@ -107,6 +107,56 @@ void describe_activations(const Model& m, const ModelGraph& g, const std::vector
   }
 }
 
+// The execution options that change how an op runs on virtual IPU `ipu`.
+CostOptions cost_options(const Scenario& sc, int ipu) {
+  CostOptions o;
+  o.partials = sc.execution.partials_type;
+  o.available_memory_proportion = sc.execution.available_memory_proportion_of(ipu);
+  o.io_tiles = static_cast<int>(sc.execution.io_tiles);
+  return o;
+}
+
+void check_execution_options(const Scenario& sc, const std::vector<int>& ipus_used) {
+  const Execution& ex = sc.execution;
+  if (ex.io_tiles >= sc.hardware.ipu.tiles)
+    throw InputError(sc.file, sc.execution_pointer("numIOTiles"), "scenario.too-many-io-tiles",
+                     "numIOTiles " + std::to_string(ex.io_tiles) + " leaves no tile to compute on (an IPU of \"" +
+                         sc.hardware.name + "\" has " + std::to_string(sc.hardware.ipu.tiles) + ")");
+  const int width = ipus_used.empty() ? 0 : ipus_used.back() + 1;
+  const auto given = ex.available_memory_proportion.size();
+  if (given > 1 && static_cast<int>(given) != width)
+    throw InputError(sc.file, sc.execution_pointer("availableMemoryProportion"),
+                     "scenario.bad-available-memory-proportion",
+                     "availableMemoryProportion lists " + std::to_string(given) + " values; give one for every IPU, "
+                     "or one per virtual IPU of the model (" + std::to_string(width) + ")");
+  for (std::size_t i = 0; i < ex.weight_update_excluded_ipus.size(); ++i)
+    if (ex.weight_update_excluded_ipus[i] >= width)
+      throw InputError(sc.file, sc.execution_pointer("accumulateOuterFragmentSettings/excludedVirtualGraphs/" +
+                                                     std::to_string(i)),
+                       "scenario.bad-weight-update-schedule",
+                       "virtual graph " + std::to_string(ex.weight_update_excluded_ipus[i]) +
+                           " is not one of the model's (0.." + std::to_string(width - 1) + ")");
+}
+
+// For OverlapMemoryOptimized: the share of each IPU's weight elements whose shape also
+// occurs on another IPU that is not excluded (PopART parallelises only identically shaped updates).
+void mark_shared_updates(const Model& m, const std::vector<std::int64_t>& excluded, std::map<int, PlanIpu>& ipus) {
+  auto is_excluded = [&](int id) { return std::find(excluded.begin(), excluded.end(), id) != excluded.end(); };
+  std::map<std::vector<std::int64_t>, std::set<int>> owners;
+  for (const auto& [id, ipu] : ipus)
+    for (const auto& w : ipu.weights) owners[m.tensor(w).shape].insert(id);
+  for (auto& [id, ipu] : ipus) {
+    if (is_excluded(id) || ipu.weight_elements <= 0) continue;
+    double shared = 0;
+    for (const auto& w : ipu.weights) {
+      bool elsewhere = false;
+      for (int other : owners[m.tensor(w).shape]) elsewhere = elsewhere || (other != id && !is_excluded(other));
+      if (elsewhere) shared += static_cast<double>(m.tensor(w).elements());
+    }
+    ipu.shared_update_fraction = shared / ipu.weight_elements;
+  }
+}
+
 } // namespace
 
 Plan make_plan(const Scenario& sc, const ModelGraph& g) {
@@ -114,13 +164,23 @@ Plan make_plan(const Scenario& sc, const ModelGraph& g) {
   const Execution& ex = sc.execution;
   check_ipus_exist(sc, g);
   check_weights_local(m, g);
-  auto cost = make_cost_model(ex.cost_model, sc.hardware.ipu);
-  if (!cost)
+  if (!make_cost_model(ex.cost_model, sc.hardware.ipu))
     throw InputError(sc.file, sc.execution_pointer("costModel"), "scenario.unknown-cost-model",
                      "unknown cost model \"" + ex.cost_model + "\" (known: " + cost_model_names() + ")");
+  std::map<int, std::unique_ptr<CostModel>> cost_of_ipu;
+  auto cost = [&](int ipu) -> const CostModel& {
+    auto& c = cost_of_ipu[ipu];
+    if (!c) c = make_cost_model(ex.cost_model, sc.hardware.ipu, cost_options(sc, ipu));
+    return *c;
+  };
+  const double clock = sc.hardware.ipu.clock_hz;
+  const TensorFacts facts = tensor_facts(m);
+  std::map<int, double> temp_of_ipu;
 
   Plan plan;
   plan.training = ex.training;
+  plan.clock_hz = clock;
+  plan.op_timings.resize(m.ops.size());
   plan.micro_batch_size = ex.micro_batch_size;
   plan.annotated = g.has_virtual_graphs;
 
@@ -142,16 +202,33 @@ Plan make_plan(const Scenario& sc, const ModelGraph& g) {
   for (std::size_t s = 0; s < merged_of.size(); ++s)
     plan.stages[merged_of[s]].annotated_stages.push_back(static_cast<int>(s));
 
+  {
+    std::vector<int> used(merged_ipu.begin(), merged_ipu.end());
+    std::sort(used.begin(), used.end());
+    check_execution_options(sc, used);
+  }
+
   // Ops and their times.
   std::vector<int> stage_of(m.ops.size());
   for (std::size_t op : g.topological_order) {
     const int fs = merged_of[g.stage_of_op[op]];
+    const int ipu = merged_ipu[fs];
     stage_of[op] = fs;
     plan.stages[fs].ops.push_back(op);
-    plan.stages[fs].forward_seconds += cost->seconds(forward_work(m, m.ops[op], ex.micro_batch_size));
+    OpWork forward = forward_work(m, m.ops[op], ex.micro_batch_size, facts);
+    forward.training = ex.training;
+    const OpCost fc = cost(ipu).cost(forward);
+    plan.op_timings[op].forward = fc;
+    plan.stages[fs].forward_seconds += fc.cycles() / clock;
+    temp_of_ipu[ipu] = std::max(temp_of_ipu[ipu], fc.temp_bytes_per_tile);
     if (ex.training) {
-      const double back = cost->seconds(backward_work(m, m.ops[op], ex.micro_batch_size));
-      plan.stages[2 * L - fs].backward_seconds += back;
+      OpWork backward = backward_work(m, m.ops[op], ex.micro_batch_size, facts);
+      backward.training = true;
+      backward.accumulates_weight_gradients = ex.gradient_accumulation > 1;
+      const OpCost bc = cost(ipu).cost(backward);
+      plan.op_timings[op].backward = bc;
+      plan.stages[2 * L - fs].backward_seconds += bc.cycles() / clock;
+      temp_of_ipu[ipu] = std::max(temp_of_ipu[ipu], bc.temp_bytes_per_tile);
       if (fs != L) plan.stages[2 * L - fs].ops.push_back(op);
     }
   }
@@ -238,6 +315,7 @@ Plan make_plan(const Scenario& sc, const ModelGraph& g) {
     ipu.weights.push_back(name);
     ipu.weight_elements += static_cast<double>(t.elements());
     ipu.weight_bytes += static_cast<double>(t.bytes());
+    ipu.weight_tensors += 1;
     weight_dtype.emplace(ipu.id, t.dtype);
   }
   const double state_bytes_per_weight =
@@ -247,15 +325,19 @@ Plan make_plan(const Scenario& sc, const ModelGraph& g) {
     throw InputError(sc.file, sc.execution_pointer("optimizer/stateLocation"), "scenario.no-streaming-memory",
                      "optimizer state in streaming memory, but the system \"" + sc.hardware.name +
                          "\" has no \"streamingMemory\"");
+  // With replicated tensor sharding each replica updates its 1/replicas share of the state.
+  const double shards =
+      ex.replicated_tensor_sharding ? static_cast<double>(std::max<std::int64_t>(1, ex.replicas)) : 1.0;
+  if (ex.training && ex.weight_update_schedule == WeightUpdateSchedule::OverlapMemoryOptimized)
+    mark_shared_updates(m, ex.weight_update_excluded_ipus, ipus);
   for (auto& [id, ipu] : ipus) {
+    ipu.temp_bytes_per_tile = temp_of_ipu[id];
     if (ex.training && ipu.weight_elements > 0) {
-      ipu.update_seconds = cost->seconds(weight_update_work(ipu.weight_elements, ipu.weight_bytes, weight_dtype[id],
-                                                            ex.optimizer, ex.optimizer_state_dtype));
-      // Off-chip state is read in and written back around the update.
-      if (streamed)
-        ipu.update_seconds += 2 * (sc.hardware.streaming_memory.latency_s +
-                                   ipu.weight_elements * state_bytes_per_weight /
-                                       sc.hardware.streaming_memory.bandwidth_bytes_per_s);
+      OpWork update = weight_update_work(ipu.weight_elements / shards, ipu.weight_bytes / shards, weight_dtype[id],
+                                         ex.optimizer, ex.optimizer_state_dtype, ipu.weight_tensors);
+      update.accumulates_weight_gradients = ex.gradient_accumulation > 1;
+      ipu.update_seconds = cost(id).seconds(update);
+      if (streamed) ipu.state_bytes = ipu.weight_elements / shards * state_bytes_per_weight;
     }
     plan.ipus.push_back(ipu);
   }

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/cost/cost_model.hpp"
 #include "sim/graph/model_graph.hpp"
 #include "sim/io/scenario.hpp"
 
@@ -52,11 +53,25 @@ struct PlanIpu {
   std::vector<std::string> weights;
   double weight_elements = 0;
   double weight_bytes = 0;
-  double update_seconds = 0;     // one weight update (training)
+  double weight_tensors = 0;
+  double update_seconds = 0;     // one weight update's compute (training), on this replica's shard
+  double state_bytes = 0;        // optimizer state streamed in, and back out, per update (off-chip state)
+  // The share of the update over weights shaped like weights of other IPUs (not excluded):
+  // the part OverlapMemoryOptimized runs in parallel across IPUs.
+  double shared_update_fraction = 0;
+  double temp_bytes_per_tile = 0;  // the largest matmul/convolution temporaries of any op here
+};
+
+// One op's cost per micro-batch, as the plan's stage times add them up (cycles of its IPU).
+struct OpTiming {
+  OpCost forward;
+  OpCost backward;  // training only
 };
 
 struct Plan {
   bool training = false;
+  double clock_hz = 0;
+  std::vector<OpTiming> op_timings;  // by op index in the model file
   std::int64_t micro_batch_size = 1;
   int forward_stage_count = 0;       // P, after merging
   int loss_stage = 0;                // L = P-1

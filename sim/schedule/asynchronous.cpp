@@ -68,7 +68,7 @@ Schedule build_async(const ScheduleContext& ctx, Order order) {
         }
       }
     }
-    if (plan.training) b.weight_updates(/*in_parallel=*/true);
+    if (plan.training) b.weight_updates(/*all_at_once=*/true);
     else b.sync_all(ctx.sync_seconds);
   }
   // In flight per stage: GPipe holds every micro-batch; 1F1B at most p-s.

@@ -12,7 +12,8 @@
 
 namespace ipusim {
 
-enum class StepKind { Compute, HostInput, HostOutput, Sync, Exchange, Send, Receive };
+// StateLoad / StateStore move optimizer state between Streaming Memory and the IPU.
+enum class StepKind { Compute, HostInput, HostOutput, Sync, Exchange, Send, Receive, StateLoad, StateStore };
 enum class Pass { None, Forward, Backward, Update, AllReduce };
 
 std::string pass_name(Pass pass);
@@ -27,7 +28,7 @@ struct Transfer {
 struct Step {
   StepKind kind = StepKind::Compute;
   double seconds = 0;  // Compute: its duration; Sync: the cost paid once all IPUs have arrived
-  double bytes = 0;    // host streams
+  double bytes = 0;    // host streams and Streaming Memory transfers
   int stage = -1;
   std::int64_t micro_batch = -1;
   Pass pass = Pass::None;

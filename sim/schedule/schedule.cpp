@@ -251,12 +251,12 @@ void ProgramBuilder::receive(int ipu, const std::vector<const PlanCopy*>& copies
   append(ipu, s);
 }
 
-void ProgramBuilder::all_reduce() {
+void ProgramBuilder::ring_steps(int first, int count) {
   // Ring all-reduce per pipeline IPU across the replicas holding its weights: 2(R-1)
-  // steps (reduce-scatter, then all-gather), each moving 1/R of the gradients to the next replica.
+  // steps, each moving 1/R of the gradients to the next replica.
   const int R = replicas_;
   const int ring_copies = R * copies_;
-  for (int step = 0; step < 2 * (R - 1); ++step)
+  for (int step = first; step < first + count; ++step)
     for (const PlanIpu& ipu : context_.plan.ipus) {
       if (ipu.weight_bytes <= 0) continue;
       const double chunk = ipu.weight_bytes / R;
@@ -273,22 +273,62 @@ void ProgramBuilder::all_reduce() {
     }
 }
 
-void ProgramBuilder::weight_updates(bool in_parallel) {
+void ProgramBuilder::update(const PlanIpu& ipu, double fraction) {
+  if (fraction <= 0 || (ipu.update_seconds <= 0 && ipu.state_bytes <= 0)) return;
+  Step s;
+  s.pass = Pass::Update;
+  if (ipu.state_bytes > 0) {
+    s.kind = StepKind::StateLoad;
+    s.bytes = ipu.state_bytes * fraction;
+    append(ipu.id, s);
+  }
+  s.kind = StepKind::Compute;
+  s.bytes = 0;
+  s.seconds = ipu.update_seconds * fraction;
+  append(ipu.id, s);
+  if (ipu.state_bytes > 0) {
+    s.kind = StepKind::StateStore;
+    s.seconds = 0;
+    s.bytes = ipu.state_bytes * fraction;
+    append(ipu.id, s);
+  }
+}
+
+void ProgramBuilder::weight_updates(bool all_at_once) {
+  const Execution& ex = context_.scenario.execution;
+  const bool sharded_state = ex.replicated_tensor_sharding && replicas_ > 1;
   sync_all(context_.sync_seconds);
   if (replicas_ > 1) {
-    all_reduce();
+    ring_steps(0, sharded_state ? replicas_ - 1 : 2 * (replicas_ - 1));
     sync_all(context_.sync_seconds);
   }
-  for (const auto& ipu : context_.plan.ipus) {
-    if (ipu.update_seconds <= 0) continue;
-    Step s;
-    s.kind = StepKind::Compute;
-    s.pass = Pass::Update;
-    s.seconds = ipu.update_seconds;
-    append(ipu.id, s);
-    if (!in_parallel) sync_all(context_.sync_seconds);
+  const auto& excluded = ex.weight_update_excluded_ipus;
+  auto is_excluded = [&](int id) { return std::find(excluded.begin(), excluded.end(), id) != excluded.end(); };
+  const WeightUpdateSchedule schedule = all_at_once ? WeightUpdateSchedule::OverlapCycleOptimized
+                                                    : ex.weight_update_schedule;
+  auto one_at_a_time = [&](const PlanIpu& ipu, double fraction) {
+    if (fraction <= 0 || (ipu.update_seconds <= 0 && ipu.state_bytes <= 0)) return;
+    update(ipu, fraction);
+    sync_all(context_.sync_seconds);
+  };
+  if (schedule == WeightUpdateSchedule::Serial) {
+    for (const PlanIpu& ipu : context_.plan.ipus) one_at_a_time(ipu, 1);
+  } else {
+    for (const PlanIpu& ipu : context_.plan.ipus)
+      if (!all_at_once && is_excluded(ipu.id)) one_at_a_time(ipu, 1);
+    // OverlapMemoryOptimized overlaps only updates of identically shaped weights.
+    const bool by_shape = schedule == WeightUpdateSchedule::OverlapMemoryOptimized;
+    for (const PlanIpu& ipu : context_.plan.ipus)
+      if (all_at_once || !is_excluded(ipu.id)) update(ipu, by_shape ? ipu.shared_update_fraction : 1);
+    sync_all(context_.sync_seconds);
+    if (by_shape)
+      for (const PlanIpu& ipu : context_.plan.ipus)
+        if (!is_excluded(ipu.id)) one_at_a_time(ipu, 1 - ipu.shared_update_fraction);
   }
-  if (in_parallel) sync_all(context_.sync_seconds);
+  if (sharded_state) {
+    ring_steps(replicas_ - 1, replicas_ - 1);
+    sync_all(context_.sync_seconds);
+  }
 }
 
 Schedule ProgramBuilder::finish(std::int64_t micro_batches, int cycles, std::vector<int> stash_depth) {

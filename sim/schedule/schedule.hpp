@@ -78,16 +78,23 @@ public:
   void send(int ipu, const std::vector<const PlanCopy*>& copies);
   void receive(int ipu, const std::vector<const PlanCopy*>& copies);
   void host_output(const PlanStage& stage, std::int64_t micro_batch);
-  // With replicas, a ring all-reduce of the gradients first; then PopART's Serial weight
-  // update: IPU by IPU in virtual-graph order; or all at once.
-  void weight_updates(bool in_parallel = false);
+  // The step's weight update. With replicas the gradients are first ring-all-reduced
+  // (reduce-scattered under replicated tensor sharding, the updated weights all-gathered
+  // after). Each IPU's update loads its off-chip optimizer state, computes, stores it back.
+  // The IPUs take turns as the scenario's accumulateOuterFragmentSettings say (Serial: in
+  // virtual-graph order; Overlap*: together, excluded virtual graphs first, one at a time);
+  // `all_at_once` overrides that for schedules with no such setting (GPU-style).
+  void weight_updates(bool all_at_once = false);
   Schedule finish(std::int64_t micro_batches, int cycles, std::vector<int> stash_depth);
 
 private:
   // Every step is laid out for each replica, on its physical IPU, with its copies renumbered.
   void append(int virtual_ipu, const Step& step);
   int physical_of(int replica, int virtual_ipu) const;
-  void all_reduce();
+  // Steps [first, first + count) of the 2(R-1)-step ring all-reduce: the first R-1 reduce-scatter, the rest all-gather.
+  void ring_steps(int first, int count);
+  // One IPU's update, or `fraction` of it: state in, compute, state out.
+  void update(const PlanIpu& ipu, double fraction);
 
   const ScheduleContext& context_;
   bool recompute_;

@@ -1,0 +1,99 @@
+// MatMul, Gemm and Conv on the AMP units (amp_planner.hpp). Training runs three
+// matmuls per op as poplibs' fully-connected passes do: the forward, the gradient of the
+// input (dY . W^T, whose weights are laid out for the forward and must be rearranged) and
+// the gradient of the weights (X^T . dY), plus the bias gradient (a reduction of dY) and
+// the accumulation of the weight gradients.
+#include <cmath>
+
+#include "sim/cost/amp_planner.hpp"
+#include "sim/cost/op_families.hpp"
+#include "sim/cost/vector_rates.hpp"
+
+namespace ipusim {
+
+namespace {
+
+struct Dims {
+  double groups = 1, rows = 1, inputs = 1, outputs = 1, kernel = 1;
+};
+
+Dims dims_of(const TileContext& ctx, const OpWork& w) {
+  const Operand& a = w.inputs.at(0);
+  const Operand& b = w.inputs.at(1);
+  const Operand& y = w.outputs.at(0);
+  Dims d;
+  if (w.op_type == "Conv") {
+    // x [batch, Cin, H, W], weight [Cout, Cin/group, k...], y [batch, Cout, Ho, Wo].
+    const double cin = static_cast<double>(a.shape.size() > 1 ? a.shape[1] : 1);
+    const double cin_per_group = static_cast<double>(b.shape.size() > 1 ? b.shape[1] : 1);
+    const double cout = static_cast<double>(y.shape.size() > 1 ? y.shape[1] : 1);
+    d.groups = std::max(1.0, std::round(cin / cin_per_group));
+    d.rows = y.elements() / cout;
+    d.inputs = cin_per_group;
+    d.outputs = cout / d.groups;
+    for (std::size_t i = 2; i < b.shape.size(); ++i) d.kernel *= static_cast<double>(b.shape[i]);
+    // Few input channels waste the AMP's channel groups; poplibs folds the kernel's
+    // innermost dimension into the channels instead ("expand dims").
+    const double grain = ctx.arch.input_channels_per_group(a.dtype);
+    if (d.inputs < grain && b.shape.size() > 2) {
+      const double width = static_cast<double>(b.shape.back());
+      d.inputs *= width;
+      d.kernel /= width;
+    }
+    return d;
+  }
+  d.inputs = static_cast<double>(a.dim(1));
+  d.outputs = static_cast<double>(y.dim(1));
+  if (a.kind == TensorKind::Weight || b.kind == TensorKind::Weight) {
+    d.rows = y.elements() / d.outputs;  // every row of every sample shares the weights
+  } else {
+    d.rows = static_cast<double>(y.dim(2));
+    d.groups = y.elements() / (d.rows * d.outputs);
+  }
+  return d;
+}
+
+OpCost planned(const TileContext& ctx, double groups, double rows, double inputs, double outputs, double kernel,
+               DType dtype, bool lhs_in_place, bool rhs_in_place) {
+  MatMulShape s;
+  s.groups = groups;
+  s.rows = rows;
+  s.inputs = inputs;
+  s.outputs = outputs;
+  s.kernel_positions = kernel;
+  s.dtype = dtype;
+  s.output_dtype = dtype;
+  s.lhs_in_place = lhs_in_place;
+  s.rhs_in_place = rhs_in_place;
+  return plan_matmul(ctx, s).cost;
+}
+
+} // namespace
+
+OpCost matmul_family(const TileContext& ctx, const OpWork& w) {
+  const Dims d = dims_of(ctx, w);
+  const Operand& a = w.inputs.at(0);
+  const Operand& b = w.inputs.at(1);
+  const DType dtype = a.dtype == DType::Float32 || b.dtype == DType::Float32 ? DType::Float32 : DType::Float16;
+  const bool has_bias = w.inputs.size() > 2;
+  const double out_elements = w.outputs.at(0).elements();
+  OpCost c;
+  if (w.pass == OpPass::Forward) {
+    c = planned(ctx, d.groups, d.rows, d.inputs, d.outputs, d.kernel, dtype, !a.rearranged,
+                b.kind == TensorKind::Weight && !b.rearranged);
+    if (has_bias) c += vector_pass(ctx, VectorOp::Add, w.dtype, out_elements,
+                                   operand_exchange_bytes(ctx, w, out_elements, w.dtype));
+    return c;
+  }
+  // dX = dY . W^T: the forward's weights, transposed, are exchanged in full.
+  if (a.needs_gradient)
+    c += planned(ctx, d.groups, d.rows, d.outputs * d.kernel, d.inputs, 1, dtype, true, false);
+  // dW = X^T . dY: the rows become the contracted dimension.
+  if (b.needs_gradient)
+    c += planned(ctx, d.groups, d.inputs * d.kernel, d.rows, d.outputs, 1, dtype, false, true);
+  if (has_bias && w.inputs[2].needs_gradient) c += reduction(ctx, out_elements, w.inputs[2].elements(), w.dtype);
+  c += accumulate_weight_gradients(ctx, w);
+  return c;
+}
+
+} // namespace ipusim
