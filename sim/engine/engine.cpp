@@ -164,6 +164,30 @@ struct IpuRunner {
           posted.push_back(shared->copy_mailboxes[t.copy]->get_async<int>(&posted_data[posted.size()]));
     std::size_t next_posted = 0;
     std::vector<std::pair<const Transfer*, sg4::CommPtr>> in_flight;
+    struct Stream {
+      sg4::CommPtr comm;
+      int src, dst;
+      double bytes;
+    };
+    std::vector<Stream> streams;
+    // Host streams left running on the I/O tiles must land before the IPU syncs; the wait
+    // is host I/O the compute did not hide.
+    auto finish_streams = [&](const Event& next) {
+      if (streams.empty()) return;
+      Event wait = next;
+      wait.kind = streams.front().src == -1 ? EventKind::HostInput : EventKind::HostOutput;
+      wait.start = sg4::Engine::get_clock();
+      for (const Stream& st : streams) {
+        st.comm->wait();
+        record(st.src, st.dst, -1, st.bytes, st.comm);
+      }
+      streams.clear();
+      wait.end = sg4::Engine::get_clock();
+      wait.stage = -1;
+      wait.micro_batch = -1;
+      wait.bytes = 0;
+      if (wait.end > wait.start) events->push_back(wait);
+    };
     for (*position = 0; *position < program->steps.size(); ++*position) {
       const Step& step = program->steps[*position];
       Event e;
@@ -181,18 +205,19 @@ struct IpuRunner {
           ++shared->activities;
         }
         break;
-      case StepKind::HostInput: {
-        e.kind = EventKind::HostInput;
-        auto comm = sg4::Comm::sendto_async(p.host, me, static_cast<std::uint64_t>(step.bytes));
-        comm->wait();
-        record(-1, program->ipu, -1, step.bytes, comm);
-        break;
-      }
+      case StepKind::HostInput:
       case StepKind::HostOutput: {
-        e.kind = EventKind::HostOutput;
-        auto comm = sg4::Comm::sendto_async(me, p.host, static_cast<std::uint64_t>(step.bytes));
-        comm->wait();
-        record(program->ipu, -1, -1, step.bytes, comm);
+        const bool in = step.kind == StepKind::HostInput;
+        e.kind = in ? EventKind::HostInput : EventKind::HostOutput;
+        auto comm = in ? sg4::Comm::sendto_async(p.host, me, static_cast<std::uint64_t>(step.bytes))
+                       : sg4::Comm::sendto_async(me, p.host, static_cast<std::uint64_t>(step.bytes));
+        const int src = in ? -1 : program->ipu, dst = in ? program->ipu : -1;
+        if (step.overlapped) {
+          streams.push_back({comm, src, dst, step.bytes});  // the I/O tiles carry it; waited for at the next sync
+        } else {
+          comm->wait();
+          record(src, dst, -1, step.bytes, comm);
+        }
         break;
       }
       case StepKind::StateLoad:
@@ -241,6 +266,7 @@ struct IpuRunner {
         for (std::size_t i = 0; i < step.transfers.size(); ++i) posted[next_posted++]->wait();
         break;
       case StepKind::Sync:
+        finish_streams(e);
         shared->barrier->wait();
         e.kind = EventKind::Sync;
         e.start = sg4::Engine::get_clock();  // waiting for the others is idle time, not sync
@@ -253,6 +279,9 @@ struct IpuRunner {
       e.end = sg4::Engine::get_clock();
       events->push_back(e);
     }
+    Event last;
+    last.ipu = program->ipu;
+    finish_streams(last);
     for (const auto& [t, comm] : in_flight) {
       comm->wait();
       record(t->src_ipu, t->dst_ipu, t->copy, t->bytes, comm);

@@ -32,6 +32,9 @@ struct Step {
   int stage = -1;
   std::int64_t micro_batch = -1;
   Pass pass = Pass::None;
+  // Host streams with I/O tiles (numIOTiles): the stream runs alongside compute and the IPU
+  // waits for it only at its next sync.
+  bool overlapped = false;
   std::vector<Transfer> transfers;  // Exchange, Send, Receive: src_ipu == this IPU sends
 };
 

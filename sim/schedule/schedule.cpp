@@ -199,6 +199,7 @@ void ProgramBuilder::host_input(const PlanStage& stage, std::int64_t micro_batch
   if (!context_.scenario.execution.host_io || stage.host_input_bytes <= 0) return;
   Step s;
   s.kind = StepKind::HostInput;
+  s.overlapped = context_.scenario.execution.io_tiles > 0;
   s.bytes = stage.host_input_bytes;
   s.stage = stage.id;
   s.micro_batch = micro_batch;
@@ -210,6 +211,7 @@ void ProgramBuilder::host_output(const PlanStage& stage, std::int64_t micro_batc
   if (!context_.scenario.execution.host_io || stage.host_output_bytes <= 0) return;
   Step s;
   s.kind = StepKind::HostOutput;
+  s.overlapped = context_.scenario.execution.io_tiles > 0;
   s.bytes = stage.host_output_bytes;
   s.stage = stage.id;
   s.micro_batch = micro_batch;
