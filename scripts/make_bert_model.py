@@ -142,7 +142,8 @@ def build(args):
     b.tensor("segment_ids", [seq], "input", "int32")
     b.tensor("input_mask", [seq], "input", "int32")
     b.tensor("masked_lm_ids", [args.masked], "input", "int32")
-    b.tensor("next_sentence_label", [1], "input", "int32")
+    packed = args.sequences_per_pack
+    b.tensor("next_sentence_label", [packed], "input", "int32")
 
     # Stage 0 on IPU0: embedding.
     b.ipu, b.stage = 0, 0
@@ -158,7 +159,12 @@ def build(args):
          [("embedding/sum", [seq, h])])
     gamma = b.weight("embedding/layernorm/gamma", [h])
     beta = b.weight("embedding/layernorm/beta", [h])
-    x = b.op("embedding/layernorm", "LayerNorm", ["embedding/sum", gamma, beta], [("embedding/output", [seq, h])])
+    if args.hidden_dropout > 0:
+        x = b.op("embedding/layernorm", "LayerNorm", ["embedding/sum", gamma, beta],
+                 [("embedding/normalised", [seq, h])])
+        x = b.op("embedding/dropout", "Dropout", [x], [("embedding/output", [seq, h])])
+    else:
+        x = b.op("embedding/layernorm", "LayerNorm", ["embedding/sum", gamma, beta], [("embedding/output", [seq, h])])
     # The mask, once, on IPU0: 1/0 per token -> 0/-1000 added to the attention scores.
     b.op("mask/cast", "Cast", ["input_mask"], [("mask/float", [seq])])
     bias = b.op("mask/scale", "Scale", ["mask/float"], [("attention_bias", [seq])])
@@ -168,7 +174,8 @@ def build(args):
     for ipu, count in enumerate(per_ipu):
         for _ in range(count):
             b.ipu, b.stage = ipu, stage_of_ipu[ipu]
-            x = encoder_layer(b, "layer%d" % layer, x, bias, seq, h, heads, dh, ffn)
+            x = encoder_layer(b, "layer%d" % layer, x, bias, seq, h, heads, dh, ffn, args.split_qkv,
+                              args.hidden_dropout, args.attention_dropout)
             layer += 1
 
     # The heads, back on IPU0 in a new stage.
@@ -185,28 +192,38 @@ def build(args):
     m = b.op("mlm/layernorm", "LayerNorm", [m, g_, b_], [("mlm/transformed", [args.masked, h])])
     mlm_logits = b.op("mlm/decoder", "MatMul", [m, word], [("mlm/logits", [args.masked, args.vocab])])
     # NSP: pooler on the first ([CLS]) token, Tanh, classifier.
-    n = b.op("nsp/slice_cls", "Slice", [x], [("nsp/cls", [1, h])])
+    # NSP: pooler on the first ([CLS]) token of each sequence of the (packed) sample, Tanh, classifier.
+    n = b.op("nsp/slice_cls", "Slice", [x], [("nsp/cls", [packed, h])])
     w = b.weight("nsp/pooler/weight", [h, h])
-    n = b.op("nsp/pooler", "MatMul", [n, w], [("nsp/pooler_out", [1, h])])
+    n = b.op("nsp/pooler", "MatMul", [n, w], [("nsp/pooler_out", [packed, h])])
     w = b.weight("nsp/pooler/bias", [h])
-    n = b.op("nsp/pooler_bias", "Add", [n, w], [("nsp/pooler_biased", [1, h])])
-    n = b.op("nsp/tanh", "Tanh", [n], [("nsp/pooled", [1, h])])
+    n = b.op("nsp/pooler_bias", "Add", [n, w], [("nsp/pooler_biased", [packed, h])])
+    n = b.op("nsp/tanh", "Tanh", [n], [("nsp/pooled", [packed, h])])
     w = b.weight("nsp/classifier/weight", [h, 2])
-    n = b.op("nsp/classifier", "MatMul", [n, w], [("nsp/classifier_out", [1, 2])])
+    n = b.op("nsp/classifier", "MatMul", [n, w], [("nsp/classifier_out", [packed, 2])])
     w = b.weight("nsp/classifier/bias", [2])
-    nsp_logits = b.op("nsp/classifier_bias", "Add", [n, w], [("nsp/logits", [1, 2])])
+    nsp_logits = b.op("nsp/classifier_bias", "Add", [n, w], [("nsp/logits", [packed, 2])])
     # Losses (one value per sample each), summed into the loss PopART differentiates.
     # The MLM loss is taken per masked token (reduction none) and then averaged: see
     # the module docstring for why it is not one op reducing [masked, vocab] to [1].
     if args.loss == "softmax-nll":
         p = b.op("loss/mlm_softmax", "Softmax", [mlm_logits], [("loss/mlm_probs", [args.masked, args.vocab])])
         t = b.op("loss/mlm_nll", "NllLoss", [p, "masked_lm_ids"], [("loss/mlm_token_losses", [args.masked])])
-        p = b.op("loss/nsp_softmax", "Softmax", [nsp_logits], [("loss/nsp_probs", [1, 2])])
-        b.op("loss/nsp_nll", "NllLoss", [p, "next_sentence_label"], [("nsp_loss", [1])])
+        p = b.op("loss/nsp_softmax", "Softmax", [nsp_logits], [("loss/nsp_probs", [packed, 2])])
+        if packed == 1:
+            b.op("loss/nsp_nll", "NllLoss", [p, "next_sentence_label"], [("nsp_loss", [1])])
+        else:
+            t = b.op("loss/nsp_nll", "NllLoss", [p, "next_sentence_label"], [("loss/nsp_losses", [packed])])
+            b.op("loss/nsp_mean", "ReduceMean", [t], [("nsp_loss", [1])])
     else:
         t = b.op("loss/mlm", "SoftmaxCrossEntropy", [mlm_logits, "masked_lm_ids"],
                  [("loss/mlm_token_losses", [args.masked])])
-        b.op("loss/nsp", "SoftmaxCrossEntropy", [nsp_logits, "next_sentence_label"], [("nsp_loss", [1])])
+        if packed == 1:
+            b.op("loss/nsp", "SoftmaxCrossEntropy", [nsp_logits, "next_sentence_label"], [("nsp_loss", [1])])
+        else:
+            t = b.op("loss/nsp", "SoftmaxCrossEntropy", [nsp_logits, "next_sentence_label"],
+                     [("loss/nsp_losses", [packed])])
+            b.op("loss/nsp_mean", "ReduceMean", [t], [("nsp_loss", [1])])
     b.op("loss/mlm_mean", "ReduceMean", [t], [("mlm_loss", [1])])
     b.op("loss/sum", "Add", ["mlm_loss", "nsp_loss"], [("loss", [1])])
 
@@ -227,21 +244,43 @@ def build(args):
     }
 
 
-def encoder_layer(b, p, x, bias, seq, h, heads, dh, ffn):
-    # Self-attention.
-    w = b.weight(p + "/attention/qkv/weight", [h, 3 * h])
-    t = b.op(p + "/attention/qkv", "MatMul", [x, w], [(p + "/attention/qkv_out", [seq, 3 * h])])
-    w = b.weight(p + "/attention/qkv/bias", [3 * h])
-    t = b.op(p + "/attention/qkv_bias", "Add", [t, w], [(p + "/attention/qkv_biased", [seq, 3 * h])])
-    t = b.op(p + "/attention/qkv_reshape", "Reshape", [t], [(p + "/attention/qkv_split", [seq, 3, heads, dh])])
-    q, k, v = b.op(p + "/attention/split_heads", "Transpose", [t],
-                   [(p + "/attention/q", [heads, seq, dh]),
-                    (p + "/attention/k_t", [heads, dh, seq]),
-                    (p + "/attention/v", [heads, seq, dh])])
+def dropout(b, name, x, shape, rate):
+    """Dropout after a projection (BERT's hidden dropout); nothing when the rate is 0."""
+    if rate <= 0:
+        return x
+    return b.op(name, "Dropout", [x], [(name + "_out", shape)])
+
+
+def encoder_layer(b, p, x, bias, seq, h, heads, dh, ffn, split_qkv=False, hidden_dropout=0.0,
+                  attention_dropout=0.0):
+    # Self-attention: one fused [h, 3h] projection, or three [h, h] ones (Graphcore's split_qkv).
+    if split_qkv:
+        heads_of = {}
+        for part, shape in (("q", [heads, seq, dh]), ("k", [heads, dh, seq]), ("v", [heads, seq, dh])):
+            w = b.weight(p + "/attention/%s/weight" % part, [h, h])
+            t = b.op(p + "/attention/%s" % part, "MatMul", [x, w], [(p + "/attention/%s_out" % part, [seq, h])])
+            w = b.weight(p + "/attention/%s/bias" % part, [h])
+            t = b.op(p + "/attention/%s_bias" % part, "Add", [t, w], [(p + "/attention/%s_biased" % part, [seq, h])])
+            t = b.op(p + "/attention/%s_reshape" % part, "Reshape", [t],
+                     [(p + "/attention/%s_split" % part, [seq, heads, dh])])
+            heads_of[part] = b.op(p + "/attention/%s_heads" % part, "Transpose", [t],
+                                  [(p + "/attention/" + ("k_t" if part == "k" else part), shape)])
+        q, k, v = heads_of["q"], heads_of["k"], heads_of["v"]
+    else:
+        w = b.weight(p + "/attention/qkv/weight", [h, 3 * h])
+        t = b.op(p + "/attention/qkv", "MatMul", [x, w], [(p + "/attention/qkv_out", [seq, 3 * h])])
+        w = b.weight(p + "/attention/qkv/bias", [3 * h])
+        t = b.op(p + "/attention/qkv_bias", "Add", [t, w], [(p + "/attention/qkv_biased", [seq, 3 * h])])
+        t = b.op(p + "/attention/qkv_reshape", "Reshape", [t], [(p + "/attention/qkv_split", [seq, 3, heads, dh])])
+        q, k, v = b.op(p + "/attention/split_heads", "Transpose", [t],
+                       [(p + "/attention/q", [heads, seq, dh]),
+                        (p + "/attention/k_t", [heads, dh, seq]),
+                        (p + "/attention/v", [heads, seq, dh])])
     s = b.op(p + "/attention/scores", "MatMul", [q, k], [(p + "/attention/scores_out", [heads, seq, seq])])
     s = b.op(p + "/attention/scale", "Scale", [s], [(p + "/attention/scaled", [heads, seq, seq])])
     s = b.op(p + "/attention/mask", "Add", [s, bias], [(p + "/attention/masked", [heads, seq, seq])])
     s = b.op(p + "/attention/softmax", "Softmax", [s], [(p + "/attention/probs", [heads, seq, seq])])
+    s = dropout(b, p + "/attention/probs_dropout", s, [heads, seq, seq], attention_dropout)
     c = b.op(p + "/attention/context", "MatMul", [s, v], [(p + "/attention/context_out", [heads, seq, dh])])
     c = b.op(p + "/attention/merge_heads", "Transpose", [c], [(p + "/attention/context_t", [seq, heads, dh])])
     c = b.op(p + "/attention/merge_reshape", "Reshape", [c], [(p + "/attention/context_flat", [seq, h])])
@@ -249,6 +288,7 @@ def encoder_layer(b, p, x, bias, seq, h, heads, dh, ffn):
     o = b.op(p + "/attention/out", "MatMul", [c, w], [(p + "/attention/out_out", [seq, h])])
     w = b.weight(p + "/attention/out/bias", [h])
     o = b.op(p + "/attention/out_bias", "Add", [o, w], [(p + "/attention/out_biased", [seq, h])])
+    o = dropout(b, p + "/attention/dropout", o, [seq, h], hidden_dropout)
     o = b.op(p + "/attention/residual", "Add", [x, o], [(p + "/attention/residual_out", [seq, h])])
     g_ = b.weight(p + "/attention/layernorm/gamma", [h])
     b_ = b.weight(p + "/attention/layernorm/beta", [h])
@@ -263,6 +303,7 @@ def encoder_layer(b, p, x, bias, seq, h, heads, dh, ffn):
     f = b.op(p + "/ffn/2", "MatMul", [f, w], [(p + "/ffn/2_out", [seq, h])])
     w = b.weight(p + "/ffn/2/bias", [h])
     f = b.op(p + "/ffn/2_bias", "Add", [f, w], [(p + "/ffn/2_biased", [seq, h])])
+    f = dropout(b, p + "/ffn/dropout", f, [seq, h], hidden_dropout)
     f = b.op(p + "/ffn/residual", "Add", [a, f], [(p + "/ffn/residual_out", [seq, h])])
     g_ = b.weight(p + "/ffn/layernorm/gamma", [h])
     b_ = b.weight(p + "/ffn/layernorm/beta", [h])
@@ -282,6 +323,14 @@ def command_line(args):
         out += ["--dtype", args.dtype]
     if args.loss != "softmax-nll":
         out += ["--loss", args.loss]
+    if args.split_qkv:
+        out += ["--split-qkv"]
+    if args.hidden_dropout > 0:
+        out += ["--hidden-dropout", repr(args.hidden_dropout)]
+    if args.attention_dropout > 0:
+        out += ["--attention-dropout", repr(args.attention_dropout)]
+    if args.sequences_per_pack != 1:
+        out += ["--sequences-per-pack", str(args.sequences_per_pack)]
     return out
 
 
@@ -335,6 +384,18 @@ def main(argv=None):
                         help="dtype of weights and activations (default float16)")
     parser.add_argument("--loss", choices=("softmax-nll", "softmax-cross-entropy"), default="softmax-nll",
                         help="Softmax + NllLoss as Graphcore's bert.py (default), or one fused SoftmaxCrossEntropy")
+    parser.add_argument("--split-qkv", action="store_true",
+                        help="three [hidden, hidden] Q, K, V projections instead of one fused [hidden, 3 hidden] "
+                             "(Graphcore's split_qkv)")
+    parser.add_argument("--hidden-dropout", type=float, default=0.0,
+                        help="dropout after the embedding and after each attention and feed-forward projection "
+                             "(BERT's hidden_dropout_prob; default 0: no Dropout ops)")
+    parser.add_argument("--attention-dropout", type=float, default=0.0,
+                        help="dropout on the attention probabilities (default 0; Graphcore's configs set "
+                             "no_attn_dropout)")
+    parser.add_argument("--sequences-per-pack", type=positive_int, default=1,
+                        help="packed pre-training: sequences per sample at most, each with its own NSP "
+                             "prediction (Graphcore's max_sequences_per_pack; default 1: unpacked)")
     parser.add_argument("--name", default=None, help="model name (default \"bert\")")
     parser.add_argument("-o", "--output", default=None, help="write here instead of standard output")
     args = parser.parse_args(argv)
@@ -342,6 +403,11 @@ def main(argv=None):
         args.ffn = 4 * args.hidden
     if args.encoder_start_ipu is not None and args.encoder_start_ipu < 0:
         parser.error("--encoder-start-ipu must not be negative")
+    for name in ("hidden_dropout", "attention_dropout"):
+        if not 0 <= getattr(args, name) < 1:
+            parser.error("--%s must lie in [0, 1)" % name.replace("_", "-"))
+    if args.sequences_per_pack > args.seq:
+        parser.error("--sequences-per-pack %d exceeds --seq %d" % (args.sequences_per_pack, args.seq))
     text = dump(build(args))
     if args.output:
         with open(args.output, "w", encoding="utf-8", newline="\n") as f:
