@@ -17,14 +17,14 @@ const std::map<std::string, double>& per_element_flops() {
       {"Dropout", 2}, {"Sigmoid", 4},  {"Tanh", 4},        {"Gelu", 8},     {"Softmax", 5},
       {"LayerNorm", 8}, {"GroupNorm", 8}, {"BatchNormalization", 4},          {"Gather", 1},
       {"Transpose", 1}, {"Reshape", 0}, {"Flatten", 0},    {"Concat", 1},   {"Slice", 1},
-      {"MaxPool", 9}, {"AveragePool", 9}, {"GlobalAveragePool", 1}};
+      {"MaxPool", 9}, {"AveragePool", 9}};
   return table;
 }
 
 // FLOPs per element of the first input, for reductions and losses.
 const std::map<std::string, double>& per_input_element_flops() {
   static const std::map<std::string, double> table{
-      {"ReduceSum", 1}, {"ReduceMean", 1}, {"SoftmaxCrossEntropy", 6}, {"NllLoss", 1}, {"L1Loss", 2}, {"MSELoss", 3}};
+      {"ReduceSum", 1}, {"ReduceMean", 1}, {"GlobalAveragePool", 1}, {"SoftmaxCrossEntropy", 6}, {"NllLoss", 1}, {"L1Loss", 2}, {"MSELoss", 3}};
   return table;
 }
 
