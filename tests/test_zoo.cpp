@@ -152,3 +152,141 @@ TEST_CASE("the generators reject a split that does not add up", "[zoo]") {
   REQUIRE(WIFEXITED(status));
   CHECK(WEXITSTATUS(status) != 0);
 }
+
+namespace {
+
+// A zoo model generated into a temporary folder and loaded.
+Model generated(const test::TempDir& dir, const std::string& script, const std::string& arguments) {
+  const std::string path = dir / "generated.json";
+  std::ofstream(path, std::ios::binary) << generate(script, arguments);
+  return load_model(path);
+}
+
+int ipu_of(const Model& m, const ModelGraph& g, const std::string& op_name) {
+  for (std::size_t i = 0; i < m.ops.size(); ++i)
+    if (m.ops[i].name == op_name) return g.ipu_of_op[i];
+  FAIL("no op " << op_name);
+  return -1;
+}
+
+} // namespace
+
+TEST_CASE("GPT-2 small to XL: the published parameter counts and the closed-form FLOPs", "[zoo][gpt]") {
+  const test::TempDir dir;
+  // OpenAI's released GPT-2 checkpoints (as Hugging Face counts them: 124M, 355M, 774M,
+  // 1.5B): 12 L h^2 + 13 L h per layer (QKV, projection, two LayerNorms, MLP with 4h),
+  // token embedding 50257 h, position embedding 1024 h, final LayerNorm 2h; the LM head
+  // reuses the token embedding.
+  struct Case {
+    std::string preset;
+    int layers;
+    double hidden;
+    double params;
+  };
+  for (const Case& c : {Case{"gpt2-small", 12, 768, 124439808}, Case{"gpt2-medium", 24, 1024, 354823168},
+                        Case{"gpt2-large", 36, 1280, 774030080}, Case{"gpt2-xl", 48, 1600, 1557611200}}) {
+    INFO(c.preset);
+    const Model m = generated(dir, "make_gpt_model.py",
+                              "--preset " + c.preset + " --layers-per-ipu 0," + std::to_string(c.layers) +
+                                  " --seq 128");
+    const double h = c.hidden, L = c.layers, V = 50257, s = 128;
+    CHECK(weight_elements(m) == 12 * L * h * h + 13 * L * h + V * h + 1024 * h + 2 * h);
+    CHECK(weight_elements(m) == c.params);
+    // Multiply-accumulates per sample of 128 tokens: the weights 12 L h^2 per token, the
+    // LM head V h per token, and attention's Q K^T and P V: 2 s^2 h per layer.
+    CHECK(forward_flops(m).macs == s * (12 * L * h * h + V * h) + L * 2 * s * s * h);
+    const ModelGraph g = build_graph(m);
+    CHECK(g.stage_count == 3);  // embedding (IPU 0), layers (IPU 1), head back on IPU 0
+  }
+}
+
+TEST_CASE("a generic decoder-only transformer with untied embeddings and its head on the last IPU", "[zoo][gpt]") {
+  const test::TempDir dir;
+  const Model m = generated(dir, "make_gpt_model.py",
+                            "--hidden 512 --heads 8 --layers-per-ipu 2,2,2 --heads-on last --untied --seq 64 "
+                            "--vocab 1000 --max-positions 64");
+  // 6 layers of 12 h^2 + 13 h, embeddings 1000 h + 64 h, final LayerNorm 2h, own LM head h x 1000.
+  const double h = 512;
+  CHECK(weight_elements(m) == 6 * (12 * h * h + 13 * h) + 1064 * h + 2 * h + h * 1000);
+  const ModelGraph g = build_graph(m);
+  CHECK(g.stage_count == 3);
+  CHECK(ipu_of(m, g, "embedding/token_gather") == 0);
+  CHECK(ipu_of(m, g, "h5/ffn/2") == 2);
+  CHECK(ipu_of(m, g, "lm_head") == 2);
+  CHECK(ipu_of(m, g, "loss/mean") == 2);
+}
+
+TEST_CASE("a decoder with tied embeddings refuses its head away from IPU 0", "[zoo][gpt]") {
+  const std::string python = fs::exists("/usr/bin/python3") ? "/usr/bin/python3" : "python3";
+  const std::string command = python + " '" + kSource +
+                              "/scripts/make_gpt_model.py' --hidden 64 --heads 2 --layers-per-ipu 1,1 "
+                              "--heads-on last >/dev/null 2>&1";
+  const int status = std::system(command.c_str());
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) != 0);
+}
+
+TEST_CASE("ViT-B/16 and ViT-L/16: torchvision's parameter counts and GFLOPS", "[zoo][vit]") {
+  const test::TempDir dir;
+  // torchvision's model cards: ViT-B/16 86,567,656 parameters, 17.56 GFLOPS; ViT-L/16
+  // 304,326,632, 61.55 GFLOPS (multiply-accumulates at 224 x 224; the ViT and DeiT papers'
+  // 86M and 17.6 GFLOPs).
+  struct Case {
+    std::string preset;
+    std::string split;
+    double params;
+    double gmacs;
+  };
+  for (const Case& c : {Case{"vit-b-16", "3,3,3,3", 86567656, 17.56}, Case{"vit-l-16", "6,6,6,6", 304326632, 61.55}}) {
+    INFO(c.preset);
+    const Model m = generated(dir, "make_vit_model.py", "--preset " + c.preset + " --layers-per-ipu " + c.split);
+    CHECK(weight_elements(m) == c.params);
+    CHECK(forward_flops(m).macs / 1e9 == Approx(c.gmacs).epsilon(0.0005));
+    const ModelGraph g = build_graph(m);
+    CHECK(g.stage_count == 4);
+    CHECK(ipu_of(m, g, "conv_proj") == 0);
+    CHECK(ipu_of(m, g, "heads/head") == 3);
+  }
+  // 197 tokens of 768: 196 patches of 16 x 16 and the class token.
+  const Model b = load_model(kSource + "/models/vit-b-16.json");
+  CHECK(b.tensor("encoder/input").shape == std::vector<std::int64_t>{197, 768});
+  CHECK(weight_elements(b) == 86567656);
+}
+
+TEST_CASE("BERT-Base and BERT-Large: 110M and 336M parameters, heads on IPU 0 or the last IPU", "[zoo][bert]") {
+  const test::TempDir dir;
+  // Devlin et al. give 110M and 340M; with Graphcore's vocabulary of 30528 and the
+  // pre-training heads the counts are 110.08M and 336.20M (NVIDIA's and Graphcore's
+  // "336M"): embeddings V h + 512 h + 2 h + 2 h, 12 h^2 + 13 h per layer, MLM transform
+  // h^2 + 3h, pooler h^2 + h, NSP classifier 2h + 2.
+  auto bert = [](double h, double L) {
+    return 30528 * h + 516 * h + L * (12 * h * h + 13 * h) + 2 * h * h + 4 * h + 2 * h + 2;
+  };
+  const Model base = load_model(kSource + "/models/bert-base.json");
+  CHECK(weight_elements(base) == bert(768, 12));
+  CHECK(weight_elements(base) == Approx(110e6).epsilon(0.001));
+  const Model large = load_model(kSource + "/models/bert-large.json");
+  CHECK(weight_elements(large) == bert(1024, 24));
+  CHECK(weight_elements(large) == Approx(336e6).epsilon(0.001));
+
+  // Heads on the last IPU: the MLM decoder gets its own [vocab, hidden] weight there.
+  const Model last = generated(dir, "make_bert_model.py",
+                               "--layers-per-ipu 3,7,7,7 --hidden 1024 --heads 16 --heads-on last");
+  CHECK(weight_elements(last) == bert(1024, 24) + 30528 * 1024);
+  const ModelGraph g = build_graph(last);
+  CHECK(g.stage_count == 4);
+  CHECK(ipu_of(last, g, "mlm/decoder") == 3);
+  CHECK(ipu_of(last, g, "nsp/classifier") == 3);
+  CHECK(ipu_of(last, g, "embedding/word_gather") == 0);
+}
+
+TEST_CASE("the zoo generators reproduce the shipped BERT, GPT-2 and ViT models", "[zoo]") {
+  CHECK(generate("make_bert_model.py", "--layers-per-ipu 3,7,7,7 --hidden 1024 --heads 16 --name bert-large") ==
+        read_all(kSource + "/models/bert-large.json"));
+  CHECK(generate("make_bert_model.py", "--layers-per-ipu 1,1,1,1 --hidden 128 --heads 2 --vocab 8192 --name bert-tiny") ==
+        read_all(kSource + "/models/bert-tiny.json"));
+  CHECK(generate("make_gpt_model.py", "--preset gpt2-small --layers-per-ipu 0,4,4,4 --seq 128") ==
+        read_all(kSource + "/models/gpt2-small.json"));
+  CHECK(generate("make_vit_model.py", "--preset vit-b-16 --layers-per-ipu 3,3,3,3") ==
+        read_all(kSource + "/models/vit-b-16.json"));
+}
