@@ -15,6 +15,9 @@ nlp/bert/popart/bert_model.py and bert.py):
                     the sequence, dense + Gelu + LayerNorm, then a MatMul with the SAME
                     word-embedding weight as stage 0: weight tying), NSP head (pooler
                     on the first token + Tanh + classifier), and the losses.
+                    With --heads-on last they run on the last used IPU in its stage
+                    instead, and the MLM decoder gets its own [vocab, hidden] weight
+                    (ipusim does not copy a weight between IPUs).
 
 Shapes are per sample (no batch dimension). Every op carries "virtualGraph" and
 "pipelineStage". No op carries "flops": ipusim derives them from the op type and the
@@ -39,36 +42,10 @@ Output is deterministic: the same arguments always give the same bytes.
 """
 
 import argparse
-import json
 import sys
 
-DTYPES = ("float16", "float32")
-
-
-def int_list(text):
-    """'3,7,7,7' or '[3,7,7,7]' -> [3, 7, 7, 7]."""
-    text = text.strip()
-    if text.startswith("["):
-        text = text[1:]
-    if text.endswith("]"):
-        text = text[:-1]
-    try:
-        values = [int(v) for v in text.split(",") if v.strip() != ""]
-    except ValueError:
-        raise argparse.ArgumentTypeError("expected a list of integers such as 3,7,7,7")
-    if not values or any(v < 0 for v in values):
-        raise argparse.ArgumentTypeError("expected a non-empty list of non-negative integers")
-    return values
-
-
-def positive_int(text):
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError("expected a positive integer")
-    if v < 1:
-        raise argparse.ArgumentTypeError("expected a positive integer")
-    return v
+from model_builder import DTYPES, Builder, Placement, dump, int_list, positive_int, write
+from transformer_blocks import post_ln_layer
 
 
 def layers_on_ipus(layers_per_ipu, encoder_start_ipu):
@@ -85,34 +62,6 @@ def layers_on_ipus(layers_per_ipu, encoder_start_ipu):
     return [0] * start + list(layers_per_ipu)
 
 
-class Builder:
-    def __init__(self, dtype):
-        self.dtype = dtype
-        self.tensors = {}
-        self.ops = []
-        self.ipu = 0
-        self.stage = 0
-
-    def tensor(self, name, shape, kind, dtype=None):
-        if name in self.tensors:
-            raise ValueError("tensor %s declared twice" % name)
-        self.tensors[name] = {"shape": list(shape), "dtype": dtype or self.dtype, "kind": kind}
-        return name
-
-    def weight(self, name, shape):
-        return self.tensor(name, shape, "weight")
-
-    def op(self, name, op_type, inputs, outputs):
-        """outputs: list of (name, shape) or (name, shape, dtype); declared as activations."""
-        names = []
-        for out in outputs:
-            self.tensor(out[0], out[1], "activation", out[2] if len(out) > 2 else None)
-            names.append(out[0])
-        self.ops.append({"name": name, "type": op_type, "inputs": list(inputs), "outputs": names,
-                         "virtualGraph": self.ipu, "pipelineStage": self.stage})
-        return names[0] if len(names) == 1 else names
-
-
 def build(args):
     h, heads, ffn, seq = args.hidden, args.heads, args.ffn, args.seq
     if h % heads:
@@ -121,17 +70,17 @@ def build(args):
         raise SystemExit("error: --masked %d exceeds --seq %d" % (args.masked, seq))
     if args.seq > args.max_positions:
         raise SystemExit("error: --seq %d exceeds --max-positions %d" % (seq, args.max_positions))
-    dh = h // heads
     per_ipu = layers_on_ipus(args.layers_per_ipu, args.encoder_start_ipu)
     num_layers = sum(per_ipu)
     if num_layers == 0:
         raise SystemExit("error: --layers-per-ipu places no encoder layer")
     if args.num_layers is not None and args.num_layers != num_layers:
         raise SystemExit("error: --num-layers %d but --layers-per-ipu places %d" % (args.num_layers, num_layers))
-    # IPU0 always holds the embedding and the heads; an IPU with no layer is unused.
-    used = sorted({0} | {i for i, n in enumerate(per_ipu) if n > 0})
-    stage_of_ipu = {ipu: rank for rank, ipu in enumerate(used)}
-    head_stage = len(used)  # the new final stage, back on IPU0
+    # IPU0 holds the embedding; an IPU with no layer is unused.
+    placement = Placement(per_ipu, args.heads_on)
+    # The MLM decoder shares the word embedding only where both sit on IPU0: ipusim does
+    # not copy a weight between IPUs, so heads elsewhere get their own decoder weight.
+    tied = placement.head[0] == 0
 
     b = Builder(args.dtype)
 
@@ -146,7 +95,7 @@ def build(args):
     b.tensor("next_sentence_label", [packed], "input", "int32")
 
     # Stage 0 on IPU0: embedding.
-    b.ipu, b.stage = 0, 0
+    b.place((0, 0))
     word = b.weight("embedding/word_embeddings", [args.vocab, h])
     pos = b.weight("embedding/position_embeddings", [args.max_positions, h])
     seg = b.weight("embedding/segment_embeddings", [2, h])
@@ -170,16 +119,13 @@ def build(args):
     bias = b.op("mask/scale", "Scale", ["mask/float"], [("attention_bias", [seq])])
 
     # Encoder layers, each on its IPU in that IPU's stage.
-    layer = 0
-    for ipu, count in enumerate(per_ipu):
-        for _ in range(count):
-            b.ipu, b.stage = ipu, stage_of_ipu[ipu]
-            x = encoder_layer(b, "layer%d" % layer, x, bias, seq, h, heads, dh, ffn, args.split_qkv,
-                              args.hidden_dropout, args.attention_dropout)
-            layer += 1
+    for layer, ipu, stage in placement.layers():
+        b.place((ipu, stage))
+        x = post_ln_layer(b, "layer%d" % layer, x, seq, h, heads, ffn, ("add", bias), args.split_qkv,
+                          args.hidden_dropout, args.attention_dropout)
 
-    # The heads, back on IPU0 in a new stage.
-    b.ipu, b.stage = 0, head_stage
+    # The heads: back on IPU0 in a new stage, or on the last IPU in its stage.
+    b.place(placement.head)
     # MLM: the masked positions, dense + Gelu + LayerNorm, decoder tied to the word embedding.
     m = b.op("mlm/slice", "Slice", [x], [("mlm/masked", [args.masked, h])])
     w = b.weight("mlm/dense/weight", [h, h])
@@ -190,8 +136,8 @@ def build(args):
     g_ = b.weight("mlm/layernorm/gamma", [h])
     b_ = b.weight("mlm/layernorm/beta", [h])
     m = b.op("mlm/layernorm", "LayerNorm", [m, g_, b_], [("mlm/transformed", [args.masked, h])])
-    mlm_logits = b.op("mlm/decoder", "MatMul", [m, word], [("mlm/logits", [args.masked, args.vocab])])
-    # NSP: pooler on the first ([CLS]) token, Tanh, classifier.
+    decoder = word if tied else b.weight("mlm/decoder/weight", [args.vocab, h])
+    mlm_logits = b.op("mlm/decoder", "MatMul", [m, decoder], [("mlm/logits", [args.masked, args.vocab])])
     # NSP: pooler on the first ([CLS]) token of each sequence of the (packed) sample, Tanh, classifier.
     n = b.op("nsp/slice_cls", "Slice", [x], [("nsp/cls", [packed, h])])
     w = b.weight("nsp/pooler/weight", [h, h])
@@ -203,6 +149,8 @@ def build(args):
     n = b.op("nsp/classifier", "MatMul", [n, w], [("nsp/classifier_out", [packed, 2])])
     w = b.weight("nsp/classifier/bias", [2])
     nsp_logits = b.op("nsp/classifier_bias", "Add", [n, w], [("nsp/logits", [packed, 2])])
+    # One NSP loss per sequence, averaged when a sample packs several.
+    nsp_out = ("nsp_loss", [1]) if packed == 1 else ("loss/nsp_losses", [packed])
     # Losses (one value per sample each), summed into the loss PopART differentiates.
     # The MLM loss is taken per masked token (reduction none) and then averaged: see
     # the module docstring for why it is not one op reducing [masked, vocab] to [1].
@@ -210,31 +158,28 @@ def build(args):
         p = b.op("loss/mlm_softmax", "Softmax", [mlm_logits], [("loss/mlm_probs", [args.masked, args.vocab])])
         t = b.op("loss/mlm_nll", "NllLoss", [p, "masked_lm_ids"], [("loss/mlm_token_losses", [args.masked])])
         p = b.op("loss/nsp_softmax", "Softmax", [nsp_logits], [("loss/nsp_probs", [packed, 2])])
-        if packed == 1:
-            b.op("loss/nsp_nll", "NllLoss", [p, "next_sentence_label"], [("nsp_loss", [1])])
-        else:
-            t = b.op("loss/nsp_nll", "NllLoss", [p, "next_sentence_label"], [("loss/nsp_losses", [packed])])
-            b.op("loss/nsp_mean", "ReduceMean", [t], [("nsp_loss", [1])])
+        n = b.op("loss/nsp_nll", "NllLoss", [p, "next_sentence_label"], [nsp_out])
     else:
         t = b.op("loss/mlm", "SoftmaxCrossEntropy", [mlm_logits, "masked_lm_ids"],
                  [("loss/mlm_token_losses", [args.masked])])
-        if packed == 1:
-            b.op("loss/nsp", "SoftmaxCrossEntropy", [nsp_logits, "next_sentence_label"], [("nsp_loss", [1])])
-        else:
-            t = b.op("loss/nsp", "SoftmaxCrossEntropy", [nsp_logits, "next_sentence_label"],
-                     [("loss/nsp_losses", [packed])])
-            b.op("loss/nsp_mean", "ReduceMean", [t], [("nsp_loss", [1])])
+        n = b.op("loss/nsp", "SoftmaxCrossEntropy", [nsp_logits, "next_sentence_label"], [nsp_out])
+    if packed > 1:
+        b.op("loss/nsp_mean", "ReduceMean", [n], [("nsp_loss", [1])])
     b.op("loss/mlm_mean", "ReduceMean", [t], [("mlm_loss", [1])])
     b.op("loss/sum", "Add", ["mlm_loss", "nsp_loss"], [("loss", [1])])
 
-    placement = ", ".join("IPU%d: %d" % (i, n) for i, n in enumerate(per_ipu))
+    if tied:
+        heads_text = "MLM/NSP heads and losses back on IPU0 in stage %d, the MLM decoder reusing the word embedding" \
+            % placement.head[1]
+    else:
+        heads_text = "MLM/NSP heads and losses on IPU%d in stage %d, the MLM decoder with its own weight" \
+            % placement.head
     description = (
         "BERT pre-training (MLM + NSP) as Graphcore's PopART example, generated by "
         "scripts/make_bert_model.py %s. %d layers, hidden %d, %d heads, ffn %d, seq %d, vocab %d, "
-        "%d masked tokens, %s. Layers per IPU (%s); embedding on IPU0 in stage 0; encoder stage = its IPU's; "
-        "MLM/NSP heads and losses back on IPU0 in stage %d, the MLM decoder reusing the word embedding."
+        "%d masked tokens, %s. Layers per IPU (%s); embedding on IPU0 in stage 0; encoder stage = its IPU's; %s."
         % (" ".join(command_line(args)), num_layers, h, heads, ffn, seq, args.vocab, args.masked, args.dtype,
-           placement, head_stage))
+           placement.summary(), heads_text))
     return {
         "name": args.name or "bert",
         "description": description,
@@ -244,72 +189,6 @@ def build(args):
     }
 
 
-def dropout(b, name, x, shape, rate):
-    """Dropout after a projection (BERT's hidden dropout); nothing when the rate is 0."""
-    if rate <= 0:
-        return x
-    return b.op(name, "Dropout", [x], [(name + "_out", shape)])
-
-
-def encoder_layer(b, p, x, bias, seq, h, heads, dh, ffn, split_qkv=False, hidden_dropout=0.0,
-                  attention_dropout=0.0):
-    # Self-attention: one fused [h, 3h] projection, or three [h, h] ones (Graphcore's split_qkv).
-    if split_qkv:
-        heads_of = {}
-        for part, shape in (("q", [heads, seq, dh]), ("k", [heads, dh, seq]), ("v", [heads, seq, dh])):
-            w = b.weight(p + "/attention/%s/weight" % part, [h, h])
-            t = b.op(p + "/attention/%s" % part, "MatMul", [x, w], [(p + "/attention/%s_out" % part, [seq, h])])
-            w = b.weight(p + "/attention/%s/bias" % part, [h])
-            t = b.op(p + "/attention/%s_bias" % part, "Add", [t, w], [(p + "/attention/%s_biased" % part, [seq, h])])
-            t = b.op(p + "/attention/%s_reshape" % part, "Reshape", [t],
-                     [(p + "/attention/%s_split" % part, [seq, heads, dh])])
-            heads_of[part] = b.op(p + "/attention/%s_heads" % part, "Transpose", [t],
-                                  [(p + "/attention/" + ("k_t" if part == "k" else part), shape)])
-        q, k, v = heads_of["q"], heads_of["k"], heads_of["v"]
-    else:
-        w = b.weight(p + "/attention/qkv/weight", [h, 3 * h])
-        t = b.op(p + "/attention/qkv", "MatMul", [x, w], [(p + "/attention/qkv_out", [seq, 3 * h])])
-        w = b.weight(p + "/attention/qkv/bias", [3 * h])
-        t = b.op(p + "/attention/qkv_bias", "Add", [t, w], [(p + "/attention/qkv_biased", [seq, 3 * h])])
-        t = b.op(p + "/attention/qkv_reshape", "Reshape", [t], [(p + "/attention/qkv_split", [seq, 3, heads, dh])])
-        q, k, v = b.op(p + "/attention/split_heads", "Transpose", [t],
-                       [(p + "/attention/q", [heads, seq, dh]),
-                        (p + "/attention/k_t", [heads, dh, seq]),
-                        (p + "/attention/v", [heads, seq, dh])])
-    s = b.op(p + "/attention/scores", "MatMul", [q, k], [(p + "/attention/scores_out", [heads, seq, seq])])
-    s = b.op(p + "/attention/scale", "Scale", [s], [(p + "/attention/scaled", [heads, seq, seq])])
-    s = b.op(p + "/attention/mask", "Add", [s, bias], [(p + "/attention/masked", [heads, seq, seq])])
-    s = b.op(p + "/attention/softmax", "Softmax", [s], [(p + "/attention/probs", [heads, seq, seq])])
-    s = dropout(b, p + "/attention/probs_dropout", s, [heads, seq, seq], attention_dropout)
-    c = b.op(p + "/attention/context", "MatMul", [s, v], [(p + "/attention/context_out", [heads, seq, dh])])
-    c = b.op(p + "/attention/merge_heads", "Transpose", [c], [(p + "/attention/context_t", [seq, heads, dh])])
-    c = b.op(p + "/attention/merge_reshape", "Reshape", [c], [(p + "/attention/context_flat", [seq, h])])
-    w = b.weight(p + "/attention/out/weight", [h, h])
-    o = b.op(p + "/attention/out", "MatMul", [c, w], [(p + "/attention/out_out", [seq, h])])
-    w = b.weight(p + "/attention/out/bias", [h])
-    o = b.op(p + "/attention/out_bias", "Add", [o, w], [(p + "/attention/out_biased", [seq, h])])
-    o = dropout(b, p + "/attention/dropout", o, [seq, h], hidden_dropout)
-    o = b.op(p + "/attention/residual", "Add", [x, o], [(p + "/attention/residual_out", [seq, h])])
-    g_ = b.weight(p + "/attention/layernorm/gamma", [h])
-    b_ = b.weight(p + "/attention/layernorm/beta", [h])
-    a = b.op(p + "/attention/layernorm", "LayerNorm", [o, g_, b_], [(p + "/attention/output", [seq, h])])
-    # Feed-forward.
-    w = b.weight(p + "/ffn/1/weight", [h, ffn])
-    f = b.op(p + "/ffn/1", "MatMul", [a, w], [(p + "/ffn/1_out", [seq, ffn])])
-    w = b.weight(p + "/ffn/1/bias", [ffn])
-    f = b.op(p + "/ffn/1_bias", "Add", [f, w], [(p + "/ffn/1_biased", [seq, ffn])])
-    f = b.op(p + "/ffn/gelu", "Gelu", [f], [(p + "/ffn/gelu_out", [seq, ffn])])
-    w = b.weight(p + "/ffn/2/weight", [ffn, h])
-    f = b.op(p + "/ffn/2", "MatMul", [f, w], [(p + "/ffn/2_out", [seq, h])])
-    w = b.weight(p + "/ffn/2/bias", [h])
-    f = b.op(p + "/ffn/2_bias", "Add", [f, w], [(p + "/ffn/2_biased", [seq, h])])
-    f = dropout(b, p + "/ffn/dropout", f, [seq, h], hidden_dropout)
-    f = b.op(p + "/ffn/residual", "Add", [a, f], [(p + "/ffn/residual_out", [seq, h])])
-    g_ = b.weight(p + "/ffn/layernorm/gamma", [h])
-    b_ = b.weight(p + "/ffn/layernorm/beta", [h])
-    return b.op(p + "/ffn/layernorm", "LayerNorm", [f, g_, b_], [(p + "/output", [seq, h])])
-
-
 def command_line(args):
     """The generator arguments that matter, in a fixed order (for the description)."""
     out = ["--layers-per-ipu", ",".join(str(v) for v in args.layers_per_ipu)]
@@ -317,6 +196,8 @@ def command_line(args):
         out += ["--encoder-start-ipu", str(args.encoder_start_ipu)]
     out += ["--hidden", str(args.hidden), "--heads", str(args.heads), "--ffn", str(args.ffn),
             "--seq", str(args.seq), "--vocab", str(args.vocab), "--masked", str(args.masked)]
+    if args.heads_on != "0":
+        out += ["--heads-on", args.heads_on]
     if args.max_positions != 512:
         out += ["--max-positions", str(args.max_positions)]
     if args.dtype != "float16":
@@ -334,25 +215,6 @@ def command_line(args):
     return out
 
 
-def dump(model):
-    """JSON with one tensor and one op per line, like the hand-written models."""
-    lines = ["{"]
-    lines.append('  "name": %s,' % json.dumps(model["name"]))
-    lines.append('  "description": %s,' % json.dumps(model["description"]))
-    lines.append('  "tensors": {')
-    items = list(model["tensors"].items())
-    for i, (name, t) in enumerate(items):
-        lines.append("    %s: %s%s" % (json.dumps(name), json.dumps(t), "," if i + 1 < len(items) else ""))
-    lines.append("  },")
-    lines.append('  "ops": [')
-    for i, op in enumerate(model["ops"]):
-        lines.append("    %s%s" % (json.dumps(op), "," if i + 1 < len(model["ops"]) else ""))
-    lines.append("  ],")
-    lines.append('  "anchors": %s' % json.dumps(model["anchors"]))
-    lines.append("}")
-    return "\n".join(lines) + "\n"
-
-
 def main(argv=None):
     parser = argparse.ArgumentParser(
         description="Generate a PopART-annotated BERT pre-training model (ipusim JSON model format), "
@@ -368,6 +230,9 @@ def main(argv=None):
     parser.add_argument("--encoder-start-ipu", type=int, default=None,
                         help="IPU of the first encoder layer (Graphcore's encoder_start_ipu). If the list has "
                              "fewer leading zeros than this, it is read relative to this IPU, as Graphcore does")
+    parser.add_argument("--heads-on", choices=("0", "last"), default="0",
+                        help="the MLM/NSP heads back on IPU 0 in a new final stage (Graphcore's placement, the "
+                             "default), or on the last used IPU with their own decoder weight")
     parser.add_argument("--num-layers", type=positive_int, default=None,
                         help="optional check: the total number of encoder layers")
     parser.add_argument("--hidden", type=positive_int, default=1024, help="hidden size (default 1024)")
@@ -408,12 +273,7 @@ def main(argv=None):
             parser.error("--%s must lie in [0, 1)" % name.replace("_", "-"))
     if args.sequences_per_pack > args.seq:
         parser.error("--sequences-per-pack %d exceeds --seq %d" % (args.sequences_per_pack, args.seq))
-    text = dump(build(args))
-    if args.output:
-        with open(args.output, "w", encoding="utf-8", newline="\n") as f:
-            f.write(text)
-    else:
-        sys.stdout.write(text)
+    write(dump(build(args)), args.output)
     return 0
 
 

@@ -9,22 +9,33 @@ namespace ipusim {
 
 namespace {
 
-// FLOPs per output element of ops whose cost is proportional to their output.
+// FLOPs per output element of ops whose cost is proportional to their output. Estimates
+// of the arithmetic per element: 1 for one operation, 4 for a transcendental (Sigmoid,
+// Tanh, Erf), more for the composite ops; a pool compares or adds its 3 x 3 window. Shape
+// ops that only relabel memory cost 0.
 const std::map<std::string, double>& per_element_flops() {
   static const std::map<std::string, double> table{
-      {"Add", 1},     {"Sub", 1},      {"Mul", 1},         {"Div", 1},      {"Relu", 1},  {"Neg", 1},
-      {"Scale", 1},   {"Sqrt", 1},     {"Exp", 1},         {"Cast", 1},     {"Identity", 1},
-      {"Dropout", 2}, {"Sigmoid", 4},  {"Tanh", 4},        {"Gelu", 8},     {"Softmax", 5},
-      {"LayerNorm", 8}, {"GroupNorm", 8}, {"BatchNormalization", 4},          {"Gather", 1},
-      {"Transpose", 1}, {"Reshape", 0}, {"Flatten", 0},    {"Concat", 1},   {"Slice", 1},
-      {"MaxPool", 9}, {"AveragePool", 9}, {"GlobalAveragePool", 1}};
+      {"Add", 1},        {"Sub", 1},        {"Mul", 1},       {"Div", 1},         {"Pow", 1},
+      {"Max", 1},        {"Min", 1},        {"Where", 1},     {"Equal", 1},       {"Less", 1},
+      {"Greater", 1},    {"Not", 1},        {"And", 1},       {"Or", 1},          {"Relu", 1},
+      {"Neg", 1},        {"Abs", 1},        {"Reciprocal", 1}, {"Scale", 1},      {"Sqrt", 1},
+      {"Exp", 1},        {"Log", 1},        {"Cast", 1},      {"Identity", 1},    {"LeakyRelu", 2},
+      {"Clip", 2},       {"Dropout", 2},    {"Sigmoid", 4},   {"Tanh", 4},        {"Erf", 4},
+      {"Gelu", 8},       {"Softmax", 5},    {"LogSoftmax", 5}, {"LayerNorm", 8},  {"LayerNormalization", 8},
+      {"GroupNorm", 8},  {"InstanceNormalization", 8},        {"BatchNormalization", 4},
+      {"Gather", 1},     {"Transpose", 1},  {"Concat", 1},    {"Slice", 1},       {"Split", 1},
+      {"Expand", 1},     {"Tile", 1},       {"Pad", 1},       {"Reshape", 0},     {"Flatten", 0},
+      {"Squeeze", 0},    {"Unsqueeze", 0},  {"MaxPool", 9},   {"AveragePool", 9}};
   return table;
 }
 
 // FLOPs per element of the first input, for reductions and losses.
 const std::map<std::string, double>& per_input_element_flops() {
   static const std::map<std::string, double> table{
-      {"ReduceSum", 1}, {"ReduceMean", 1}, {"SoftmaxCrossEntropy", 6}, {"NllLoss", 1}, {"L1Loss", 2}, {"MSELoss", 3}};
+      {"ReduceSum", 1},          {"ReduceMean", 1},        {"ReduceMax", 1}, {"ReduceMin", 1},
+      {"ReduceSumSquare", 2},    {"ReduceL2", 2},          {"ArgMax", 1},    {"GlobalAveragePool", 1},
+      {"GlobalMaxPool", 1},      {"SoftmaxCrossEntropy", 6}, {"SoftmaxCrossEntropyLoss", 6},
+      {"NllLoss", 1},            {"NegativeLogLikelihoodLoss", 1}, {"L1Loss", 2}, {"MSELoss", 3}};
   return table;
 }
 

@@ -1,0 +1,202 @@
+"""Shared pieces of the model-zoo generators (scripts/make_*_model.py).
+
+Builder collects tensors and ops in ipusim's JSON model format (docs/formats.md):
+shapes are per sample (no batch dimension), every op carries "virtualGraph" and
+"pipelineStage". Placement turns a --layers-per-ipu list and a head placement into the
+IPU and stage of each part of a model, the way Graphcore's examples place layers.
+dump() writes one tensor and one op per line, deterministically.
+
+Standard library only, so the generators run with any python3.
+"""
+
+import argparse
+import json
+
+DTYPES = ("float16", "float32")
+
+
+def int_list(text):
+    """'3,7,7,7' or '[3,7,7,7]' -> [3, 7, 7, 7]."""
+    text = text.strip()
+    if text.startswith("["):
+        text = text[1:]
+    if text.endswith("]"):
+        text = text[:-1]
+    try:
+        values = [int(v) for v in text.split(",") if v.strip() != ""]
+    except ValueError:
+        raise argparse.ArgumentTypeError("expected a list of integers such as 3,7,7,7")
+    if not values or any(v < 0 for v in values):
+        raise argparse.ArgumentTypeError("expected a non-empty list of non-negative integers")
+    return values
+
+
+def positive_int(text):
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError("expected a positive integer")
+    if v < 1:
+        raise argparse.ArgumentTypeError("expected a positive integer")
+    return v
+
+
+class Placement:
+    """Where the parts of a layered model go.
+
+    per_ipu[i] layers sit on IPU i, in order (IPU 0's first, then IPU 1's, ...); an IPU
+    with no layer is unused. The stem (embedding) runs on IPU 0 in stage 0. A used IPU's
+    stage is its rank among the used IPUs (stage = IPU when none is skipped). The head
+    runs either on the last used IPU in that IPU's stage ("last": the plain pipeline), or
+    back on IPU 0 in a new final stage ("0": Graphcore's BERT, whose MLM decoder shares
+    the word embedding on IPU 0)."""
+
+    def __init__(self, per_ipu, heads_on):
+        if sum(per_ipu) == 0:
+            raise SystemExit("error: --layers-per-ipu places no layer")
+        self.per_ipu = list(per_ipu)
+        self.used = sorted({0} | {i for i, n in enumerate(per_ipu) if n > 0})
+        self.stage_of_ipu = {ipu: rank for rank, ipu in enumerate(self.used)}
+        self.heads_on = heads_on
+        if heads_on == "0":
+            self.head = (0, len(self.used))
+        else:
+            last = self.used[-1]
+            self.head = (last, self.stage_of_ipu[last])
+
+    def layers(self):
+        """(layer index, ipu, stage) for every layer, in order."""
+        index = 0
+        for ipu, count in enumerate(self.per_ipu):
+            for _ in range(count):
+                yield index, ipu, self.stage_of_ipu[ipu]
+                index += 1
+
+    def total_layers(self):
+        return sum(self.per_ipu)
+
+    def summary(self):
+        return ", ".join("IPU%d: %d" % (i, n) for i, n in enumerate(self.per_ipu))
+
+
+def add_placement_arguments(parser, layer_word, default_heads_on):
+    parser.add_argument("--layers-per-ipu", type=int_list, required=True,
+                        help="%s per IPU, e.g. 3,7,7,7 (entry i = IPU i; 0 allowed)" % layer_word)
+    parser.add_argument("--heads-on", choices=("0", "last"), default=default_heads_on,
+                        help="the head on IPU 0 in a new final stage, or on the last used IPU "
+                             "(default %s)" % default_heads_on)
+
+
+def add_output_arguments(parser, default_name):
+    parser.add_argument("--dtype", choices=DTYPES, default="float16",
+                        help="dtype of weights and activations (default float16)")
+    parser.add_argument("--name", default=None, help="model name (default %s)" % default_name)
+    parser.add_argument("-o", "--output", default=None, help="write here instead of standard output")
+
+
+def changed_flags(args, defaults):
+    """The generator's arguments that differ from their defaults, for a model's description:
+    defaults lists (attribute, flag, default); a flag that is True is written alone."""
+    out = []
+    for attribute, flag, default in defaults:
+        value = getattr(args, attribute)
+        if value is None or value == default:
+            continue
+        if value is True:
+            out.append(flag)
+        elif isinstance(value, list):
+            out += [flag, ",".join(str(v) for v in value)]
+        else:
+            out += [flag, str(value)]
+    return out
+
+
+class Builder:
+    def __init__(self, dtype):
+        self.dtype = dtype
+        self.tensors = {}
+        self.ops = []
+        self.ipu = 0
+        self.stage = 0
+
+    def place(self, ipu_and_stage):
+        self.ipu, self.stage = ipu_and_stage
+
+    def tensor(self, name, shape, kind, dtype=None):
+        if name in self.tensors:
+            raise ValueError("tensor %s declared twice" % name)
+        self.tensors[name] = {"shape": list(shape), "dtype": dtype or self.dtype, "kind": kind}
+        return name
+
+    def weight(self, name, shape):
+        return self.tensor(name, shape, "weight")
+
+    def shape(self, name):
+        return self.tensors[name]["shape"]
+
+    def op(self, name, op_type, inputs, outputs):
+        """outputs: list of (name, shape) or (name, shape, dtype); declared as activations."""
+        names = []
+        for out in outputs:
+            self.tensor(out[0], out[1], "activation", out[2] if len(out) > 2 else None)
+            names.append(out[0])
+        self.ops.append({"name": name, "type": op_type, "inputs": list(inputs), "outputs": names,
+                         "virtualGraph": self.ipu, "pipelineStage": self.stage})
+        return names[0] if len(names) == 1 else names
+
+    def dense(self, prefix, x, rows, k, n, bias=True):
+        """x [rows, k] @ W [k, n] (+ b): a MatMul and an Add, as PopART's builders write it."""
+        w = self.weight(prefix + "/weight", [k, n])
+        y = self.op(prefix, "MatMul", [x, w], [(prefix + "_out", [rows, n])])
+        if not bias:
+            return y
+        b = self.weight(prefix + "/bias", [n])
+        return self.op(prefix + "_bias", "Add", [y, b], [(prefix + "_biased", [rows, n])])
+
+    def layer_norm(self, prefix, x, shape, output=None):
+        g = self.weight(prefix + "/gamma", [shape[-1]])
+        b = self.weight(prefix + "/beta", [shape[-1]])
+        return self.op(prefix, "LayerNorm", [x, g, b], [(output or prefix + "_out", shape)])
+
+    def model(self, name, description, anchors):
+        return {"name": name, "description": description, "tensors": self.tensors, "ops": self.ops,
+                "anchors": anchors}
+
+
+def weight_elements(model):
+    total = 0
+    for t in model["tensors"].values():
+        if t["kind"] == "weight":
+            n = 1
+            for d in t["shape"]:
+                n *= d
+            total += n
+    return total
+
+
+def dump(model):
+    """JSON with one tensor and one op per line, like the hand-written models."""
+    lines = ["{"]
+    lines.append('  "name": %s,' % json.dumps(model["name"]))
+    lines.append('  "description": %s,' % json.dumps(model["description"]))
+    lines.append('  "tensors": {')
+    items = list(model["tensors"].items())
+    for i, (name, t) in enumerate(items):
+        lines.append("    %s: %s%s" % (json.dumps(name), json.dumps(t), "," if i + 1 < len(items) else ""))
+    lines.append("  },")
+    lines.append('  "ops": [')
+    for i, op in enumerate(model["ops"]):
+        lines.append("    %s%s" % (json.dumps(op), "," if i + 1 < len(model["ops"]) else ""))
+    lines.append("  ],")
+    lines.append('  "anchors": %s' % json.dumps(model["anchors"]))
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def write(text, path):
+    if path:
+        with open(path, "w", encoding="utf-8", newline="\n") as f:
+            f.write(text)
+    else:
+        import sys
+        sys.stdout.write(text)
