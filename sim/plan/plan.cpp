@@ -35,16 +35,15 @@ void check_weights_local(const Model& m, const ModelGraph& g) {
   }
 }
 
-// Model stage -> merged stage: consecutive stages on the same IPU become one.
-std::vector<int> merge_stages(const ModelGraph& g, std::vector<int>& merged_ipu) {
-  std::vector<int> ipu_of_stage(static_cast<std::size_t>(g.stage_count), -1);
-  for (std::size_t op = 0; op < g.stage_of_op.size(); ++op) ipu_of_stage[g.stage_of_op[op]] = g.ipu_of_op[op];
-  std::vector<int> merged(ipu_of_stage.size());
-  for (std::size_t s = 0; s < ipu_of_stage.size(); ++s) {
-    if (s == 0 || ipu_of_stage[s] != ipu_of_stage[s - 1]) merged_ipu.push_back(ipu_of_stage[s]);
-    merged[s] = static_cast<int>(merged_ipu.size()) - 1;
+// Forward stage of each op: the ops in execution order, cut wherever the IPU changes
+// (so consecutive annotated stages on one IPU merge into one).
+std::vector<int> split_stages(const ModelGraph& g, std::vector<int>& ipu_of_stage) {
+  std::vector<int> stage_of(g.ipu_of_op.size());
+  for (std::size_t op : g.execution_order) {
+    if (ipu_of_stage.empty() || ipu_of_stage.back() != g.ipu_of_op[op]) ipu_of_stage.push_back(g.ipu_of_op[op]);
+    stage_of[op] = static_cast<int>(ipu_of_stage.size()) - 1;
   }
-  return merged;
+  return stage_of;
 }
 
 enum class BackwardReads { Nothing, Inputs, Outputs };
@@ -83,6 +82,17 @@ void describe_activations(const Model& m, const ModelGraph& g, const std::vector
       st.boundary_tensors.push_back(t);
       st.boundary_bytes += bytes(t);
     }
+    // Under recomputation PopART checkpoints every op whose output is copied to another
+    // IPU (setRecomputation in transforms/pipeline.cpp): such an output that the backward
+    // reads is stashed with the entering tensors, not recomputed.
+    std::set<std::string> recompute_stash = entering;
+    for (const auto& t : read) {
+      auto p = g.producer.find(t);
+      if (p == g.producer.end() || stage_of[p->second] != s || !g.consumers.count(t)) continue;
+      for (auto u : g.consumers.at(t))
+        if (plan.stages[stage_of[u]].ipu != st.ipu) recompute_stash.insert(t);
+    }
+    st.recompute_stash_tensors.assign(recompute_stash.begin(), recompute_stash.end());
     // Liveness: entering tensors live through the stage; a tensor produced here lives
     // until its last reader here, or to the end when a later stage or the host needs it.
     std::map<std::string, std::size_t> last_use;
@@ -123,9 +133,10 @@ Plan make_plan(const Scenario& sc, const ModelGraph& g) {
   plan.training = ex.training;
   plan.micro_batch_size = ex.micro_batch_size;
   plan.annotated = g.has_virtual_graphs;
+  plan.pipelining_refused = g.pipelining_refused;
 
   std::vector<int> merged_ipu;
-  const std::vector<int> merged_of = merge_stages(g, merged_ipu);
+  const std::vector<int> stage_of = split_stages(g, merged_ipu);
   const int P = static_cast<int>(merged_ipu.size());
   plan.forward_stage_count = P;
   plan.loss_stage = P - 1;
@@ -139,14 +150,12 @@ Plan make_plan(const Scenario& sc, const ModelGraph& g) {
     st.forward_stage = st.backward ? 2 * L - s : s;
     st.ipu = merged_ipu[st.forward_stage];
   }
-  for (std::size_t s = 0; s < merged_of.size(); ++s)
-    plan.stages[merged_of[s]].annotated_stages.push_back(static_cast<int>(s));
-
-  // Ops and their times.
-  std::vector<int> stage_of(m.ops.size());
+  // Ops and their times; in topological order within a stage.
   for (std::size_t op : g.topological_order) {
-    const int fs = merged_of[g.stage_of_op[op]];
-    stage_of[op] = fs;
+    const int fs = stage_of[op];
+    auto& annotated = plan.stages[fs].annotated_stages;
+    if (std::find(annotated.begin(), annotated.end(), g.stage_of_op[op]) == annotated.end())
+      annotated.push_back(g.stage_of_op[op]);
     plan.stages[fs].ops.push_back(op);
     plan.stages[fs].forward_seconds += cost->seconds(forward_work(m, m.ops[op], ex.micro_batch_size));
     if (ex.training) {
@@ -156,6 +165,7 @@ Plan make_plan(const Scenario& sc, const ModelGraph& g) {
     }
   }
   for (int s = L + 1; s < S; ++s) std::reverse(plan.stages[s].ops.begin(), plan.stages[s].ops.end());
+  for (int s = 0; s < P; ++s) std::sort(plan.stages[s].annotated_stages.begin(), plan.stages[s].annotated_stages.end());
 
   // Copies: a tensor needed on another IPU travels hop by hop from its producer's
   // stage to the last stage on another IPU that reads it.
@@ -230,7 +240,10 @@ Plan make_plan(const Scenario& sc, const ModelGraph& g) {
     ipus[st.ipu].id = st.ipu;
     ipus[st.ipu].stages.push_back(st.id);
   }
-  std::map<int, DType> weight_dtype;
+  // A weight's gradient is complete in the backward stage of the first forward stage reading
+  // it (2L-s; the loss stage is its own backward): where PopART places its update when it
+  // runs every micro-batch (VarUpdate inherits the latest stage of its inputs).
+  std::map<int, DType> weight_dtype, stage_weight_dtype;
   for (const auto& [name, users] : g.consumers) {
     const Tensor& t = m.tensor(name);
     if (t.kind != TensorKind::Weight) continue;
@@ -239,6 +252,14 @@ Plan make_plan(const Scenario& sc, const ModelGraph& g) {
     ipu.weight_elements += static_cast<double>(t.elements());
     ipu.weight_bytes += static_cast<double>(t.bytes());
     weight_dtype.emplace(ipu.id, t.dtype);
+    if (!ex.training) continue;
+    int first = P;
+    for (auto u : users) first = std::min(first, stage_of[u]);
+    PlanStage& completing = plan.stages[2 * L - first];
+    completing.weights.push_back(name);
+    completing.weight_elements += static_cast<double>(t.elements());
+    completing.weight_bytes += static_cast<double>(t.bytes());
+    stage_weight_dtype.emplace(completing.id, t.dtype);
   }
   const double state_bytes_per_weight =
       optimizer_state_tensors(ex.optimizer) * static_cast<double>(dtype_bytes(ex.optimizer_state_dtype));
@@ -247,17 +268,22 @@ Plan make_plan(const Scenario& sc, const ModelGraph& g) {
     throw InputError(sc.file, sc.execution_pointer("optimizer/stateLocation"), "scenario.no-streaming-memory",
                      "optimizer state in streaming memory, but the system \"" + sc.hardware.name +
                          "\" has no \"streamingMemory\"");
+  const auto update_seconds = [&](double elements, double bytes, DType dtype) {
+    double seconds = cost->seconds(weight_update_work(elements, bytes, dtype, ex.optimizer, ex.optimizer_state_dtype));
+    // Off-chip state is read in and written back around the update.
+    if (streamed)
+      seconds += 2 * (sc.hardware.streaming_memory.latency_s +
+                      elements * state_bytes_per_weight / sc.hardware.streaming_memory.bandwidth_bytes_per_s);
+    return seconds;
+  };
   for (auto& [id, ipu] : ipus) {
-    if (ex.training && ipu.weight_elements > 0) {
-      ipu.update_seconds = cost->seconds(weight_update_work(ipu.weight_elements, ipu.weight_bytes, weight_dtype[id],
-                                                            ex.optimizer, ex.optimizer_state_dtype));
-      // Off-chip state is read in and written back around the update.
-      if (streamed)
-        ipu.update_seconds += 2 * (sc.hardware.streaming_memory.latency_s +
-                                   ipu.weight_elements * state_bytes_per_weight /
-                                       sc.hardware.streaming_memory.bandwidth_bytes_per_s);
-    }
+    if (ex.training && ipu.weight_elements > 0)
+      ipu.update_seconds = update_seconds(ipu.weight_elements, ipu.weight_bytes, weight_dtype[id]);
     plan.ipus.push_back(ipu);
+  }
+  for (auto& [id, dtype] : stage_weight_dtype) {
+    PlanStage& st = plan.stages[id];
+    st.update_seconds = update_seconds(st.weight_elements, st.weight_bytes, dtype);
   }
   return plan;
 }

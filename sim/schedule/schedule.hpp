@@ -28,7 +28,7 @@ struct ScheduleContext {
   std::vector<const PlanCopy*> copies_into(int stage, bool gradient) const;
 };
 
-// Checks shared by every pipelined schedule: virtual graphs, more than one IPU.
+// Checks shared by every pipelined schedule: the graph's pipelining-only rules, virtual graphs, more than one IPU.
 void check_pipelinable(const ScheduleContext& context);
 // An InputError about the pipeline depth, pointing at G (training) or batchesPerStep.
 [[noreturn]] void depth_error(const ScheduleContext& context, const std::string& rule, const std::string& message);
@@ -81,6 +81,9 @@ public:
   // With replicas, a ring all-reduce of the gradients first; then PopART's Serial weight
   // update: IPU by IPU in virtual-graph order; or all at once.
   void weight_updates(bool in_parallel = false);
+  // PopART without gradient accumulation: right after a stage's backward of one micro-batch,
+  // the update of the weights whose gradient it completes (all-reduced first with replicas).
+  void stage_update(const PlanStage& stage, std::int64_t micro_batch);
   Schedule finish(std::int64_t micro_batches, int cycles, std::vector<int> stash_depth);
 
 private:
@@ -88,6 +91,7 @@ private:
   void append(int virtual_ipu, const Step& step);
   int physical_of(int replica, int virtual_ipu) const;
   void all_reduce();
+  void ring_all_reduce_step(int virtual_ipu, double bytes);
 
   const ScheduleContext& context_;
   bool recompute_;
