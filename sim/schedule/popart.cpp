@@ -4,8 +4,9 @@
 // phase holds every stage boundary's copy, on every cycle, fill and flush included.
 // The depth D is G with gradient accumulation; without it (training with G = 1, and
 // inference) it is batchesPerStep and a step is one fill and flush (PipelineInfo in
-// transforms/pipeline.cpp), and a training step updates the weights in the backward
-// stages, every micro-batch (each VarUpdate takes the stage of the gradient it reads).
+// transforms/pipeline.cpp; popx/popprograms.cpp adds no outer loop then), and a training
+// step updates the weights in the backward stages, every micro-batch (each VarUpdate
+// takes the pipeline stage of the gradient it reads).
 #include "sim/schedule/schedule.hpp"
 
 #include "sim/io/input_error.hpp"
