@@ -261,7 +261,11 @@ TEST_CASE("cli: a model only pipelining refuses runs with --mode sharded and bot
     const Json doc = Json::parse(sharded.out);
     REQUIRE(doc.at("runs").size() == 1);
     CHECK(doc.at("runs").at(0).at("mode") == "sharded");
+    CHECK(doc.at("plan").at("pipelining_refused").at("rule") == rule);
   }
+  // A model pipelining accepts carries no such entry.
+  CHECK_FALSE(Json::parse(run_ipusim({"run", training, "--mode", "sharded", "--json"}).out).at("plan").contains(
+      "pipelining_refused"));
 }
 
 TEST_CASE("cli: validate accepts a model, a config and a scenario, and rejects a broken model", "[cli]") {
