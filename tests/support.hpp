@@ -41,8 +41,9 @@ inline Json zero_overhead_config(int ipus, double link_bandwidth = 1e9) {
 
 struct ChainOp {
   int ipu;
-  double flops;   // forward FLOPs per sample
-  int stage = -1; // -1: no pipelineStage annotation
+  double flops;     // forward FLOPs per sample
+  int stage = -1;   // -1: no pipelineStage annotation
+  int weights = 0;  // > 0: the op is a MatMul that also reads its own weight Wi of this many floats
 };
 
 // x -> op0 -> a1 -> op1 -> a2 ... : each op reads the previous activation (float32,
@@ -56,6 +57,12 @@ inline Json chain_model(const std::vector<ChainOp>& ops, int elements) {
     tensors[out] = {{"shape", {elements}}, {"dtype", "float32"}, {"kind", "activation"}};
     Json op = {{"name", "op" + std::to_string(i)}, {"type", "Relu"}, {"inputs", {in}}, {"outputs", {out}},
                {"virtualGraph", ops[i].ipu}, {"flops", ops[i].flops}};
+    if (ops[i].weights > 0) {
+      const std::string weight = "W" + std::to_string(i);
+      tensors[weight] = {{"shape", {ops[i].weights}}, {"dtype", "float32"}, {"kind", "weight"}};
+      op["type"] = "MatMul";
+      op["inputs"].push_back(weight);
+    }
     if (ops[i].stage >= 0) op["pipelineStage"] = ops[i].stage;
     list.push_back(op);
   }

@@ -241,6 +241,33 @@ TEST_CASE("cli: a pipeline too shallow for its stages exits 2 with pipeline.dept
   CHECK(run_ipusim({"run", training, "--set", "execution.gradientAccumulation=3"}).exit_code == 0);
 }
 
+TEST_CASE("cli: a model only pipelining refuses runs with --mode sharded and both modes are refused together", "[cli]") {
+  // The MLP's loss moved back to IPU0 (0 -> 1 -> 0), or its output Relu on IPU1 also reading the host input x0.
+  const std::string training = source("scenarios/mlp-training.json");
+  const std::vector<std::pair<std::string, std::string>> cases{
+      {"model.ops.4.virtualGraph=0", "annotation.consumed-before-produced"},
+      {"model.ops.3.inputs=[\"x3\",\"x0\"]", "annotation.input-on-several-ipus"}};
+  for (const auto& [set, rule] : cases) {
+    INFO(set);
+    const Result both = run_ipusim({"run", training, "--set", set});
+    CHECK(both.exit_code == 2);
+    CHECK(both.out.empty());
+    CHECK_THAT(both.err, Contains(rule) && Contains("only when pipelining") && Contains("--mode sharded"));
+    const Result pipelined = run_ipusim({"run", training, "--set", set, "--mode", "pipelined"});
+    CHECK(pipelined.exit_code == 2);
+    CHECK_THAT(pipelined.err, Contains(rule));
+    const Result sharded = run_ipusim({"run", training, "--set", set, "--mode", "sharded", "--json"});
+    CHECK(sharded.exit_code == 0);
+    const Json doc = Json::parse(sharded.out);
+    REQUIRE(doc.at("runs").size() == 1);
+    CHECK(doc.at("runs").at(0).at("mode") == "sharded");
+    CHECK(doc.at("plan").at("pipelining_refused").at("rule") == rule);
+  }
+  // A model pipelining accepts carries no such entry.
+  CHECK_FALSE(Json::parse(run_ipusim({"run", training, "--mode", "sharded", "--json"}).out).at("plan").contains(
+      "pipelining_refused"));
+}
+
 TEST_CASE("cli: validate accepts a model, a config and a scenario, and rejects a broken model", "[cli]") {
   const Result model = run_ipusim({"validate", source("models/mlp.json")});
   CHECK(model.exit_code == 0);
@@ -263,6 +290,16 @@ TEST_CASE("cli: validate accepts a model, a config and a scenario, and rejects a
   CHECK(bad.out.empty());
   CHECK_THAT(bad.err, Contains(broken) && Contains("/ops/1/outputs/0") && Contains("tensor.multiple-producers") &&
                           Contains("dense1/Gemm") && Contains("dense1/Relu"));
+
+  // The loss back on IPU0: valid for sharded runs, and validate says what pipelining refuses.
+  std::string wrapped = read_file(source("models/mlp.json"));
+  const std::string loss = "\"outputs\": [\"loss\"], \"virtualGraph\": 1";
+  REQUIRE(wrapped.find(loss) != std::string::npos);
+  wrapped.replace(wrapped.find(loss), loss.size(), "\"outputs\": [\"loss\"], \"virtualGraph\": 0");
+  const Result sharded_only = run_ipusim({"validate", dir.write("wrapped-model.json", wrapped)});
+  CHECK(sharded_only.exit_code == 0);
+  CHECK_THAT(sharded_only.out, Contains("valid model") && Contains("sharded runs only") && Contains("/ops/4/inputs/0") &&
+                                   Contains("[annotation.consumed-before-produced]"));
 }
 
 TEST_CASE("cli: -o writes the file, refuses to overwrite without --force", "[cli]") {

@@ -118,3 +118,52 @@ TEST_CASE("the shipped BERT-Large without recomputation is out of memory, and --
   REQUIRE(WIFEXITED(ok));
   CHECK(WEXITSTATUS(ok) == 0);
 }
+
+TEST_CASE("with recomputation a stage also stashes the tensors it sends to another IPU that its backward reads",
+          "[memory]") {
+  // IPU0: h = MatMul(x, W0), r = Relu(h), s = LAST(r); IPU1: MatMul(s, W1). 250 floats per
+  // sample (1000 B), micro-batch 1. PopART checkpoints the op whose output is copied to IPU1:
+  // a Sigmoid's backward reads its output s, so s is stashed rather than recomputed; a Relu's
+  // reads its input r, which the backward stage recomputes.
+  const auto model = [](const std::string& last) {
+    const Json act = {{"shape", {250}}, {"kind", "activation"}};
+    return Json{{"tensors",
+                 {{"x", {{"shape", {250}}, {"kind", "input"}}},
+                  {"W0", {{"shape", {1000}}, {"kind", "weight"}}},
+                  {"W1", {{"shape", {1000}}, {"kind", "weight"}}},
+                  {"h", act}, {"r", act}, {"s", act}, {"out", act}}},
+                {"ops",
+                 {{{"name", "mm0"}, {"type", "MatMul"}, {"inputs", {"x", "W0"}}, {"outputs", {"h"}}, {"virtualGraph", 0},
+                   {"flops", 1e6}},
+                  {{"name", "relu"}, {"type", "Relu"}, {"inputs", {"h"}}, {"outputs", {"r"}}, {"virtualGraph", 0}},
+                  {{"name", "last"}, {"type", last}, {"inputs", {"r"}}, {"outputs", {"s"}}, {"virtualGraph", 0}},
+                  {{"name", "mm1"}, {"type", "MatMul"}, {"inputs", {"s", "W1"}}, {"outputs", {"out"}},
+                   {"virtualGraph", 1}, {"flops", 1e6}}}}};
+  };
+  const auto stash_of = [](const Json& m, const std::string& recomputation) {
+    const Json execution = {{"training", true}, {"gradientAccumulation", 4}, {"hostIo", false},
+                            {"costModel", "compute"}, {"recomputation", recomputation}};
+    const Scenario sc = make_scenario(m, zero_overhead_config(2), execution);
+    const Plan plan = make_plan(sc, build_graph(sc.model));
+    const Schedule s = make_schedule(Mode::Pipelined, sc, plan);
+    const MemoryReport r = estimate_memory(sc, plan, s.stash_depth, s.recompute);
+    REQUIRE(r.stashes.size() == 1);
+    CHECK(r.stashes[0].stage == 0);
+    CHECK(r.stashes[0].depth == 3);
+    CHECK(category(r.ipus[0], "stash").bytes == 3 * r.stashes[0].slot_bytes);
+    return std::pair{plan.stages[0].recompute_stash_tensors, r.stashes[0].slot_bytes};
+  };
+  SECTION("a Sigmoid sends s to IPU1: x and s are stashed") {
+    const auto [tensors, slot] = stash_of(model("Sigmoid"), "pipeline");
+    CHECK(tensors == std::vector<std::string>{"s", "x"});
+    CHECK(slot == 2000);
+    // Without recomputation every tensor the backward reads: x (MatMul), h (Relu), s (Sigmoid's output).
+    CHECK(stash_of(model("Sigmoid"), "none").second == 3000);
+  }
+  SECTION("a Relu sends s to IPU1: its backward reads r, recomputed; only x is stashed") {
+    const auto [tensors, slot] = stash_of(model("Relu"), "pipeline");
+    CHECK(tensors == std::vector<std::string>{"x"});
+    CHECK(slot == 1000);
+    CHECK(stash_of(model("Relu"), "none").second == 3000);  // x, h, r
+  }
+}

@@ -54,6 +54,17 @@ const std::string kInlineModel = "test-scenario.json#/model";
 
 const Json kInference = {{"training", false}, {"batchesPerStep", 4}, {"costModel", "compute"}};
 
+// A rule PopART applies only when pipelining: the sharded run accepts the model, the
+// pipelined run is refused with the returned error.
+InputError pipelining_error(const Json& model, int ipus = 2) {
+  const Scenario sc = make_scenario(model, zero_overhead_config(ipus), kInference);
+  CHECK_NOTHROW(check_scenario(sc, {Mode::Sharded}));
+  const InputError e = error_of([&] { check_scenario(sc, {Mode::Pipelined}); });
+  CHECK(e.file() == kInlineModel);
+  CHECK_THAT(e.message(), Contains("only when pipelining") && Contains("--mode sharded"));
+  return e;
+}
+
 // Two ops on two IPUs: x -> op0 (IPU0) -> a1 -> op1 (IPU1) -> a2.
 Json two_ipu_chain() { return chain_model({{0, 1e6}, {1, 1e6}}, 8); }
 
@@ -176,63 +187,72 @@ TEST_CASE("annotation.mixed-virtual-graph: virtualGraph on some ops only", "[rul
   CHECK_THAT(e.message(), !Contains("\"op2\""));
 }
 
-TEST_CASE("annotation.mixed-pipeline-stage: pipelineStage on some ops only", "[rules]") {
+TEST_CASE("annotation.mixed-pipeline-stage: pipelineStage on some ops only (pipelined runs)", "[rules]") {
   Json m = chain_model({{0, 1e6, 0}, {1, 1e6, 1}, {1, 1e6}}, 8);
-  const InputError e = graph_error(m);
+  const InputError e = pipelining_error(m);
   CHECK(e.rule() == "annotation.mixed-pipeline-stage");
   CHECK(e.pointer() == "/ops/2");
   CHECK_THAT(e.message(), Contains("pipelineStage") && Contains("\"op2\""));
 }
 
-TEST_CASE("annotation.stage-without-virtual-graph: pipelineStage everywhere, virtualGraph nowhere", "[rules]") {
+TEST_CASE("annotation.stage-without-virtual-graph: pipelineStage everywhere, virtualGraph nowhere (pipelined runs)",
+          "[rules]") {
   Json m = chain_model({{0, 1e6, 0}, {1, 1e6, 1}}, 8);
   for (auto& op : m["ops"]) op.erase("virtualGraph");
-  const InputError e = graph_error(m);
+  const InputError e = pipelining_error(m);
   CHECK(e.rule() == "annotation.stage-without-virtual-graph");
   CHECK(e.pointer() == "/ops/0/pipelineStage");
   CHECK_THAT(e.message(), Contains("\"op0\""));
 }
 
-TEST_CASE("annotation.stage-gap: stage ids must be dense from 0", "[rules]") {
+TEST_CASE("annotation.stage-gap: stage ids must be dense from 0 (pipelined runs)", "[rules]") {
   SECTION("pipelineStage 0 and 2") {
-    const InputError e = graph_error(chain_model({{0, 1e6, 0}, {1, 1e6, 2}}, 8));
+    const InputError e = pipelining_error(chain_model({{0, 1e6, 0}, {1, 1e6, 2}}, 8));
     CHECK(e.rule() == "annotation.stage-gap");
     CHECK(e.pointer() == "/ops/1/pipelineStage");
     CHECK_THAT(e.message(), Contains("\"op1\" is in stage 2") && Contains("no op is in stage 1"));
   }
   SECTION("virtualGraph only, used as the stage: IPUs 0 and 2") {
-    const InputError e = graph_error(chain_model({{0, 1e6}, {2, 1e6}}, 8));
+    const InputError e = pipelining_error(chain_model({{0, 1e6}, {2, 1e6}}, 8), 3);
     CHECK(e.rule() == "annotation.stage-gap");
     CHECK(e.pointer() == "/ops/1/virtualGraph");
     CHECK_THAT(e.message(), Contains("virtualGraph (used as the stage)") && Contains("\"op1\""));
   }
   SECTION("a huge stage id fails at once, naming the whole gap") {
-    const InputError e = graph_error(chain_model({{0, 1e6, 0}, {1, 1e6, 2000000000}}, 8));
+    const InputError e = pipelining_error(chain_model({{0, 1e6, 0}, {1, 1e6, 2000000000}}, 8));
     CHECK(e.rule() == "annotation.stage-gap");
     CHECK(e.pointer() == "/ops/1/pipelineStage");
     CHECK_THAT(e.message(), Contains("stages 1..1999999999"));
   }
 }
 
-TEST_CASE("annotation.stage-on-several-ipus: one stage, two virtual graphs", "[rules]") {
-  const InputError e = graph_error(chain_model({{0, 1e6, 0}, {1, 1e6, 0}}, 8));
+TEST_CASE("annotation.stage-on-several-ipus: one stage, two virtual graphs (pipelined runs)", "[rules]") {
+  const InputError e = pipelining_error(chain_model({{0, 1e6, 0}, {1, 1e6, 0}}, 8));
   CHECK(e.rule() == "annotation.stage-on-several-ipus");
   CHECK(e.pointer() == "/ops/1/virtualGraph");
   CHECK_THAT(e.message(), Contains("stage 0") && Contains("\"op0\"") && Contains("\"op1\""));
 }
 
-TEST_CASE("annotation.consumed-before-produced: a tensor read in an earlier stage", "[rules]") {
-  // op0 writes a1 in stage 1 (IPU1); op1 reads it in stage 0 (IPU0).
-  const InputError e = graph_error(chain_model({{1, 1e6, 1}, {0, 1e6, 0}}, 8));
-  CHECK(e.rule() == "annotation.consumed-before-produced");
-  CHECK(e.pointer() == "/ops/1/inputs/0");
-  CHECK_THAT(e.message(), Contains("\"a1\"") && Contains("\"op0\" in stage 1") && Contains("\"op1\" in the earlier stage 0"));
+TEST_CASE("annotation.consumed-before-produced: a tensor read in an earlier stage (pipelined runs)", "[rules]") {
+  SECTION("pipelineStage: op0 writes a1 in stage 1 (IPU1); op1 reads it in stage 0 (IPU0)") {
+    const InputError e = pipelining_error(chain_model({{1, 1e6, 1}, {0, 1e6, 0}}, 8));
+    CHECK(e.rule() == "annotation.consumed-before-produced");
+    CHECK(e.pointer() == "/ops/1/inputs/0");
+    CHECK_THAT(e.message(),
+               Contains("\"a1\"") && Contains("\"op0\" in stage 1") && Contains("\"op1\" in the earlier stage 0"));
+  }
+  SECTION("virtualGraph only, going back to IPU0: 0 -> 1 -> 0 runs sharded") {
+    const InputError e = pipelining_error(chain_model({{0, 1e6}, {1, 1e6}, {0, 1e6}}, 8));
+    CHECK(e.rule() == "annotation.consumed-before-produced");
+    CHECK(e.pointer() == "/ops/2/inputs/0");
+    CHECK_THAT(e.message(), Contains("\"a2\"") && Contains("\"op1\" in stage 1") && Contains("\"op2\" in the earlier stage 0"));
+  }
 }
 
-TEST_CASE("annotation.input-on-several-ipus: one host input feeds two IPUs", "[rules]") {
+TEST_CASE("annotation.input-on-several-ipus: one host input feeds two IPUs (pipelined runs)", "[rules]") {
   Json m = two_ipu_chain();
   m["ops"][1]["inputs"] = {"a1", "x"};
-  const InputError e = graph_error(m);
+  const InputError e = pipelining_error(m);
   CHECK(e.rule() == "annotation.input-on-several-ipus");
   CHECK(e.pointer() == "/ops/1");
   CHECK_THAT(e.message(), Contains("\"x\"") && Contains("\"op0\" on IPU 0") && Contains("\"op1\" on IPU 1"));
@@ -407,6 +427,28 @@ TEST_CASE("pipeline.depth: G >= S, on both sides of the boundary", "[rules]") {
     const Schedule ok = pipelined(m, 2, {{"training", true}, {"gradientAccumulation", 3}, {"costModel", "compute"}});
     CHECK(ok.cycles == 3 + 3 - 1);
     CHECK(ok.micro_batches == 3);
+  }
+  SECTION("training without gradient accumulation (G = 1): batchesPerStep >= S, one fill and flush per step") {
+    // PopART's PipelineInfo: mainCycles = batchesPerStep - (S-1) when accumulation is off.
+    const Json m = two_ipu_chain();
+    for (const int batches : {1, 2}) {
+      const Json shallow = {{"training", true}, {"batchesPerStep", batches}, {"costModel", "compute"}};
+      const InputError e = error_of([&] { pipelined(m, 2, shallow); });
+      CHECK(e.rule() == "pipeline.depth");
+      CHECK(e.pointer() == "/execution/batchesPerStep");
+      CHECK_THAT(e.message(), Contains("batchesPerStep >= S: " + std::to_string(batches) + " < 3") &&
+                                  Contains("without gradient accumulation (G = 1) the depth is batchesPerStep"));
+    }
+    for (const int batches : {3, 5}) {
+      const Schedule ok = pipelined(m, 2, {{"training", true}, {"batchesPerStep", batches}, {"costModel", "compute"}});
+      CHECK(ok.cycles == batches + 3 - 1);
+      CHECK(ok.micro_batches == batches);
+    }
+    // With accumulation each of the batchesPerStep weight updates has its own fill and flush.
+    const Schedule accumulating =
+        pipelined(m, 2, {{"training", true}, {"gradientAccumulation", 3}, {"batchesPerStep", 5}, {"costModel", "compute"}});
+    CHECK(accumulating.cycles == 3 + 3 - 1);
+    CHECK(accumulating.micro_batches == 15);
   }
   SECTION("the rule counts stages after merging") {
     // Stages 0 and 1 on IPU0 merge: S = 2, so batchesPerStep 2 is deep enough.

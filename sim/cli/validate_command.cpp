@@ -27,8 +27,12 @@ int validate(const ValidateOptions& o) {
   if (doc.is_object() && doc.contains("ops")) {
     const Model m = load_model(o.path);
     const ModelGraph g = build_graph(m);
-    std::cout << o.path << ": valid model, " << m.ops.size() << " ops, " << m.tensors.size() << " tensors, "
-              << g.stage_count << " stage(s)\n";
+    std::cout << o.path << ": valid model, " << m.ops.size() << " ops, " << m.tensors.size() << " tensors, ";
+    if (const auto& refused = g.pipelining_refused)
+      std::cout << "sharded runs only; pipelined runs refuse it at " << refused->pointer() << ": "
+                << refused->message() << " [" << refused->rule() << "]\n";
+    else
+      std::cout << g.stage_count << " stage(s)\n";
   } else if (doc.is_object() && (doc.contains("ipu") || doc.contains("ipuCount") || doc.contains("extends"))) {
     const HardwareConfig hw = load_hardware(o.path);
     compute_routes(hw);

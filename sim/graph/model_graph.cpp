@@ -120,39 +120,36 @@ void sort_topologically(const Model& m, ModelGraph& g) {
 }
 
 // All-or-nothing: either every op carries the annotation or none does.
-bool all_or_nothing(const Model& m, bool (*has)(const Op&), const std::string& annotation, const std::string& rule) {
+std::optional<InputError> all_or_nothing(const Model& m, bool (*has)(const Op&), const std::string& annotation,
+                                         const std::string& rule) {
   std::vector<std::string> with, without;
   for (const Op& op : m.ops) (has(op) ? with : without).push_back(op.name);
-  if (!with.empty() && !without.empty())
-    throw op_error(m, m.ops[std::find_if(m.ops.begin(), m.ops.end(), [&](const Op& o) { return !has(o); })->index], "",
-                   rule,
-                   annotation + " must be set on every op or on none: " + std::to_string(with.size()) +
-                       " ops have it, but " + list_names(without) + " do not");
-  return !with.empty() && !m.ops.empty();
+  if (with.empty() || without.empty()) return std::nullopt;
+  return op_error(m, m.ops[std::find_if(m.ops.begin(), m.ops.end(), [&](const Op& o) { return !has(o); })->index], "",
+                  rule,
+                  annotation + " must be set on every op or on none: " + std::to_string(with.size()) +
+                      " ops have it, but " + list_names(without) + " do not");
 }
 
-void resolve_annotations(const Model& m, ModelGraph& g) {
-  g.has_virtual_graphs = all_or_nothing(m, [](const Op& o) { return o.virtual_graph.has_value(); }, "virtualGraph",
-                                        "annotation.mixed-virtual-graph");
-  g.has_pipeline_stages = all_or_nothing(m, [](const Op& o) { return o.pipeline_stage.has_value(); }, "pipelineStage",
-                                         "annotation.mixed-pipeline-stage");
+bool has_virtual_graph(const Op& op) { return op.virtual_graph.has_value(); }
+bool has_pipeline_stage(const Op& op) { return op.pipeline_stage.has_value(); }
+
+// PopART checks these only with enablePipelining (Ir::verifyPipelineSettings clears every
+// pipelineStage otherwise; transforms/pipeline.cpp checks the rest), so they refuse
+// pipelined runs only: the first one broken, in PopART's order.
+std::optional<InputError> pipelining_rule_broken(const Model& m, const ModelGraph& g) {
+  if (auto mixed = all_or_nothing(m, has_pipeline_stage, "pipelineStage", "annotation.mixed-pipeline-stage"))
+    return mixed;
   if (g.has_pipeline_stages && !g.has_virtual_graphs) {
     const Op& op = m.ops.front();
-    throw op_error(m, op, "pipelineStage", "annotation.stage-without-virtual-graph",
-                   "pipelineStage is set but virtualGraph is not; a stage lives on an IPU, so every op needs a "
-                   "virtualGraph too (op " + quote_name(op.name) + ")");
-  }
-  g.ipu_of_op.assign(m.ops.size(), 0);
-  g.stage_of_op.assign(m.ops.size(), 0);
-  for (const Op& op : m.ops) {
-    if (g.has_virtual_graphs) g.ipu_of_op[op.index] = static_cast<int>(*op.virtual_graph);
-    g.stage_of_op[op.index] = g.has_pipeline_stages ? static_cast<int>(*op.pipeline_stage) : g.ipu_of_op[op.index];
+    return op_error(m, op, "pipelineStage", "annotation.stage-without-virtual-graph",
+                    "pipelineStage is set but virtualGraph is not; a stage lives on an IPU, so every op needs a "
+                    "virtualGraph too (op " + quote_name(op.name) + ")");
   }
 
   // Stage ids are dense, 0..S-1.
   std::map<int, std::size_t> first_op_of_stage;
   for (const Op& op : m.ops) first_op_of_stage.emplace(g.stage_of_op[op.index], op.index);
-  g.stage_count = m.ops.empty() ? 1 : first_op_of_stage.rbegin()->first + 1;
   // The first gap, found by walking the used ids (not 0..S-1: S may be huge).
   int expected = 0;
   for (const auto& [stage, op_index] : first_op_of_stage) {
@@ -163,9 +160,9 @@ void resolve_annotations(const Model& m, ModelGraph& g) {
       const std::string gap = stage == expected + 1 ? "stage " + std::to_string(expected)
                                                     : "stages " + std::to_string(expected) + ".." +
                                                           std::to_string(stage - 1);
-      throw op_error(m, op, field, "annotation.stage-gap",
-                     what + " ids must be dense from 0: op " + quote_name(op.name) + " is in stage " +
-                         std::to_string(stage) + " but no op is in " + gap);
+      return op_error(m, op, field, "annotation.stage-gap",
+                      what + " ids must be dense from 0: op " + quote_name(op.name) + " is in stage " +
+                          std::to_string(stage) + " but no op is in " + gap);
     }
     ++expected;
   }
@@ -174,11 +171,11 @@ void resolve_annotations(const Model& m, ModelGraph& g) {
   for (const Op& op : m.ops) {
     const Op& first = m.ops[first_op_of_stage[g.stage_of_op[op.index]]];
     if (g.ipu_of_op[op.index] != g.ipu_of_op[first.index])
-      throw op_error(m, op, "virtualGraph", "annotation.stage-on-several-ipus",
-                     "stage " + std::to_string(g.stage_of_op[op.index]) + " is on virtualGraph " +
-                         std::to_string(g.ipu_of_op[first.index]) + " (op " + quote_name(first.name) + ") and on " +
-                         std::to_string(g.ipu_of_op[op.index]) + " (op " + quote_name(op.name) +
-                         "); one stage lives on exactly one IPU");
+      return op_error(m, op, "virtualGraph", "annotation.stage-on-several-ipus",
+                      "stage " + std::to_string(g.stage_of_op[op.index]) + " is on virtualGraph " +
+                          std::to_string(g.ipu_of_op[first.index]) + " (op " + quote_name(first.name) + ") and on " +
+                          std::to_string(g.ipu_of_op[op.index]) + " (op " + quote_name(op.name) +
+                          "); one stage lives on exactly one IPU");
   }
 
   // A tensor may not be consumed in an earlier stage than the one producing it.
@@ -188,10 +185,10 @@ void resolve_annotations(const Model& m, ModelGraph& g) {
       if (p == g.producer.end()) continue;
       const Op& producer = m.ops[p->second];
       if (g.stage_of_op[op.index] < g.stage_of_op[producer.index])
-        throw op_error(m, op, "inputs/" + std::to_string(i), "annotation.consumed-before-produced",
-                       "tensor " + quote_name(op.inputs[i]) + " is produced by " + quote_name(producer.name) + " in stage " +
-                           std::to_string(g.stage_of_op[producer.index]) + " but consumed by " + quote_name(op.name) +
-                           " in the earlier stage " + std::to_string(g.stage_of_op[op.index]));
+        return op_error(m, op, "inputs/" + std::to_string(i), "annotation.consumed-before-produced",
+                        "tensor " + quote_name(op.inputs[i]) + " is produced by " + quote_name(producer.name) +
+                            " in stage " + std::to_string(g.stage_of_op[producer.index]) + " but consumed by " +
+                            quote_name(op.name) + " in the earlier stage " + std::to_string(g.stage_of_op[op.index]));
     }
 
   // A host input stream feeds ops on one IPU only.
@@ -199,11 +196,50 @@ void resolve_annotations(const Model& m, ModelGraph& g) {
     if (m.tensor(name).kind != TensorKind::Input) continue;
     for (auto u : users)
       if (g.ipu_of_op[u] != g.ipu_of_op[users.front()])
-        throw op_error(m, m.ops[u], "", "annotation.input-on-several-ipus",
-                       "host input " + quote_name(name) + " feeds " + quote_name(m.ops[users.front()].name) + " on IPU " +
-                           std::to_string(g.ipu_of_op[users.front()]) + " and " + quote_name(m.ops[u].name) + " on IPU " +
-                           std::to_string(g.ipu_of_op[u]) +
-                           "; a host stream feeds one IPU only (copy it on the device instead)");
+        return op_error(m, m.ops[u], "", "annotation.input-on-several-ipus",
+                        "host input " + quote_name(name) + " feeds " + quote_name(m.ops[users.front()].name) +
+                            " on IPU " + std::to_string(g.ipu_of_op[users.front()]) + " and " +
+                            quote_name(m.ops[u].name) + " on IPU " + std::to_string(g.ipu_of_op[u]) +
+                            "; a host stream feeds one IPU only when pipelining (copy it on the device instead)");
+  }
+  return std::nullopt;
+}
+
+void resolve_annotations(const Model& m, ModelGraph& g) {
+  if (auto mixed = all_or_nothing(m, has_virtual_graph, "virtualGraph", "annotation.mixed-virtual-graph")) throw *mixed;
+  g.has_virtual_graphs = has_virtual_graph(m.ops.front());
+  g.has_pipeline_stages = std::all_of(m.ops.begin(), m.ops.end(), has_pipeline_stage);
+  g.ipu_of_op.assign(m.ops.size(), 0);
+  g.stage_of_op.assign(m.ops.size(), 0);
+  for (const Op& op : m.ops) {
+    if (g.has_virtual_graphs) g.ipu_of_op[op.index] = static_cast<int>(*op.virtual_graph);
+    g.stage_of_op[op.index] = g.has_pipeline_stages ? static_cast<int>(*op.pipeline_stage) : g.ipu_of_op[op.index];
+  }
+  g.stage_count = static_cast<int>(std::set<int>(g.stage_of_op.begin(), g.stage_of_op.end()).size());
+  g.pipelining_refused = pipelining_rule_broken(m, g);
+}
+
+// The order ops run in: topological, taking among the ready ops the one of the lowest
+// stage (then the earliest in topological_order). When the stages obey the pipelining
+// rules this lists the stages one after another; otherwise (a sharded model going back
+// to an earlier IPU) the data order wins.
+void order_execution(const Model& m, ModelGraph& g) {
+  std::vector<std::size_t> position(m.ops.size());
+  for (std::size_t i = 0; i < g.topological_order.size(); ++i) position[g.topological_order[i]] = i;
+  std::vector<std::size_t> waiting(m.ops.size());
+  std::set<std::pair<int, std::size_t>> ready;  // (stage, topological position)
+  for (std::size_t v = 0; v < m.ops.size(); ++v) {
+    waiting[v] = boost::in_degree(v, g.graph);
+    if (!waiting[v]) ready.emplace(g.stage_of_op[v], position[v]);
+  }
+  while (!ready.empty()) {
+    const std::size_t v = g.topological_order[ready.begin()->second];
+    ready.erase(ready.begin());
+    g.execution_order.push_back(v);
+    for (auto [e, end] = boost::out_edges(v, g.graph); e != end; ++e) {
+      const std::size_t w = boost::target(*e, g.graph);
+      if (--waiting[w] == 0) ready.emplace(g.stage_of_op[w], position[w]);
+    }
   }
 }
 
@@ -227,6 +263,7 @@ ModelGraph build_graph(const Model& model) {
   build_edges(model, g);
   sort_topologically(model, g);
   resolve_annotations(model, g);
+  order_execution(model, g);
   resolve_anchors(model, g);
   return g;
 }

@@ -2,12 +2,15 @@
 // The model as a Boost.Graph DAG (a vertex per op, an edge per tensor from its
 // producer to each consumer) with PopART's annotation rules checked and each op's
 // IPU and pipeline stage resolved. Every rule failure is an InputError with its own
-// rule id, naming the ops and tensors involved.
+// rule id, naming the ops and tensors involved. The rules PopART applies only when
+// pipelining are recorded, not thrown: sharded runs do not need them.
 #include <boost/graph/adjacency_list.hpp>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "sim/io/input_error.hpp"
 #include "sim/io/model.hpp"
 
 namespace ipusim {
@@ -26,8 +29,14 @@ struct ModelGraph {
   bool has_virtual_graphs = false;   // every op carries virtualGraph
   bool has_pipeline_stages = false;  // every op carries pipelineStage
   std::vector<int> ipu_of_op;        // 0 everywhere when unannotated
-  std::vector<int> stage_of_op;      // pipelineStage, else virtualGraph (PopART's default)
-  int stage_count = 1;               // annotated stages, before merging
+  std::vector<int> stage_of_op;      // the pipeline stage: pipelineStage, else virtualGraph (PopART's default)
+  int stage_count = 1;               // distinct stage ids, before merging
+  // Topological, the lower stage first among ready ops: the stages in order when they
+  // obey the pipelining rules, else the data order (a sharded 0 -> 1 -> 0 model).
+  std::vector<std::size_t> execution_order;
+  // The first pipelining-only rule the model breaks (stage ids and their IPUs, consumed
+  // before produced, a host input on several IPUs); pipelined runs are refused with it.
+  std::optional<InputError> pipelining_refused;
   std::vector<std::string> anchors;  // tensors streamed to the host
 };
 

@@ -67,8 +67,9 @@ MemoryReport estimate_memory(const Scenario& sc, const Plan& plan, const std::ve
       const double bytes = static_cast<double>(m.tensor(w).bytes());
       ledger.add_tensor("weights", w, bytes);
       if (ex.training) {
-        // The gradient is accumulated over G micro-batches in a buffer of the weight's type.
-        ledger.add_tensor("gradient accumulators", w, bytes);
+        // The gradient is accumulated over G micro-batches in a buffer of the weight's type;
+        // without accumulation (G = 1) the update reads the gradient itself.
+        if (ex.gradient_accumulation > 1) ledger.add_tensor("gradient accumulators", w, bytes);
         // Replicated tensor sharding leaves each replica 1/replicas of the state.
         const double shards = ex.replicated_tensor_sharding ? static_cast<double>(ex.replicas) : 1.0;
         const double state = static_cast<double>(optimizer_state_tensors(ex.optimizer) * m.tensor(w).elements() *
@@ -110,7 +111,7 @@ MemoryReport estimate_memory(const Scenario& sc, const Plan& plan, const std::ve
     for (int s : ipu.stages) {
       const PlanStage& st = plan.stages[s];
       if (st.backward || s >= static_cast<int>(stash_depth.size()) || stash_depth[s] <= 0) continue;
-      const auto& tensors = recompute ? st.boundary_tensors : st.stash_tensors;
+      const auto& tensors = recompute ? st.recompute_stash_tensors : st.stash_tensors;
       double slot = 0;
       for (const auto& t : tensors) {
         const double bytes = m.tensor(t).bytes_per_micro_batch(ex.micro_batch_size);

@@ -42,7 +42,7 @@ struct MemoryReport {
 };
 
 // `stash_depth[s]`: micro-batches forward stage s keeps for its backward (0: none).
-// `recompute`: only the tensors entering a stage are stashed (the run's schedule says).
+// `recompute`: only a stage's recomputation stash is kept (the run's schedule says).
 MemoryReport estimate_memory(const Scenario& scenario, const Plan& plan, const std::vector<int>& stash_depth,
                              bool recompute);
 

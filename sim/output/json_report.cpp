@@ -33,10 +33,12 @@ Json plan_json(const Scenario& sc, const Plan& plan) {
   for (const PlanIpu& i : plan.ipus)
     ipus.push_back({{"id", i.id}, {"stages", i.stages}, {"weight_bytes", i.weight_bytes},
                     {"weight_update_s", i.update_seconds}});
-  return {{"forward_stages", plan.forward_stage_count},
-          {"stages", stages},
-          {"copies", copies},
-          {"ipus", ipus}};
+  Json out = {{"forward_stages", plan.forward_stage_count}, {"stages", stages}, {"copies", copies}, {"ipus", ipus}};
+  // Only for models that run sharded only, so other documents keep their shape.
+  if (const auto& refused = plan.pipelining_refused)
+    out["pipelining_refused"] = {{"rule", refused->rule()}, {"pointer", refused->pointer()},
+                                 {"message", refused->message()}};
+  return out;
 }
 
 Json memory_json(const MemoryReport& memory) {

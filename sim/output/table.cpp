@@ -50,6 +50,8 @@ void plan_section(std::ostringstream& out, const Scenario& sc, const Plan& plan)
         << c.dst_ipu << "): " << format_bytes(c.bytes) << " per micro-batch" << (c.gradient ? ", gradients" : "")
         << "\n";
   }
+  if (const auto& refused = plan.pipelining_refused)
+    out << "  pipelined runs refuse this model: " << refused->message() << " [" << refused->rule() << "]\n";
 }
 
 } // namespace

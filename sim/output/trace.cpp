@@ -28,8 +28,11 @@ std::string process_name(const ModeRun& run) {
 }
 
 std::string compute_name(const Event& e) {
-  if (e.pass == Pass::Update) return "weight update";
-  std::string name = "stage " + std::to_string(e.stage) + (e.pass == Pass::Backward ? " bwd" : " fwd");
+  // An update after the flush covers every weight of its IPU; one every micro-batch, one stage's.
+  if (e.pass == Pass::Update && e.stage < 0) return "weight update";
+  std::string name = "stage " + std::to_string(e.stage);
+  if (e.pass == Pass::Update) name = "weight update " + name;
+  else name += e.pass == Pass::Backward ? " bwd" : " fwd";
   if (e.micro_batch >= 0) name += " mb " + std::to_string(e.micro_batch);
   return name;
 }

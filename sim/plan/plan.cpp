@@ -35,16 +35,15 @@ void check_weights_local(const Model& m, const ModelGraph& g) {
   }
 }
 
-// Model stage -> merged stage: consecutive stages on the same IPU become one.
-std::vector<int> merge_stages(const ModelGraph& g, std::vector<int>& merged_ipu) {
-  std::vector<int> ipu_of_stage(static_cast<std::size_t>(g.stage_count), -1);
-  for (std::size_t op = 0; op < g.stage_of_op.size(); ++op) ipu_of_stage[g.stage_of_op[op]] = g.ipu_of_op[op];
-  std::vector<int> merged(ipu_of_stage.size());
-  for (std::size_t s = 0; s < ipu_of_stage.size(); ++s) {
-    if (s == 0 || ipu_of_stage[s] != ipu_of_stage[s - 1]) merged_ipu.push_back(ipu_of_stage[s]);
-    merged[s] = static_cast<int>(merged_ipu.size()) - 1;
+// Forward stage of each op: the ops in execution order, cut wherever the IPU changes
+// (so consecutive annotated stages on one IPU merge into one).
+std::vector<int> split_stages(const ModelGraph& g, std::vector<int>& ipu_of_stage) {
+  std::vector<int> stage_of(g.ipu_of_op.size());
+  for (std::size_t op : g.execution_order) {
+    if (ipu_of_stage.empty() || ipu_of_stage.back() != g.ipu_of_op[op]) ipu_of_stage.push_back(g.ipu_of_op[op]);
+    stage_of[op] = static_cast<int>(ipu_of_stage.size()) - 1;
   }
-  return merged;
+  return stage_of;
 }
 
 enum class BackwardReads { Nothing, Inputs, Outputs };
@@ -83,6 +82,17 @@ void describe_activations(const Model& m, const ModelGraph& g, const std::vector
       st.boundary_tensors.push_back(t);
       st.boundary_bytes += bytes(t);
     }
+    // Under recomputation PopART checkpoints every op whose output is copied to another
+    // IPU (setRecomputation in transforms/pipeline.cpp): such an output that the backward
+    // reads is stashed with the entering tensors, not recomputed.
+    std::set<std::string> recompute_stash = entering;
+    for (const auto& t : read) {
+      auto p = g.producer.find(t);
+      if (p == g.producer.end() || stage_of[p->second] != s || !g.consumers.count(t)) continue;
+      for (auto u : g.consumers.at(t))
+        if (plan.stages[stage_of[u]].ipu != st.ipu) recompute_stash.insert(t);
+    }
+    st.recompute_stash_tensors.assign(recompute_stash.begin(), recompute_stash.end());
     // Liveness: entering tensors live through the stage; a tensor produced here lives
     // until its last reader here, or to the end when a later stage or the host needs it.
     std::map<std::string, std::size_t> last_use;
@@ -183,9 +193,10 @@ Plan make_plan(const Scenario& sc, const ModelGraph& g) {
   plan.op_timings.resize(m.ops.size());
   plan.micro_batch_size = ex.micro_batch_size;
   plan.annotated = g.has_virtual_graphs;
+  plan.pipelining_refused = g.pipelining_refused;
 
   std::vector<int> merged_ipu;
-  const std::vector<int> merged_of = merge_stages(g, merged_ipu);
+  const std::vector<int> stage_of = split_stages(g, merged_ipu);
   const int P = static_cast<int>(merged_ipu.size());
   plan.forward_stage_count = P;
   plan.loss_stage = P - 1;
@@ -199,21 +210,19 @@ Plan make_plan(const Scenario& sc, const ModelGraph& g) {
     st.forward_stage = st.backward ? 2 * L - s : s;
     st.ipu = merged_ipu[st.forward_stage];
   }
-  for (std::size_t s = 0; s < merged_of.size(); ++s)
-    plan.stages[merged_of[s]].annotated_stages.push_back(static_cast<int>(s));
-
   {
     std::vector<int> used(merged_ipu.begin(), merged_ipu.end());
     std::sort(used.begin(), used.end());
     check_execution_options(sc, used);
   }
 
-  // Ops and their times.
-  std::vector<int> stage_of(m.ops.size());
+  // Ops and their times; in topological order within a stage.
   for (std::size_t op : g.topological_order) {
-    const int fs = merged_of[g.stage_of_op[op]];
+    const int fs = stage_of[op];
     const int ipu = merged_ipu[fs];
-    stage_of[op] = fs;
+    auto& annotated = plan.stages[fs].annotated_stages;
+    if (std::find(annotated.begin(), annotated.end(), g.stage_of_op[op]) == annotated.end())
+      annotated.push_back(g.stage_of_op[op]);
     plan.stages[fs].ops.push_back(op);
     OpWork forward = forward_work(m, m.ops[op], ex.micro_batch_size, facts);
     forward.training = ex.training;
@@ -233,6 +242,7 @@ Plan make_plan(const Scenario& sc, const ModelGraph& g) {
     }
   }
   for (int s = L + 1; s < S; ++s) std::reverse(plan.stages[s].ops.begin(), plan.stages[s].ops.end());
+  for (int s = 0; s < P; ++s) std::sort(plan.stages[s].annotated_stages.begin(), plan.stages[s].annotated_stages.end());
 
   // Copies: a tensor needed on another IPU travels hop by hop from its producer's
   // stage to the last stage on another IPU that reads it.
@@ -307,7 +317,10 @@ Plan make_plan(const Scenario& sc, const ModelGraph& g) {
     ipus[st.ipu].id = st.ipu;
     ipus[st.ipu].stages.push_back(st.id);
   }
-  std::map<int, DType> weight_dtype;
+  // A weight's gradient is complete in the backward stage of the first forward stage reading
+  // it (2L-s; the loss stage is its own backward): where PopART places its update when it
+  // runs every micro-batch (VarUpdate inherits the latest stage of its inputs).
+  std::map<int, DType> weight_dtype, stage_weight_dtype;
   for (const auto& [name, users] : g.consumers) {
     const Tensor& t = m.tensor(name);
     if (t.kind != TensorKind::Weight) continue;
@@ -317,6 +330,14 @@ Plan make_plan(const Scenario& sc, const ModelGraph& g) {
     ipu.weight_bytes += static_cast<double>(t.bytes());
     ipu.weight_tensors += 1;
     weight_dtype.emplace(ipu.id, t.dtype);
+    if (!ex.training) continue;
+    int first = P;
+    for (auto u : users) first = std::min(first, stage_of[u]);
+    PlanStage& completing = plan.stages[2 * L - first];
+    completing.weights.push_back(name);
+    completing.weight_elements += static_cast<double>(t.elements());
+    completing.weight_bytes += static_cast<double>(t.bytes());
+    stage_weight_dtype.emplace(completing.id, t.dtype);
   }
   const double state_bytes_per_weight =
       optimizer_state_tensors(ex.optimizer) * static_cast<double>(dtype_bytes(ex.optimizer_state_dtype));
@@ -328,18 +349,26 @@ Plan make_plan(const Scenario& sc, const ModelGraph& g) {
   // With replicated tensor sharding each replica updates its 1/replicas share of the state.
   const double shards =
       ex.replicated_tensor_sharding ? static_cast<double>(std::max<std::int64_t>(1, ex.replicas)) : 1.0;
+  // One update of `elements` weights on virtual IPU `ipu`: its compute, and the state it streams.
+  const auto update_of = [&](int ipu, double elements, double bytes, DType dtype, double tensors) {
+    OpWork update = weight_update_work(elements / shards, bytes / shards, dtype, ex.optimizer,
+                                       ex.optimizer_state_dtype, tensors);
+    update.accumulates_weight_gradients = ex.gradient_accumulation > 1;
+    return std::pair{cost(ipu).seconds(update), streamed ? elements / shards * state_bytes_per_weight : 0.0};
+  };
   if (ex.training && ex.weight_update_schedule == WeightUpdateSchedule::OverlapMemoryOptimized)
     mark_shared_updates(m, ex.weight_update_excluded_ipus, ipus);
   for (auto& [id, ipu] : ipus) {
     ipu.temp_bytes_per_tile = temp_of_ipu[id];
-    if (ex.training && ipu.weight_elements > 0) {
-      OpWork update = weight_update_work(ipu.weight_elements / shards, ipu.weight_bytes / shards, weight_dtype[id],
-                                         ex.optimizer, ex.optimizer_state_dtype, ipu.weight_tensors);
-      update.accumulates_weight_gradients = ex.gradient_accumulation > 1;
-      ipu.update_seconds = cost(id).seconds(update);
-      if (streamed) ipu.state_bytes = ipu.weight_elements / shards * state_bytes_per_weight;
-    }
+    if (ex.training && ipu.weight_elements > 0)
+      std::tie(ipu.update_seconds, ipu.state_bytes) =
+          update_of(id, ipu.weight_elements, ipu.weight_bytes, weight_dtype[id], ipu.weight_tensors);
     plan.ipus.push_back(ipu);
+  }
+  for (auto& [id, dtype] : stage_weight_dtype) {
+    PlanStage& st = plan.stages[id];
+    std::tie(st.update_seconds, st.state_bytes) =
+        update_of(st.ipu, st.weight_elements, st.weight_bytes, dtype, static_cast<double>(st.weights.size()));
   }
   return plan;
 }

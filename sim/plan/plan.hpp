@@ -1,10 +1,12 @@
 #pragma once
-// The plan: what each IPU must do for one micro-batch. Annotated stages merged
-// (consecutive stages on one IPU become one), backward stages added for training at
-// 2L-s on the forward stage's IPU, inter-IPU copies per stage boundary (stage-skipping
-// tensors chained hop by hop), host streams, per-stage times from the cost model and
-// the weight update per IPU. Plain data: no engine, no schedule.
+// The plan: what each IPU must do for one micro-batch. Forward stages are the ops in
+// execution order cut wherever the IPU changes (consecutive annotated stages on one IPU
+// become one), backward stages added for training at 2L-s on the forward stage's IPU,
+// inter-IPU copies per stage boundary (stage-skipping tensors chained hop by hop), host
+// streams, per-stage times from the cost model and the weight update per IPU (and per
+// stage, for updates every micro-batch). Plain data: no engine, no schedule.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,13 +26,22 @@ struct PlanStage {
   double forward_seconds = 0;            // per micro-batch
   double backward_seconds = 0;           // per micro-batch: backward stages, and the loss stage
   double recompute_seconds = 0;          // backward stages: the forward re-run under recomputation
+  // Training: the weights whose gradient this stage completes (backward stages and the
+  // loss stage) and one update of them, for schedules that update every micro-batch.
+  std::vector<std::string> weights;
+  double weight_elements = 0;
+  double weight_bytes = 0;
+  double update_seconds = 0;
+  double state_bytes = 0;  // optimizer state streamed in, and back out, per update (off-chip state)
   double host_input_bytes = 0;           // per micro-batch, streamed in before the stage runs
   double host_output_bytes = 0;          // per micro-batch, streamed out after it
   std::vector<std::string> host_inputs, host_outputs;
   // Forward stages, for memory: what the backward needs from the forward (stashed per
-  // micro-batch in flight), the part of it that enters the stage from elsewhere (all
-  // that is stashed under recomputation), and the peak of activations live while it runs.
+  // micro-batch in flight), what is stashed instead under recomputation (the tensors
+  // entering the stage, and those leaving it for another IPU that its backward reads),
+  // the tensors entering it from elsewhere, and the peak of activations live while it runs.
   std::vector<std::string> stash_tensors;
+  std::vector<std::string> recompute_stash_tensors;
   std::vector<std::string> boundary_tensors;
   double boundary_bytes = 0;  // per micro-batch
   double live_bytes = 0;      // per micro-batch
@@ -79,6 +90,7 @@ struct Plan {
   std::vector<PlanCopy> copies;      // forward boundaries, then gradient boundaries
   std::vector<PlanIpu> ipus;         // the IPUs the model uses, ascending id
   bool annotated = false;            // the model carries virtualGraph annotations
+  std::optional<InputError> pipelining_refused;  // the graph's pipelining-only rule the model breaks
 
   int stage_count() const { return static_cast<int>(stages.size()); }
 };

@@ -1,29 +1,41 @@
-// PopART pipelining: Repeat(batches) { fill; Repeat(G-S+1) { cycle }; flush; weight
+// PopART pipelining: Repeat(batches) { fill; Repeat(D-S+1) { cycle }; flush; weight
 // update }. In cycle c stage s works on micro-batch c-s. Within a cycle each IPU
 // streams in, runs its active stages in ascending order, streams out; then one copy
 // phase holds every stage boundary's copy, on every cycle, fill and flush included.
+// The depth D is G with gradient accumulation; without it (training with G = 1, and
+// inference) it is batchesPerStep and a step is one fill and flush (PipelineInfo in
+// transforms/pipeline.cpp; popx/popprograms.cpp adds no outer loop then), and a training
+// step updates the weights in the backward stages, every micro-batch (each VarUpdate
+// takes the pipeline stage of the gradient it reads).
 #include "sim/schedule/schedule.hpp"
+
+#include "sim/io/input_error.hpp"
 
 namespace ipusim {
 
 Schedule build_popart(const ScheduleContext& ctx) {
   check_pipelinable(ctx);
   const Plan& plan = ctx.plan;
-  const std::int64_t depth = ctx.depth();
+  const Execution& ex = ctx.scenario.execution;
+  const bool accumulating = plan.training && ex.gradient_accumulation > 1;
+  const std::int64_t depth = accumulating ? ex.gradient_accumulation : ex.batches_per_step;
+  const std::int64_t batches = accumulating ? ex.batches_per_step : 1;
   const auto S = static_cast<std::int64_t>(plan.stage_count());
   if (depth < S) {
     std::string why = std::to_string(plan.forward_stage_count) + " forward stage(s) after merging";
     if (plan.training) why += ", so 2*" + std::to_string(plan.forward_stage_count) + "-1 stages in training";
-    depth_error(ctx, "pipeline.depth",
-                std::string("PopART's depth rule needs ") + (plan.training ? "G" : "batchesPerStep") + " >= S: " +
-                    std::to_string(depth) + " < " + std::to_string(S) + " (" + why + ")");
+    if (plan.training && !accumulating) why += "; without gradient accumulation (G = 1) the depth is batchesPerStep";
+    const std::string field = accumulating ? "gradientAccumulation" : "batchesPerStep";
+    throw InputError(ctx.scenario.file, ctx.scenario.execution_pointer(field), "pipeline.depth",
+                     std::string("PopART's depth rule needs ") + (accumulating ? "G" : "batchesPerStep") +
+                         " >= S: " + std::to_string(depth) + " < " + std::to_string(S) + " (" + why + ")");
   }
   const std::int64_t cycles = depth + S - 1;
   std::vector<const PlanCopy*> all_copies;
   for (const PlanCopy& c : plan.copies) all_copies.push_back(&c);
 
   ProgramBuilder b(ctx, "popart", ctx.recompute());
-  for (std::int64_t batch = 0; batch < ctx.batches(); ++batch) {
+  for (std::int64_t batch = 0; batch < batches; ++batch) {
     for (std::int64_t c = 0; c < cycles; ++c) {
       for (const PlanIpu& ipu : plan.ipus) {
         std::vector<const PlanStage*> active;
@@ -31,18 +43,21 @@ Schedule build_popart(const ScheduleContext& ctx) {
           if (s <= c && c < s + depth) active.push_back(&plan.stages[s]);
         auto micro_batch = [&](const PlanStage* st) { return batch * depth + c - st->id; };
         for (const PlanStage* st : active) b.host_input(*st, micro_batch(st));
-        for (const PlanStage* st : active) b.compute(*st, micro_batch(st));
+        for (const PlanStage* st : active) {
+          b.compute(*st, micro_batch(st));
+          if (plan.training && !accumulating) b.stage_update(*st, micro_batch(st));
+        }
         for (const PlanStage* st : active) b.host_output(*st, micro_batch(st));
       }
       b.exchange(all_copies);
     }
-    if (plan.training) b.weight_updates();
+    if (accumulating) b.weight_updates();
   }
   // Stash depth: merged stages from the stashing stage to its backward, inclusive; none for the loss stage.
   std::vector<int> stash(static_cast<std::size_t>(plan.forward_stage_count), 0);
   if (plan.training)
     for (int s = 0; s < plan.loss_stage; ++s) stash[s] = 2 * (plan.loss_stage - s) + 1;
-  return b.finish(ctx.batches() * depth, static_cast<int>(cycles), stash);
+  return b.finish(batches * depth, static_cast<int>(cycles), stash);
 }
 
 } // namespace ipusim

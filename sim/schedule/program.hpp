@@ -53,7 +53,7 @@ struct Schedule {
   // Micro-batches whose activations forward stage s keeps for its backward, by the
   // schedule's own rule (popart-semantics.md); indexed by forward stage.
   std::vector<int> stash_depth;
-  bool recompute = false;  // backward stages re-run their forward, so only stage inputs are stashed
+  bool recompute = false;  // backward stages re-run their forward: stashes hold what crosses an IPU boundary
 };
 
 } // namespace ipusim

@@ -87,6 +87,10 @@ std::vector<const PlanCopy*> ScheduleContext::copies_into(int stage, bool gradie
 
 void check_pipelinable(const ScheduleContext& ctx) {
   const Scenario& sc = ctx.scenario;
+  if (const auto& refused = ctx.plan.pipelining_refused)
+    throw InputError(refused->file(), refused->pointer(), refused->rule(),
+                     refused->message() + ". PopART checks this only when pipelining; sharded runs accept the "
+                     "model (--mode sharded)");
   if (!ctx.plan.annotated)
     throw InputError(sc.model.file, "/ops", "pipeline.needs-virtual-graphs",
                      "pipelining needs virtualGraph annotations on the ops; this model has none");
@@ -253,47 +257,56 @@ void ProgramBuilder::receive(int ipu, const std::vector<const PlanCopy*>& copies
   append(ipu, s);
 }
 
-void ProgramBuilder::ring_steps(int first, int count) {
-  // Ring all-reduce per pipeline IPU across the replicas holding its weights: 2(R-1)
-  // steps, each moving 1/R of the gradients to the next replica.
+void ProgramBuilder::ring_all_reduce_step(int virtual_ipu, double bytes) {
+  // One of the 2(R-1) steps of a ring all-reduce across the replicas holding this IPU's
+  // weights (reduce-scatter, then all-gather): each replica sends 1/R of the gradients
+  // to the next and receives as much from the previous.
   const int R = replicas_;
   const int ring_copies = R * copies_;
+  const double chunk = bytes / R;
+  for (int r = 0; r < R; ++r) {
+    Step s;
+    s.kind = StepKind::Exchange;
+    s.pass = Pass::AllReduce;
+    const int next = (r + 1) % R, previous = (r + R - 1) % R;
+    s.transfers.push_back(
+        {ring_copies + virtual_ipu * R + r, physical_of(r, virtual_ipu), physical_of(next, virtual_ipu), chunk});
+    s.transfers.push_back({ring_copies + virtual_ipu * R + previous, physical_of(previous, virtual_ipu),
+                           physical_of(r, virtual_ipu), chunk});
+    schedule_.programs[index_.at(physical_of(r, virtual_ipu))].steps.push_back(std::move(s));
+  }
+}
+
+void ProgramBuilder::ring_steps(int first, int count) {
+  // The IPUs' rings run side by side, step by step.
   for (int step = first; step < first + count; ++step)
-    for (const PlanIpu& ipu : context_.plan.ipus) {
-      if (ipu.weight_bytes <= 0) continue;
-      const double chunk = ipu.weight_bytes / R;
-      for (int r = 0; r < R; ++r) {
-        Step s;
-        s.kind = StepKind::Exchange;
-        s.pass = Pass::AllReduce;
-        const int next = (r + 1) % R, previous = (r + R - 1) % R;
-        s.transfers.push_back({ring_copies + ipu.id * R + r, physical_of(r, ipu.id), physical_of(next, ipu.id), chunk});
-        s.transfers.push_back(
-            {ring_copies + ipu.id * R + previous, physical_of(previous, ipu.id), physical_of(r, ipu.id), chunk});
-        schedule_.programs[index_.at(physical_of(r, ipu.id))].steps.push_back(std::move(s));
-      }
-    }
+    for (const PlanIpu& ipu : context_.plan.ipus)
+      if (ipu.weight_bytes > 0) ring_all_reduce_step(ipu.id, ipu.weight_bytes);
+}
+
+void ProgramBuilder::update_steps(int virtual_ipu, Step s, double seconds, double state_bytes) {
+  if (state_bytes > 0) {
+    s.kind = StepKind::StateLoad;
+    s.bytes = state_bytes;
+    append(virtual_ipu, s);
+  }
+  s.kind = StepKind::Compute;
+  s.bytes = 0;
+  s.seconds = seconds;
+  append(virtual_ipu, s);
+  if (state_bytes > 0) {
+    s.kind = StepKind::StateStore;
+    s.seconds = 0;
+    s.bytes = state_bytes;
+    append(virtual_ipu, s);
+  }
 }
 
 void ProgramBuilder::update(const PlanIpu& ipu, double fraction) {
   if (fraction <= 0 || (ipu.update_seconds <= 0 && ipu.state_bytes <= 0)) return;
   Step s;
   s.pass = Pass::Update;
-  if (ipu.state_bytes > 0) {
-    s.kind = StepKind::StateLoad;
-    s.bytes = ipu.state_bytes * fraction;
-    append(ipu.id, s);
-  }
-  s.kind = StepKind::Compute;
-  s.bytes = 0;
-  s.seconds = ipu.update_seconds * fraction;
-  append(ipu.id, s);
-  if (ipu.state_bytes > 0) {
-    s.kind = StepKind::StateStore;
-    s.seconds = 0;
-    s.bytes = ipu.state_bytes * fraction;
-    append(ipu.id, s);
-  }
+  update_steps(ipu.id, s, ipu.update_seconds * fraction, ipu.state_bytes * fraction);
 }
 
 void ProgramBuilder::weight_updates(bool all_at_once) {
@@ -331,6 +344,21 @@ void ProgramBuilder::weight_updates(bool all_at_once) {
     ring_steps(replicas_ - 1, replicas_ - 1);
     sync_all(context_.sync_seconds);
   }
+}
+
+void ProgramBuilder::stage_update(const PlanStage& stage, std::int64_t micro_batch) {
+  if (stage.update_seconds <= 0 && stage.state_bytes <= 0) return;
+  const bool sharded_state = context_.scenario.execution.replicated_tensor_sharding && replicas_ > 1;
+  if (replicas_ > 1)
+    for (int step = 0; step < (sharded_state ? 1 : 2) * (replicas_ - 1); ++step)
+      ring_all_reduce_step(stage.ipu, stage.weight_bytes);
+  Step s;
+  s.pass = Pass::Update;
+  s.stage = stage.id;
+  s.micro_batch = micro_batch;
+  update_steps(stage.ipu, s, stage.update_seconds, stage.state_bytes);
+  if (sharded_state)
+    for (int step = 0; step < replicas_ - 1; ++step) ring_all_reduce_step(stage.ipu, stage.weight_bytes);
 }
 
 Schedule ProgramBuilder::finish(std::int64_t micro_batches, int cycles, std::vector<int> stash_depth) {

@@ -28,7 +28,7 @@ struct ScheduleContext {
   std::vector<const PlanCopy*> copies_into(int stage, bool gradient) const;
 };
 
-// Checks shared by every pipelined schedule: virtual graphs, more than one IPU.
+// Checks shared by every pipelined schedule: the graph's pipelining-only rules, virtual graphs, more than one IPU.
 void check_pipelinable(const ScheduleContext& context);
 // An InputError about the pipeline depth, pointing at G (training) or batchesPerStep.
 [[noreturn]] void depth_error(const ScheduleContext& context, const std::string& rule, const std::string& message);
@@ -85,6 +85,9 @@ public:
   // virtual-graph order; Overlap*: together, excluded virtual graphs first, one at a time);
   // `all_at_once` overrides that for schedules with no such setting (GPU-style).
   void weight_updates(bool all_at_once = false);
+  // PopART without gradient accumulation: right after a stage's backward of one micro-batch,
+  // the update of the weights whose gradient it completes (all-reduced first with replicas).
+  void stage_update(const PlanStage& stage, std::int64_t micro_batch);
   Schedule finish(std::int64_t micro_batches, int cycles, std::vector<int> stash_depth);
 
 private:
@@ -95,6 +98,10 @@ private:
   void ring_steps(int first, int count);
   // One IPU's update, or `fraction` of it: state in, compute, state out.
   void update(const PlanIpu& ipu, double fraction);
+  // The steps of an update, stamped from `s`: load the state (if any), compute, store it back.
+  void update_steps(int virtual_ipu, Step s, double seconds, double state_bytes);
+  // One of the 2(R-1) ring steps across the replicas holding virtual IPU `virtual_ipu`'s weights.
+  void ring_all_reduce_step(int virtual_ipu, double bytes);
 
   const ScheduleContext& context_;
   bool recompute_;
