@@ -85,7 +85,7 @@ std::vector<const PlanCopy*> ScheduleContext::copies_into(int stage, bool gradie
   return out;
 }
 
-void check_pipelinable(const ScheduleContext& ctx) {
+void check_pipelinable(const ScheduleContext& ctx, bool one_ipu_allowed) {
   const Scenario& sc = ctx.scenario;
   if (const auto& refused = ctx.plan.pipelining_refused)
     throw InputError(refused->file(), refused->pointer(), refused->rule(),
@@ -94,7 +94,7 @@ void check_pipelinable(const ScheduleContext& ctx) {
   if (!ctx.plan.annotated)
     throw InputError(sc.model.file, "/ops", "pipeline.needs-virtual-graphs",
                      "pipelining needs virtualGraph annotations on the ops; this model has none");
-  if (ctx.plan.ipus.size() < 2)
+  if (ctx.plan.ipus.size() < 2 && !one_ipu_allowed)
     throw InputError(sc.model.file, "/ops", "pipeline.single-ipu",
                      "pipelining needs more than one IPU; every op of this model is on virtualGraph " +
                          std::to_string(ctx.plan.ipus.front().id));

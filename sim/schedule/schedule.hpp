@@ -28,8 +28,10 @@ struct ScheduleContext {
   std::vector<const PlanCopy*> copies_into(int stage, bool gradient) const;
 };
 
-// Checks shared by every pipelined schedule: the graph's pipelining-only rules, virtual graphs, more than one IPU.
-void check_pipelinable(const ScheduleContext& context);
+// Checks shared by every pipelined schedule: the graph's pipelining-only rules, virtual graphs,
+// and more than one IPU unless `one_ipu_allowed` (TensorFlow pipelines on one IPU to recompute
+// stage by stage).
+void check_pipelinable(const ScheduleContext& context, bool one_ipu_allowed = false);
 // An InputError about the pipeline depth, pointing at G (training) or batchesPerStep.
 [[noreturn]] void depth_error(const ScheduleContext& context, const std::string& rule, const std::string& message);
 
