@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
     add(&add_sweep_command);
     add(&add_report_command);
     add(&add_costs_command);
+    add(&add_validation_command);
     return list;
   }();
 

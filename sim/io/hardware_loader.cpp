@@ -159,6 +159,12 @@ HardwareConfig hardware_from_json(const Json& raw_document, const std::string& o
   if (ipu_count > 1'000'000)
     throw root.error("ipuCount", "value.too-large", "ipuCount " + std::to_string(ipu_count) + " is beyond any IPU system");
   hw.ipu_count = static_cast<int>(ipu_count);
+  const auto rack_ipus = root.optional_int("rackIpus", ipu_count);
+  if (rack_ipus < 1 || ipu_count % rack_ipus != 0)
+    throw root.error("rackIpus", "link.bad-sharing",
+                     "rackIpus (the IPUs of one IPU-Link domain, a POD64 rack) must divide ipuCount (" +
+                         std::to_string(ipu_count) + "), got " + std::to_string(rack_ipus));
+  hw.rack_ipus = static_cast<int>(rack_ipus);
   hw.sync_latency_per_hop_s =
       require_non_negative(root, "syncLatencyPerHopSeconds", root.required_number("syncLatencyPerHopSeconds"));
   if (root.has("syncSeconds"))

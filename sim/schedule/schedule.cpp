@@ -257,33 +257,6 @@ void ProgramBuilder::receive(int ipu, const std::vector<const PlanCopy*>& copies
   append(ipu, s);
 }
 
-void ProgramBuilder::ring_all_reduce_step(int virtual_ipu, double bytes) {
-  // One of the 2(R-1) steps of a ring all-reduce across the replicas holding this IPU's
-  // weights (reduce-scatter, then all-gather): each replica sends 1/R of the gradients
-  // to the next and receives as much from the previous.
-  const int R = replicas_;
-  const int ring_copies = R * copies_;
-  const double chunk = bytes / R;
-  for (int r = 0; r < R; ++r) {
-    Step s;
-    s.kind = StepKind::Exchange;
-    s.pass = Pass::AllReduce;
-    const int next = (r + 1) % R, previous = (r + R - 1) % R;
-    s.transfers.push_back(
-        {ring_copies + virtual_ipu * R + r, physical_of(r, virtual_ipu), physical_of(next, virtual_ipu), chunk});
-    s.transfers.push_back({ring_copies + virtual_ipu * R + previous, physical_of(previous, virtual_ipu),
-                           physical_of(r, virtual_ipu), chunk});
-    schedule_.programs[index_.at(physical_of(r, virtual_ipu))].steps.push_back(std::move(s));
-  }
-}
-
-void ProgramBuilder::ring_steps(int first, int count) {
-  // The IPUs' rings run side by side, step by step.
-  for (int step = first; step < first + count; ++step)
-    for (const PlanIpu& ipu : context_.plan.ipus)
-      if (ipu.weight_bytes > 0) ring_all_reduce_step(ipu.id, ipu.weight_bytes);
-}
-
 void ProgramBuilder::update_steps(int virtual_ipu, Step s, double seconds, double state_bytes) {
   if (state_bytes > 0) {
     s.kind = StepKind::StateLoad;
@@ -314,7 +287,10 @@ void ProgramBuilder::weight_updates(bool all_at_once) {
   const bool sharded_state = ex.replicated_tensor_sharding && replicas_ > 1;
   sync_all(context_.sync_seconds);
   if (replicas_ > 1) {
-    ring_steps(0, sharded_state ? replicas_ - 1 : 2 * (replicas_ - 1));
+    for (const PlanIpu& ipu : context_.plan.ipus) {
+      reduce_scatter(ipu.id, ipu.weight_bytes);
+      if (!sharded_state) all_gather(ipu.id, ipu.weight_bytes);
+    }
     sync_all(context_.sync_seconds);
   }
   const auto& excluded = ex.weight_update_excluded_ipus;
@@ -341,7 +317,7 @@ void ProgramBuilder::weight_updates(bool all_at_once) {
         if (!is_excluded(ipu.id)) one_at_a_time(ipu, 1 - ipu.shared_update_fraction);
   }
   if (sharded_state) {
-    ring_steps(replicas_ - 1, replicas_ - 1);
+    for (const PlanIpu& ipu : context_.plan.ipus) all_gather(ipu.id, ipu.weight_bytes);
     sync_all(context_.sync_seconds);
   }
 }
@@ -349,16 +325,16 @@ void ProgramBuilder::weight_updates(bool all_at_once) {
 void ProgramBuilder::stage_update(const PlanStage& stage, std::int64_t micro_batch) {
   if (stage.update_seconds <= 0 && stage.state_bytes <= 0) return;
   const bool sharded_state = context_.scenario.execution.replicated_tensor_sharding && replicas_ > 1;
-  if (replicas_ > 1)
-    for (int step = 0; step < (sharded_state ? 1 : 2) * (replicas_ - 1); ++step)
-      ring_all_reduce_step(stage.ipu, stage.weight_bytes);
+  if (replicas_ > 1) {
+    reduce_scatter(stage.ipu, stage.weight_bytes);
+    if (!sharded_state) all_gather(stage.ipu, stage.weight_bytes);
+  }
   Step s;
   s.pass = Pass::Update;
   s.stage = stage.id;
   s.micro_batch = micro_batch;
   update_steps(stage.ipu, s, stage.update_seconds, stage.state_bytes);
-  if (sharded_state)
-    for (int step = 0; step < replicas_ - 1; ++step) ring_all_reduce_step(stage.ipu, stage.weight_bytes);
+  if (sharded_state) all_gather(stage.ipu, stage.weight_bytes);
 }
 
 Schedule ProgramBuilder::finish(std::int64_t micro_batches, int cycles, std::vector<int> stash_depth) {
