@@ -22,6 +22,8 @@ int main(int argc, char** argv) {
     add(&add_list_command);
     add(&add_sweep_command);
     add(&add_report_command);
+    add(&add_convert_command);
+    add(&add_annotate_command);
     return list;
   }();
 
