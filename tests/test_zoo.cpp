@@ -9,6 +9,7 @@
 #include <sstream>
 #include <string>
 #include <sys/wait.h>
+#include <variant>
 
 #include "sim/cost/op_work.hpp"
 #include "sim/graph/model_graph.hpp"
@@ -115,6 +116,12 @@ TEST_CASE("ResNet-50 per-sample shapes follow torchvision's strides", "[zoo][res
   // GlobalAveragePool sums each channel's 7 x 7 inputs: 2048 x 49 FLOPs, not 2048.
   for (const Op& op : m.ops)
     if (op.type == "GlobalAveragePool") CHECK(derived_flops_per_sample(m, op) == 2048 * 49);
+  // Each convolution carries its ONNX attributes for cost models that read them.
+  for (const Op& op : m.ops)
+    if (op.name == "layer2.0.conv2" || op.name == "conv1") {
+      CHECK(std::get<std::vector<std::int64_t>>(op.attributes.at("strides")) == std::vector<std::int64_t>{2, 2});
+      CHECK(std::get<std::int64_t>(op.attributes.at("group")) == 1);
+    }
 }
 
 TEST_CASE("scripts/make_resnet_model.py reproduces models/resnet50.json", "[zoo][resnet]") {
