@@ -18,6 +18,7 @@
 #include "sim/graph/model_graph.hpp"
 #include "sim/io/input_error.hpp"
 #include "sim/io/model_loader.hpp"
+#include "sim/io/scenario_loader.hpp"
 #include "temp_dir.hpp"
 
 using namespace ipusim;
@@ -301,4 +302,36 @@ TEST_CASE("onnx: annotate --split-at places by node-name prefixes", "[onnx][cli]
       test::run_ipusim({"annotate", fixture("layered.onnx"), "--split-at", "nowhere", "-o", dir / "bad.onnx"});
   CHECK(bad.exit_code == 2);
   CHECK_THAT(bad.err, Contains("[annotate.split-not-found]"));
+}
+
+TEST_CASE("onnx: --set model.ops.N.flops gives an uncostable op its FLOPs through the JSON conversion",
+          "[onnx][cli]") {
+  if (!have_fixtures()) return;
+  const test::TempDir dir;
+  const std::string scenario = dir.write(
+      "s.json", nlohmann::json{{"model", fixture("bad-unknown-op-with-shape.onnx")},
+                               {"config", kSource + "/configs/ipu-m2000.json"},
+                               {"execution", {{"microBatchSize", 4}, {"batchesPerStep", 2}}}});
+  const test::Result r = test::run_ipusim({"validate", scenario, "--set", "model.ops.3.flops=100"});
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.out, Contains("valid scenario"));
+}
+
+TEST_CASE("onnx: a scenario's modelBatchSize names a static batch, and is refused for a JSON model",
+          "[onnx][cli]") {
+  if (!have_fixtures()) return;
+  const test::TempDir dir;
+  auto scenario = [&](const std::string& model, const nlohmann::json& batch) {
+    nlohmann::json s{{"model", model}, {"config", kSource + "/configs/ipu-m2000.json"},
+                     {"execution", {{"microBatchSize", 4}}}, {"modelBatchSize", batch}};
+    return dir.write("s.json", s);
+  };
+  const Scenario onnx = load_scenario(scenario(fixture("mlp-static-batch.onnx"), 4));
+  CHECK(onnx.model.tensor("x0").shape == Shape{784});
+  const test::Result json = test::run_ipusim({"validate", scenario(kSource + "/models/mlp.json", 4)});
+  CHECK(json.exit_code == 2);
+  CHECK_THAT(json.err, Contains("at /modelBatchSize") && Contains("[scenario.model-batch-size]"));
+  const test::Result zero = test::run_ipusim({"validate", scenario(fixture("mlp-static-batch.onnx"), 0)});
+  CHECK(zero.exit_code == 2);
+  CHECK_THAT(zero.err, Contains("[value.not-positive]"));
 }

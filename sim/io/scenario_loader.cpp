@@ -43,7 +43,7 @@ struct Referenced {
 Referenced resolve(ObjectReader& root, const std::string& key, const std::string& scenario_path,
                    const std::optional<OnnxImportOptions>& onnx = std::nullopt) {
   const Json& v = root.required_value(key);
-  if (v.is_object()) return {v, scenario_path + "#/" + key};
+  if (v.is_object()) return {v, scenario_path + "#/" + key, std::nullopt};
   if (!v.is_string()) throw root.error(key, "json.type", "expected a file path or an inline object");
   std::filesystem::path p(v.get<std::string>());
   if (p.is_relative()) p = std::filesystem::path(scenario_path).parent_path() / p;
