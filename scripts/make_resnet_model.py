@@ -10,7 +10,9 @@ BatchNormalization on the shortcut); GlobalAveragePool, Flatten, the fully conne
 classifier (Gemm) and a SoftmaxCrossEntropy loss against the label. Convolutions have no
 bias. Node and weight names are torchvision's module and parameter names.
 
-Shapes are per sample in NCHW order without N (ipusim's shapes carry no batch dimension):
+Convolutions, the pool and the classifier carry their ONNX attributes (kernel_shape,
+strides, pads, group; transB) for cost models that read them. Shapes are per sample in
+NCHW order without N (ipusim's shapes carry no batch dimension):
 the image is [3, 224, 224]. BatchNormalization reads its input, scale and bias; the
 running mean and variance are statistics, not parameters, and are left out, so the weight
 elements equal torchvision's parameter count (ResNet-50: 25,557,032).
@@ -42,7 +44,9 @@ class ResNetBuilder(Builder):
         c, h, w = self.shape(x)
         weight = self.weight(name + ".weight", [out_channels, c, kernel, kernel])
         shape = [out_channels, conv_out(h, kernel, stride, pad), conv_out(w, kernel, stride, pad)]
-        return self.op(name, "Conv", [x, weight], [(name + "_out", shape)])
+        return self.op(name, "Conv", [x, weight], [(name + "_out", shape)],
+                       {"kernel_shape": [kernel, kernel], "strides": [stride, stride], "pads": [pad] * 4,
+                        "group": 1})
 
     def batch_norm(self, name, x):
         c = self.shape(x)[0]
@@ -85,7 +89,8 @@ def build(args):
     b.tensor("label", [1], "input", "int32")
     x = b.relu("relu", b.batch_norm("bn1", b.conv("conv1", image, 64, 7, 2, 3)))
     c, h, w = b.shape(x)
-    x = b.op("maxpool", "MaxPool", [x], [("maxpool_out", [c, conv_out(h, 3, 2, 1), conv_out(w, 3, 2, 1)])])
+    x = b.op("maxpool", "MaxPool", [x], [("maxpool_out", [c, conv_out(h, 3, 2, 1), conv_out(w, 3, 2, 1)])],
+             {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]})
 
     block_places = list(placement.layers())
     splits = set(args.stage_splits)
@@ -111,7 +116,7 @@ def build(args):
     # torchvision's Linear stores its weight [out, in]; the exporter writes Gemm(transB=1).
     weight = b.weight("fc.weight", [args.classes, c])
     bias = b.weight("fc.bias", [args.classes])
-    logits = b.op("fc", "Gemm", [x, weight, bias], [("logits", [args.classes])])
+    logits = b.op("fc", "Gemm", [x, weight, bias], [("logits", [args.classes])], {"transB": 1})
     b.op("loss", "SoftmaxCrossEntropy", [logits, "label"], [("loss_out", [1])])
 
     description = (

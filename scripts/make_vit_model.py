@@ -61,7 +61,9 @@ def build(args):
     b.place((0, 0))
     w = b.weight("conv_proj.weight", [h, 3, args.patch, args.patch])
     bias = b.weight("conv_proj.bias", [h])
-    x = b.op("conv_proj", "Conv", ["image", w, bias], [("conv_proj_out", [h, side, side])])
+    x = b.op("conv_proj", "Conv", ["image", w, bias], [("conv_proj_out", [h, side, side])],
+             {"kernel_shape": [args.patch, args.patch], "strides": [args.patch, args.patch], "pads": [0, 0, 0, 0],
+              "group": 1})
     x = b.op("patches/reshape", "Reshape", [x], [("patches/flat", [h, patches])])
     x = b.op("patches/transpose", "Transpose", [x], [("patches/tokens", [patches, h])])
     cls = b.weight("class_token", [1, h])

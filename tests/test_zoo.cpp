@@ -9,10 +9,14 @@
 #include <sstream>
 #include <string>
 #include <sys/wait.h>
+#include <utility>
+#include <variant>
 
 #include "sim/cost/op_work.hpp"
 #include "sim/graph/model_graph.hpp"
 #include "sim/io/model_loader.hpp"
+#include "sim/io/scenario_loader.hpp"
+#include "sim/plan/plan.hpp"
 #include "temp_dir.hpp"
 
 using namespace ipusim;
@@ -115,6 +119,12 @@ TEST_CASE("ResNet-50 per-sample shapes follow torchvision's strides", "[zoo][res
   // GlobalAveragePool sums each channel's 7 x 7 inputs: 2048 x 49 FLOPs, not 2048.
   for (const Op& op : m.ops)
     if (op.type == "GlobalAveragePool") CHECK(derived_flops_per_sample(m, op) == 2048 * 49);
+  // Each convolution carries its ONNX attributes for cost models that read them.
+  for (const Op& op : m.ops)
+    if (op.name == "layer2.0.conv2" || op.name == "conv1") {
+      CHECK(std::get<std::vector<std::int64_t>>(op.attributes.at("strides")) == std::vector<std::int64_t>{2, 2});
+      CHECK(std::get<std::int64_t>(op.attributes.at("group")) == 1);
+    }
 }
 
 TEST_CASE("scripts/make_resnet_model.py reproduces models/resnet50.json", "[zoo][resnet]") {
@@ -289,4 +299,15 @@ TEST_CASE("the zoo generators reproduce the shipped BERT, GPT-2 and ViT models",
         read_all(kSource + "/models/gpt2-small.json"));
   CHECK(generate("make_vit_model.py", "--preset vit-b-16 --layers-per-ipu 3,3,3,3") ==
         read_all(kSource + "/models/vit-b-16.json"));
+}
+
+TEST_CASE("the zoo's scenarios plan: ResNet-50, GPT-2 small and ViT-B/16 on an IPU-M2000", "[zoo]") {
+  // Forward stages after merging: 4 for ResNet-50 and ViT (head on the last IPU), 5 for
+  // GPT-2 (its tied LM head back on IPU0): 7 and 9 training stages.
+  for (const auto& [scenario, stages] : {std::pair<std::string, int>{"resnet50-training.json", 7},
+                                         {"gpt2-small-training.json", 9}, {"vit-b-16-training.json", 7}}) {
+    INFO(scenario);
+    const Scenario s = load_scenario(kSource + "/scenarios/" + scenario);
+    CHECK(make_plan(s, build_graph(s.model)).stage_count() == stages);
+  }
 }

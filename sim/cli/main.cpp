@@ -24,6 +24,8 @@ int main(int argc, char** argv) {
     add(&add_report_command);
     add(&add_costs_command);
     add(&add_validation_command);
+    add(&add_convert_command);
+    add(&add_annotate_command);
     return list;
   }();
 

@@ -2,6 +2,8 @@
 
 #include "sim/io/json_reader.hpp"
 
+#include <algorithm>
+#include <climits>
 #include <cstdint>
 
 namespace ipusim {
@@ -10,6 +12,7 @@ std::optional<DType> parse_dtype(const std::string& name) {
   if (name == "float16") return DType::Float16;
   if (name == "float32") return DType::Float32;
   if (name == "int32") return DType::Int32;
+  if (name == "int64") return DType::Int64;
   if (name == "int8") return DType::Int8;
   if (name == "bool") return DType::Bool;
   return std::nullopt;
@@ -20,6 +23,7 @@ std::string dtype_name(DType dtype) {
   case DType::Float16: return "float16";
   case DType::Float32: return "float32";
   case DType::Int32: return "int32";
+  case DType::Int64: return "int64";
   case DType::Int8: return "int8";
   case DType::Bool: return "bool";
   }
@@ -31,6 +35,7 @@ std::int64_t dtype_bytes(DType dtype) {
   case DType::Float16: return 2;
   case DType::Float32: return 4;
   case DType::Int32: return 4;
+  case DType::Int64: return 8;
   case DType::Int8: return 1;
   case DType::Bool: return 1;
   }
@@ -71,7 +76,7 @@ Tensor read_tensor(const std::string& name, ObjectReader r) {
   const std::string dtype = r.optional_string("dtype", "float32");
   auto parsed = parse_dtype(dtype);
   if (!parsed) throw r.error("dtype", "tensor.bad-dtype",
-                             "unknown dtype \"" + dtype + "\" (expected float16, float32, int32, int8 or bool)");
+                             "unknown dtype \"" + dtype + "\" (expected float16, float32, int32, int64, int8 or bool)");
   t.dtype = *parsed;
   // Sizes are int64 bytes; a shape whose byte count overflows would turn into a wrong (even
   // negative) size downstream, so it is bad input. 2^50 bytes leaves room for micro-batch scaling.
@@ -112,6 +117,31 @@ std::optional<std::int64_t> read_annotation(ObjectReader& r, const std::string& 
   return value;
 }
 
+// ONNX-style attributes: integers, numbers, strings and arrays of integers or of numbers.
+std::map<std::string, AttributeValue> read_attributes(ObjectReader& r) {
+  std::map<std::string, AttributeValue> out;
+  const Json* v = r.maybe_value("attributes");
+  if (!v) return out;
+  if (!v->is_object()) throw r.error("attributes", "json.type", "expected an object of attribute values");
+  for (auto it = v->begin(); it != v->end(); ++it) {
+    const Json& a = it.value();
+    const auto fits = [](const Json& x) {
+      return x.is_number_integer() && !(x.is_number_unsigned() && x.get<std::uint64_t>() > INT64_MAX);
+    };
+    if (fits(a)) out[it.key()] = a.get<std::int64_t>();
+    else if (a.is_number()) out[it.key()] = a.get<double>();
+    else if (a.is_string()) out[it.key()] = a.get<std::string>();
+    else if (a.is_array() && std::all_of(a.begin(), a.end(), fits)) out[it.key()] = a.get<std::vector<std::int64_t>>();
+    else if (a.is_array() && std::all_of(a.begin(), a.end(), [](const Json& x) { return x.is_number(); }))
+      out[it.key()] = a.get<std::vector<double>>();
+    else
+      throw InputError(r.file(), pointer_child(r.pointer_of("attributes"), it.key()), "op.bad-attribute",
+                       "attribute \"" + it.key() + "\" must be an integer, a number, a string or an array of numbers, found " +
+                           a.dump());
+  }
+  return out;
+}
+
 } // namespace
 
 Model model_from_json(const Json& document, const std::string& origin) {
@@ -140,6 +170,7 @@ Model model_from_json(const Json& document, const std::string& origin) {
     op.pipeline_stage = read_annotation(r, op.name, "pipelineStage");
     op.flops = read_flops(r, "flops");
     op.backward_flops = read_flops(r, "backwardFlops");
+    op.attributes = read_attributes(r);
     r.finish();
     m.ops.push_back(std::move(op));
   }
@@ -148,6 +179,9 @@ Model model_from_json(const Json& document, const std::string& origin) {
   return m;
 }
 
-Model load_model(const std::string& path) { return model_from_json(read_json_file(path), path); }
+Model load_model(const std::string& path, const OnnxImportOptions& onnx) {
+  if (is_onnx_path(path)) return load_onnx_model(path, onnx);
+  return model_from_json(read_json_file(path), path);
+}
 
 } // namespace ipusim

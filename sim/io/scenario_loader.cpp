@@ -1,10 +1,14 @@
 #include "sim/io/scenario_loader.hpp"
 
+#include <algorithm>
 #include <filesystem>
+#include <optional>
 
 #include "sim/io/hardware_loader.hpp"
 #include "sim/io/json_reader.hpp"
 #include "sim/io/model_loader.hpp"
+#include "sim/io/model_writer.hpp"
+#include "sim/io/onnx_model_loader.hpp"
 
 namespace ipusim {
 
@@ -78,22 +82,33 @@ std::int64_t positive_int(ObjectReader& r, const std::string& key, std::int64_t 
   return v;
 }
 
-// A referenced document: a path relative to the scenario, or the object inline.
+// A referenced document: a path relative to the scenario, or the object inline. An ONNX
+// model is imported, and its document is its JSON conversion (what --set model.* edits).
 struct Referenced {
   Json document;
   std::string origin;
+  std::optional<Model> imported;
 };
 
-Referenced resolve(ObjectReader& root, const std::string& key, const std::string& scenario_path) {
+Referenced resolve(ObjectReader& root, const std::string& key, const std::string& scenario_path,
+                   const std::optional<OnnxImportOptions>& onnx = std::nullopt) {
   const Json& v = root.required_value(key);
-  if (v.is_object()) return {v, scenario_path + "#/" + key};
+  if (v.is_object()) return {v, scenario_path + "#/" + key, std::nullopt};
   if (!v.is_string()) throw root.error(key, "json.type", "expected a file path or an inline object");
   std::filesystem::path p(v.get<std::string>());
   if (p.is_relative()) p = std::filesystem::path(scenario_path).parent_path() / p;
   const std::string file = p.lexically_normal().string();
   if (!std::filesystem::exists(file))
     throw root.error(key, "file.missing", "the " + key + " file \"" + file + "\" does not exist");
-  return {read_json_file(file), file};
+  if (onnx && is_onnx_path(file)) {
+    Model m = load_onnx_model(file, *onnx);
+    Json document = Json::parse(model_to_json_text(m, "imported from " + file));
+    return {std::move(document), file, std::move(m)};
+  }
+  if (onnx && onnx->batch_size)
+    throw root.error("modelBatchSize", "scenario.model-batch-size",
+                     "modelBatchSize names the batch dimension of an ONNX model; \"" + file + "\" is not one (.onnx)");
+  return {read_json_file(file), file, std::nullopt};
 }
 
 } // namespace
@@ -181,7 +196,9 @@ Scenario scenario_from_json(Json document, const std::string& path, const std::v
   s.file = path;
   s.name = root.optional_string("name", std::filesystem::path(path).stem().string());
   root.optional_string("description", "");
-  Referenced model = resolve(root, "model", path);
+  OnnxImportOptions onnx;
+  if (root.has("modelBatchSize")) onnx.batch_size = positive_int(root, "modelBatchSize", 1);
+  Referenced model = resolve(root, "model", path, onnx);
   Referenced config = resolve(root, "config", path);
   // Overrides address the config as run, its "extends" chain merged in.
   config.document = resolve_config_extends(config.document, config.origin);
@@ -192,7 +209,10 @@ Scenario scenario_from_json(Json document, const std::string& path, const std::v
   s.execution = execution_from_json(root.has("execution") ? root.required_value("execution") : Json::object(), path);
   root.finish();
 
-  s.model = model_from_json(model.document, model.origin);
+  const bool model_edited = std::any_of(overrides.begin(), overrides.end(),
+                                        [](const Override& o) { return o.path.rfind("model.", 0) == 0; });
+  if (model.imported && !model_edited) s.model = std::move(*model.imported);
+  else s.model = model_from_json(model.document, model.imported ? model.origin + " (as JSON)" : model.origin);
   s.hardware = hardware_from_json(config.document, config.origin);
   s.scenario_document = document;
   s.model_document = model.document;
