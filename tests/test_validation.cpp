@@ -55,6 +55,11 @@ TEST_CASE("validation compares each entry's simulated throughput with its publis
   CHECK(r.ratios[0].predicted == Approx(1).epsilon(1e-9));
   // --only runs the named entries.
   CHECK(run_validation(l, {"double"}).rows.size() == 1);
+  CHECK(rule_of([&] { run_validation(l, {"nope"}); }) == "validation.unknown-entry");
+  // --set reaches every entry's scenario: the FLOP-only model makes the same MLP faster.
+  const ValidationReport compute = run_validation(l, {"half"}, {{"execution.costModel", "compute"}});
+  REQUIRE(compute.rows.size() == 1);
+  CHECK(compute.rows[0].predicted > simulated);
   const std::string table = render_validation_table(l, r);
   CHECK_THAT(table, Catch::Contains("+100.0 %") && Catch::Contains("-50.0 %") && Catch::Contains("mean absolute error 75.0 %"));
 }
