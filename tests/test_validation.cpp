@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <sstream>
 
 #include "sim/io/input_error.hpp"
 #include "sim/io/scenario_loader.hpp"
@@ -92,4 +94,22 @@ TEST_CASE("the shipped validation list loads, and its models are what the genera
   const int status = std::system(command.c_str());
   REQUIRE(WIFEXITED(status));
   CHECK(WEXITSTATUS(status) == 0);
+}
+
+TEST_CASE("docs/validation.md shows what ipusim validation prints today", "[validation]") {
+  // The published comparison is documentation users cite: a change to the cost model that
+  // moves a prediction must update the page (build/ipusim validation --markdown).
+  const PublishedList l = load_published_list((kSource / "scenarios/validation/published.json").string());
+  const ValidationReport r = run_validation(l, {});
+  CHECK(r.simulated == static_cast<int>(l.entries.size()));
+  const std::string table = render_validation_markdown(l, r);
+  std::ifstream in(kSource / "docs/validation.md");
+  const std::string page((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  // Compare the tables line by line, so a failure names the entry that moved.
+  std::istringstream lines(table);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("| ", 0) != 0) continue;
+    INFO(line);
+    CHECK(page.find(line) != std::string::npos);
+  }
 }
