@@ -152,7 +152,6 @@ void resolve_annotations(const Model& m, ModelGraph& g) {
   // Stage ids are dense, 0..S-1.
   std::map<int, std::size_t> first_op_of_stage;
   for (const Op& op : m.ops) first_op_of_stage.emplace(g.stage_of_op[op.index], op.index);
-  g.stage_count = m.ops.empty() ? 1 : first_op_of_stage.rbegin()->first + 1;
   // The first gap, found by walking the used ids (not 0..S-1: S may be huge).
   int expected = 0;
   for (const auto& [stage, op_index] : first_op_of_stage) {
@@ -169,6 +168,7 @@ void resolve_annotations(const Model& m, ModelGraph& g) {
     }
     ++expected;
   }
+  g.stage_count = std::max(expected, 1);  // dense ids: the count of ids used (no +1 that overflows at 2^31-1)
 
   // One stage lives on exactly one IPU.
   for (const Op& op : m.ops) {

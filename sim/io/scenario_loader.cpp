@@ -22,12 +22,6 @@ std::string optimizer_name(Optimizer optimizer) {
 
 namespace {
 
-std::int64_t positive_int(ObjectReader& r, const std::string& key, std::int64_t fallback) {
-  const auto v = r.optional_int(key, fallback);
-  if (v < 1) throw r.error(key, "value.not-positive", key + " must be at least 1, got " + std::to_string(v));
-  return v;
-}
-
 // A referenced document: a path relative to the scenario, or the object inline.
 struct Referenced {
   Json document;
@@ -41,15 +35,13 @@ Referenced resolve(ObjectReader& root, const std::string& key, const std::string
   std::filesystem::path p(v.get<std::string>());
   if (p.is_relative()) p = std::filesystem::path(scenario_path).parent_path() / p;
   const std::string file = p.lexically_normal().string();
-  if (!std::filesystem::exists(file))
-    throw root.error(key, "file.missing", "the " + key + " file \"" + file + "\" does not exist");
-  return {read_json_file(file), file};
+  return {read_json_file(file, root.file(), root.pointer_of(key)), file};
 }
 
 } // namespace
 
 Execution execution_from_json(const Json& execution, const std::string& origin) {
-  ObjectReader r(execution, origin, "/execution");
+  ObjectReader r(execution, origin, "/execution", Format::Scenario);
   Execution e;
   const std::string mode = r.optional_string("mode", "both");
   if (mode == "both") e.modes = {Mode::Sharded, Mode::Pipelined};
@@ -58,12 +50,12 @@ Execution execution_from_json(const Json& execution, const std::string& origin) 
   else throw r.error("mode", "scenario.bad-mode", "unknown mode \"" + mode + "\" (expected sharded, pipelined or both)");
   e.schedule = r.optional_string("schedule", e.schedule);
   e.training = r.optional_bool("training", false);
-  e.micro_batch_size = positive_int(r, "microBatchSize", 1);
-  e.gradient_accumulation = positive_int(r, "gradientAccumulation", 1);
-  e.batches_per_step = positive_int(r, "batchesPerStep", 1);
+  e.micro_batch_size = r.optional_int("microBatchSize", 1);
+  e.gradient_accumulation = r.optional_int("gradientAccumulation", 1);
+  e.batches_per_step = r.optional_int("batchesPerStep", 1);
   e.host_io = r.optional_bool("hostIo", true);
   e.cost_model = r.optional_string("costModel", e.cost_model);
-  e.replicas = positive_int(r, "replicas", 1);
+  e.replicas = r.optional_int("replicas", 1);
   e.placement = r.int_list("placement", false);
   const std::string recompute = r.optional_string("recomputation", "none");
   if (recompute == "none") e.recomputation = Recomputation::None;
@@ -108,7 +100,7 @@ Scenario scenario_from_json(Json document, const std::string& path, const std::v
     if (o.path.rfind("model.", 0) != 0 && o.path.rfind("config.", 0) != 0)
       apply_override(document, o.path, o.value, o.path);
 
-  ObjectReader root(document, path, "");
+  ObjectReader root(document, path, "", Format::Scenario);
   Scenario s;
   s.file = path;
   s.name = root.optional_string("name", std::filesystem::path(path).stem().string());

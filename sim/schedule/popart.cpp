@@ -2,6 +2,7 @@
 // update }. In cycle c stage s works on micro-batch c-s. Within a cycle each IPU
 // streams in, runs its active stages in ascending order, streams out; then one copy
 // phase holds every stage boundary's copy, on every cycle, fill and flush included.
+#include "sim/io/checked_int.hpp"
 #include "sim/schedule/schedule.hpp"
 
 namespace ipusim {
@@ -18,7 +19,7 @@ Schedule build_popart(const ScheduleContext& ctx) {
                 std::string("PopART's depth rule needs ") + (plan.training ? "G" : "batchesPerStep") + " >= S: " +
                     std::to_string(depth) + " < " + std::to_string(S) + " (" + why + ")");
   }
-  const std::int64_t cycles = depth + S - 1;
+  const std::int64_t cycles = checked_add(depth, S - 1, "PopART cycles");
   std::vector<const PlanCopy*> all_copies;
   for (const PlanCopy& c : plan.copies) all_copies.push_back(&c);
 
@@ -42,7 +43,7 @@ Schedule build_popart(const ScheduleContext& ctx) {
   std::vector<int> stash(static_cast<std::size_t>(plan.forward_stage_count), 0);
   if (plan.training)
     for (int s = 0; s < plan.loss_stage; ++s) stash[s] = 2 * (plan.loss_stage - s) + 1;
-  return b.finish(ctx.batches() * depth, static_cast<int>(cycles), stash);
+  return b.finish(checked_mul(ctx.batches(), depth, "micro-batches"), checked_int(cycles, "PopART cycles"), stash);
 }
 
 } // namespace ipusim

@@ -1,0 +1,136 @@
+#include "sim/io/field_ranges.hpp"
+
+#include <cmath>
+#include <cstdio>
+
+#include "sim/io/input_error.hpp"
+
+namespace ipusim {
+
+std::string format_name(Format format) {
+  switch (format) {
+  case Format::Model: return "model";
+  case Format::Config: return "config";
+  case Format::Scenario: return "scenario";
+  case Format::Sweep: return "sweep";
+  }
+  return "?";
+}
+
+namespace {
+constexpr double kInt31 = 2147483647.0;    // an int
+constexpr double kMaxIpus = 1e6;           // ipuCount's bound: no system comes near it
+constexpr bool kOpen = true, kClosed = false;
+} // namespace
+
+const std::vector<FieldRange>& field_ranges() {
+  // Bounds are generous around real hardware and models but keep every product the
+  // simulator forms (FLOPs x micro-batch / rates / clock, bytes / bandwidth) finite and
+  // far from double's limits, so no input yields inf, NaN or a zero rate.
+  static const std::vector<FieldRange> table{
+      // ---- config: the IPU
+      {Format::Config, "/ipu/tiles", 1, 1e5, kClosed, "tiles", nullptr, "GC2 has 1216, GC200 1472"},
+      {Format::Config, "/ipu/clockHz", 1e6, 1e11, kClosed, "Hz", nullptr, "1 MHz to 100 GHz; IPUs run at 1.3-1.9 GHz"},
+      {Format::Config, "/ipu/flopsPerCyclePerTile/float16", 1e-3, 1e5, kClosed, "FLOP/cycle", nullptr,
+       "per tile; GC200: 128 (AMP)"},
+      {Format::Config, "/ipu/flopsPerCyclePerTile/float32", 1e-3, 1e5, kClosed, "FLOP/cycle", nullptr,
+       "per tile; GC200: 32"},
+      {Format::Config, "/ipu/sramBytesPerTile", 1, 1073741824.0, kClosed, "B", nullptr,
+       "per tile, at most 1 GiB; GC200: 624 KiB"},
+      {Format::Config, "/ipu/exchangeBytesPerCyclePerTile", 1e-3, 1e4, kClosed, "B/cycle", nullptr, "GC200: 4"},
+      {Format::Config, "/ipu/syncCycles", 0, 1e9, kClosed, "cycles", nullptr, "on-chip sync per op"},
+      {Format::Config, "/ipu/minElementsPerTile", 1, kInt31, kClosed, "elements", nullptr, "an op's finest split"},
+      {Format::Config, "/ipu/codeBytesPerOp", 0, 1073741824.0, kClosed, "B", nullptr, "per tile an op uses"},
+      {Format::Config, "/ipu/efficiency/*", 1e-4, 1, kClosed, "", "value.bad-efficiency",
+       "a fraction of peak, at least 1e-4"},
+      // ---- config: the system
+      {Format::Config, "/ipuCount", 1, kMaxIpus, kClosed, "IPUs", nullptr, "an IPU-POD256 has 256"},
+      {Format::Config, "/syncLatencyPerHopSeconds", 0, 1, kClosed, "s", nullptr, "Graphcore's model: 15 ns"},
+      {Format::Config, "/syncSeconds", 0, 1, kClosed, "s", nullptr, "one inter-IPU sync"},
+      {Format::Config, "/links/*/ipus/*", 0, kMaxIpus - 1, kClosed, "", "link.bad-ends", "an IPU id"},
+      {Format::Config, "/links/*/bandwidthBytesPerSecond", 1e3, 1e15, kClosed, "B/s", nullptr,
+       "1 kB/s to 1 PB/s; an IPU-Link: 32 GB/s"},
+      {Format::Config, "/links/*/latencySeconds", 0, 10, kClosed, "s", nullptr, "an IPU-Link: about 1 us"},
+      {Format::Config, "/hostLink/bandwidthBytesPerSecond", 1e3, 1e15, kClosed, "B/s", nullptr,
+       "PCIe Gen4 x16: about 7 GB/s usable"},
+      {Format::Config, "/hostLink/latencySeconds", 0, 10, kClosed, "s", nullptr, "a few us"},
+      {Format::Config, "/hostLink/sharedBy", 1, kMaxIpus, kClosed, "IPUs", "link.bad-sharing", "4 on an M2000"},
+      {Format::Config, "/streamingMemory/bandwidthBytesPerSecond", 1e3, 1e15, kClosed, "B/s", nullptr,
+       "an M2000's DDR4: tens of GB/s"},
+      {Format::Config, "/streamingMemory/latencySeconds", 0, 10, kClosed, "s", nullptr, "about 1 us"},
+      // ---- model
+      {Format::Model, "/tensors/*/shape/*", 1, 1099511627776.0, kClosed, "elements", "tensor.bad-shape",
+       "a dimension, 1 to 2^40 (and at most 2^50 bytes a sample)"},
+      {Format::Model, "/ops/*/flops", 0, 1e18, kClosed, "FLOP", nullptr,
+       "per sample; a whole GPT-3 forward is about 1e15"},
+      {Format::Model, "/ops/*/backwardFlops", 0, 1e18, kClosed, "FLOP", nullptr, "per sample"},
+      // ---- scenario
+      {Format::Scenario, "/execution/microBatchSize", 1, 1e6, kClosed, "samples", nullptr, "per micro-batch"},
+      {Format::Scenario, "/execution/gradientAccumulation", 1, 1e8, kClosed, "micro-batches", nullptr,
+       "G; the run's own size is checked against memory before simulating"},
+      {Format::Scenario, "/execution/batchesPerStep", 1, 1e8, kClosed, "", nullptr, "per step"},
+      {Format::Scenario, "/execution/replicas", 1, kMaxIpus, kClosed, "", nullptr, "no more than IPUs can exist"},
+      {Format::Scenario, "/execution/placement/*", 0, kMaxIpus - 1, kClosed, "", "scenario.bad-placement",
+       "an IPU id"},
+      // ---- sweep
+      {Format::Sweep, "/axes/*/range/from", -1e300, 1e300, kClosed, "", "sweep.bad-range", "any finite number"},
+      {Format::Sweep, "/axes/*/range/to", -1e300, 1e300, kClosed, "", "sweep.bad-range", "any finite number"},
+      {Format::Sweep, "/axes/*/range/step", 0, 1e300, kOpen, "", "sweep.bad-range", "greater than zero"},
+      {Format::Sweep, "/axes/*/zip/*/range/from", -1e300, 1e300, kClosed, "", "sweep.bad-range", "any finite number"},
+      {Format::Sweep, "/axes/*/zip/*/range/to", -1e300, 1e300, kClosed, "", "sweep.bad-range", "any finite number"},
+      {Format::Sweep, "/axes/*/zip/*/range/step", 0, 1e300, kOpen, "", "sweep.bad-range", "greater than zero"},
+  };
+  return table;
+}
+
+namespace {
+
+bool matches(const char* pattern, const std::string& pointer) {
+  std::size_t p = 0;
+  const std::string pat(pattern);
+  std::size_t q = 0;
+  while (q < pat.size() && p < pointer.size()) {
+    if (pat[q] != '/' || pointer[p] != '/') return false;
+    const std::size_t pat_end = std::min(pat.find('/', q + 1), pat.size());
+    const std::size_t ptr_end = std::min(pointer.find('/', p + 1), pointer.size());
+    const std::string_view segment(pat.data() + q + 1, pat_end - q - 1);
+    if (segment != "*" && segment != std::string_view(pointer.data() + p + 1, ptr_end - p - 1)) return false;
+    q = pat_end;
+    p = ptr_end;
+  }
+  return q == pat.size() && p == pointer.size();
+}
+
+std::string number_text(double v) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.6g", v);
+  return text;
+}
+
+} // namespace
+
+const FieldRange* find_field_range(Format format, const std::string& pointer) {
+  for (const FieldRange& r : field_ranges())
+    if (r.format == format && matches(r.pointer, pointer)) return &r;
+  return nullptr;
+}
+
+void check_field_range(const FieldRange& range, double value, const std::string& written, const std::string& file,
+                       const std::string& pointer) {
+  const bool below = range.min_exclusive ? !(value > range.min) : !(value >= range.min);
+  const bool above = !(value <= range.max);
+  if (!below && !above) return;
+  const std::string unit = *range.unit ? std::string(" ") + range.unit : "";
+  const std::string bounds = (range.min_exclusive ? "(" : "[") + number_text(range.min) + ", " +
+                             number_text(range.max) + "]" + unit;
+  std::string rule = range.rule ? range.rule : "";
+  if (rule.empty()) {
+    if (above) rule = "value.too-large";
+    else if (range.min > 0 || (range.min == 0 && range.min_exclusive)) rule = value <= 0 ? "value.not-positive" : "value.too-small";
+    else rule = "value.negative";
+  }
+  throw InputError(file, pointer, rule,
+                   "got " + written + unit + "; must lie in " + bounds + " (" + range.why + ")");
+}
+
+} // namespace ipusim
