@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <limits>
 #include <filesystem>
 
 #include "sim/graph/model_graph.hpp"
@@ -279,4 +280,12 @@ TEST_CASE("a number read without a range line is an internal fault, not an unche
   const Json doc = {{"unlisted", 1}};
   ObjectReader r(doc, "c.json", "", Format::Config);
   CHECK_THROWS_AS(r.required_number("unlisted"), std::logic_error);
+}
+
+TEST_CASE("json.not-finite: a document built in code cannot pass an infinity as a number", "[hardening]") {
+  const Json doc = {{"microBatchSize", std::numeric_limits<double>::infinity()}};
+  ObjectReader r(doc, "s.json", "/execution", Format::Scenario);
+  const InputError e = error_of([&] { r.required_int("microBatchSize"); });
+  CHECK(e.rule() == "json.not-finite");
+  CHECK(e.pointer() == "/execution/microBatchSize");
 }
