@@ -643,7 +643,8 @@ std::vector<AxisInfo> sweep_axes(const Input& in) {
   std::vector<AxisInfo> axes;
   for (const SweepPoint& p : in.points)
     for (const auto& [key, value] : p.axes.items()) {
-      auto it = std::find_if(axes.begin(), axes.end(), [&](const AxisInfo& a) { return a.key == key; });
+      const std::string& name = key;  // clang 14 cannot capture a structured binding
+      auto it = std::find_if(axes.begin(), axes.end(), [&](const AxisInfo& a) { return a.key == name; });
       if (it == axes.end()) {
         axes.push_back({key, {}});
         it = axes.end() - 1;
