@@ -7,6 +7,7 @@
 # in BUILD_DIR/fuzz-findings (turn it into a regression test: docs/reliability.md).
 # Usage: scripts/sanitize.sh [BUILD_DIR]   (default: build-sanitize)
 #   FUZZ_SECONDS=90  how long to fuzz (0: no fuzzing)   SANITIZE_TESTS=0: skip the test suite
+#   FUZZ_RUNS=N      fuzz N inputs instead (docs/reliability.md: FUZZ_RUNS=100000)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build_dir=${1:-build-sanitize}
@@ -38,7 +39,7 @@ if [ "${SANITIZE_TESTS:-1}" != 0 ]; then
   (cd "$build_dir" && ctest -j"$(nproc)" --output-on-failure)
 fi
 
-if [ "$fuzz_seconds" != 0 ]; then
+if [ "$fuzz_seconds" != 0 ] || [ -n "${FUZZ_RUNS:-}" ]; then
   corpus="$build_dir/fuzz-corpus"
   findings="$build_dir/fuzz-findings"
   rm -rf "$corpus/seed"
@@ -52,6 +53,8 @@ if [ "$fuzz_seconds" != 0 ]; then
   for f in sweeps/*.json; do seed 3 "$f"; done
   printf '\x04execution.gradientAccumulation=8\nconfig.ipu.clockHz=1.85e9\nmodel.ops.0.flops=1e9\n' >"$corpus/seed/4-sets"
   printf '\x04execution.schedule=1f1b\nconfig.links.0.latencySeconds=0\n' >"$corpus/seed/4-sets-2"
-  "$build_dir/fuzz_loaders" -max_total_time="$fuzz_seconds" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
+  limit=(-max_total_time="$fuzz_seconds")
+  [ -n "${FUZZ_RUNS:-}" ] && limit=(-runs="$FUZZ_RUNS")
+  "$build_dir/fuzz_loaders" "${limit[@]}" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
     -print_final_stats=1 -artifact_prefix="$findings/" "$corpus/work" "$corpus/seed"
 fi

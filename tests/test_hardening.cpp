@@ -171,6 +171,16 @@ TEST_CASE("overrides abused: bad UTF-8, paths too deep, values too deep or too l
 }
 
 TEST_CASE("the issue's values: a 1e-308 Hz clock and a 5e-324 B/s link are refused at load", "[hardening]") {
+  SECTION("a 5e-324 s latency (SimGrid's solver aborted: \"Impossible\", found by the run campaign)") {
+    Json c = zero_overhead_config(2);
+    c["links"][0]["latencySeconds"] = 5e-324;
+    const InputError e = error_of([&] { hardware_from_json(c, "c.json"); });
+    CHECK(e.rule() == "value.too-small");
+    CHECK(e.pointer() == "/links/0/latencySeconds");
+    CHECK_THAT(e.message(), Contains("0 or [1e-12, 10] s"));
+    c["links"][0]["latencySeconds"] = 0;  // no latency at all is fine
+    CHECK_NOTHROW(hardware_from_json(c, "c.json"));
+  }
   Json c = zero_overhead_config(2);
   c["ipu"]["clockHz"] = 1e-308;
   InputError e = error_of([&] { hardware_from_json(c, "c.json"); });
@@ -259,18 +269,21 @@ TEST_CASE("every line of the physical-range table is enforced, with its rule, at
     const bool integer = base.at(Json::json_pointer(pointer)).is_number_integer();
     INFO(format_name(range.format) << " " << pointer);
     REQUIRE_NOTHROW(load(range.format, base));
-    const double below = range.min_exclusive ? range.min : range.min - std::max(1.0, std::fabs(range.min));
+    const double below = range.lower == Lower::Open           ? range.min
+                         : range.lower == Lower::ZeroOrClosed ? range.min / 2
+                                                              : range.min - std::max(1.0, std::fabs(range.min));
     const double above = range.max + std::max(1.0, std::fabs(range.max));
     for (const double value : {below, above}) {
       Json doc = base;
       doc[Json::json_pointer(pointer)] =
-          integer && std::fabs(value) < 9e15 ? Json(static_cast<std::int64_t>(value)) : Json(value);
+          integer && value == std::floor(value) && std::fabs(value) < 9e15 ? Json(static_cast<std::int64_t>(value))
+                                                                             : Json(value);
       std::string rule = range.rule ? range.rule : "";
       if (rule.empty())
         rule = value > range.max ? "value.too-large"
-                                 : (range.min > 0 || range.min_exclusive ? (value <= 0 ? "value.not-positive"
-                                                                                        : "value.too-small")
-                                                                          : "value.negative");
+                                 : (range.min > 0 || range.lower == Lower::Open ? (value <= 0 ? "value.not-positive"
+                                                                                               : "value.too-small")
+                                                                                 : "value.negative");
       const InputError e = error_of([&] { load(range.format, doc); });
       CHECK(e.rule() == rule);
       CHECK(e.pointer() == pointer);
@@ -318,4 +331,16 @@ TEST_CASE("a 4096-IPU ring: routes and the platform cost what the run uses, not 
   RouteFinder routes(hardware_from_json(config, "ring.json"));
   CHECK(routes.route(0, n / 2).size() == n / 2);
   CHECK(routes.route(0, 1).size() == 1);
+}
+
+TEST_CASE("scenario.too-large: a copy beyond 2^60 bytes is refused before the engine counts it in 64 bits",
+          "[hardening]") {
+  // 2^40 floats a sample (2^42 B) x 10^6 samples a micro-batch: 4.4e18 B a copy, beyond 2^60 (1.2e18).
+  Json model = chain_model({{0, 0}, {1, 0}}, 8);
+  for (auto& [name, tensor] : model["tensors"].items()) tensor["shape"] = {1 << 20, 1 << 20};
+  const Scenario sc = make_scenario(model, zero_overhead_config(2),
+                                    {{"microBatchSize", 1000000}, {"costModel", "compute"}, {"mode", "sharded"}});
+  const InputError e = error_of([&] { simulate(sc, {Mode::Sharded}); });
+  CHECK(e.rule() == "scenario.too-large");
+  CHECK(e.pointer() == "/execution/microBatchSize");
 }

@@ -567,7 +567,7 @@ Json slow_sweep(const std::vector<int>& depths) {
 
 TEST_CASE("a sweep killed with SIGKILL leaves no process behind: its runs and simulations die with it", "[sweep]") {
   TempDir tmp;
-  write_text(tmp / "slow.json", slow_sweep({2, 300000}).dump());
+  write_text(tmp / "slow.json", slow_sweep({2, 100000}).dump());
   const std::string out = tmp / "out";
   const pid_t pid = start_sweep(tmp / "slow.json", out);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
@@ -586,7 +586,7 @@ TEST_CASE("a sweep killed with SIGKILL leaves no process behind: its runs and si
 
 TEST_CASE("one sweep owns a folder at a time: another sweep is refused while it runs", "[sweep]") {
   TempDir tmp;
-  write_text(tmp / "a.json", slow_sweep({2, 300000}).dump());
+  write_text(tmp / "a.json", slow_sweep({2, 100000}).dump());
   write_text(tmp / "b.json", slow_sweep({3}).dump());
   const std::string out = tmp / "out";
   const pid_t a = start_sweep(tmp / "a.json", out);

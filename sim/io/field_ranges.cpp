@@ -20,7 +20,9 @@ std::string format_name(Format format) {
 namespace {
 constexpr double kInt31 = 2147483647.0;    // an int
 constexpr double kMaxIpus = 1e6;           // ipuCount's bound: no system comes near it
-constexpr bool kOpen = true, kClosed = false;
+constexpr Lower kOpen = Lower::Open, kClosed = Lower::Closed, kZeroOr = Lower::ZeroOrClosed;
+// The shortest time or amount a nonzero value may have (below it, SimGrid loses precision).
+constexpr double kTinySeconds = 1e-12;
 } // namespace
 
 const std::vector<FieldRange>& field_ranges() {
@@ -38,32 +40,32 @@ const std::vector<FieldRange>& field_ranges() {
       {Format::Config, "/ipu/sramBytesPerTile", 1, 1073741824.0, kClosed, "B", nullptr,
        "per tile, at most 1 GiB; GC200: 624 KiB"},
       {Format::Config, "/ipu/exchangeBytesPerCyclePerTile", 1e-3, 1e4, kClosed, "B/cycle", nullptr, "GC200: 4"},
-      {Format::Config, "/ipu/syncCycles", 0, 1e9, kClosed, "cycles", nullptr, "on-chip sync per op"},
+      {Format::Config, "/ipu/syncCycles", 1e-3, 1e9, kZeroOr, "cycles", nullptr, "on-chip sync per op"},
       {Format::Config, "/ipu/minElementsPerTile", 1, kInt31, kClosed, "elements", nullptr, "an op's finest split"},
       {Format::Config, "/ipu/codeBytesPerOp", 0, 1073741824.0, kClosed, "B", nullptr, "per tile an op uses"},
       {Format::Config, "/ipu/efficiency/*", 1e-4, 1, kClosed, "", "value.bad-efficiency",
        "a fraction of peak, at least 1e-4"},
       // ---- config: the system
       {Format::Config, "/ipuCount", 1, kMaxIpus, kClosed, "IPUs", nullptr, "an IPU-POD256 has 256"},
-      {Format::Config, "/syncLatencyPerHopSeconds", 0, 1, kClosed, "s", nullptr, "Graphcore's model: 15 ns"},
-      {Format::Config, "/syncSeconds", 0, 1, kClosed, "s", nullptr, "one inter-IPU sync"},
+      {Format::Config, "/syncLatencyPerHopSeconds", kTinySeconds, 1, kZeroOr, "s", nullptr, "Graphcore's model: 15 ns"},
+      {Format::Config, "/syncSeconds", kTinySeconds, 1, kZeroOr, "s", nullptr, "one inter-IPU sync"},
       {Format::Config, "/links/*/ipus/*", 0, kMaxIpus - 1, kClosed, "", "link.bad-ends", "an IPU id"},
       {Format::Config, "/links/*/bandwidthBytesPerSecond", 1e3, 1e15, kClosed, "B/s", nullptr,
        "1 kB/s to 1 PB/s; an IPU-Link: 32 GB/s"},
-      {Format::Config, "/links/*/latencySeconds", 0, 10, kClosed, "s", nullptr, "an IPU-Link: about 1 us"},
+      {Format::Config, "/links/*/latencySeconds", kTinySeconds, 10, kZeroOr, "s", nullptr, "an IPU-Link: about 1 us"},
       {Format::Config, "/hostLink/bandwidthBytesPerSecond", 1e3, 1e15, kClosed, "B/s", nullptr,
        "PCIe Gen4 x16: about 7 GB/s usable"},
-      {Format::Config, "/hostLink/latencySeconds", 0, 10, kClosed, "s", nullptr, "a few us"},
+      {Format::Config, "/hostLink/latencySeconds", kTinySeconds, 10, kZeroOr, "s", nullptr, "a few us"},
       {Format::Config, "/hostLink/sharedBy", 1, kMaxIpus, kClosed, "IPUs", "link.bad-sharing", "4 on an M2000"},
       {Format::Config, "/streamingMemory/bandwidthBytesPerSecond", 1e3, 1e15, kClosed, "B/s", nullptr,
        "an M2000's DDR4: tens of GB/s"},
-      {Format::Config, "/streamingMemory/latencySeconds", 0, 10, kClosed, "s", nullptr, "about 1 us"},
+      {Format::Config, "/streamingMemory/latencySeconds", kTinySeconds, 10, kZeroOr, "s", nullptr, "about 1 us"},
       // ---- model
       {Format::Model, "/tensors/*/shape/*", 1, 1099511627776.0, kClosed, "elements", "tensor.bad-shape",
        "a dimension, 1 to 2^40 (and at most 2^50 bytes a sample)"},
-      {Format::Model, "/ops/*/flops", 0, 1e18, kClosed, "FLOP", nullptr,
+      {Format::Model, "/ops/*/flops", 1e-3, 1e18, kZeroOr, "FLOP", nullptr,
        "per sample; a whole GPT-3 forward is about 1e15"},
-      {Format::Model, "/ops/*/backwardFlops", 0, 1e18, kClosed, "FLOP", nullptr, "per sample"},
+      {Format::Model, "/ops/*/backwardFlops", 1e-3, 1e18, kZeroOr, "FLOP", nullptr, "per sample"},
       // ---- scenario
       {Format::Scenario, "/execution/microBatchSize", 1, 1e6, kClosed, "samples", nullptr, "per micro-batch"},
       {Format::Scenario, "/execution/gradientAccumulation", 1, 1e8, kClosed, "micro-batches", nullptr,
@@ -117,16 +119,19 @@ const FieldRange* find_field_range(Format format, const std::string& pointer) {
 
 void check_field_range(const FieldRange& range, double value, const std::string& written, const std::string& file,
                        const std::string& pointer) {
-  const bool below = range.min_exclusive ? !(value > range.min) : !(value >= range.min);
+  const bool zero_ok = range.lower == Lower::ZeroOrClosed && value == 0;
+  const bool below = !zero_ok && (range.lower == Lower::Open ? !(value > range.min) : !(value >= range.min));
   const bool above = !(value <= range.max);
   if (!below && !above) return;
   const std::string unit = *range.unit ? std::string(" ") + range.unit : "";
-  const std::string bounds = (range.min_exclusive ? "(" : "[") + number_text(range.min) + ", " +
-                             number_text(range.max) + "]" + unit;
+  const std::string bounds = std::string(range.lower == Lower::ZeroOrClosed ? "0 or [" : "") +
+                             (range.lower == Lower::Open ? "(" : range.lower == Lower::Closed ? "[" : "") +
+                             number_text(range.min) + ", " + number_text(range.max) + "]" + unit;
   std::string rule = range.rule ? range.rule : "";
   if (rule.empty()) {
     if (above) rule = "value.too-large";
-    else if (range.min > 0 || (range.min == 0 && range.min_exclusive)) rule = value <= 0 ? "value.not-positive" : "value.too-small";
+    else if (value < 0 && range.lower == Lower::ZeroOrClosed) rule = "value.negative";
+    else if (range.min > 0 || range.lower == Lower::Open) rule = value <= 0 ? "value.not-positive" : "value.too-small";
     else rule = "value.negative";
   }
   throw InputError(file, pointer, rule,

@@ -13,11 +13,15 @@ namespace ipusim {
 enum class Format { Model, Config, Scenario, Sweep };
 std::string format_name(Format format);
 
+// How a range starts: [min, ..., (min, ..., or "0, or [min, ...": zero allowed, but no
+// positive value below min (a latency of 5e-324 s makes SimGrid's solver abort).
+enum class Lower { Closed, Open, ZeroOrClosed };
+
 struct FieldRange {
   Format format;
   const char* pointer;  // JSON pointer of the field; "*" stands for any one segment (an index or a name)
-  double min, max;      // inclusive, except min when min_exclusive
-  bool min_exclusive;
+  double min, max;      // max inclusive; min as `lower` says
+  Lower lower;
   const char* unit;     // for messages and docs: "Hz", "B/s", "s", "" for counts
   const char* rule;     // nullptr: value.not-positive / value.negative / value.too-small / value.too-large
   const char* why;      // what the bounds stand for

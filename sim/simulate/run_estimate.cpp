@@ -68,6 +68,18 @@ RunEstimate estimate_run(const Scenario& sc, const Plan& plan, const std::vector
                       std::to_string(plan.stage_count()) + " stages is more than " + count_text(kMaxSteps) +
                       " program steps to simulate");
 
+  // The engine moves whole bytes (64-bit counts): one transfer of more than 2^60 bytes
+  // (an exabyte) is no real model, and would not fit its counter.
+  double largest_transfer = 0;
+  for (const PlanCopy& c : plan.copies) largest_transfer = std::max(largest_transfer, c.bytes);
+  for (const PlanStage& st : plan.stages)
+    largest_transfer = std::max({largest_transfer, st.host_input_bytes, st.host_output_bytes});
+  for (const PlanIpu& ipu : plan.ipus) largest_transfer = std::max(largest_transfer, ipu.weight_bytes);
+  if (largest_transfer > 0x1p60)
+    throw InputError(sc.file, sc.execution_pointer("microBatchSize"), "scenario.too-large",
+                     "a copy, host stream or gradient all-reduce of this run moves " + format_bytes(largest_transfer) +
+                         " at once, more than the 2^60 bytes ipusim counts; use a smaller microBatchSize or model");
+
   RunEstimate e;
   double schedules = 0, largest_run = 0;
   RouteFinder routes(sc.hardware);

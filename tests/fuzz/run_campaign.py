@@ -136,10 +136,13 @@ def run_measured(binary, args, timeout):
     err_file = tempfile.TemporaryFile()
     pid = os.fork()
     if pid == 0:
-        os.setsid()
-        os.dup2(out_w, 1)
-        os.dup2(err_file.fileno(), 2)
-        os.execv(binary, [binary] + args)
+        try:  # a child that cannot exec must never return into the campaign (it would run it again)
+            os.setsid()
+            os.dup2(out_w, 1)
+            os.dup2(err_file.fileno(), 2)
+            os.execv(binary, [binary] + args)
+        finally:
+            os._exit(127)
     os.close(out_w)
     chunks = []
     deadline = time.time() + timeout
