@@ -328,7 +328,8 @@ TEST_CASE("a 4096-IPU ring: routes and the platform cost what the run uses, not 
   CHECK(sim.runs.at(0).metrics.step_time_s > 0);
   CHECK(sim.estimate.peak_bytes < 1e9);
   // The far side of the ring is 2048 hops away either way: found on demand.
-  RouteFinder routes(hardware_from_json(config, "ring.json"));
+  const HardwareConfig ring = hardware_from_json(config, "ring.json");
+  RouteFinder routes(ring);
   CHECK(routes.route(0, n / 2).size() == n / 2);
   CHECK(routes.route(0, 1).size() == 1);
 }

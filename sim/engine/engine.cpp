@@ -228,17 +228,6 @@ struct IpuRunner {
 
 } // namespace
 
-RunLog run_engine_in_process(const Schedule& schedule, const HardwareConfig& hw) {
-  int argc = 1;
-  char name[] = "ipusim";
-  char* argv[] = {name, nullptr};
-  sg4::Engine engine(&argc, argv);
-  xbt_log_control_set("root.thres:critical");
-  // Exact analytic timing: transfer = latency + bytes / bandwidth (simgrid-notes.md).
-  sg4::Engine::set_config("network/model:CM02");
-  sg4::Engine::set_config("network/crosstraffic:0");
-  sg4::Engine::set_config("network/TCP-gamma:0");
-  sg4::Engine::set_config("surf/precision:1e-15");
 #if defined(__SANITIZE_ADDRESS__)
 #define IPUSIM_ASAN 1
 #elif defined(__has_feature)
@@ -246,10 +235,27 @@ RunLog run_engine_in_process(const Schedule& schedule, const HardwareConfig& hw)
 #define IPUSIM_ASAN 1
 #endif
 #endif
+
+RunLog run_engine_in_process(const Schedule& schedule, const HardwareConfig& hw) {
+  char name[] = "ipusim";
 #ifdef IPUSIM_ASAN
-  // AddressSanitizer cannot follow SimGrid's own stack switching; threads it can.
-  sg4::Engine::set_config("contexts/factory:thread");
+  // AddressSanitizer cannot follow SimGrid's own stack switching; threads it can. Chosen
+  // on the command line, before the engine sets up its contexts.
+  char quiet[] = "--log=xbt_cfg.thres:warning";  // SimGrid announces every setting it is given
+  char factory[] = "--cfg=contexts/factory:thread";
+  int argc = 3;
+  char* argv[] = {name, quiet, factory, nullptr};
+#else
+  int argc = 1;
+  char* argv[] = {name, nullptr};
 #endif
+  sg4::Engine engine(&argc, argv);
+  xbt_log_control_set("root.thres:critical");
+  // Exact analytic timing: transfer = latency + bytes / bandwidth (simgrid-notes.md).
+  sg4::Engine::set_config("network/model:CM02");
+  sg4::Engine::set_config("network/crosstraffic:0");
+  sg4::Engine::set_config("network/TCP-gamma:0");
+  sg4::Engine::set_config("surf/precision:1e-15");
 
   const Platform platform = build_platform(hw, schedule);
   Shared shared;

@@ -24,7 +24,8 @@ void check_connected(const HardwareConfig& hardware);
 // run pays for the IPUs it uses, not for the whole system's n x n table.
 class RouteFinder {
 public:
-  explicit RouteFinder(const HardwareConfig& hardware);
+  explicit RouteFinder(const HardwareConfig& hardware);  // kept by reference: it must outlive the finder
+  explicit RouteFinder(HardwareConfig&&) = delete;
   // The hops from IPU src to IPU dst (empty when equal). The system must be connected.
   Route route(int src, int dst);
 
