@@ -59,6 +59,7 @@ int main(int argc, char** argv) {
     add(&add_validation_command);
     add(&add_convert_command);
     add(&add_annotate_command);
+    add(&add_plan_command);
     return list;
   }();
 

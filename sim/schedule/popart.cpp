@@ -14,6 +14,14 @@
 
 namespace ipusim {
 
+std::vector<int> popart_stash_depth(const Plan& plan) {
+  // Merged stages from the stashing stage to its backward, inclusive; none for the loss stage.
+  std::vector<int> stash(static_cast<std::size_t>(plan.forward_stage_count), 0);
+  if (plan.training)
+    for (int s = 0; s < plan.loss_stage; ++s) stash[s] = 2 * (plan.loss_stage - s) + 1;
+  return stash;
+}
+
 Schedule build_popart(const ScheduleContext& ctx) {
   check_pipelinable(ctx);
   const Plan& plan = ctx.plan;
@@ -54,11 +62,8 @@ Schedule build_popart(const ScheduleContext& ctx) {
     }
     if (accumulating) b.weight_updates();
   }
-  // Stash depth: merged stages from the stashing stage to its backward, inclusive; none for the loss stage.
-  std::vector<int> stash(static_cast<std::size_t>(plan.forward_stage_count), 0);
-  if (plan.training)
-    for (int s = 0; s < plan.loss_stage; ++s) stash[s] = 2 * (plan.loss_stage - s) + 1;
-  return b.finish(checked_mul(batches, depth, "micro-batches"), checked_int(cycles, "PopART cycles"), stash);
+  return b.finish(checked_mul(batches, depth, "micro-batches"), checked_int(cycles, "PopART cycles"),
+                  popart_stash_depth(plan));
 }
 
 } // namespace ipusim

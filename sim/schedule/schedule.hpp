@@ -57,6 +57,8 @@ Schedule count_schedule(Mode mode, const Scenario& scenario, const Plan& plan);
 
 Schedule build_sharded(const ScheduleContext& context);
 Schedule build_popart(const ScheduleContext& context);
+// Micro-batches each forward stage stashes under PopART's schedule (build_popart's rule).
+std::vector<int> popart_stash_depth(const Plan& plan);
 Schedule build_tf_grouped(const ScheduleContext& context);
 Schedule build_tf_interleaved(const ScheduleContext& context);
 Schedule build_tf_sequential(const ScheduleContext& context);
