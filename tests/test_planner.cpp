@@ -9,7 +9,9 @@
 #include "sim/search/evaluator.hpp"
 #include "sim/search/planner.hpp"
 #include "sim/simulate/simulation.hpp"
+#include "cli_runner.hpp"
 #include "support.hpp"
+#include "temp_dir.hpp"
 
 using namespace ipusim;
 using namespace ipusim::test;
@@ -157,4 +159,43 @@ TEST_CASE("Planner: its best equals brute force with the engine over every split
   CHECK(planned.heads_on_last == best.heads_on_last);
   CHECK(planned.recompute == best.recompute);
   CHECK(planned.throughput == Approx(best_throughput).epsilon(1e-9));
+}
+
+TEST_CASE("ipusim plan: the real binary ranks, confirms, writes a runnable best and never overwrites", "[planner][cli]") {
+  std::mt19937 rng(11);
+  TempDir dir;
+  const Json execution = {{"mode", "pipelined"}, {"training", true}, {"costModel", "compute"},
+                          {"gradientAccumulation", 8}, {"microBatchSize", 2}};
+  dir.write("model.json", layered_model(rng, 5));
+  dir.write("config.json", zero_overhead_config(3, 2e9));
+  const std::string scenario = dir.write(
+      "scenario.json", Json{{"name", "planned"}, {"model", "model.json"}, {"config", "config.json"}, {"execution", execution}});
+  const std::string prefix = dir / "best";
+  const Result r = run_ipusim({"plan", scenario, "--ipus", "3", "--top", "2", "--write", prefix});
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.find("#1 [") != std::string::npos);
+  CHECK(r.out.find("#2 [") != std::string::npos);
+  CHECK(r.out.find("loses to #1") != std::string::npos);
+  CHECK(r.out.find("(exact: no contention)") != std::string::npos);
+
+  // The written scenario runs, and the engine's throughput is the planner's best.
+  std::mt19937 same_rng(11);  // the same model as written above
+  const Scenario sc = make_scenario(layered_model(same_rng, 5),
+                                    zero_overhead_config(3, 2e9), execution);
+  PlanSearchOptions options;
+  options.ipus = 3;
+  const PlanSearch search = search_plans(sc, options);
+  const Result run = run_ipusim({"run", prefix + ".scenario.json", "--json"});
+  INFO(run.err);
+  REQUIRE(run.exit_code == 0);
+  const Json report = Json::parse(run.out);
+  CHECK(report["runs"][0]["throughput_samples_per_s"].get<double>() ==
+        Approx(search.ranked.front().throughput).epsilon(1e-9));
+
+  // Existing files are kept without --force, and replaced with it.
+  const Result again = run_ipusim({"plan", scenario, "--ipus", "3", "--write", prefix});
+  CHECK(again.exit_code == 2);
+  CHECK(run_ipusim({"plan", scenario, "--ipus", "3", "--write", prefix, "--force"}).exit_code == 0);
+  CHECK(run_ipusim({"plan", scenario, "--ipus", "9"}).exit_code == 2);  // more IPUs than layers: [plan.ipus]
 }

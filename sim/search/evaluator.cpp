@@ -7,6 +7,7 @@
 
 #include "sim/io/input_error.hpp"
 #include "sim/plan/routes.hpp"
+#include "sim/schedule/racks.hpp"
 
 namespace ipusim {
 
@@ -244,17 +245,9 @@ private:
   }
 
   std::vector<std::vector<int>> racks_of(int v) const {
-    std::map<int, std::vector<int>> by_rack;
-    for (int r = 0; r < replicas_; ++r) by_rack[physical(r, v) / hw_.rack_ipus].push_back(r);
-    std::vector<std::vector<int>> racks;
-    for (auto& [rack, members] : by_rack) racks.push_back(members);
-    for (const auto& members : racks)
-      if (members.size() != racks.front().size()) {
-        std::vector<int> all;
-        for (int r = 0; r < replicas_; ++r) all.push_back(r);
-        return {all};
-      }
-    return racks;
+    std::vector<int> ipus;
+    for (int r = 0; r < replicas_; ++r) ipus.push_back(physical(r, v));
+    return replicas_by_rack(ipus, hw_.rack_ipus);
   }
 
   const Scenario& sc_;
