@@ -197,5 +197,7 @@ TEST_CASE("ipusim plan: the real binary ranks, confirms, writes a runnable best 
   const Result again = run_ipusim({"plan", scenario, "--ipus", "3", "--write", prefix});
   CHECK(again.exit_code == 2);
   CHECK(run_ipusim({"plan", scenario, "--ipus", "3", "--write", prefix, "--force"}).exit_code == 0);
-  CHECK(run_ipusim({"plan", scenario, "--ipus", "9"}).exit_code == 2);  // more IPUs than layers: [plan.ipus]
+  const Result too_many = run_ipusim({"plan", scenario, "--ipus", "9"});  // 5 layers
+  CHECK(too_many.exit_code == 2);
+  CHECK(too_many.err.find("[plan.ipus]") != std::string::npos);
 }
