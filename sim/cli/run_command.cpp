@@ -25,7 +25,7 @@ namespace {
 struct RunOptions {
   std::string scenario, mode, output, trace;
   std::vector<std::string> sets;
-  bool json = false, force = false, fail_on_oom = false;
+  bool json = false, force = false, fail_on_oom = false, exact_full = false;
 };
 
 std::vector<Mode> modes_for(const Scenario& sc, const std::string& flag) {
@@ -47,8 +47,12 @@ int run(const RunOptions& o) {
       if (!path.empty() && !o.force && std::filesystem::exists(path))
         throw InputError(path, "", "output.exists", "the file exists; pass --force to overwrite it");
   }
-  const Simulation sim = simulate(sc, modes_for(sc, o.mode));
-  if (!o.trace.empty()) write_file_atomically(o.trace, render_trace(chrome_trace(sc, sim)), o.force);
+  SimulateOptions options;
+  options.keep_log = !o.trace.empty();
+  options.exact_full = o.exact_full;
+  const Simulation sim = simulate(sc, modes_for(sc, o.mode), options);
+  if (!o.trace.empty())
+    write_file_atomically(o.trace, [&](std::ostream& out) { write_trace(out, sc, sim); }, o.force);
   const std::string text = o.json ? report_json(sc, sim).dump(2) + "\n" : render_table(sc, sim);
   if (o.output.empty()) std::cout << text << std::flush;
   else write_file_atomically(o.output, text, o.force);
@@ -79,6 +83,8 @@ Command add_run_command(CLI::App& app) {
                   "Also write a Chrome trace-event timeline (JSON) to this file, for ui.perfetto.dev or "
                   "chrome://tracing (docs/timelines.md)");
   cmd->add_flag("--force", o->force, "Overwrite the --output and --trace files if they exist");
+  cmd->add_flag("--exact-full", o->exact_full,
+                "Simulate every cycle instead of repeating the steady state's period (same figures, slower)");
   cmd->add_flag("--fail-on-oom", o->fail_on_oom,
                 "Exit with code 5 when a run does not fit in memory (the verdict is always reported)");
   return [o] { return run(*o); };

@@ -7,12 +7,18 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 
 #include "sim/io/input_error.hpp"
 
 namespace ipusim {
 
 void write_file_atomically(const std::string& path, const std::string& content, bool overwrite) {
+  write_file_atomically(path, [&](std::ostream& out) { out.write(content.data(), static_cast<std::streamsize>(content.size())); },
+                        overwrite);
+}
+
+void write_file_atomically(const std::string& path, const std::function<void(std::ostream&)>& write, bool overwrite) {
   if (!overwrite && std::filesystem::exists(path))
     throw InputError(path, "", "output.exists", "the file exists; pass --force to overwrite it");
   const std::filesystem::path target(path);
@@ -20,27 +26,28 @@ void write_file_atomically(const std::string& path, const std::string& content, 
   hidden_name += target.filename().string();
   hidden_name += ".tmp" + std::to_string(::getpid());
   const std::string temp = (target.parent_path() / hidden_name).string();
-  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  if (fd < 0) throw InputError(path, "", "output.unwritable", std::string("cannot write: ") + std::strerror(errno));
-  const char* p = content.data();
-  std::size_t left = content.size();
-  while (left > 0) {
-    const ssize_t n = ::write(fd, p, left);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const std::string why = std::strerror(errno);
-      ::close(fd);
-      ::unlink(temp.c_str());
-      throw InputError(path, "", "output.unwritable", "cannot write: " + why);
-    }
-    p += n;
-    left -= static_cast<std::size_t>(n);
-  }
-  if (::fsync(fd) != 0 || ::close(fd) != 0 || std::rename(temp.c_str(), path.c_str()) != 0) {
-    const std::string why = std::strerror(errno);
+  auto fail = [&](const std::string& why) {
     ::unlink(temp.c_str());
     throw InputError(path, "", "output.unwritable", "cannot write: " + why);
+  };
+  {
+    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
+    if (!out) throw InputError(path, "", "output.unwritable", std::string("cannot write: ") + std::strerror(errno));
+    try {
+      write(out);
+    } catch (...) {
+      out.close();
+      ::unlink(temp.c_str());
+      throw;
+    }
+    out.flush();
+    if (!out) fail(std::strerror(errno));
   }
+  const int fd = ::open(temp.c_str(), O_RDONLY);
+  if (fd < 0) fail(std::strerror(errno));
+  const bool synced = ::fsync(fd) == 0;
+  const bool closed = ::close(fd) == 0;
+  if (!synced || !closed || std::rename(temp.c_str(), path.c_str()) != 0) fail(std::strerror(errno));
 }
 
 } // namespace ipusim

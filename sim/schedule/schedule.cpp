@@ -147,8 +147,8 @@ ProgramBuilder::ProgramBuilder(const ScheduleContext& context, std::string name,
                            (!exists ? " does not exist in \"" + sc.hardware.name + "\"" : " is placed twice"));
     physical_.push_back(physical);
   }
-  // Every micro-batch of every replica becomes explicit program steps; beyond this a run
-  // would exhaust memory rather than finish.
+  // Programs stay small at any depth (repeats), but a step of more micro-batches would
+  // take too long to simulate in full (--exact-full), and nobody runs one.
   constexpr double kMaxMicroBatches = 1e6;
   const double micro_batches = static_cast<double>(context_.depth()) * static_cast<double>(context_.batches()) *
                                static_cast<double>(sc.execution.replicas);
@@ -359,6 +359,27 @@ void ProgramBuilder::stage_update(const PlanStage& stage, std::int64_t micro_bat
   update_steps(stage.ipu, s, stage.update_seconds, stage.state_bytes);
   if (sharded_state)
     for (int step = 0; step < replicas_ - 1; ++step) ring_all_reduce_step(stage.ipu, stage.weight_bytes);
+}
+
+int ProgramBuilder::repeat(const std::string& name, std::int64_t times, std::int64_t stride,
+                           const std::function<void()>& body, int loop) {
+  if (loop < 0) {
+    loop = static_cast<int>(schedule_.loops.size());
+    schedule_.loops.push_back(name);
+  }
+  if (times <= 0) return loop;
+  std::vector<std::pair<std::size_t, std::size_t>> before;  // steps and repeats of each program
+  for (const Program& p : schedule_.programs) before.emplace_back(p.steps.size(), p.repeats.size());
+  body();
+  for (std::size_t i = 0; i < schedule_.programs.size(); ++i) {
+    Program& p = schedule_.programs[i];
+    const auto [steps, repeats] = before[i];
+    if (p.steps.size() == steps || times == 1) continue;
+    // Before the repeats the body made: outer ranges are listed before the ones inside them.
+    p.repeats.insert(p.repeats.begin() + static_cast<std::ptrdiff_t>(repeats),
+                     Repeat{steps, p.steps.size() - steps, times, stride, loop});
+  }
+  return loop;
 }
 
 Schedule ProgramBuilder::finish(std::int64_t micro_batches, int cycles, std::vector<int> stash_depth) {

@@ -2,6 +2,7 @@
 // Schedules turn a plan into per-IPU programs. They are chosen by name (the
 // scenario's "schedule" for pipelined runs; "sharded" for sharded runs) from the
 // registry below; adding one is a new file and a line in the registry.
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -88,6 +89,12 @@ public:
   // PopART without gradient accumulation: right after a stage's backward of one micro-batch,
   // the update of the weights whose gradient it completes (all-reduced first with replicas).
   void stage_update(const PlanStage& stage, std::int64_t micro_batch);
+  // Lays out `body` once as the template of a loop run `times` times, micro-batches one
+  // `stride` further each time, on every program the body adds steps to (write the body
+  // for iteration 0). Returns the loop's id; passing it as `loop` makes this call another
+  // part of that loop (the stages of a GPU-style schedule, each with its own trip count).
+  int repeat(const std::string& name, std::int64_t times, std::int64_t stride, const std::function<void()>& body,
+             int loop = -1);
   Schedule finish(std::int64_t micro_batches, int cycles, std::vector<int> stash_depth);
 
 private:

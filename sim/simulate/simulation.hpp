@@ -14,7 +14,7 @@ namespace ipusim {
 
 struct ModeRun {
   Schedule schedule;
-  RunLog log;
+  RunLog log;  // events and transfers only when SimulateOptions::keep_log
   RunMetrics metrics;
 };
 
@@ -24,7 +24,16 @@ struct Simulation {
   std::vector<ModeRun> runs;  // in the order of the modes asked for
 };
 
+struct SimulateOptions {
+  // Keep every event and transfer (for a trace). Without it a run's memory does not grow
+  // with its number of micro-batches: metrics are computed as the simulation goes.
+  bool keep_log = true;
+  // Simulate every iteration of every loop instead of skipping repeated periods (the
+  // figures are the same; this is the check, and the baseline for benchmarks).
+  bool exact_full = false;
+};
+
 // Checks everything before simulating anything, so bad input fails fast.
-Simulation simulate(const Scenario& scenario, const std::vector<Mode>& modes);
+Simulation simulate(const Scenario& scenario, const std::vector<Mode>& modes, const SimulateOptions& options = {});
 
 } // namespace ipusim
