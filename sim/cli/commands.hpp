@@ -27,4 +27,7 @@ Command add_costs_command(CLI::App& app);
 
 std::vector<Override> parse_overrides(const std::vector<std::string>& sets);
 
+// The whole command line, as main() runs it; a sweep runs its points through it too.
+int run_cli(int argc, char** argv);
+
 } // namespace ipusim::cli

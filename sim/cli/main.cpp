@@ -6,8 +6,9 @@
 #include "sim/engine/engine.hpp"
 #include "sim/io/input_error.hpp"
 
-int main(int argc, char** argv) {
-  using namespace ipusim::cli;
+namespace ipusim::cli {
+
+int run_cli(int argc, char** argv) {
   CLI::App app{"ipusim: simulate sharded and pipelined execution of PopART-annotated models on Graphcore IPU "
                "systems.\nExit codes: 0 success, 2 bad input, 3 internal fault."};
   app.require_subcommand(1);
@@ -43,3 +44,7 @@ int main(int argc, char** argv) {
   }
   return kExitInternal;
 }
+
+} // namespace ipusim::cli
+
+int main(int argc, char** argv) { return ipusim::cli::run_cli(argc, argv); }

@@ -3,17 +3,20 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
+#include <poll.h>
+
+#include <cerrno>
 #include <chrono>
-#include <condition_variable>
 #include <cstdio>
+#include <cstring>
 #include <cstdlib>
 #include <exception>
 #include <filesystem>
 #include <fstream>
-#include <mutex>
+#include <list>
 #include <ostream>
 #include <sstream>
+#include <stdexcept>
 #include <thread>
 #include <vector>
 
@@ -161,18 +164,7 @@ public:
     const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
     jobs_ = std::min<std::size_t>(o_.jobs ? o_.jobs : hw, std::max<std::size_t>(todo_.size(), 1));
     start_ = Clock::now();
-    {
-      std::vector<std::thread> workers;
-      for (std::size_t i = 0; i < jobs_ && i < todo_.size(); ++i) workers.emplace_back([this] { work(); });
-      std::unique_lock lock(mutex_);
-      while (finished_ + interrupted_ < todo_.size() && !failure_) {
-        changed_.wait_for(lock, std::chrono::milliseconds(250));
-        if (o_.progress) draw_progress();
-      }
-      lock.unlock();
-      for (auto& w : workers) w.join();
-    }
-    if (failure_) std::rethrow_exception(failure_);
+    run_points();
     // Pick up what other shards finished meanwhile, then write the final results.
     for (const Point& p : points_)
       if (!rows_[p.index].present)
@@ -184,44 +176,63 @@ public:
 private:
   std::string point_file(const Point& p) const { return (fs::path(dir_) / "points" / (p.id + ".json")).string(); }
 
-  void work() {
-    while (true) {
-      const std::size_t slot = next_++;
-      if (slot >= todo_.size() || stop_) return;
-      const Point& p = points_[todo_[slot]];
-      try {
-        const std::vector<std::string> args = run_arguments(spec_, p);
-        const ChildResult child = run_child(o_.program, "ipusim", args);
-        if (interrupted(child)) {
-          std::lock_guard lock(mutex_);
-          ++interrupted_;
-          changed_.notify_all();
+  // One thread keeps up to jobs_ points running, each a child forked from this process
+  // (so forking is safe: nothing else runs here), and records each as it ends.
+  void run_points() {
+    struct Running {
+      std::size_t index;
+      std::vector<std::string> args;
+      sweep::ChildProcess child;
+    };
+    std::list<Running> running;  // erased from the middle as points end
+    std::size_t next = 0;
+    std::vector<pollfd> fds;
+    auto last_draw = Clock::now();
+    while (next < todo_.size() || !running.empty()) {
+      while (running.size() < jobs_ && next < todo_.size()) {
+        const Point& p = points_[todo_[next++]];
+        std::vector<std::string> args = run_arguments(spec_, p);
+        sweep::ChildProcess child("", "ipusim", args, o_.run_point);
+        running.push_back({p.index, std::move(args), std::move(child)});
+      }
+      fds.clear();
+      for (const Running& r : running) r.child.poll_fds(fds);
+      if (!fds.empty() && ::poll(fds.data(), fds.size(), 250) < 0 && errno != EINTR)
+        throw std::runtime_error(std::string("poll: ") + std::strerror(errno));
+      for (auto r = running.begin(); r != running.end();) {
+        r->child.read_ready(fds);
+        if (!r->child.output_closed()) {
+          ++r;
           continue;
         }
-        std::vector<std::string> command = {"ipusim"};
-        command.insert(command.end(), args.begin(), args.end());
-        const Json record = point_record(p, command, child);
-        write_file_atomically(point_file(p), record.dump(2) + "\n", /*overwrite=*/true);
-        Row row = row_of(p, record);
-        std::lock_guard lock(mutex_);
-        if (!row.ok) failed_.push_back(p.index);
-        rows_[p.index] = std::move(row);
-        ++finished_;
-        // Rewrite the results after each point, unless rewriting them has become a
-        // large share of the time (big sweeps): then at most every 4x its cost.
-        if (Clock::now() - last_write_ >= 4 * last_write_cost_) write_results();
-        changed_.notify_all();
-      } catch (...) {
-        std::lock_guard lock(mutex_);
-        if (!failure_) failure_ = std::current_exception();
-        stop_ = true;
-        changed_.notify_all();
-        return;
+        record(points_[r->index], r->args, r->child.finish());
+        r = running.erase(r);
+      }
+      if (o_.progress && Clock::now() - last_draw >= std::chrono::milliseconds(250)) {
+        draw_progress();
+        last_draw = Clock::now();
       }
     }
   }
 
-  // Called with mutex_ held (or from the only thread left).
+  void record(const Point& p, const std::vector<std::string>& args, const sweep::ChildResult& child) {
+    if (interrupted(child)) {
+      ++interrupted_;
+      return;
+    }
+    std::vector<std::string> command = {"ipusim"};
+    command.insert(command.end(), args.begin(), args.end());
+    const Json record = point_record(p, command, child);
+    write_file_atomically(point_file(p), record.dump(2) + "\n", /*overwrite=*/true);
+    Row row = row_of(p, record);
+    if (!row.ok) failed_.push_back(p.index);
+    rows_[p.index] = std::move(row);
+    ++finished_;
+    // Rewrite the results after each point, unless rewriting them has become a
+    // large share of the time (big sweeps): then at most every 4x its cost.
+    if (Clock::now() - last_write_ >= 4 * last_write_cost_) write_results();
+  }
+
   void write_results() {
     const auto begin = Clock::now();
     std::string jsonl, csv = csv_header(spec_);
@@ -306,11 +317,6 @@ private:
   std::vector<Row> rows_;
   std::vector<std::size_t> mine_, todo_, failed_;
   std::size_t skipped_ = 0, jobs_ = 1, finished_ = 0, interrupted_ = 0;
-  std::atomic<std::size_t> next_{0};
-  std::atomic<bool> stop_{false};
-  std::exception_ptr failure_;
-  std::mutex mutex_;
-  std::condition_variable changed_;
   Clock::time_point start_, last_write_{};
   Clock::duration last_write_cost_{};
 };
