@@ -14,6 +14,8 @@
 
 namespace ipusim::cli {
 
+bool simulate_last_in_process = false;
+
 std::vector<Override> parse_overrides(const std::vector<std::string>& sets) {
   std::vector<Override> out;
   for (const auto& s : sets) out.push_back(parse_override(s));
@@ -50,6 +52,7 @@ int run(const RunOptions& o) {
   SimulateOptions options;
   options.keep_log = !o.trace.empty();
   options.exact_full = o.exact_full;
+  options.last_in_process = simulate_last_in_process;
   const Simulation sim = simulate(sc, modes_for(sc, o.mode), options);
   if (!o.trace.empty())
     write_file_atomically(o.trace, [&](std::ostream& out) { write_trace(out, sc, sim); }, o.force);

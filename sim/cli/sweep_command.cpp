@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "sim/cli/commands.hpp"
+#include "sim/engine/engine.hpp"
 #include "sim/sweep/sweep_runner.hpp"
 
 namespace ipusim::cli {
@@ -48,12 +49,14 @@ Command add_sweep_command(CLI::App& app) {
     sweep::Options o = f->options;
     if (!f->shard.empty()) o.shard = sweep::parse_shard(f->shard);
     o.progress = ::isatty(STDERR_FILENO) == 1;
+    prepare_engine_for_forks();
     o.run_point = [](const std::vector<std::string>& args) {
       std::vector<std::string> strings{"ipusim"};
       strings.insert(strings.end(), args.begin(), args.end());
       std::vector<char*> argv;
       for (std::string& s : strings) argv.push_back(s.data());
       argv.push_back(nullptr);
+      simulate_last_in_process = true;
       return run_cli(static_cast<int>(strings.size()), argv.data());
     };
     return sweep::run_sweep(o, std::cerr);

@@ -1,6 +1,7 @@
 #include "sim/engine/engine.hpp"
 
 #include <algorithm>
+#include <memory>
 #include <set>
 
 #include "sim/engine/engine_run.hpp"
@@ -322,13 +323,28 @@ void Run::actor_main(std::size_t a) {
 
 } // namespace engine_detail
 
-RunSummary run_engine_in_process(const Schedule& schedule, const HardwareConfig& hw, RunObserver& observer,
-                                 const EngineOptions& options) {
+namespace {
+
+simgrid::s4u::Engine* start_engine() {
   int argc = 1;
   char name[] = "ipusim";
   char* argv[] = {name, nullptr};
-  simgrid::s4u::Engine engine(&argc, argv);
-  configure_exact_timing(engine);
+  auto* engine = new simgrid::s4u::Engine(&argc, argv);
+  configure_exact_timing(*engine);
+  return engine;
+}
+
+} // namespace
+
+void prepare_engine_for_forks() {
+  if (!simgrid::s4u::Engine::is_initialized()) start_engine();  // kept for the forked processes
+}
+
+RunSummary run_engine_in_process(const Schedule& schedule, const HardwareConfig& hw, RunObserver& observer,
+                                 const EngineOptions& options) {
+  // An engine prepared before forking is this process's own copy; otherwise this run owns one.
+  std::unique_ptr<simgrid::s4u::Engine> owned;
+  if (!simgrid::s4u::Engine::is_initialized()) owned.reset(start_engine());
   engine_detail::Run run(schedule, hw, observer, options);
   return run.run();
 }

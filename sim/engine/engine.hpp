@@ -93,6 +93,11 @@ public:
 RunSummary run_engine_in_process(const Schedule& schedule, const HardwareConfig& hardware, RunObserver& observer,
                                  const EngineOptions& options = {});
 
+// Starts SimGrid's engine in this process without simulating anything, so that every
+// process forked from it afterwards (a sweep's points) starts with the engine ready and
+// each runs its one simulation sooner. This process must not simulate itself.
+void prepare_engine_for_forks();
+
 // Runs the simulation in a forked child process and returns its whole log, so callers
 // may simulate as often as they like (tests, tools; `ipusim run` uses sim/simulate).
 RunLog run_engine(const Schedule& schedule, const HardwareConfig& hardware, const EngineOptions& options = {});

@@ -23,6 +23,15 @@ Event receive_event(ByteReader& in);
 TransferRecord receive_transfer(ByteReader& in);
 RunSummary receive_summary(ByteReader& in);
 
+// Keeps everything, in this process.
+class LogCollector : public RunObserver {
+public:
+  void on_event(const Event& event) override { events.push_back(event); }
+  void on_transfer(const TransferRecord& transfer) override { transfers.push_back(transfer); }
+  std::vector<Event> events;
+  std::vector<TransferRecord> transfers;
+};
+
 // RunLog's order: events as they came (per IPU in program order), transfers grouped by
 // the IPU that recorded them.
 RunLog make_log(std::vector<Event> events, std::vector<TransferRecord> transfers, const RunSummary& summary);

@@ -72,6 +72,24 @@ void receive_metrics(ByteReader& in, RunMetrics& m) {
   for (std::string& name : m.simulation.not_periodic) name = in.text();
 }
 
+EngineOptions engine_options(const SimulateOptions& options) {
+  EngineOptions engine;
+  engine.steady_state = !options.exact_full;
+  return engine;
+}
+
+ModeRun run_mode_here(Mode mode, Schedule schedule, const Scenario& sc, const SimulateOptions& options) {
+  ModeRun run;
+  MetricsAccumulator metrics(mode, schedule, sc.execution);
+  LogCollector log;
+  Tee both(metrics, options.keep_log ? &log : nullptr);
+  const RunSummary summary = run_engine_in_process(schedule, sc.hardware, both, engine_options(options));
+  run.metrics = metrics.finish(summary);
+  run.log = make_log(std::move(log.events), std::move(log.transfers), summary);
+  run.schedule = std::move(schedule);
+  return run;
+}
+
 // Simulates in a forked child that computes the metrics itself and sends them back, with
 // the events and transfers as they happen when the log is kept.
 ModeRun run_mode(Mode mode, Schedule schedule, const Scenario& sc, const SimulateOptions& options) {
@@ -85,9 +103,7 @@ ModeRun run_mode(Mode mode, Schedule schedule, const Scenario& sc, const Simulat
         MetricsAccumulator metrics(mode, schedule, sc.execution);
         LogSender sender(out);
         Tee both(metrics, options.keep_log ? &sender : nullptr);
-        EngineOptions engine;
-        engine.steady_state = !options.exact_full;
-        const RunSummary s = run_engine_in_process(schedule, sc.hardware, both, engine);
+        const RunSummary s = run_engine_in_process(schedule, sc.hardware, both, engine_options(options));
         send_metrics(out, metrics.finish(s));
         send_summary(out, s);
       },
@@ -115,7 +131,8 @@ Simulation simulate(const Scenario& scenario, const std::vector<Mode>& modes, co
   std::vector<Schedule> schedules;
   for (Mode mode : modes) schedules.push_back(make_schedule(mode, scenario, sim.plan));
   for (std::size_t i = 0; i < modes.size(); ++i) {
-    ModeRun run = run_mode(modes[i], std::move(schedules[i]), scenario, options);
+    const bool here = options.last_in_process && i + 1 == modes.size();
+    ModeRun run = (here ? run_mode_here : run_mode)(modes[i], std::move(schedules[i]), scenario, options);
     run.metrics.memory = estimate_memory(scenario, sim.plan, run.schedule.stash_depth, run.schedule.recompute);
     sim.runs.push_back(std::move(run));
   }

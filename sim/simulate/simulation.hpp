@@ -31,6 +31,10 @@ struct SimulateOptions {
   // Simulate every iteration of every loop instead of skipping repeated periods (the
   // figures are the same; this is the check, and the baseline for benchmarks).
   bool exact_full = false;
+  // This process simulates nothing else (a sweep's point): the last mode runs here rather
+  // than in a forked child, sparing a process. A failure of SimGrid itself then ends this
+  // process instead of being reported.
+  bool last_in_process = false;
 };
 
 // Checks everything before simulating anything, so bad input fails fast.

@@ -42,6 +42,7 @@ public:
   void poll_fds(std::vector<pollfd>& fds) const;
   void read_ready(const std::vector<pollfd>& fds);
   bool output_closed() const { return fds_[0] < 0 && fds_[1] < 0; }
+  const std::string& output() const { return result_.out; }  // its standard output so far
   // Reaps the child once its output is closed (waits for it to exit).
   ChildResult finish();
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <poll.h>
+#include <sys/mman.h>
 
 #include <cerrno>
 #include <chrono>
@@ -13,6 +14,7 @@
 #include <exception>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <list>
 #include <ostream>
 #include <sstream>
@@ -177,23 +179,28 @@ private:
   std::string point_file(const Point& p) const { return (fs::path(dir_) / "points" / (p.id + ".json")).string(); }
 
   // One thread keeps up to jobs_ points running, each a child forked from this process
-  // (so forking is safe: nothing else runs here), and records each as it ends.
+  // (so forking is safe: nothing else runs here), and takes in each record as it ends.
   void run_points() {
     struct Running {
       std::size_t index;
-      std::vector<std::string> args;
       sweep::ChildProcess child;
+      bool computing = true;  // until its record line arrives; then it only writes the record durably
     };
     std::list<Running> running;  // erased from the middle as points end
     std::size_t next = 0;
     std::vector<pollfd> fds;
     auto last_draw = Clock::now();
     while (next < todo_.size() || !running.empty()) {
-      while (running.size() < jobs_ && next < todo_.size()) {
-        const Point& p = points_[todo_[next++]];
-        std::vector<std::string> args = run_arguments(spec_, p);
-        sweep::ChildProcess child("", "ipusim", args, o_.run_point);
-        running.push_back({p.index, std::move(args), std::move(child)});
+      // A point takes one of the -j slots while it computes; its durable write overlaps the next points.
+      const auto computing = [&] {
+        return static_cast<std::size_t>(std::count_if(running.begin(), running.end(), [](const Running& r) { return r.computing; }));
+      };
+      while (computing() < jobs_ && next < todo_.size()) {
+        const std::size_t index = todo_[next++];
+        const std::vector<std::string> args = run_arguments(spec_, points_[index]);
+        sweep::ChildProcess child("", "ipusim", args,
+                                  [this, index](const std::vector<std::string>& a) { return run_point(index, a); });
+        running.push_back({index, std::move(child), true});
       }
       fds.clear();
       for (const Running& r : running) r.child.poll_fds(fds);
@@ -201,11 +208,12 @@ private:
         throw std::runtime_error(std::string("poll: ") + std::strerror(errno));
       for (auto r = running.begin(); r != running.end();) {
         r->child.read_ready(fds);
+        if (r->computing && r->child.output().find('\n') != std::string::npos) r->computing = false;
         if (!r->child.output_closed()) {
           ++r;
           continue;
         }
-        record(points_[r->index], r->args, r->child.finish());
+        take(points_[r->index], r->child.finish());
         r = running.erase(r);
       }
       if (o_.progress && Clock::now() - last_draw >= std::chrono::milliseconds(250)) {
@@ -215,15 +223,80 @@ private:
     }
   }
 
-  void record(const Point& p, const std::vector<std::string>& args, const sweep::ChildResult& child) {
+  std::vector<std::string> command_of(const Point& p) const {
+    std::vector<std::string> command = {"ipusim"};
+    const std::vector<std::string> args = run_arguments(spec_, p);
+    command.insert(command.end(), args.begin(), args.end());
+    return command;
+  }
+
+  // In the point's own process: runs it with what it prints captured, hands its record to
+  // the sweep on standard output (one line), then writes it durably (alongside the other
+  // points' processes). Exits 2 when the record cannot be written; the sweep counts the
+  // point only once this process has exited 0.
+  int run_point(std::size_t index, const std::vector<std::string>& args) {
+    const Point& p = points_[index];
+    const int to_sweep = ::dup(1);
+    const int saved_err = ::dup(2);
+    const int out = ::memfd_create("ipusim-out", 0), err = ::memfd_create("ipusim-err", 0);
+    if (to_sweep < 0 || saved_err < 0 || out < 0 || err < 0 || ::dup2(out, 1) < 0 || ::dup2(err, 2) < 0) return 2;
+    const auto start = Clock::now();
+    sweep::ChildResult result;
+    result.exit_code = o_.run_point(args);
+    std::cout.flush();
+    std::cerr.flush();
+    std::fflush(nullptr);
+    result.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    result.out = read_back(out);
+    result.err = read_back(err);
+    ::dup2(saved_err, 2);
+    try {
+      const Json record = point_record(p, command_of(p), result);
+      const std::string line = record.dump() + "\n";
+      for (std::size_t done = 0; done < line.size();) {
+        const ssize_t n = ::write(to_sweep, line.data() + done, line.size() - done);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return 2;
+        done += static_cast<std::size_t>(n);
+      }
+      write_file_atomically(point_file(p), record.dump(2) + "\n", /*overwrite=*/true);
+    } catch (const std::exception& e) {
+      std::cerr << e.what() << std::flush;
+      return 2;
+    }
+    return 0;
+  }
+
+  static std::string read_back(int fd) {
+    std::string text;
+    char buffer[65536];
+    for (off_t at = 0;;) {
+      const ssize_t n = ::pread(fd, buffer, sizeof buffer, at);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      text.append(buffer, static_cast<std::size_t>(n));
+      at += n;
+    }
+    return text;
+  }
+
+  void take(const Point& p, const sweep::ChildResult& child) {
     if (interrupted(child)) {
       ++interrupted_;
       return;
     }
-    std::vector<std::string> command = {"ipusim"};
-    command.insert(command.end(), args.begin(), args.end());
-    const Json record = point_record(p, command, child);
-    write_file_atomically(point_file(p), record.dump(2) + "\n", /*overwrite=*/true);
+    Json record;
+    if (child.signal != 0) {  // the point's process died before it could record anything
+      record = point_record(p, command_of(p), child);
+      write_file_atomically(point_file(p), record.dump(2) + "\n", /*overwrite=*/true);
+    } else if (child.exit_code != 0) {
+      throw InputError(point_file(p), "", "output.unwritable",
+                       "cannot record the point: " + (child.err.empty() ? "its process exited with code " +
+                                                                              std::to_string(child.exit_code)
+                                                                        : child.err));
+    } else {
+      record = Json::parse(child.out);
+    }
     Row row = row_of(p, record);
     if (!row.ok) failed_.push_back(p.index);
     rows_[p.index] = std::move(row);
