@@ -2,7 +2,7 @@
 
 #include <deque>
 #include <map>
-#include <set>
+#include <memory>
 
 #include "sim/engine/platform.hpp"
 #include "sim/schedule/program_cursor.hpp"
@@ -31,7 +31,7 @@ struct World {
 
 void run_ops(World& w, int ipu, const std::vector<Op>& ops) {
   static int payload = 0;
-  sg4::Host* me = w.platform.ipus[static_cast<std::size_t>(ipu)];
+  sg4::Host* me = w.platform.ipus.at(ipu);
   std::deque<sg4::CommPtr> sends, streams;
   auto reap = [&](std::deque<sg4::CommPtr>& q) {
     while (!q.empty() && q.front()->get_finish_time() >= 0) {
@@ -65,7 +65,7 @@ void run_ops(World& w, int ipu, const std::vector<Op>& ops) {
     }
     case StepKind::StateLoad:
     case StepKind::StateStore: {
-      sg4::Host* memory = w.platform.memory_of_ipu.at(static_cast<std::size_t>(ipu));
+      sg4::Host* memory = w.platform.memory_of_ipu.at(ipu);
       auto comm = op.kind == StepKind::StateLoad ? sg4::Comm::sendto_async(memory, me, static_cast<std::uint64_t>(op.bytes))
                                                  : sg4::Comm::sendto_async(me, memory, static_cast<std::uint64_t>(op.bytes));
       comm->wait();
@@ -122,20 +122,12 @@ void run_ops(World& w, int ipu, const std::vector<Op>& ops) {
 } // namespace
 
 RawResult run_raw(const Schedule& schedule, const HardwareConfig& hw) {
-  int argc = 1;
-  char name[] = "raw";
-  char* argv[] = {name, nullptr};
-  sg4::Engine engine(&argc, argv);
-  configure_exact_timing(engine);
-  std::set<std::pair<int, int>> pairs;
+  const std::unique_ptr<sg4::Engine> engine(start_engine());
   int copies = 0;
   for (const Program& p : schedule.programs)
     for (const Step& s : p.steps)
-      for (const Transfer& t : s.transfers) {
-        pairs.insert({t.src_ipu, t.dst_ipu});
-        copies = std::max(copies, t.copy + 1);
-      }
-  World w{build_platform(hw, pairs), {}, sg4::Barrier::create(static_cast<unsigned>(schedule.programs.size())), 0};
+      for (const Transfer& t : s.transfers) copies = std::max(copies, t.copy + 1);
+  World w{build_platform(hw, schedule), {}, sg4::Barrier::create(static_cast<unsigned>(schedule.programs.size())), 0};
   for (int c = 0; c < copies; ++c) w.mailboxes.push_back(sg4::Mailbox::by_name("copy" + std::to_string(c)));
 
   // Expanded before the simulation starts, so that the baseline pays nothing for programs.
@@ -148,13 +140,13 @@ RawResult run_raw(const Schedule& schedule, const HardwareConfig& hw) {
   std::map<int, sg4::ActorPtr> actors;
   for (std::size_t i = 0; i < schedule.programs.size(); ++i) {
     const int ipu = schedule.programs[i].ipu;
-    actors[ipu] = sg4::Actor::create("raw" + std::to_string(ipu), w.platform.ipus[static_cast<std::size_t>(ipu)],
+    actors[ipu] = sg4::Actor::create("raw" + std::to_string(ipu), w.platform.ipus.at(ipu),
                                      [&w, ipu, &o = ops[i]] { run_ops(w, ipu, o); });
   }
   for (const Program& p : schedule.programs)
     for (const Step& s : p.steps)
       for (const Transfer& t : s.transfers) w.mailboxes[t.copy]->set_receiver(actors.at(t.dst_ipu));
-  engine.run();
+  engine->run();
   for (sg4::Mailbox* m : w.mailboxes) m->set_receiver(nullptr);
   return {w.activities, sg4::Engine::get_clock()};
 }

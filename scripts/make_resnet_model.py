@@ -10,7 +10,9 @@ BatchNormalization on the shortcut); GlobalAveragePool, Flatten, the fully conne
 classifier (Gemm) and a SoftmaxCrossEntropy loss against the label. Convolutions have no
 bias. Node and weight names are torchvision's module and parameter names.
 
-Shapes are per sample in NCHW order without N (ipusim's shapes carry no batch dimension):
+Convolutions, the pool and the classifier carry their ONNX attributes (kernel_shape,
+strides, pads, group; transB) for cost models that read them. Shapes are per sample in
+NCHW order without N (ipusim's shapes carry no batch dimension):
 the image is [3, 224, 224]. BatchNormalization reads its input, scale and bias; the
 running mean and variance are statistics, not parameters, and are left out, so the weight
 elements equal torchvision's parameter count (ResNet-50: 25,557,032).
@@ -27,7 +29,7 @@ import argparse
 import sys
 
 from model_builder import (Builder, Placement, add_output_arguments, add_placement_arguments, changed_flags, dump,
-                           positive_int, write)
+                           int_list, positive_int, write)
 
 # Bottleneck blocks per stage (torchvision resnet50/101/152).
 BLOCKS = {50: [3, 4, 6, 3], 101: [3, 4, 23, 3], 152: [3, 8, 36, 3]}
@@ -42,7 +44,9 @@ class ResNetBuilder(Builder):
         c, h, w = self.shape(x)
         weight = self.weight(name + ".weight", [out_channels, c, kernel, kernel])
         shape = [out_channels, conv_out(h, kernel, stride, pad), conv_out(w, kernel, stride, pad)]
-        return self.op(name, "Conv", [x, weight], [(name + "_out", shape)])
+        return self.op(name, "Conv", [x, weight], [(name + "_out", shape)],
+                       {"kernel_shape": [kernel, kernel], "strides": [stride, stride], "pads": [pad] * 4,
+                        "group": 1})
 
     def batch_norm(self, name, x):
         c = self.shape(x)[0]
@@ -73,32 +77,46 @@ def build(args):
                          % (placement.total_layers(), args.depth, sum(blocks), "+".join(map(str, blocks))))
     b = ResNetBuilder(args.dtype)
     s = args.image_size
-    b.tensor("image", [3, s, s], "input")
-    b.tensor("label", [1], "input", "int32")
-
     b.place((0, 0))
-    x = b.relu("relu", b.batch_norm("bn1", b.conv("conv1", "image", 64, 7, 2, 3)))
+    if args.eight_bit_io:
+        # 8-bit images from the host, cast and normalised on the IPU (Graphcore's eight_bit_io
+        # with fused_preprocessing).
+        b.tensor("image", [3, s, s], "input", "int8")
+        image = b.op("image_cast", "Cast", ["image"], [("image_float", [3, s, s])])
+        image = b.op("image_normalise", "Scale", [image], [("image_normalised", [3, s, s])])
+    else:
+        image = b.tensor("image", [3, s, s], "input")
+    b.tensor("label", [1], "input", "int32")
+    x = b.relu("relu", b.batch_norm("bn1", b.conv("conv1", image, 64, 7, 2, 3)))
     c, h, w = b.shape(x)
-    x = b.op("maxpool", "MaxPool", [x], [("maxpool_out", [c, conv_out(h, 3, 2, 1), conv_out(w, 3, 2, 1)])])
+    x = b.op("maxpool", "MaxPool", [x], [("maxpool_out", [c, conv_out(h, 3, 2, 1), conv_out(w, 3, 2, 1)])],
+             {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]})
 
     block_places = list(placement.layers())
+    splits = set(args.stage_splits)
+    if any(not 0 < v < sum(blocks) for v in splits):
+        raise SystemExit("error: --stage-splits takes block indices 1..%d" % (sum(blocks) - 1))
+    # A split starts a new pipeline stage on the same IPU; every later stage moves up by one.
+    shift = 0
     index = 0
     for stage, count in enumerate(blocks):
         planes = 64 * 2 ** stage
         for i in range(count):
             _, ipu, pipeline_stage = block_places[index]
-            b.place((ipu, pipeline_stage))
+            if index in splits:
+                shift += 1
+            b.place((ipu, pipeline_stage + shift))
             x = bottleneck(b, "layer%d.%d" % (stage + 1, i), x, planes, 2 if i == 0 and stage > 0 else 1, i == 0)
             index += 1
 
-    b.place(placement.head)
+    b.place((placement.head[0], placement.head[1] + shift))
     c = b.shape(x)[0]
     x = b.op("avgpool", "GlobalAveragePool", [x], [("avgpool_out", [c, 1, 1])])
     x = b.op("flatten", "Flatten", [x], [("flatten_out", [c])])
     # torchvision's Linear stores its weight [out, in]; the exporter writes Gemm(transB=1).
     weight = b.weight("fc.weight", [args.classes, c])
     bias = b.weight("fc.bias", [args.classes])
-    logits = b.op("fc", "Gemm", [x, weight, bias], [("logits", [args.classes])])
+    logits = b.op("fc", "Gemm", [x, weight, bias], [("logits", [args.classes])], {"transB": 1})
     b.op("loss", "SoftmaxCrossEntropy", [logits, "label"], [("loss_out", [1])])
 
     description = (
@@ -106,14 +124,15 @@ def build(args):
         "Image [3,%d,%d] per sample, %d classes, %s. Bottleneck blocks per IPU (%s); stem on IPU0 in stage 0; "
         "pool, classifier and loss on IPU%d in stage %d."
         % (args.depth, " ".join(command_line(args)), s, s, args.classes, args.dtype, placement.summary(),
-           placement.head[0], placement.head[1]))
+           placement.head[0], placement.head[1] + shift))
     return b.model(args.name or "resnet%d" % args.depth, description, ["loss_out"])
 
 
 def command_line(args):
     return changed_flags(args, [("depth", "--depth", None), ("layers_per_ipu", "--layers-per-ipu", None),
                                 ("heads_on", "--heads-on", "last"), ("image_size", "--image-size", 224),
-                                ("classes", "--classes", 1000), ("dtype", "--dtype", "float16")])
+                                ("classes", "--classes", 1000), ("dtype", "--dtype", "float16"),
+                                ("stage_splits", "--stage-splits", []), ("eight_bit_io", "--eight-bit-io", False)])
 
 
 def main(argv=None):
@@ -129,6 +148,13 @@ def main(argv=None):
     add_placement_arguments(parser, "bottleneck blocks", "last")
     parser.add_argument("--image-size", type=positive_int, default=224, help="image height and width (default 224)")
     parser.add_argument("--classes", type=positive_int, default=1000, help="classifier outputs (default 1000)")
+    parser.add_argument("--stage-splits", type=int_list, default=[],
+                        help="bottleneck blocks (0-based, over the whole network) that start a new pipeline stage on "
+                             "the same IPU, as TensorFlow's pipeline splits on one IPU: each stage's backward then "
+                             "recomputes its forward (Graphcore's MLPerf splits b1/0, b1/2, b2/0, b2/2, b3/0, b3/3 "
+                             "are 1,3,4,6,8,11)")
+    parser.add_argument("--eight-bit-io", action="store_true",
+                        help="8-bit images from the host, cast and normalised on the IPU (Graphcore's eight_bit_io)")
     add_output_arguments(parser, "resnetDEPTH")
     args = parser.parse_args(argv)
     write(dump(build(args)), args.output)

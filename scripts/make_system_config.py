@@ -219,11 +219,14 @@ def racks(count, name, machine=MK2):
                         "scripts/make_system_config.py; docs/systems.md draws it."
                         % (name, count, m2000s * count, machine_name, 64 * count, ipu_name, ring)),
         "ipuCount": 64 * count,
+        "rackIpus": 64,
         "links": links,
         "hostLink": {"sharedBy": 4},
         "sources": {
             "/ipuCount": "[P] %s = %d POD64 racks = %d %s x 4 %s IPUs" % (name, count, m2000s * count,
                                                                        machine_name, ipu_name),
+            "/rackIpus": ("[P] a POD64 rack (64 IPUs) is one IPU-Link domain; racks are joined over GW-Links, "
+                          "so gradient collectives reduce within each rack first, then across racks (GCL)"),
             "/links": ("within each rack as configs/ipu-pod64.json: " + M2000_INSIDE + "; " + RAIL +
                        ". Between racks [P,D,U]: a machine has 2 GW-Links (100GbE, 400 Gbps bidirectional in all) "
                        "to other racks [P] = 2 x 12.5 GB/s = 25 GB/s per direction per machine [D]; the traffic "

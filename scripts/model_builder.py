@@ -134,14 +134,19 @@ class Builder:
     def shape(self, name):
         return self.tensors[name]["shape"]
 
-    def op(self, name, op_type, inputs, outputs):
-        """outputs: list of (name, shape) or (name, shape, dtype); declared as activations."""
+    def op(self, name, op_type, inputs, outputs, attributes=None):
+        """outputs: list of (name, shape) or (name, shape, dtype); declared as activations.
+        attributes: the ONNX attributes a cost model may read (a Conv's strides, ...)."""
         names = []
         for out in outputs:
             self.tensor(out[0], out[1], "activation", out[2] if len(out) > 2 else None)
             names.append(out[0])
-        self.ops.append({"name": name, "type": op_type, "inputs": list(inputs), "outputs": names,
-                         "virtualGraph": self.ipu, "pipelineStage": self.stage})
+        op = {"name": name, "type": op_type, "inputs": list(inputs), "outputs": names}
+        if attributes:
+            op["attributes"] = attributes
+        op["virtualGraph"] = self.ipu
+        op["pipelineStage"] = self.stage
+        self.ops.append(op)
         return names[0] if len(names) == 1 else names
 
     def dense(self, prefix, x, rows, k, n, bias=True):

@@ -1,14 +1,22 @@
 #!/usr/bin/env bash
 # Installs what ipusim needs from Debian's packages (only what is missing) and builds it.
-# Usage: scripts/setup.sh [BUILD_DIR]   (default: build). Set IPUSIM_WERROR=ON to fail on warnings.
+# Usage: scripts/setup.sh [BUILD_DIR]   (default: build). Set IPUSIM_WERROR=ON to fail on warnings,
+# IPUSIM_SETUP_ONLY=1 to install the packages and build nothing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build_dir=${1:-build}
 
 # Build and test dependencies. chromium renders reports in the browser test; parallel
-# runs the distributed-sweep test.
+# runs the distributed-sweep test; libonnx-dev (with libprotobuf-dev) imports ONNX models,
+# python3-onnx writes the ONNX test fixtures.
 packages=(cmake make g++ pkg-config libsimgrid-dev libboost-graph-dev nlohmann-json3-dev catch2 libcli11-dev
-          parallel chromium python3)
+          libonnx-dev libprotobuf-dev python3-onnx parallel chromium python3)
+# PyTorch for the real-exporter test (tests/test_onnx_torch.cpp): about 250 packages, 2.7
+# minutes to install here, so CI (CI=true) and whoever asks (IPUSIM_TORCH_TESTS=1) get it;
+# elsewhere that test skips and says so.
+if [ "${CI:-}" = "true" ] || [ "${IPUSIM_TORCH_TESTS:-0}" = "1" ]; then
+  packages+=(python3-torch python3-torchvision)
+fi
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -21,5 +29,6 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
 fi
 
+[ "${IPUSIM_SETUP_ONLY:-0}" = 1 ] && exit 0
 cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=Release -DIPUSIM_WERROR="${IPUSIM_WERROR:-OFF}" >&2
 cmake --build "$build_dir" -j"$(nproc)" >&2

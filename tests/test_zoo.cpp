@@ -3,16 +3,21 @@
 // ipusim loads and derives them, match the published figures.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
 #include <sys/wait.h>
+#include <utility>
+#include <variant>
 
 #include "sim/cost/op_work.hpp"
 #include "sim/graph/model_graph.hpp"
 #include "sim/io/model_loader.hpp"
+#include "sim/io/scenario_loader.hpp"
+#include "sim/plan/plan.hpp"
 #include "temp_dir.hpp"
 
 using namespace ipusim;
@@ -115,6 +120,12 @@ TEST_CASE("ResNet-50 per-sample shapes follow torchvision's strides", "[zoo][res
   // GlobalAveragePool sums each channel's 7 x 7 inputs: 2048 x 49 FLOPs, not 2048.
   for (const Op& op : m.ops)
     if (op.type == "GlobalAveragePool") CHECK(derived_flops_per_sample(m, op) == 2048 * 49);
+  // Each convolution carries its ONNX attributes for cost models that read them.
+  for (const Op& op : m.ops)
+    if (op.name == "layer2.0.conv2" || op.name == "conv1") {
+      CHECK(std::get<std::vector<std::int64_t>>(op.attributes.at("strides")) == std::vector<std::int64_t>{2, 2});
+      CHECK(std::get<std::int64_t>(op.attributes.at("group")) == 1);
+    }
 }
 
 TEST_CASE("scripts/make_resnet_model.py reproduces models/resnet50.json", "[zoo][resnet]") {
@@ -247,6 +258,15 @@ TEST_CASE("ViT-B/16 and ViT-L/16: torchvision's parameter counts and GFLOPS", "[
     CHECK(ipu_of(m, g, "conv_proj") == 0);
     CHECK(ipu_of(m, g, "heads/head") == 3);
   }
+  // Graphcore's pre-training ViT: a Dropout after the embedding, and per layer three hidden
+  // ones (attention output, GELU, MLP output) and one on the attention probabilities:
+  // 1 + 4 x 12 = 49; and the
+  // pre-logits Linear of 768 x 768 + 768 before the classifier.
+  const Model pre = generated(dir, "make_vit_model.py",
+                              "--preset vit-b-16 --layers-per-ipu 3,3,3,3 --hidden-dropout 0.1 --attention-dropout 0.1 "
+                              "--representation-size 768");
+  CHECK(std::count_if(pre.ops.begin(), pre.ops.end(), [](const Op& op) { return op.type == "Dropout"; }) == 49);
+  CHECK(weight_elements(pre) == 86567656 + 768 * 768 + 768);
   // 197 tokens of 768: 196 patches of 16 x 16 and the class token.
   const Model b = load_model(kSource + "/models/vit-b-16.json");
   CHECK(b.tensor("encoder/input").shape == std::vector<std::int64_t>{197, 768});
@@ -289,4 +309,15 @@ TEST_CASE("the zoo generators reproduce the shipped BERT, GPT-2 and ViT models",
         read_all(kSource + "/models/gpt2-small.json"));
   CHECK(generate("make_vit_model.py", "--preset vit-b-16 --layers-per-ipu 3,3,3,3") ==
         read_all(kSource + "/models/vit-b-16.json"));
+}
+
+TEST_CASE("the zoo's scenarios plan: ResNet-50, GPT-2 small and ViT-B/16 on an IPU-M2000", "[zoo]") {
+  // Forward stages after merging: 4 for ResNet-50 and ViT (head on the last IPU), 5 for
+  // GPT-2 (its tied LM head back on IPU0): 7 and 9 training stages.
+  for (const auto& [scenario, stages] : {std::pair<std::string, int>{"resnet50-training.json", 7},
+                                         {"gpt2-small-training.json", 9}, {"vit-b-16-training.json", 7}}) {
+    INFO(scenario);
+    const Scenario s = load_scenario(kSource + "/scenarios/" + scenario);
+    CHECK(make_plan(s, build_graph(s.model)).stage_count() == stages);
+  }
 }

@@ -24,6 +24,9 @@ Command add_list_command(CLI::App& app);
 Command add_sweep_command(CLI::App& app);
 Command add_report_command(CLI::App& app);
 Command add_costs_command(CLI::App& app);
+Command add_validation_command(CLI::App& app);
+Command add_convert_command(CLI::App& app);
+Command add_annotate_command(CLI::App& app);
 
 std::vector<Override> parse_overrides(const std::vector<std::string>& sets);
 

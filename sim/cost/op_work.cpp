@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <variant>
 
 #include "sim/io/input_error.hpp"
 
@@ -11,8 +12,7 @@ namespace {
 
 // FLOPs per output element of ops whose cost is proportional to their output. Estimates
 // of the arithmetic per element: 1 for one operation, 4 for a transcendental (Sigmoid,
-// Tanh, Erf), more for the composite ops; a pool compares or adds its 3 x 3 window. Shape
-// ops that only relabel memory cost 0.
+// Tanh, Erf), more for the composite ops. Shape ops that only relabel memory cost 0.
 const std::map<std::string, double>& per_element_flops() {
   static const std::map<std::string, double> table{
       {"Add", 1},        {"Sub", 1},        {"Mul", 1},       {"Div", 1},         {"Pow", 1},
@@ -25,7 +25,7 @@ const std::map<std::string, double>& per_element_flops() {
       {"GroupNorm", 8},  {"InstanceNormalization", 8},        {"BatchNormalization", 4},
       {"Gather", 1},     {"Transpose", 1},  {"Concat", 1},    {"Slice", 1},       {"Split", 1},
       {"Expand", 1},     {"Tile", 1},       {"Pad", 1},       {"Reshape", 0},     {"Flatten", 0},
-      {"Squeeze", 0},    {"Unsqueeze", 0},  {"MaxPool", 9},   {"AveragePool", 9}};
+      {"Squeeze", 0},    {"Unsqueeze", 0}};
   return table;
 }
 
@@ -58,9 +58,30 @@ double bytes_written(const Model& m, const Op& op, std::int64_t micro_batch_size
 }
 
 [[noreturn]] void cannot_derive(const Model& m, const Op& op, const std::string& why) {
+  const bool onnx = m.ops_pointer != "/ops";
   throw InputError(m.file, m.op_pointer(op), "op.flops-underivable",
                    "cannot derive the FLOPs of op \"" + op.name + "\" (type " + op.type + "): " + why +
-                       "; give \"flops\" (forward FLOPs per sample)");
+                       "; give \"flops\" (forward FLOPs per sample)" +
+                       (onnx ? " to the op in the model's JSON conversion (ipusim convert MODEL.onnx -o MODEL.json)" : ""));
+}
+
+std::int64_t int_attribute(const Op& op, const std::string& name, std::int64_t fallback) {
+  const auto it = op.attributes.find(name);
+  if (it == op.attributes.end()) return fallback;
+  if (const auto* v = std::get_if<std::int64_t>(&it->second)) return *v;
+  return fallback;
+}
+
+// Window elements of a pool: the product of its kernel_shape, 3 x 3 when it has none.
+double pool_window(const Op& op) {
+  const auto it = op.attributes.find("kernel_shape");
+  if (it != op.attributes.end())
+    if (const auto* k = std::get_if<std::vector<std::int64_t>>(&it->second)) {
+      double n = 1;
+      for (auto d : *k) n *= static_cast<double>(d);
+      return n;
+    }
+  return 9;
 }
 
 } // namespace
@@ -71,7 +92,9 @@ double derived_flops_per_sample(const Model& m, const Op& op) {
     if (op.inputs.size() < 2) cannot_derive(m, op, "it needs two inputs");
     const auto& a = m.tensor(op.inputs[0]).shape;
     if (a.empty()) cannot_derive(m, op, "its first input has no dimensions");
-    const double k = static_cast<double>(a.back());  // the contracted dimension
+    // The contracted dimension: A's last, or with Gemm's transA its second-last (A is [K, M]).
+    const bool transposed = op.type == "Gemm" && int_attribute(op, "transA", 0) != 0 && a.size() >= 2;
+    const double k = static_cast<double>(transposed ? a[a.size() - 2] : a.back());
     return 2.0 * out * k + (op.inputs.size() > 2 ? out : 0.0);
   }
   if (op.type == "Conv") {
@@ -82,6 +105,7 @@ double derived_flops_per_sample(const Model& m, const Op& op) {
     for (std::size_t i = 1; i < w.size(); ++i) fan_in *= static_cast<double>(w[i]);
     return 2.0 * out * fan_in + (op.inputs.size() > 2 ? out : 0.0);
   }
+  if (op.type == "MaxPool" || op.type == "AveragePool") return pool_window(op) * out;
   if (auto it = per_element_flops().find(op.type); it != per_element_flops().end()) {
     // An n-input elementwise op combines n operands with n-1 operations per element.
     const bool combining = op.type == "Add" || op.type == "Sub" || op.type == "Mul" || op.type == "Div";
@@ -164,6 +188,7 @@ OpWork forward_work(const Model& m, const Op& op, std::int64_t micro_batch_size,
                                       static_cast<double>(dtype_bytes(m.tensor(op.inputs[0]).dtype)));
   w.parallel_elements = parallel;
   w.input_bytes = bytes_read(m, op, micro_batch_size);
+  w.attributes = op.attributes;
   for (const auto& t : op.inputs) w.inputs.push_back(operand_of(m, t, micro_batch_size, facts));
   for (const auto& t : op.outputs) w.outputs.push_back(operand_of(m, t, micro_batch_size, facts));
   return w;

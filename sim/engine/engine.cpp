@@ -23,21 +23,9 @@ std::string event_kind_name(EventKind kind) {
 
 namespace engine_detail {
 
-namespace {
-
-std::set<std::pair<int, int>> copy_routes(const Schedule& schedule) {
-  std::set<std::pair<int, int>> pairs;
-  for (const Program& p : schedule.programs)
-    for (const Step& s : p.steps)
-      for (const Transfer& t : s.transfers) pairs.insert({t.src_ipu, t.dst_ipu});
-  return pairs;
-}
-
-} // namespace
-
 Run::Run(const Schedule& schedule, const HardwareConfig& hw, RunObserver& observer, const EngineOptions& options)
     : schedule_(schedule), observer_(observer), options_(options), transfers_wanted_(observer.wants_transfers()),
-      platform_(build_platform(hw, copy_routes(schedule))) {
+      platform_(build_platform(hw, schedule)) {
   actors_.reserve(schedule.programs.size());
   for (const Program& p : schedule.programs) actors_.emplace_back(p);
   link_bytes_.assign(platform_.link_names.size(), 0.0);
@@ -69,7 +57,7 @@ RunSummary Run::run() {
   std::map<int, sg4::ActorPtr> actor_of_ipu;
   for (std::size_t a = 0; a < actors_.size(); ++a) {
     const int ipu = actors_[a].program->ipu;
-    actor_of_ipu[ipu] = sg4::Actor::create("ipu" + std::to_string(ipu), platform_.ipus.at(static_cast<std::size_t>(ipu)),
+    actor_of_ipu[ipu] = sg4::Actor::create("ipu" + std::to_string(ipu), platform_.ipus.at(ipu),
                                            [this, a] { actor_main(a); });
   }
   for (const Program& p : schedule_.programs)
@@ -183,7 +171,7 @@ void Run::finish_streams(ActorState& st, const Event& next) {
 void Run::execute(ActorState& st, const Step& step) {
   static int payload = 0;
   const int ipu = st.program->ipu;
-  sg4::Host* me = platform_.ipus[static_cast<std::size_t>(ipu)];
+  sg4::Host* me = platform_.ipus.at(ipu);
   Event& e = st.current;
   switch (step.kind) {
   case StepKind::Compute:
@@ -214,12 +202,12 @@ void Run::execute(ActorState& st, const Step& step) {
   case StepKind::StateLoad:
   case StepKind::StateStore: {
     e.kind = EventKind::StreamingMemory;
-    sg4::Host* memory = platform_.memory_of_ipu.at(static_cast<std::size_t>(ipu));
+    sg4::Host* memory = platform_.memory_of_ipu.at(ipu);
     const bool load = step.kind == StepKind::StateLoad;
     Pending p{load ? sg4::Comm::sendto_async(memory, me, static_cast<std::uint64_t>(step.bytes))
                    : sg4::Comm::sendto_async(me, memory, static_cast<std::uint64_t>(step.bytes)),
               load ? -2 : ipu, load ? ipu : -2, -1, step.bytes, 0,
-              &platform_.memory_slots_of_ipu.at(static_cast<std::size_t>(ipu))};
+              &platform_.memory_slots_of_ipu.at(ipu)};
     wait_for(st, p);
     break;
   }
@@ -322,19 +310,6 @@ void Run::actor_main(std::size_t a) {
 }
 
 } // namespace engine_detail
-
-namespace {
-
-simgrid::s4u::Engine* start_engine() {
-  int argc = 1;
-  char name[] = "ipusim";
-  char* argv[] = {name, nullptr};
-  auto* engine = new simgrid::s4u::Engine(&argc, argv);
-  configure_exact_timing(*engine);
-  return engine;
-}
-
-} // namespace
 
 void prepare_engine_for_forks() {
   if (!simgrid::s4u::Engine::is_initialized()) start_engine();  // kept for the forked processes

@@ -1,5 +1,8 @@
 #include "sim/engine/forked.hpp"
 
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -65,9 +68,10 @@ char ByteReader::tag() {
 
 void run_forked(const std::function<void(ByteWriter&)>& child, const std::function<void(ByteReader&)>& parent) {
   int fds[2];
-  if (::pipe(fds) != 0) throw EngineError(std::string("cannot create a pipe: ") + std::strerror(errno));
+  if (::pipe2(fds, O_CLOEXEC) != 0) throw EngineError(std::string("cannot create a pipe: ") + std::strerror(errno));
   std::cout.flush();  // what is buffered here must not come out of the child too
   std::fflush(nullptr);
+  const pid_t waiter = ::getpid();
   const pid_t pid = ::fork();
   if (pid < 0) {
     ::close(fds[0]);
@@ -75,6 +79,9 @@ void run_forked(const std::function<void(ByteWriter&)>& child, const std::functi
     throw EngineError(std::string("cannot fork the simulation process: ") + std::strerror(errno));
   }
   if (pid == 0) {
+    // Dies with the process that waits for it: a killed run or sweep leaves no simulation behind.
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != waiter) _exit(3);  // the parent died before prctl took effect
     ::close(fds[0]);
     ByteWriter out(fds[1]);
     try {

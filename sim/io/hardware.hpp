@@ -90,6 +90,7 @@ struct HardwareConfig {
   std::string name;
   IpuSpec ipu;
   int ipu_count = 0;
+  int rack_ipus = 0;  // IPUs of one IPU-Link domain (a POD64 rack); collectives reduce hierarchically across racks
   double sync_latency_per_hop_s = 0;
   std::vector<LinkSpec> links;
   HostLinkSpec host_link;

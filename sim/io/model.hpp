@@ -5,11 +5,12 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <variant>
 #include <vector>
 
 namespace ipusim {
 
-enum class DType { Float16, Float32, Int32, Int8, Bool };
+enum class DType { Float16, Float32, Int32, Int64, Int8, Bool };
 enum class TensorKind { Input, Weight, Activation };
 
 std::optional<DType> parse_dtype(const std::string& name);
@@ -30,8 +31,12 @@ struct Tensor {
   double bytes_per_micro_batch(std::int64_t micro_batch_size) const;
 };
 
+// An op attribute as ONNX carries it (kernel_shape, strides, pads, group, transA, axis, ...).
+using AttributeValue =
+    std::variant<std::int64_t, double, std::string, std::vector<std::int64_t>, std::vector<double>>;
+
 struct Op {
-  std::size_t index = 0;  // position in the file's "ops" array (for error locations)
+  std::size_t index = 0;  // position in the file's "ops" array, or the ONNX node index (for error locations)
   std::string name;
   std::string type;
   std::vector<std::string> inputs;
@@ -40,6 +45,7 @@ struct Op {
   std::optional<std::int64_t> pipeline_stage;
   std::optional<double> flops;           // forward FLOPs per sample
   std::optional<double> backward_flops;  // backward FLOPs per sample
+  std::map<std::string, AttributeValue> attributes;  // what the cost model may read beyond the shapes
 };
 
 struct Model {
@@ -48,9 +54,10 @@ struct Model {
   std::map<std::string, Tensor> tensors;
   std::vector<Op> ops;
   std::vector<std::string> anchors;  // tensors streamed to the host; empty = graph outputs
+  std::string ops_pointer = "/ops";  // where ops live in the file: "/graph/node" for ONNX
 
   const Tensor& tensor(const std::string& tensor_name) const { return tensors.at(tensor_name); }
-  std::string op_pointer(const Op& op) const { return "/ops/" + std::to_string(op.index); }
+  std::string op_pointer(const Op& op) const { return ops_pointer + "/" + std::to_string(op.index); }
 };
 
 } // namespace ipusim

@@ -2,6 +2,8 @@
 
 #include "sim/io/json_reader.hpp"
 
+#include <algorithm>
+#include <climits>
 #include <cstdint>
 
 namespace ipusim {
@@ -10,6 +12,7 @@ std::optional<DType> parse_dtype(const std::string& name) {
   if (name == "float16") return DType::Float16;
   if (name == "float32") return DType::Float32;
   if (name == "int32") return DType::Int32;
+  if (name == "int64") return DType::Int64;
   if (name == "int8") return DType::Int8;
   if (name == "bool") return DType::Bool;
   return std::nullopt;
@@ -20,6 +23,7 @@ std::string dtype_name(DType dtype) {
   case DType::Float16: return "float16";
   case DType::Float32: return "float32";
   case DType::Int32: return "int32";
+  case DType::Int64: return "int64";
   case DType::Int8: return "int8";
   case DType::Bool: return "bool";
   }
@@ -31,6 +35,7 @@ std::int64_t dtype_bytes(DType dtype) {
   case DType::Float16: return 2;
   case DType::Float32: return 4;
   case DType::Int32: return 4;
+  case DType::Int64: return 8;
   case DType::Int8: return 1;
   case DType::Bool: return 1;
   }
@@ -63,15 +68,10 @@ Tensor read_tensor(const std::string& name, ObjectReader r) {
   Tensor t;
   t.name = name;
   t.shape = r.int_list("shape", true);
-  for (std::size_t i = 0; i < t.shape.size(); ++i)
-    if (t.shape[i] <= 0)
-      throw InputError(r.file(), pointer_child(r.pointer_of("shape"), i), "tensor.bad-shape",
-                       "tensor \"" + name + "\" has dimension " + std::to_string(t.shape[i]) +
-                           "; every dimension must be a positive integer");
   const std::string dtype = r.optional_string("dtype", "float32");
   auto parsed = parse_dtype(dtype);
   if (!parsed) throw r.error("dtype", "tensor.bad-dtype",
-                             "unknown dtype \"" + dtype + "\" (expected float16, float32, int32, int8 or bool)");
+                             "unknown dtype \"" + dtype + "\" (expected float16, float32, int32, int64, int8 or bool)");
   t.dtype = *parsed;
   // Sizes are int64 bytes; a shape whose byte count overflows would turn into a wrong (even
   // negative) size downstream, so it is bad input. 2^50 bytes leaves room for micro-batch scaling.
@@ -79,7 +79,7 @@ Tensor read_tensor(const std::string& name, ObjectReader r) {
   for (auto d : t.shape) bytes *= static_cast<double>(d);
   if (bytes > 0x1p50)
     throw r.error("shape", "tensor.bad-shape",
-                  "tensor \"" + name + "\" would hold " + Json(bytes).dump() +
+                  "tensor \"" + name + "\" would hold " + json_excerpt(Json(bytes)) +
                       " bytes per sample, more than any IPU system could hold");
   const std::string kind = r.required_string("kind");
   if (kind == "input") t.kind = TensorKind::Input;
@@ -90,21 +90,15 @@ Tensor read_tensor(const std::string& name, ObjectReader r) {
   return t;
 }
 
-std::optional<double> read_flops(ObjectReader& r, const std::string& key) {
-  auto v = r.maybe_number(key);
-  if (v) require_non_negative(r, key, *v);
-  return v;
-}
-
 std::optional<std::int64_t> read_annotation(ObjectReader& r, const std::string& op_name, const std::string& key) {
   const Json* v = r.maybe_value(key);
   if (!v) return std::nullopt;
   const std::string what = "op \"" + op_name + "\": " + key;
   if (!v->is_number_integer())
     throw r.error(key, "annotation.not-integer",
-                  what + " must be an integer as PopART stores it, found " + json_type_name(*v) + " " + v->dump());
+                  what + " must be an integer as PopART stores it, found " + json_type_name(*v) + " " + json_excerpt(*v));
   if (v->is_number_unsigned() && v->get<std::uint64_t>() > static_cast<std::uint64_t>(INT32_MAX))
-    throw r.error(key, "annotation.too-large", what + " " + v->dump() + " is too large to be an IPU or stage id");
+    throw r.error(key, "annotation.too-large", what + " " + json_excerpt(*v) + " is too large to be an IPU or stage id");
   const auto value = v->get<std::int64_t>();
   if (value < 0) throw r.error(key, "annotation.negative", what + " must not be negative, got " + std::to_string(value));
   if (value > INT32_MAX)
@@ -112,10 +106,35 @@ std::optional<std::int64_t> read_annotation(ObjectReader& r, const std::string& 
   return value;
 }
 
+// ONNX-style attributes: integers, numbers, strings and arrays of integers or of numbers.
+std::map<std::string, AttributeValue> read_attributes(ObjectReader& r) {
+  std::map<std::string, AttributeValue> out;
+  const Json* v = r.maybe_value("attributes");
+  if (!v) return out;
+  if (!v->is_object()) throw r.error("attributes", "json.type", "expected an object of attribute values");
+  for (auto it = v->begin(); it != v->end(); ++it) {
+    const Json& a = it.value();
+    const auto fits = [](const Json& x) {
+      return x.is_number_integer() && !(x.is_number_unsigned() && x.get<std::uint64_t>() > INT64_MAX);
+    };
+    if (fits(a)) out[it.key()] = a.get<std::int64_t>();
+    else if (a.is_number()) out[it.key()] = a.get<double>();
+    else if (a.is_string()) out[it.key()] = a.get<std::string>();
+    else if (a.is_array() && std::all_of(a.begin(), a.end(), fits)) out[it.key()] = a.get<std::vector<std::int64_t>>();
+    else if (a.is_array() && std::all_of(a.begin(), a.end(), [](const Json& x) { return x.is_number(); }))
+      out[it.key()] = a.get<std::vector<double>>();
+    else
+      throw InputError(r.file(), pointer_child(r.pointer_of("attributes"), it.key()), "op.bad-attribute",
+                       "attribute \"" + it.key() + "\" must be an integer, a number, a string or an array of numbers, found " +
+                           json_excerpt(a));
+  }
+  return out;
+}
+
 } // namespace
 
 Model model_from_json(const Json& document, const std::string& origin) {
-  ObjectReader root(document, origin, "");
+  ObjectReader root(document, origin, "", Format::Model);
   Model m;
   m.file = origin;
   m.name = root.optional_string("name", origin);
@@ -129,7 +148,7 @@ Model model_from_json(const Json& document, const std::string& origin) {
   const Json& ops = root.required_value("ops");
   if (!ops.is_array()) throw root.error("ops", "json.type", "expected an array of ops, found " + json_type_name(ops));
   for (std::size_t i = 0; i < ops.size(); ++i) {
-    ObjectReader r(ops[i], origin, pointer_child("/ops", i));
+    ObjectReader r(ops[i], origin, pointer_child("/ops", i), Format::Model);
     Op op;
     op.index = i;
     op.name = r.required_string("name");
@@ -138,8 +157,9 @@ Model model_from_json(const Json& document, const std::string& origin) {
     op.outputs = r.string_list("outputs", true);
     op.virtual_graph = read_annotation(r, op.name, "virtualGraph");
     op.pipeline_stage = read_annotation(r, op.name, "pipelineStage");
-    op.flops = read_flops(r, "flops");
-    op.backward_flops = read_flops(r, "backwardFlops");
+    op.flops = r.maybe_number("flops");
+    op.backward_flops = r.maybe_number("backwardFlops");
+    op.attributes = read_attributes(r);
     r.finish();
     m.ops.push_back(std::move(op));
   }
@@ -148,6 +168,9 @@ Model model_from_json(const Json& document, const std::string& origin) {
   return m;
 }
 
-Model load_model(const std::string& path) { return model_from_json(read_json_file(path), path); }
+Model load_model(const std::string& path, const OnnxImportOptions& onnx) {
+  if (is_onnx_path(path)) return load_onnx_model(path, onnx);
+  return model_from_json(read_json_file(path), path);
+}
 
 } // namespace ipusim

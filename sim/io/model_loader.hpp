@@ -3,11 +3,13 @@
 #include <string>
 
 #include "sim/io/model.hpp"
+#include "sim/io/onnx_model_loader.hpp"
 
 namespace ipusim {
 
 // Reads and checks the file's shape (types, keys, sizes); graph rules live in sim/graph.
-Model load_model(const std::string& path);
+// A .onnx file is imported (sim/io/onnx_model_loader.hpp), anything else read as JSON.
+Model load_model(const std::string& path, const OnnxImportOptions& onnx = {});
 Model model_from_json(const nlohmann::json& document, const std::string& origin);
 
 } // namespace ipusim

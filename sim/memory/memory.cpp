@@ -21,6 +21,21 @@ double tile0_share(double bytes, std::int64_t element_bytes, const IpuSpec& ipu)
   return bytes / tiles;
 }
 
+// What makes two ops the same code: their type and their operands' shapes and dtypes.
+std::string code_signature(const Model& m, const Op& op) {
+  std::string key = op.type;
+  for (const auto* list : {&op.inputs, &op.outputs}) {
+    key += "|";
+    for (const auto& t : *list) {
+      const Tensor& tensor = m.tensor(t);
+      key += dtype_name(tensor.dtype) + tensor_kind_name(tensor.kind) + "[";
+      for (auto d : tensor.shape) key += std::to_string(d) + ",";
+      key += "]";
+    }
+  }
+  return key;
+}
+
 class Ledger {
 public:
   Ledger(const IpuSpec& ipu, const Model& model) : ipu_(ipu), model_(model) {}
@@ -129,11 +144,15 @@ MemoryReport estimate_memory(const Scenario& sc, const Plan& plan, const std::ve
     }
 
     // Each op places code and control on every tile it runs on; backward ops as many again.
+    // PopART outlines repeated subgraphs (enableOutlining, on by default): ops of the same
+    // type on operands of the same shapes (the same layer repeated) share one copy of code.
     const double per_op = ipu_spec.code_bytes_per_op;
+    std::set<std::string> outlined;
     for (int s : ipu.stages) {
       const PlanStage& st = plan.stages[s];
       if (st.backward) continue;
       for (std::size_t op : st.ops) {
+        if (!outlined.insert(code_signature(m, m.ops[op])).second) continue;
         const double tiles = tiles_used(forward_work(m, m.ops[op], ex.micro_batch_size), ipu_spec);  // FLOP models' spread
         const double copies = ex.training ? 2.0 : 1.0;
         ledger.add("code and control", copies * per_op * tiles, copies * per_op);

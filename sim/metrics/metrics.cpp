@@ -4,6 +4,7 @@
 #include <limits>
 #include <stdexcept>
 
+#include "sim/io/checked_int.hpp"
 #include "sim/schedule/program_cursor.hpp"
 
 namespace ipusim {
@@ -21,7 +22,8 @@ MetricsAccumulator::MetricsAccumulator(Mode mode, const Schedule& schedule, cons
   r_.schedule = schedule.name;
   r_.micro_batches = schedule.micro_batches;
   r_.replicas = schedule.replicas;
-  r_.samples = schedule.micro_batches * ex.micro_batch_size * schedule.replicas;
+  r_.samples = checked_mul(checked_mul(schedule.micro_batches, ex.micro_batch_size, "samples per step"),
+                           schedule.replicas, "samples per step");
   r_.cycles = schedule.cycles;
   r_.sync_seconds = schedule.sync_seconds;
   r_.latency_s.min = kInf;

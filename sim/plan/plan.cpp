@@ -37,13 +37,25 @@ void check_weights_local(const Model& m, const ModelGraph& g) {
 
 // Forward stage of each op: the ops in execution order, cut wherever the IPU changes
 // (so consecutive annotated stages on one IPU merge into one).
-std::vector<int> split_stages(const ModelGraph& g, std::vector<int>& ipu_of_stage) {
+std::vector<int> split_stages(const ModelGraph& g, std::vector<int>& ipu_of_stage, bool keep_annotated) {
   std::vector<int> stage_of(g.ipu_of_op.size());
+  int annotated = -1;
   for (std::size_t op : g.execution_order) {
-    if (ipu_of_stage.empty() || ipu_of_stage.back() != g.ipu_of_op[op]) ipu_of_stage.push_back(g.ipu_of_op[op]);
+    const bool new_stage = ipu_of_stage.empty() || ipu_of_stage.back() != g.ipu_of_op[op] ||
+                           (keep_annotated && g.stage_of_op[op] != annotated);
+    if (new_stage) ipu_of_stage.push_back(g.ipu_of_op[op]);
+    annotated = g.stage_of_op[op];
     stage_of[op] = static_cast<int>(ipu_of_stage.size()) - 1;
   }
   return stage_of;
+}
+
+// TensorFlow keeps every pipeline stage it is given, several on one IPU included (its
+// device_mapping is many-to-one); PopART merges consecutive stages on one IPU.
+bool keeps_annotated_stages(const Scenario& sc, const ModelGraph& g) {
+  const Execution& ex = sc.execution;
+  const bool pipelined = std::find(ex.modes.begin(), ex.modes.end(), Mode::Pipelined) != ex.modes.end();
+  return pipelined && g.has_pipeline_stages && !g.pipelining_refused && ex.schedule.rfind("tf-", 0) == 0;
 }
 
 enum class BackwardReads { Nothing, Inputs, Outputs };
@@ -196,7 +208,7 @@ Plan make_plan(const Scenario& sc, const ModelGraph& g) {
   plan.pipelining_refused = g.pipelining_refused;
 
   std::vector<int> merged_ipu;
-  const std::vector<int> stage_of = split_stages(g, merged_ipu);
+  const std::vector<int> stage_of = split_stages(g, merged_ipu, keeps_annotated_stages(sc, g));
   const int P = static_cast<int>(merged_ipu.size());
   plan.forward_stage_count = P;
   plan.loss_stage = P - 1;

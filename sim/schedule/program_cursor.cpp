@@ -78,12 +78,29 @@ void ProgramCursor::skip_iterations(std::size_t depth, std::int64_t iterations) 
   offset_ += r.stride * iterations;
 }
 
-std::int64_t executed_steps(const Program& program) {
+namespace {
+
+// How many times each template step runs.
+std::vector<std::int64_t> multiplicities(const Program& program) {
   std::vector<std::int64_t> multiplicity(program.steps.size(), 1);
   for (const Repeat& r : program.repeats)
     for (std::size_t i = r.first; i < r.first + r.length && i < multiplicity.size(); ++i) multiplicity[i] *= r.times;
+  return multiplicity;
+}
+
+} // namespace
+
+std::int64_t executed_steps(const Program& program) {
   std::int64_t total = 0;
-  for (std::int64_t m : multiplicity) total += m;
+  for (std::int64_t m : multiplicities(program)) total += m;
+  return total;
+}
+
+std::int64_t executed_transfers(const Program& program) {
+  const std::vector<std::int64_t> multiplicity = multiplicities(program);
+  std::int64_t total = 0;
+  for (std::size_t i = 0; i < multiplicity.size(); ++i)
+    total += multiplicity[i] * static_cast<std::int64_t>(program.steps[i].transfers.size());
   return total;
 }
 

@@ -51,6 +51,9 @@ private:
 
 // How many steps the program runs, its repeats expanded.
 std::int64_t executed_steps(const Program& program);
+// How many transfers its steps list, repeats expanded (a transfer appears in the programs
+// of both its IPUs when they exchange it).
+std::int64_t executed_transfers(const Program& program);
 
 // The most a micro-batch the program runs falls below the largest it ran before it:
 // once it has run micro-batch b it never again runs one below b - label_lag. With this

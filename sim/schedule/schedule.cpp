@@ -85,7 +85,7 @@ std::vector<const PlanCopy*> ScheduleContext::copies_into(int stage, bool gradie
   return out;
 }
 
-void check_pipelinable(const ScheduleContext& ctx) {
+void check_pipelinable(const ScheduleContext& ctx, bool one_ipu_allowed) {
   const Scenario& sc = ctx.scenario;
   if (const auto& refused = ctx.plan.pipelining_refused)
     throw InputError(refused->file(), refused->pointer(), refused->rule(),
@@ -94,7 +94,7 @@ void check_pipelinable(const ScheduleContext& ctx) {
   if (!ctx.plan.annotated)
     throw InputError(sc.model.file, "/ops", "pipeline.needs-virtual-graphs",
                      "pipelining needs virtualGraph annotations on the ops; this model has none");
-  if (ctx.plan.ipus.size() < 2)
+  if (ctx.plan.ipus.size() < 2 && !one_ipu_allowed)
     throw InputError(sc.model.file, "/ops", "pipeline.single-ipu",
                      "pipelining needs more than one IPU; every op of this model is on virtualGraph " +
                          std::to_string(ctx.plan.ipus.front().id));
@@ -147,15 +147,6 @@ ProgramBuilder::ProgramBuilder(const ScheduleContext& context, std::string name,
                            (!exists ? " does not exist in \"" + sc.hardware.name + "\"" : " is placed twice"));
     physical_.push_back(physical);
   }
-  // Programs stay small at any depth (repeats), but a step of more micro-batches would
-  // take too long to simulate in full (--exact-full), and nobody runs one.
-  constexpr double kMaxMicroBatches = 1e6;
-  const double micro_batches = static_cast<double>(context_.depth()) * static_cast<double>(context_.batches()) *
-                               static_cast<double>(sc.execution.replicas);
-  if (micro_batches > kMaxMicroBatches)
-    depth_error(context_, "scenario.too-large",
-                "a step of " + Json(micro_batches).dump() + " micro-batches (depth x batches x replicas) is more than "
-                "ipusim simulates (1,000,000); simulate fewer and scale the step time");
   for (int r = 0; r < replicas_; ++r)
     for (const auto& ipu : context.plan.ipus) schedule_.programs.push_back(Program{physical_of(r, ipu.id), {}});
   std::sort(schedule_.programs.begin(), schedule_.programs.end(),
@@ -175,15 +166,19 @@ void ProgramBuilder::append(int virtual_ipu, const Step& step) {
       t.dst_ipu = physical_of(r, t.dst_ipu);
       t.copy += r * copies_;
     }
-    schedule_.programs[index_.at(physical_of(r, virtual_ipu))].steps.push_back(std::move(s));
+    push(index_.at(physical_of(r, virtual_ipu)), std::move(s));
   }
+}
+
+void ProgramBuilder::push(std::size_t program, Step step) {
+  schedule_.programs[program].steps.push_back(std::move(step));
 }
 
 void ProgramBuilder::sync_all(double seconds) {
   Step s;
   s.kind = StepKind::Sync;
   s.seconds = seconds;
-  for (auto& p : schedule_.programs) p.steps.push_back(s);
+  for (std::size_t p = 0; p < schedule_.programs.size(); ++p) push(p, s);
 }
 
 void ProgramBuilder::exchange(const std::vector<const PlanCopy*>& copies) {
@@ -257,33 +252,6 @@ void ProgramBuilder::receive(int ipu, const std::vector<const PlanCopy*>& copies
   append(ipu, s);
 }
 
-void ProgramBuilder::ring_all_reduce_step(int virtual_ipu, double bytes) {
-  // One of the 2(R-1) steps of a ring all-reduce across the replicas holding this IPU's
-  // weights (reduce-scatter, then all-gather): each replica sends 1/R of the gradients
-  // to the next and receives as much from the previous.
-  const int R = replicas_;
-  const int ring_copies = R * copies_;
-  const double chunk = bytes / R;
-  for (int r = 0; r < R; ++r) {
-    Step s;
-    s.kind = StepKind::Exchange;
-    s.pass = Pass::AllReduce;
-    const int next = (r + 1) % R, previous = (r + R - 1) % R;
-    s.transfers.push_back(
-        {ring_copies + virtual_ipu * R + r, physical_of(r, virtual_ipu), physical_of(next, virtual_ipu), chunk});
-    s.transfers.push_back({ring_copies + virtual_ipu * R + previous, physical_of(previous, virtual_ipu),
-                           physical_of(r, virtual_ipu), chunk});
-    schedule_.programs[index_.at(physical_of(r, virtual_ipu))].steps.push_back(std::move(s));
-  }
-}
-
-void ProgramBuilder::ring_steps(int first, int count) {
-  // The IPUs' rings run side by side, step by step.
-  for (int step = first; step < first + count; ++step)
-    for (const PlanIpu& ipu : context_.plan.ipus)
-      if (ipu.weight_bytes > 0) ring_all_reduce_step(ipu.id, ipu.weight_bytes);
-}
-
 void ProgramBuilder::update_steps(int virtual_ipu, Step s, double seconds, double state_bytes) {
   if (state_bytes > 0) {
     s.kind = StepKind::StateLoad;
@@ -314,7 +282,10 @@ void ProgramBuilder::weight_updates(bool all_at_once) {
   const bool sharded_state = ex.replicated_tensor_sharding && replicas_ > 1;
   sync_all(context_.sync_seconds);
   if (replicas_ > 1) {
-    ring_steps(0, sharded_state ? replicas_ - 1 : 2 * (replicas_ - 1));
+    for (const PlanIpu& ipu : context_.plan.ipus) {
+      reduce_scatter(ipu.id, ipu.weight_bytes);
+      if (!sharded_state) all_gather(ipu.id, ipu.weight_bytes);
+    }
     sync_all(context_.sync_seconds);
   }
   const auto& excluded = ex.weight_update_excluded_ipus;
@@ -341,7 +312,7 @@ void ProgramBuilder::weight_updates(bool all_at_once) {
         if (!is_excluded(ipu.id)) one_at_a_time(ipu, 1 - ipu.shared_update_fraction);
   }
   if (sharded_state) {
-    ring_steps(replicas_ - 1, replicas_ - 1);
+    for (const PlanIpu& ipu : context_.plan.ipus) all_gather(ipu.id, ipu.weight_bytes);
     sync_all(context_.sync_seconds);
   }
 }
@@ -349,16 +320,16 @@ void ProgramBuilder::weight_updates(bool all_at_once) {
 void ProgramBuilder::stage_update(const PlanStage& stage, std::int64_t micro_batch) {
   if (stage.update_seconds <= 0 && stage.state_bytes <= 0) return;
   const bool sharded_state = context_.scenario.execution.replicated_tensor_sharding && replicas_ > 1;
-  if (replicas_ > 1)
-    for (int step = 0; step < (sharded_state ? 1 : 2) * (replicas_ - 1); ++step)
-      ring_all_reduce_step(stage.ipu, stage.weight_bytes);
+  if (replicas_ > 1) {
+    reduce_scatter(stage.ipu, stage.weight_bytes);
+    if (!sharded_state) all_gather(stage.ipu, stage.weight_bytes);
+  }
   Step s;
   s.pass = Pass::Update;
   s.stage = stage.id;
   s.micro_batch = micro_batch;
   update_steps(stage.ipu, s, stage.update_seconds, stage.state_bytes);
-  if (sharded_state)
-    for (int step = 0; step < replicas_ - 1; ++step) ring_all_reduce_step(stage.ipu, stage.weight_bytes);
+  if (sharded_state) all_gather(stage.ipu, stage.weight_bytes);
 }
 
 int ProgramBuilder::repeat(const std::string& name, std::int64_t times, std::int64_t stride,

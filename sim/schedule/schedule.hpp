@@ -29,8 +29,10 @@ struct ScheduleContext {
   std::vector<const PlanCopy*> copies_into(int stage, bool gradient) const;
 };
 
-// Checks shared by every pipelined schedule: the graph's pipelining-only rules, virtual graphs, more than one IPU.
-void check_pipelinable(const ScheduleContext& context);
+// Checks shared by every pipelined schedule: the graph's pipelining-only rules, virtual graphs,
+// and more than one IPU unless `one_ipu_allowed` (TensorFlow pipelines on one IPU to recompute
+// stage by stage).
+void check_pipelinable(const ScheduleContext& context, bool one_ipu_allowed = false);
 // An InputError about the pipeline depth, pointing at G (training) or batchesPerStep.
 [[noreturn]] void depth_error(const ScheduleContext& context, const std::string& rule, const std::string& message);
 
@@ -100,15 +102,22 @@ public:
 private:
   // Every step is laid out for each replica, on its physical IPU, with its copies renumbered.
   void append(int virtual_ipu, const Step& step);
+  void push(std::size_t program, Step step);
   int physical_of(int replica, int virtual_ipu) const;
-  // Steps [first, first + count) of the 2(R-1)-step ring all-reduce: the first R-1 reduce-scatter, the rest all-gather.
-  void ring_steps(int first, int count);
+  // Gradient collectives across the replicas holding virtual IPU `virtual_ipu`'s weights
+  // (collectives.cpp): an all-reduce is a reduce-scatter then an all-gather.
+  void reduce_scatter(int virtual_ipu, double bytes);
+  void all_gather(int virtual_ipu, double bytes);
+  // One ring step over `members` (replica indices, in ring order): each sends `chunk` to the
+  // next; `level` keeps the mailboxes of a rack's ring apart from those of the racks' ring.
+  void ring_step(int virtual_ipu, const std::vector<int>& members, int level, double chunk);
+  // The replicas of `virtual_ipu` grouped by rack (physical IPU / rackIpus), or one group
+  // when the replicas do not split evenly over racks.
+  std::vector<std::vector<int>> racks_of(int virtual_ipu) const;
   // One IPU's update, or `fraction` of it: state in, compute, state out.
   void update(const PlanIpu& ipu, double fraction);
   // The steps of an update, stamped from `s`: load the state (if any), compute, store it back.
   void update_steps(int virtual_ipu, Step s, double seconds, double state_bytes);
-  // One of the 2(R-1) ring steps across the replicas holding virtual IPU `virtual_ipu`'s weights.
-  void ring_all_reduce_step(int virtual_ipu, double bytes);
 
   const ScheduleContext& context_;
   bool recompute_;

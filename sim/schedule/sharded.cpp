@@ -20,8 +20,11 @@ Schedule build_sharded(const ScheduleContext& ctx) {
         std::vector<const PlanCopy*> outgoing;
         for (const PlanCopy& c : ctx.plan.copies)
           if (c.from_stage == stage.id) outgoing.push_back(&c);
-        if (outgoing.empty()) b.sync_all(ctx.sync_seconds);
-        else b.exchange(outgoing);
+        // The next stage on the same IPU (TensorFlow keeps such stages) simply follows.
+        const auto next = static_cast<std::size_t>(stage.id + 1);
+        const bool same_ipu = next < ctx.plan.stages.size() && ctx.plan.stages[next].ipu == stage.ipu;
+        if (!outgoing.empty()) b.exchange(outgoing);
+        else if (!same_ipu) b.sync_all(ctx.sync_seconds);
       }
     });
     if (ex.training) b.weight_updates();

@@ -165,7 +165,7 @@ void emit_steps(const ScheduleContext& ctx, ProgramBuilder& b, const std::vector
 }
 
 Schedule build_lockstep(const ScheduleContext& ctx, Flavour flavour) {
-  check_pipelinable(ctx);
+  check_pipelinable(ctx, /*one_ipu_allowed=*/true);
   const Plan& plan = ctx.plan;
   const int N = plan.forward_stage_count;
   const std::int64_t depth = ctx.depth();
@@ -216,7 +216,7 @@ Schedule build_tf_grouped(const ScheduleContext& ctx) { return build_lockstep(ct
 Schedule build_tf_interleaved(const ScheduleContext& ctx) { return build_lockstep(ctx, Flavour::Interleaved); }
 
 Schedule build_tf_sequential(const ScheduleContext& ctx) {
-  check_pipelinable(ctx);
+  check_pipelinable(ctx, /*one_ipu_allowed=*/true);
   const Plan& plan = ctx.plan;
   const int N = plan.forward_stage_count;
   const std::int64_t depth = ctx.depth();

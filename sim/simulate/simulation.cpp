@@ -1,8 +1,11 @@
 #include "sim/simulate/simulation.hpp"
 
+#include <ostream>
+
 #include "sim/engine/forked.hpp"
 #include "sim/engine/log_channel.hpp"
 #include "sim/plan/routes.hpp"
+#include "sim/simulate/run_estimate.hpp"
 #include "sim/schedule/schedule.hpp"
 
 namespace ipusim {
@@ -121,13 +124,22 @@ ModeRun run_mode(Mode mode, Schedule schedule, const Scenario& sc, const Simulat
   return run;
 }
 
+// Runs larger than this, or longer when simulated in full, are announced before they start.
+constexpr double kNoteBytes = 1024.0 * 1024 * 1024;
+constexpr double kNoteSeconds = 60;
+
 } // namespace
 
 Simulation simulate(const Scenario& scenario, const std::vector<Mode>& modes, const SimulateOptions& options) {
   Simulation sim;
   sim.graph = build_graph(scenario.model);
   sim.plan = make_plan(scenario, sim.graph);
-  compute_routes(scenario.hardware);  // a disconnected system is bad input, reported before simulating
+  check_connected(scenario.hardware);  // a disconnected system is bad input, reported before simulating
+  sim.estimate = estimate_run(scenario, sim.plan, modes, options.keep_log);
+  // The time estimate is for the full simulation; the steady state's is usually far less.
+  if (options.notes != nullptr &&
+      (sim.estimate.peak_bytes > kNoteBytes || (options.exact_full && sim.estimate.seconds > kNoteSeconds)))
+    *options.notes << "ipusim: note: this run needs " << describe_estimate(sim.estimate) << "\n" << std::flush;
   std::vector<Schedule> schedules;
   for (Mode mode : modes) schedules.push_back(make_schedule(mode, scenario, sim.plan));
   for (std::size_t i = 0; i < modes.size(); ++i) {

@@ -1,6 +1,7 @@
 #pragma once
 // One way through: scenario -> graph -> plan -> schedule -> engine -> metrics, for
 // each requested mode.
+#include <iosfwd>
 #include <vector>
 
 #include "sim/engine/engine.hpp"
@@ -9,6 +10,7 @@
 #include "sim/metrics/metrics.hpp"
 #include "sim/plan/plan.hpp"
 #include "sim/schedule/program.hpp"
+#include "sim/simulate/run_estimate.hpp"
 
 namespace ipusim {
 
@@ -21,6 +23,7 @@ struct ModeRun {
 struct Simulation {
   ModelGraph graph;
   Plan plan;
+  RunEstimate estimate;
   std::vector<ModeRun> runs;  // in the order of the modes asked for
 };
 
@@ -35,9 +38,13 @@ struct SimulateOptions {
   // than in a forked child, sparing a process. A failure of SimGrid itself then ends this
   // process instead of being reported.
   bool last_in_process = false;
+  // Where a run estimated at over 1 GiB, or over a minute with exact_full, is announced
+  // before it starts (none: not announced).
+  std::ostream* notes = nullptr;
 };
 
-// Checks everything before simulating anything, so bad input fails fast.
+// Checks everything before simulating anything, so bad input fails fast, and refuses a
+// run too large for the machine (run_estimate.hpp).
 Simulation simulate(const Scenario& scenario, const std::vector<Mode>& modes, const SimulateOptions& options = {});
 
 } // namespace ipusim

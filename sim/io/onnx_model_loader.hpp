@@ -1,0 +1,22 @@
+#pragma once
+// Reads an ONNX model (PopART-annotated or not) into the same Model as a JSON model file:
+// nodes become ops, float initializers weights, the other graph inputs host inputs, and
+// the graph outputs anchors. docs/formats.md ("ONNX models") gives every rule.
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "sim/io/model.hpp"
+
+namespace ipusim {
+
+struct OnnxImportOptions {
+  // The size of a static leading batch dimension in the file. Unset: a symbolic leading
+  // dimension shared by every graph input is the batch; without one, shapes are per sample.
+  std::optional<std::int64_t> batch_size;
+};
+
+bool is_onnx_path(const std::string& path);
+Model load_onnx_model(const std::string& path, const OnnxImportOptions& options = {});
+
+} // namespace ipusim

@@ -1,0 +1,227 @@
+#include "sim/io/onnx_shape_folding.hpp"
+
+#include <onnx/defs/schema.h>
+#include <onnx/shape_inference/implementation.h>
+
+#include <cstring>
+#include <map>
+#include <optional>
+
+namespace ipusim {
+
+namespace {
+
+// An integer tensor whose values are known before running the model.
+struct IntValue {
+  std::vector<std::int64_t> dims;
+  std::vector<std::int64_t> values;
+};
+
+std::optional<IntValue> int_value(const onnx::TensorProto& t) {
+  using T = onnx::TensorProto;
+  if (t.data_type() != T::INT64 && t.data_type() != T::INT32) return std::nullopt;
+  IntValue v;
+  v.dims.assign(t.dims().begin(), t.dims().end());
+  std::int64_t n = 1;
+  for (auto d : v.dims) n *= d;
+  if (t.data_type() == T::INT64) {
+    if (t.int64_data_size() == n) v.values.assign(t.int64_data().begin(), t.int64_data().end());
+    else if (static_cast<std::int64_t>(t.raw_data().size()) == n * 8) {
+      v.values.resize(static_cast<std::size_t>(n));
+      std::memcpy(v.values.data(), t.raw_data().data(), t.raw_data().size());
+    } else return std::nullopt;
+  } else {
+    if (t.int32_data_size() == n) v.values.assign(t.int32_data().begin(), t.int32_data().end());
+    else if (static_cast<std::int64_t>(t.raw_data().size()) == n * 4) {
+      std::vector<std::int32_t> raw(static_cast<std::size_t>(n));
+      std::memcpy(raw.data(), t.raw_data().data(), t.raw_data().size());
+      v.values.assign(raw.begin(), raw.end());
+    } else return std::nullopt;
+  }
+  return v;
+}
+
+const onnx::AttributeProto* attribute(const onnx::NodeProto& n, const std::string& name) {
+  for (const auto& a : n.attribute())
+    if (a.name() == name) return &a;
+  return nullptr;
+}
+
+std::int64_t int_attribute(const onnx::NodeProto& n, const std::string& name, std::int64_t fallback) {
+  const auto* a = attribute(n, name);
+  return a ? a->i() : fallback;
+}
+
+std::int64_t clamp_index(std::int64_t i, std::int64_t size) {
+  if (i < 0) i += size;
+  return std::max<std::int64_t>(0, std::min(i, size));
+}
+
+class Folder {
+public:
+  explicit Folder(onnx::ModelProto& proto) : proto_(proto) {
+    for (const auto& t : proto_.graph().initializer())
+      if (auto v = int_value(t)) known_[t.name()] = *v;
+    for (const auto& imp : proto_.opset_import())
+      if (imp.domain().empty() || imp.domain() == "ai.onnx") opset_ = imp.version();
+  }
+
+  // One pass in graph order; true when a node was folded.
+  bool pass() {
+    shapes_.clear();
+    const auto& g = proto_.graph();
+    for (const auto* list : {&g.input(), &g.value_info(), &g.output()})
+      for (const auto& v : *list) note_shape(v);
+    bool folded = false;
+    auto* nodes = proto_.mutable_graph()->mutable_node();
+    for (int i = 0; i < nodes->size(); ++i) {
+      onnx::NodeProto& n = *nodes->Mutable(i);
+      if (n.output_size() != 1 || n.output(0).empty() || known_.count(n.output(0))) continue;
+      if (n.op_type() == "Constant") {
+        if (const auto* a = attribute(n, "value"))
+          if (auto v = int_value(a->t())) known_[n.output(0)] = *v;
+        continue;
+      }
+      auto v = evaluate(n);
+      if (!v) continue;
+      known_[n.output(0)] = *v;
+      to_constant(n, *v);
+      folded = true;
+    }
+    return folded;
+  }
+
+private:
+  void note_shape(const onnx::ValueInfoProto& v) {
+    if (!v.type().has_tensor_type() || !v.type().tensor_type().has_shape()) return;
+    std::vector<std::int64_t> dims;
+    for (const auto& d : v.type().tensor_type().shape().dim()) {
+      if (!d.has_dim_value()) return;
+      dims.push_back(d.dim_value());
+    }
+    shapes_[v.name()] = dims;
+  }
+
+  const IntValue* input(const onnx::NodeProto& n, int i) const {
+    if (i >= n.input_size() || n.input(i).empty()) return nullptr;
+    const auto it = known_.find(n.input(i));
+    return it == known_.end() ? nullptr : &it->second;
+  }
+
+  // The shape-arithmetic ops PyTorch's exporter writes (x.size(d), chunk, view(-1, ...)),
+  // on integer tensors of rank 0 or 1. Anything else is left to ONNX.
+  std::optional<IntValue> evaluate(const onnx::NodeProto& n) const {
+    const std::string& op = n.op_type();
+    if (op == "Shape") {
+      const auto it = n.input_size() ? shapes_.find(n.input(0)) : shapes_.end();
+      if (it == shapes_.end()) return std::nullopt;
+      const auto size = static_cast<std::int64_t>(it->second.size());
+      const std::int64_t start = clamp_index(int_attribute(n, "start", 0), size);
+      const std::int64_t end = clamp_index(int_attribute(n, "end", size), size);
+      IntValue v;
+      for (std::int64_t k = start; k < end; ++k) v.values.push_back(it->second[static_cast<std::size_t>(k)]);
+      v.dims = {static_cast<std::int64_t>(v.values.size())};
+      return v;
+    }
+    const IntValue* a = input(n, 0);
+    if (!a || a->dims.size() > 1) return std::nullopt;
+    if (op == "Identity" || (op == "Cast" && (int_attribute(n, "to", 0) == onnx::TensorProto::INT64 ||
+                                              int_attribute(n, "to", 0) == onnx::TensorProto::INT32)))
+      return *a;
+    if (op == "Unsqueeze" || op == "Squeeze") {
+      IntValue v = *a;
+      v.dims = op == "Squeeze" || !a->dims.empty() ? std::vector<std::int64_t>{} : std::vector<std::int64_t>{1};
+      if (op == "Squeeze" && a->values.size() != 1) return std::nullopt;
+      if (op == "Unsqueeze" && !a->dims.empty()) return std::nullopt;
+      return v;
+    }
+    if (op == "Gather") {
+      const IntValue* idx = input(n, 1);
+      if (!idx || a->dims.size() != 1 || int_attribute(n, "axis", 0) != 0) return std::nullopt;
+      IntValue v;
+      v.dims = idx->dims;
+      for (auto i : idx->values) {
+        if (i < 0) i += static_cast<std::int64_t>(a->values.size());
+        if (i < 0 || i >= static_cast<std::int64_t>(a->values.size())) return std::nullopt;
+        v.values.push_back(a->values[static_cast<std::size_t>(i)]);
+      }
+      return v;
+    }
+    if (op == "Concat") {
+      IntValue v;
+      for (int i = 0; i < n.input_size(); ++i) {
+        const IntValue* x = input(n, i);
+        if (!x || x->dims.size() != 1) return std::nullopt;
+        v.values.insert(v.values.end(), x->values.begin(), x->values.end());
+      }
+      v.dims = {static_cast<std::int64_t>(v.values.size())};
+      return v;
+    }
+    if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div") {
+      const IntValue* b = input(n, 1);
+      if (!b || b->dims.size() > 1) return std::nullopt;
+      const std::size_t size = std::max(a->values.size(), b->values.size());
+      if ((a->values.size() != size && a->values.size() != 1) || (b->values.size() != size && b->values.size() != 1))
+        return std::nullopt;
+      IntValue v;
+      v.dims = a->values.size() >= b->values.size() ? a->dims : b->dims;
+      for (std::size_t k = 0; k < size; ++k) {
+        const std::int64_t x = a->values[a->values.size() == 1 ? 0 : k], y = b->values[b->values.size() == 1 ? 0 : k];
+        if (op == "Div" && y == 0) return std::nullopt;
+        v.values.push_back(op == "Add" ? x + y : op == "Sub" ? x - y : op == "Mul" ? x * y : x / y);
+      }
+      return v;
+    }
+    if (op == "Slice" && opset_ >= 10) {
+      const IntValue *starts = input(n, 1), *ends = input(n, 2), *steps = input(n, 4);
+      if (!starts || !ends || a->dims.size() != 1 || starts->values.size() != 1 || ends->values.size() != 1 ||
+          (steps && (steps->values.size() != 1 || steps->values[0] != 1)))
+        return std::nullopt;
+      const auto size = static_cast<std::int64_t>(a->values.size());
+      const std::int64_t s = clamp_index(starts->values[0], size), e = clamp_index(ends->values[0], size);
+      IntValue v;
+      for (std::int64_t k = s; k < e; ++k) v.values.push_back(a->values[static_cast<std::size_t>(k)]);
+      v.dims = {static_cast<std::int64_t>(v.values.size())};
+      return v;
+    }
+    return std::nullopt;
+  }
+
+  // The node becomes a Constant holding its value: it keeps its place (error pointers name
+  // node indices) and ONNX's inference reads the value from there.
+  static void to_constant(onnx::NodeProto& n, const IntValue& v) {
+    onnx::TensorProto t;
+    t.set_data_type(onnx::TensorProto::INT64);
+    for (auto d : v.dims) t.add_dims(d);
+    for (auto x : v.values) t.add_int64_data(x);
+    n.clear_input();
+    n.clear_attribute();
+    n.clear_domain();
+    n.set_op_type("Constant");
+    auto* a = n.add_attribute();
+    a->set_name("value");
+    a->set_type(onnx::AttributeProto::TENSOR);
+    *a->mutable_t() = t;
+  }
+
+  onnx::ModelProto& proto_;
+  std::int64_t opset_ = 0;
+  std::map<std::string, IntValue> known_;
+  std::map<std::string, std::vector<std::int64_t>> shapes_;
+};
+
+} // namespace
+
+void infer_shapes_folding_constants(onnx::ModelProto& proto) {
+  const onnx::ShapeInferenceOptions lenient(/*check_type=*/false, /*error_mode=*/0, /*data_prop=*/true);
+  Folder folder(proto);
+  // Each round may reveal the shapes the next layer's shape arithmetic reads.
+  for (int round = 0; round < 10000; ++round) {
+    onnx::shape_inference::InferShapes(proto, onnx::OpSchemaRegistry::Instance(), lenient);
+    if (!folder.pass()) break;
+  }
+  const onnx::ShapeInferenceOptions strict(/*check_type=*/false, /*error_mode=*/1, /*data_prop=*/true);
+  onnx::shape_inference::InferShapes(proto, onnx::OpSchemaRegistry::Instance(), strict);
+}
+
+} // namespace ipusim

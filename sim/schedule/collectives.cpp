@@ -1,0 +1,80 @@
+// Gradient collectives across replicas, as Graphcore's GCL runs them: rings. Within one
+// rack (an IPU-Link domain) a ring reduce-scatter leaves each replica 1/R of the summed
+// gradients and a ring all-gather spreads them back, 2(R-1) steps of B/R in all. Replicas
+// in several racks joined by slower GW-Links reduce hierarchically: reduce-scatter inside
+// each rack, then across the racks on the rack's share only, and the reverse to gather,
+// so only B/R_rack of the data crosses the GW-Links.
+#include <map>
+
+#include "sim/schedule/schedule.hpp"
+
+namespace ipusim {
+
+std::vector<std::vector<int>> ProgramBuilder::racks_of(int virtual_ipu) const {
+  const int rack_ipus = context_.scenario.hardware.rack_ipus;
+  std::map<int, std::vector<int>> by_rack;
+  for (int r = 0; r < replicas_; ++r) by_rack[physical_of(r, virtual_ipu) / rack_ipus].push_back(r);
+  std::vector<std::vector<int>> racks;
+  for (auto& [rack, members] : by_rack) racks.push_back(members);
+  for (const auto& members : racks)
+    if (members.size() != racks.front().size()) {
+      std::vector<int> all;
+      for (int r = 0; r < replicas_; ++r) all.push_back(r);
+      return {all};
+    }
+  return racks;
+}
+
+void ProgramBuilder::ring_step(int virtual_ipu, const std::vector<int>& members, int level, double chunk) {
+  const int n = static_cast<int>(members.size());
+  const int width = width_;
+  // Mailbox of the transfer sent by replica r at this level: after the pipeline's copies.
+  auto mailbox = [&](int r) { return replicas_ * copies_ + ((level * width + virtual_ipu) * replicas_ + r); };
+  for (int i = 0; i < n; ++i) {
+    const int r = members[static_cast<std::size_t>(i)];
+    const int next = members[static_cast<std::size_t>((i + 1) % n)];
+    const int previous = members[static_cast<std::size_t>((i + n - 1) % n)];
+    Step s;
+    s.kind = StepKind::Exchange;
+    s.pass = Pass::AllReduce;
+    s.transfers.push_back({mailbox(r), physical_of(r, virtual_ipu), physical_of(next, virtual_ipu), chunk});
+    s.transfers.push_back({mailbox(previous), physical_of(previous, virtual_ipu), physical_of(r, virtual_ipu), chunk});
+    push(index_.at(physical_of(r, virtual_ipu)), std::move(s));
+  }
+}
+
+void ProgramBuilder::reduce_scatter(int virtual_ipu, double bytes) {
+  if (replicas_ < 2 || bytes <= 0) return;
+  const auto racks = racks_of(virtual_ipu);
+  const auto in_rack = static_cast<int>(racks.front().size());
+  for (const auto& members : racks)
+    for (int step = 0; step + 1 < in_rack; ++step) ring_step(virtual_ipu, members, 0, bytes / in_rack);
+  if (racks.size() < 2) return;
+  // Replica i of every rack holds the same share: they form the racks' ring.
+  const auto across = static_cast<int>(racks.size());
+  for (int i = 0; i < in_rack; ++i) {
+    std::vector<int> members;
+    for (const auto& rack : racks) members.push_back(rack[static_cast<std::size_t>(i)]);
+    for (int step = 0; step + 1 < across; ++step)
+      ring_step(virtual_ipu, members, 1, bytes / in_rack / across);
+  }
+}
+
+void ProgramBuilder::all_gather(int virtual_ipu, double bytes) {
+  if (replicas_ < 2 || bytes <= 0) return;
+  const auto racks = racks_of(virtual_ipu);
+  const auto in_rack = static_cast<int>(racks.front().size());
+  if (racks.size() >= 2) {
+    const auto across = static_cast<int>(racks.size());
+    for (int i = 0; i < in_rack; ++i) {
+      std::vector<int> members;
+      for (const auto& rack : racks) members.push_back(rack[static_cast<std::size_t>(i)]);
+      for (int step = 0; step + 1 < across; ++step)
+        ring_step(virtual_ipu, members, 1, bytes / in_rack / across);
+    }
+  }
+  for (const auto& members : racks)
+    for (int step = 0; step + 1 < in_rack; ++step) ring_step(virtual_ipu, members, 0, bytes / in_rack);
+}
+
+} // namespace ipusim

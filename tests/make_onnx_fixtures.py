@@ -1,0 +1,229 @@
+#!/usr/bin/python3
+"""Writes the ONNX fixtures of tests/test_onnx.cpp into a folder, with python3-onnx's helper.
+
+Usage: make_onnx_fixtures.py OUT_DIR. Exit 77 when the onnx module is missing (the tests
+then skip and say so). Every model has a symbolic batch dimension "N" on its inputs
+unless its name says otherwise; weights are initializers with dims and no data unless the
+fixture is about data.
+"""
+
+import os
+import struct
+import sys
+
+try:
+    import onnx
+    from onnx import TensorProto, helper
+except ImportError:
+    sys.stderr.write("python3-onnx is not installed (apt-get install python3-onnx)\n")
+    sys.exit(77)
+
+F = TensorProto.FLOAT
+
+
+def shape_only(name, dims, dtype=F):
+    """An initializer with dims and no data: a weight-less model."""
+    t = TensorProto()
+    t.name = name
+    t.data_type = dtype
+    t.dims.extend(dims)
+    return t
+
+
+def const(name, values, dtype=TensorProto.INT64):
+    return helper.make_tensor(name, dtype, [len(values)], values)
+
+
+def node(op, inputs, outputs, name, ipu=None, stage=None, **attrs):
+    n = helper.make_node(op, inputs, outputs, name=name, **attrs)
+    if ipu is not None:
+        n.attribute.append(helper.make_attribute("__ipu_number", ipu))
+    if stage is not None:
+        n.attribute.append(helper.make_attribute("__pipeline_stage", stage))
+    return n
+
+
+def model(nodes, inputs, outputs, initializers, opset=13, value_info=()):
+    g = helper.make_graph(nodes, "fixture", inputs, outputs, initializers, value_info=list(value_info))
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+
+
+def batched(name, dims, dtype=F):
+    return helper.make_tensor_value_info(name, dtype, ["N"] + list(dims))
+
+
+def out(name):
+    return helper.make_tensor_value_info(name, F, None)
+
+
+def mlp(annotate=True, stages=True, ipu_on=lambda i: True, stage_on=lambda i: True):
+    """The seed MLP (models/mlp.json) as PopART would write it: 784-512-10, Gemm+Relu per IPU."""
+    def a(i, ipu, stage):
+        return dict(ipu=ipu if annotate and ipu_on(i) else None,
+                    stage=stage if annotate and stages and stage_on(i) else None)
+    nodes = [
+        node("Gemm", ["x0", "W0", "b0"], ["x1"], "dense1/Gemm", **a(0, 0, 0)),
+        node("Relu", ["x1"], ["x2"], "dense1/Relu", **a(1, 0, 0)),
+        node("Gemm", ["x2", "W1", "b1"], ["x3"], "dense2/Gemm", **a(2, 1, 1)),
+        node("Relu", ["x3"], ["probs"], "dense2/Relu", **a(3, 1, 1)),
+    ]
+    return model(nodes, [batched("x0", [784])], [out("probs")],
+                 [shape_only("W0", [784, 512]), shape_only("b0", [512]), shape_only("W1", [512, 10]),
+                  shape_only("b1", [10])])
+
+
+def every_op():
+    """One node of each op type the importer costs, on small shapes with known FLOPs
+    (tests/test_onnx.cpp lists them). Per-sample shapes in the comments."""
+    inits = [shape_only("conv_w", [8, 3, 3, 3]), shape_only("conv_b", [8]),
+             shape_only("group_w", [8, 2, 3, 3]), shape_only("bn_s", [8]), shape_only("bn_b", [8]),
+             shape_only("bn_m", [8]), shape_only("bn_v", [8]), shape_only("fc_w", [4, 32]), shape_only("fc_b", [4]),
+             shape_only("mm_w", [32, 16]), shape_only("ln_s", [16]), shape_only("ln_b", [16]),
+             shape_only("table", [100, 16]),
+             const("rows_shape", [-1, 32]), const("tokens_shape", [0, 4, 32]), const("heads_shape", [0, 4, 2, 8]),
+             const("ids", [1, 2, 3]), const("starts", [0]), const("ends", [2]), const("axes", [1]),
+             const("split", [2, 2])]
+    n = [
+        # [3,16,16] -> 3x3 stride-2 conv, pad 1 -> [8,8,8]: 2 x 512 x 27 + 512 (bias).
+        node("Conv", ["x", "conv_w", "conv_b"], ["c"], "conv", strides=[2, 2], pads=[1, 1, 1, 1]),
+        # grouped: 4 groups of 2 input channels -> [8,8,8]: 2 x 512 x 18.
+        node("Conv", ["c", "group_w"], ["g"], "grouped_conv", group=4, pads=[1, 1, 1, 1]),
+        node("BatchNormalization", ["g", "bn_s", "bn_b", "bn_m", "bn_v"], ["bn"], "bn"),
+        node("Relu", ["bn"], ["r"], "relu"),
+        node("MaxPool", ["r"], ["p"], "maxpool", kernel_shape=[2, 2], strides=[2, 2]),  # [8,4,4]
+        node("AveragePool", ["p"], ["ap"], "avgpool", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),  # [8,4,4]
+        node("GlobalAveragePool", ["ap"], ["gap"], "global_pool"),  # [8,1,1]
+        node("Flatten", ["p"], ["flat"], "flatten"),  # [128]
+        node("Reshape", ["flat", "rows_shape"], ["rows"], "reshape_rows"),  # [N*4, 32]: [4, 32]
+        node("Reshape", ["flat", "tokens_shape"], ["tokens"], "reshape_tokens"),  # [N, 4, 32]: [4, 32]
+        node("Gemm", ["rows", "fc_w", "fc_b"], ["fc"], "gemm", transB=1),  # [N*4, 4]: [4, 4]
+        node("MatMul", ["tokens", "mm_w"], ["mm"], "matmul"),  # [4, 16]
+        node("Reshape", ["mm", "heads_shape"], ["split_heads"], "reshape_heads"),  # [4, 2, 8]
+        node("Transpose", ["split_heads"], ["q"], "transpose_q", perm=[0, 2, 1, 3]),  # [2, 4, 8]
+        node("Transpose", ["split_heads"], ["k"], "transpose_k", perm=[0, 2, 3, 1]),  # [2, 8, 4]
+        node("MatMul", ["q", "k"], ["scores"], "batched_matmul"),  # [2, 4, 4]: 2 x 32 x 8
+        node("LayerNormalization", ["mm", "ln_s", "ln_b"], ["ln"], "layernorm", axis=-1),
+        node("Softmax", ["ln"], ["sm"], "softmax", axis=-1),
+        node("Gather", ["table", "ids"], ["emb"], "gather"),  # [3, 16], no batch: constant indices
+        node("Concat", ["mm", "ln"], ["cat"], "concat", axis=2),  # [4, 32]
+        node("Slice", ["cat", "starts", "ends", "axes"], ["sl"], "slice"),  # [2, 32]
+        node("Split", ["mm", "split"], ["s1", "s2"], "split", axis=1),  # [2, 16] twice
+        node("Add", ["s1", "s2"], ["add"], "add"),
+        node("Sub", ["add", "s1"], ["sub"], "sub"),
+        node("Mul", ["sub", "s2"], ["mul"], "mul"),
+        node("Div", ["mul", "s2"], ["div"], "div"),
+        node("Sigmoid", ["div"], ["sig"], "sigmoid"),
+        node("Tanh", ["sig"], ["tanh"], "tanh"),
+        node("Erf", ["tanh"], ["erf"], "erf"),
+        node("Sqrt", ["erf"], ["sqrt"], "sqrt"),
+        node("Exp", ["sqrt"], ["exp"], "exp"),
+        node("Log", ["exp"], ["log"], "log"),
+        node("Pow", ["log", "log"], ["pow"], "pow"),
+        node("Neg", ["pow"], ["neg"], "neg"),
+        node("Reciprocal", ["neg"], ["rec"], "reciprocal"),
+        node("LeakyRelu", ["rec"], ["leaky"], "leaky_relu"),
+        node("Cast", ["leaky"], ["cast"], "cast", to=F),
+        node("Identity", ["cast"], ["ident"], "identity"),
+        node("Dropout", ["ident"], ["drop"], "dropout"),
+        node("ReduceMean", ["drop"], ["rmean"], "reduce_mean", axes=[-1]),  # [2, 1]
+        node("ReduceSum", ["drop", "axes"], ["rsum"], "reduce_sum"),  # [1, 16]
+        node("ReduceMax", ["drop"], ["rmax"], "reduce_max", axes=[-1]),
+        node("LogSoftmax", ["sm"], ["lsm"], "log_softmax", axis=-1),
+        node("Unsqueeze", ["rmean", "axes"], ["unsq"], "unsqueeze"),  # [1, 2, 1]
+        node("Squeeze", ["unsq", "axes"], ["sq"], "squeeze"),  # [2, 1]
+    ]
+    outputs = ["gap", "fc", "emb", "scores", "sl", "rsum", "rmax", "lsm", "sq"]
+    return model(n, [batched("x", [3, 16, 16])], [out(o) for o in outputs], inits, opset=17)
+
+
+def layered():
+    """An un-annotated model named the way PyTorch's exporter names nodes and weights: a
+    stem, four repeated blocks layers.0 .. layers.3, and a head."""
+    inits = [shape_only("stem.weight", [32, 16])]
+    nodes = [node("MatMul", ["x", "stem.weight"], ["h0"], "/stem/MatMul")]
+    for i in range(4):
+        w = "layers.%d.fc.weight" % i
+        inits.append(shape_only(w, [16, 16]))
+        nodes.append(node("MatMul", ["h%d" % i, w], ["m%d" % i], "/layers.%d/fc/MatMul" % i))
+        nodes.append(node("Relu", ["m%d" % i], ["h%d" % (i + 1)], "/layers.%d/act/Relu" % i))
+    inits.append(shape_only("head.weight", [16, 10]))
+    nodes.append(node("MatMul", ["h4", "head.weight"], ["logits"], "/head/MatMul"))
+    nodes.append(node("Softmax", ["logits"], ["probs"], "/Softmax"))
+    return model(nodes, [batched("x", [32])], [out("probs")], inits)
+
+
+def write_all(folder):
+    os.makedirs(folder, exist_ok=True)
+
+    def save(name, m):
+        onnx.save(m, os.path.join(folder, name))
+
+    save("mlp.onnx", mlp())
+    save("mlp-virtual-graph-only.onnx", mlp(stages=False))
+    save("every-op.onnx", every_op())
+    save("layered.onnx", layered())
+
+    # Static batch 4 instead of a symbolic one (imported with batch size 4).
+    m = mlp()
+    m.graph.input[0].type.tensor_type.shape.dim[0].Clear()
+    m.graph.input[0].type.tensor_type.shape.dim[0].dim_value = 4
+    save("mlp-static-batch.onnx", m)
+
+    # Weights with data in the file, and with data in an external file.
+    m = mlp()
+    for t in m.graph.initializer:
+        n = 1
+        for d in t.dims:
+            n *= d
+        t.raw_data = struct.pack("<%df" % n, *([0.5] * n))
+    save("mlp-with-data.onnx", m)
+    for name in ("mlp-external", "mlp-external-missing"):
+        copy = onnx.ModelProto()
+        copy.CopyFrom(m)  # save_model moves the data out of the model it is given
+        onnx.save_model(copy, os.path.join(folder, name + ".onnx"), save_as_external_data=True,
+                        all_tensors_to_one_file=True, location=name + ".data", size_threshold=0)
+    os.remove(os.path.join(folder, "mlp-external-missing.data"))
+
+    # Bad inputs, each with its own rule.
+    save("bad-missing-ipu.onnx", mlp(ipu_on=lambda i: i != 2))           # annotation.mixed-virtual-graph
+    save("bad-stage-without-ipu.onnx", mlp(ipu_on=lambda i: False))      # annotation.stage-without-virtual-graph
+    bad = mlp()
+    bad.graph.node[1].attribute[0].CopyFrom(helper.make_attribute("__ipu_number", 0.5))
+    save("bad-float-ipu.onnx", bad)                                       # annotation.not-integer
+    bad = mlp()
+    bad.graph.node[1].attribute[0].CopyFrom(helper.make_attribute("__ipu_number", -1))
+    save("bad-negative-ipu.onnx", bad)                                    # annotation.negative
+    bad = mlp()
+    bad.graph.node[3].op_type = "NoSuchOp"
+    bad.graph.node[3].domain = "com.example"
+    bad.opset_import.append(helper.make_opsetid("com.example", 1))
+    save("bad-unknown-op.onnx", bad)                                      # onnx.shape-unknown
+    bad.graph.value_info.append(batched("probs", [10]))
+    save("bad-unknown-op-with-shape.onnx", bad)                           # op.flops-underivable
+    bad = mlp()
+    bad.graph.node[0].op_type = "MatMul"                                  # x0 [N,784] @ W0 [700,512]
+    del bad.graph.node[0].input[2]
+    bad.graph.initializer[0].dims[0] = 700
+    save("bad-shape-mismatch.onnx", bad)                                  # onnx.shape-inference
+    bad = mlp()
+    bad.graph.input[0].type.tensor_type.shape.dim[1].dim_param = "features"
+    save("bad-symbolic-feature.onnx", bad)                                # onnx.shape-unknown
+    bad = mlp()
+    bad.graph.input.append(helper.make_tensor_value_info("mask", F, [4, 784]))
+    save("bad-batch-disagreement.onnx", bad)                              # onnx.batch-dimension
+    save("bad-double.onnx", model([node("Relu", ["x"], ["y"], "relu")],   # onnx.unsupported-dtype
+                                  [batched("x", [4], TensorProto.DOUBLE)],
+                                  [helper.make_tensor_value_info("y", TensorProto.DOUBLE, None)], []))
+    with open(os.path.join(folder, "mlp.onnx"), "rb") as f:
+        data = f.read()
+    with open(os.path.join(folder, "bad-truncated.onnx"), "wb") as f:
+        f.write(data[: len(data) // 2])                                   # onnx.unreadable
+    with open(os.path.join(folder, "bad-not-onnx.onnx"), "wb") as f:
+        f.write(b"{\"ops\": []}\n")                                       # onnx.unreadable
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        sys.stderr.write("usage: make_onnx_fixtures.py OUT_DIR\n")
+        sys.exit(2)
+    write_all(sys.argv[1])

@@ -1,0 +1,345 @@
+// ONNX import (sim/io/onnx_model_loader.cpp), `ipusim convert` and `ipusim annotate`, on
+// fixtures written by tests/make_onnx_fixtures.py with python3-onnx's helper: every op the
+// importer costs with hand-computed FLOPs, the batch dimension, weights with and without
+// data, and each bad input with its located error and exit 2.
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <sys/wait.h>
+
+#include "cli_runner.hpp"
+#include "sim/cost/op_work.hpp"
+#include "sim/graph/model_graph.hpp"
+#include "sim/io/input_error.hpp"
+#include "sim/io/model_loader.hpp"
+#include "sim/io/scenario_loader.hpp"
+#include "temp_dir.hpp"
+
+using namespace ipusim;
+using Catch::Matchers::Contains;
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string kSource = IPUSIM_SOURCE_DIR;
+
+// The fixtures, written once per test process; empty when python3-onnx is missing.
+const test::TempDir& fixture_dir() {
+  static const auto dir = std::make_unique<test::TempDir>();
+  return *dir;
+}
+
+bool have_fixtures() {
+  static const int status = [] {
+    const std::string command = "/usr/bin/python3 '" + kSource + "/tests/make_onnx_fixtures.py' '" +
+                                fixture_dir().root().string() + "'";
+    return std::system(command.c_str());
+  }();
+  REQUIRE(WIFEXITED(status));
+  if (WEXITSTATUS(status) == 77) {
+    WARN("skipped: python3-onnx is not installed (apt-get install python3-onnx; scripts/setup.sh installs it)");
+    return false;
+  }
+  REQUIRE(WEXITSTATUS(status) == 0);
+  return true;
+}
+
+std::string fixture(const std::string& name) { return fixture_dir() / name; }
+
+const Op& op_named(const Model& m, const std::string& name) {
+  for (const Op& op : m.ops)
+    if (op.name == name) return op;
+  FAIL("no op " << name);
+  throw;
+}
+
+using Shape = std::vector<std::int64_t>;
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+} // namespace
+
+TEST_CASE("onnx: the annotated MLP imports as models/mlp.json has it", "[onnx]") {
+  if (!have_fixtures()) return;
+  const Model m = load_model(fixture("mlp.onnx"));
+  const Model json = load_model(kSource + "/models/mlp.json");
+  // The batch dimension "N" is dropped: shapes per sample, as in the JSON model.
+  for (const std::string t : {"x0", "W0", "b0", "x1", "x2", "W1", "b1", "x3", "probs"}) {
+    INFO(t);
+    CHECK(m.tensor(t).shape == json.tensor(t).shape);
+    CHECK(m.tensor(t).kind == json.tensor(t).kind);
+  }
+  for (const std::string name : {"dense1/Gemm", "dense1/Relu", "dense2/Gemm", "dense2/Relu"}) {
+    INFO(name);
+    CHECK(op_named(m, name).virtual_graph == op_named(json, name).virtual_graph);
+    CHECK(derived_flops_per_sample(m, op_named(m, name)) == derived_flops_per_sample(json, op_named(json, name)));
+  }
+  CHECK(derived_flops_per_sample(m, op_named(m, "dense1/Gemm")) == 2 * 512 * 784 + 512);
+  CHECK(m.anchors == std::vector<std::string>{"probs"});
+  const ModelGraph g = build_graph(m);
+  CHECK(g.stage_count == 2);
+  CHECK(g.ipu_of_op == std::vector<int>{0, 0, 1, 1});
+  // __pipeline_stage absent: stage = __ipu_number, PopART's default.
+  CHECK(build_graph(load_model(fixture("mlp-virtual-graph-only.onnx"))).stage_of_op == std::vector<int>{0, 0, 1, 1});
+}
+
+TEST_CASE("onnx: every supported op imports with its per-sample shape and FLOPs", "[onnx]") {
+  if (!have_fixtures()) return;
+  const Model m = load_model(fixture("every-op.onnx"));
+  // Shape-computing inputs (Reshape targets, Slice bounds, constant Gather indices) are
+  // constants of the graph, not tensors of the model.
+  CHECK(op_named(m, "reshape_rows").inputs == std::vector<std::string>{"flat"});
+  CHECK(op_named(m, "gather").inputs == std::vector<std::string>{"table"});
+  CHECK(m.tensor("rows").shape == Shape{4, 32});  // [N*4, 32]: 4 rows per sample
+  CHECK(m.tensor("fc").shape == Shape{4, 4});     // the same symbol, learned from the reshape
+  CHECK(m.tensor("tokens").shape == Shape{4, 32});
+  CHECK(m.tensor("scores").shape == Shape{2, 4, 4});
+  CHECK(m.tensor("emb").shape == Shape{3, 16});
+  CHECK(m.tensor("table").kind == TensorKind::Weight);
+  CHECK(m.tensor("x").kind == TensorKind::Input);
+  auto flops = [&](const std::string& name) { return derived_flops_per_sample(m, op_named(m, name)); };
+  // By hand from docs/formats.md's table.
+  CHECK(flops("conv") == 2 * 512 * 27 + 512);    // stride 2: 8 x 8 outputs per channel
+  CHECK(flops("grouped_conv") == 2 * 512 * 18);  // 4 groups: 2 input channels x 3 x 3 each
+  CHECK(flops("bn") == 4 * 512);
+  CHECK(flops("maxpool") == 4 * 128);            // kernel_shape 2 x 2
+  CHECK(flops("avgpool") == 9 * 128);            // kernel_shape 3 x 3
+  CHECK(flops("global_pool") == 128);            // one per input element
+  CHECK(flops("flatten") == 0);
+  CHECK(flops("gemm") == 2 * 16 * 32 + 16);      // transB: K is still the 32 of the first input
+  CHECK(flops("matmul") == 2 * 64 * 32);
+  CHECK(flops("batched_matmul") == 2 * 32 * 8);  // 2 heads x 4 x 4 outputs, K = 8
+  CHECK(flops("layernorm") == 8 * 64);
+  CHECK(flops("softmax") == 5 * 64);
+  CHECK(flops("gather") == 48);
+  CHECK(flops("slice") == 64);
+  CHECK(flops("split") == 64);
+  CHECK(flops("erf") == 4 * 32);
+  CHECK(flops("leaky_relu") == 2 * 32);
+  CHECK(flops("reduce_sum") == 32);
+  CHECK(flops("squeeze") == 0);
+  for (const Op& op : m.ops) CHECK_NOTHROW(derived_flops_per_sample(m, op));
+  // The node attributes the cost model may read are kept.
+  CHECK(std::get<std::vector<std::int64_t>>(op_named(m, "conv").attributes.at("strides")) == Shape{2, 2});
+  CHECK(std::get<std::int64_t>(op_named(m, "grouped_conv").attributes.at("group")) == 4);
+}
+
+TEST_CASE("onnx: Gemm with transA contracts over the first input's first dimension", "[onnx]") {
+  Model m;
+  m.file = "gemm";
+  m.tensors["a"] = Tensor{"a", {32, 4}, DType::Float32, TensorKind::Input};
+  m.tensors["w"] = Tensor{"w", {32, 8}, DType::Float32, TensorKind::Weight};
+  m.tensors["y"] = Tensor{"y", {4, 8}, DType::Float32, TensorKind::Activation};
+  Op op;
+  op.name = "gemm";
+  op.type = "Gemm";
+  op.inputs = {"a", "w"};
+  op.outputs = {"y"};
+  op.attributes["transA"] = std::int64_t{1};
+  m.ops.push_back(op);
+  CHECK(derived_flops_per_sample(m, m.ops[0]) == 2 * 32 * 32);  // K = 32, not 4
+}
+
+TEST_CASE("onnx: a static batch dimension is named by the batch size", "[onnx]") {
+  if (!have_fixtures()) return;
+  OnnxImportOptions batch4;
+  batch4.batch_size = 4;
+  const Model m = load_model(fixture("mlp-static-batch.onnx"), batch4);
+  CHECK(m.tensor("x0").shape == Shape{784});
+  CHECK(m.tensor("x1").shape == Shape{512});
+  CHECK(m.tensor("W0").shape == Shape{784, 512});  // weights keep their shapes
+  // Without it, the file's shapes are taken as one sample's.
+  CHECK(load_model(fixture("mlp-static-batch.onnx")).tensor("x0").shape == Shape{4, 784});
+}
+
+TEST_CASE("onnx: weights with data, in an external file, or shapes only all load alike", "[onnx]") {
+  if (!have_fixtures()) return;
+  const Model shapes_only = load_model(fixture("mlp.onnx"));
+  for (const std::string f : {"mlp-with-data.onnx", "mlp-external.onnx"}) {
+    INFO(f);
+    const Model m = load_model(fixture(f));
+    CHECK(m.tensor("W0").shape == shapes_only.tensor("W0").shape);
+    CHECK(m.tensor("W0").kind == TensorKind::Weight);
+    CHECK(m.ops.size() == shapes_only.ops.size());
+  }
+}
+
+TEST_CASE("onnx: every bad input exits 2 with its file, place and rule", "[onnx][cli]") {
+  if (!have_fixtures()) return;
+  struct Case {
+    std::string file, rule, where;
+  };
+  const std::vector<Case> cases{
+      {"bad-missing-ipu.onnx", "[annotation.mixed-virtual-graph]", "/graph/node/"},
+      {"bad-float-ipu.onnx", "[annotation.not-integer]", "at /graph/node/1"},
+      {"bad-negative-ipu.onnx", "[annotation.negative]", "at /graph/node/1"},
+      {"bad-unknown-op.onnx", "[onnx.shape-unknown]", "at /graph/node/3"},
+      {"bad-shape-mismatch.onnx", "[onnx.shape-inference]", "at /graph"},
+      {"bad-symbolic-feature.onnx", "[onnx.shape-unknown]", "at /graph/input/0"},
+      {"bad-batch-disagreement.onnx", "[onnx.batch-dimension]", "at /graph/input/1"},
+      {"bad-double.onnx", "[onnx.unsupported-dtype]", "at /graph/input/0"},
+      {"bad-truncated.onnx", "[onnx.unreadable]", "at /"},
+      {"bad-not-onnx.onnx", "[onnx.unreadable]", "at /"},
+      {"mlp-external-missing.onnx", "[onnx.external-data]", "at /graph/initializer/0"},
+  };
+  for (const Case& c : cases) {
+    INFO(c.file);
+    const test::Result r = test::run_ipusim({"validate", fixture(c.file)});
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.err, Contains(fixture(c.file)) && Contains(c.rule) && Contains(c.where));
+    CHECK_THAT(r.err, !Contains("internal fault"));
+  }
+  // A pipelining-only rule: the model is valid for sharded runs, and validate says which rule
+  // pipelined runs would refuse, where.
+  const test::Result r = test::run_ipusim({"validate", fixture("bad-stage-without-ipu.onnx")});
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.out, Contains("sharded runs only") && Contains("[annotation.stage-without-virtual-graph]") &&
+                        Contains("/graph/node/"));
+}
+
+TEST_CASE("onnx: an op type ipusim cannot cost names the node and how to give its FLOPs", "[onnx][cli]") {
+  if (!have_fixtures()) return;
+  const test::TempDir dir;
+  const std::string scenario = dir.write(
+      "s.json", nlohmann::json{{"model", fixture("bad-unknown-op-with-shape.onnx")},
+                               {"config", kSource + "/configs/ipu-m2000.json"},
+                               {"execution", {{"microBatchSize", 4}}}});
+  const test::Result r = test::run_ipusim({"validate", scenario});
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Contains("at /graph/node/3") && Contains("NoSuchOp") && Contains("[op.flops-underivable]") &&
+                        Contains("ipusim convert"));
+}
+
+TEST_CASE("onnx: run on an ONNX scenario gives the numbers of its JSON conversion", "[onnx][cli]") {
+  if (!have_fixtures()) return;
+  const test::TempDir dir;
+  const test::Result c = test::run_ipusim({"convert", fixture("mlp.onnx"), "-o", dir / "mlp.json"});
+  REQUIRE(c.exit_code == 0);
+  const nlohmann::json execution{{"training", true}, {"microBatchSize", 16}, {"gradientAccumulation", 8}};
+  auto scenario = [&](const std::string& name, const std::string& model) {
+    return dir.write(name, nlohmann::json{{"name", "mlp"}, {"model", model},
+                                          {"config", kSource + "/configs/ipu-m2000.json"},
+                                          {"execution", execution}});
+  };
+  const test::Result onnx = test::run_ipusim({"run", scenario("onnx.json", fixture("mlp.onnx")), "--json"});
+  const test::Result json = test::run_ipusim({"run", scenario("json.json", dir / "mlp.json"), "--json"});
+  REQUIRE(onnx.exit_code == 0);
+  REQUIRE(json.exit_code == 0);
+  const auto a = nlohmann::json::parse(onnx.out), b = nlohmann::json::parse(json.out);
+  REQUIRE(a["runs"].size() == 2);
+  CHECK(a["runs"] == b["runs"]);
+  CHECK(a["runs"][1]["step_time_s"].get<double>() > 0);
+}
+
+TEST_CASE("onnx: convert writes JSON that loads as the same model, and refuses to overwrite", "[onnx][cli]") {
+  if (!have_fixtures()) return;
+  const test::TempDir dir;
+  const std::string out = dir / "every-op.json";
+  REQUIRE(test::run_ipusim({"convert", fixture("every-op.onnx"), "-o", out}).exit_code == 0);
+  const Model a = load_model(fixture("every-op.onnx"));
+  const Model b = load_model(out);
+  REQUIRE(a.ops.size() == b.ops.size());
+  for (std::size_t i = 0; i < a.ops.size(); ++i) {
+    INFO(a.ops[i].name);
+    CHECK(a.ops[i].name == b.ops[i].name);
+    CHECK(a.ops[i].inputs == b.ops[i].inputs);
+    CHECK(a.ops[i].attributes == b.ops[i].attributes);
+    CHECK(derived_flops_per_sample(a, a.ops[i]) == derived_flops_per_sample(b, b.ops[i]));
+  }
+  for (const auto& [name, t] : a.tensors) CHECK(b.tensor(name).shape == t.shape);
+  const std::string before = slurp(out);
+  const test::Result again = test::run_ipusim({"convert", fixture("every-op.onnx"), "-o", out});
+  CHECK(again.exit_code == 2);
+  CHECK_THAT(again.err, Contains("[output.exists]"));
+  CHECK(slurp(out) == before);
+}
+
+TEST_CASE("onnx: annotate places detected layers by --layers-per-ipu and --heads-on", "[onnx][cli]") {
+  if (!have_fixtures()) return;
+  const test::TempDir dir;
+  // layers.0 .. layers.3: one on IPU 0 with the stem, one on IPU 1, two on IPU 2.
+  const std::string last = dir / "last.onnx";
+  const test::Result r =
+      test::run_ipusim({"annotate", fixture("layered.onnx"), "--layers-per-ipu", "1,1,2", "-o", last});
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Contains("4 layers (layers.0 ... layers.3)"));
+  const Model m = load_model(last);
+  const ModelGraph g = build_graph(m);
+  CHECK(g.ipu_of_op == std::vector<int>{0, 0, 0, 1, 1, 2, 2, 2, 2, 2, 2});
+  CHECK(g.stage_of_op == g.ipu_of_op);
+  // Heads back on IPU 0 in a new final stage, written straight to JSON.
+  const std::string first = dir / "first.json";
+  REQUIRE(test::run_ipusim({"annotate", fixture("layered.onnx"), "--layers-per-ipu", "1,1,2", "--heads-on", "0",
+                            "-o", first})
+              .exit_code == 0);
+  const Model j = load_model(first);
+  const ModelGraph h = build_graph(j);
+  CHECK(h.ipu_of_op == std::vector<int>{0, 0, 0, 1, 1, 2, 2, 2, 2, 0, 0});
+  CHECK(h.stage_of_op == std::vector<int>{0, 0, 0, 1, 1, 2, 2, 2, 2, 3, 3});
+  // A split that does not add up names the layers it found.
+  const test::Result bad =
+      test::run_ipusim({"annotate", fixture("layered.onnx"), "--layers-per-ipu", "1,1", "-o", dir / "bad.onnx"});
+  CHECK(bad.exit_code == 2);
+  CHECK_THAT(bad.err, Contains("[annotate.layer-count]") && Contains("layers.3"));
+  CHECK_FALSE(fs::exists(dir / "bad.onnx"));
+}
+
+TEST_CASE("onnx: annotate --split-at places by node-name prefixes", "[onnx][cli]") {
+  if (!have_fixtures()) return;
+  const test::TempDir dir;
+  const std::string out = dir / "split.onnx";
+  REQUIRE(test::run_ipusim({"annotate", fixture("layered.onnx"), "--split-at", "layers.2", "--split-at", "head", "-o",
+                            out})
+              .exit_code == 0);
+  CHECK(build_graph(load_model(out)).ipu_of_op == std::vector<int>{0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2});
+  const test::Result bad =
+      test::run_ipusim({"annotate", fixture("layered.onnx"), "--split-at", "nowhere", "-o", dir / "bad.onnx"});
+  CHECK(bad.exit_code == 2);
+  CHECK_THAT(bad.err, Contains("[annotate.split-not-found]"));
+}
+
+TEST_CASE("onnx: --set model.ops.N.flops gives an uncostable op its FLOPs through the JSON conversion",
+          "[onnx][cli]") {
+  if (!have_fixtures()) return;
+  const test::TempDir dir;
+  const std::string scenario = dir.write(
+      "s.json", nlohmann::json{{"model", fixture("bad-unknown-op-with-shape.onnx")},
+                               {"config", kSource + "/configs/ipu-m2000.json"},
+                               {"execution", {{"microBatchSize", 4}, {"batchesPerStep", 2}}}});
+  const test::Result r = test::run_ipusim({"validate", scenario, "--set", "model.ops.3.flops=100"});
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.out, Contains("valid scenario"));
+}
+
+TEST_CASE("onnx: a scenario's modelBatchSize names a static batch, and is refused for a JSON model",
+          "[onnx][cli]") {
+  if (!have_fixtures()) return;
+  const test::TempDir dir;
+  auto scenario = [&](const std::string& model, const nlohmann::json& batch) {
+    nlohmann::json s{{"model", model}, {"config", kSource + "/configs/ipu-m2000.json"},
+                     {"execution", {{"microBatchSize", 4}}}, {"modelBatchSize", batch}};
+    return dir.write("s.json", s);
+  };
+  const Scenario onnx = load_scenario(scenario(fixture("mlp-static-batch.onnx"), 4));
+  CHECK(onnx.model.tensor("x0").shape == Shape{784});
+  const test::Result json = test::run_ipusim({"validate", scenario(kSource + "/models/mlp.json", 4)});
+  CHECK(json.exit_code == 2);
+  CHECK_THAT(json.err, Contains("at /modelBatchSize") && Contains("[scenario.model-batch-size]"));
+  const test::Result zero = test::run_ipusim({"validate", scenario(fixture("mlp-static-batch.onnx"), 0)});
+  CHECK(zero.exit_code == 2);
+  CHECK_THAT(zero.err, Contains("at /modelBatchSize") && Contains("[value.not-positive]"));
+  const test::Result huge = test::run_ipusim({"validate", scenario(fixture("mlp-static-batch.onnx"), 2000000)});
+  CHECK(huge.exit_code == 2);
+  CHECK_THAT(huge.err, Contains("at /modelBatchSize") && Contains("[value.too-large]"));
+}

@@ -1,0 +1,118 @@
+// A real exporter: PyTorch 1.13 (Debian's python3-torch, python3-torchvision) exports
+// torchvision's ResNet-50 and a 6-layer torch.nn.TransformerEncoder to ONNX without weight
+// data (tests/torch_export.py); `ipusim annotate` places them; the imported parameter
+// count and FLOPs must equal PyTorch's own. Skipped, saying so, where PyTorch is missing.
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <sys/wait.h>
+
+#include "cli_runner.hpp"
+#include "sim/cost/op_work.hpp"
+#include "sim/graph/model_graph.hpp"
+#include "sim/io/model_loader.hpp"
+#include "temp_dir.hpp"
+
+using namespace ipusim;
+
+namespace {
+
+const std::string kSource = IPUSIM_SOURCE_DIR;
+
+const test::TempDir& export_dir() {
+  static const auto dir = std::make_unique<test::TempDir>();
+  return *dir;
+}
+
+// Exports one model; false (with a warning) when PyTorch is missing.
+bool exported(const std::string& model) {
+  const std::string command = "/usr/bin/python3 '" + kSource + "/tests/torch_export.py' '" +
+                              export_dir().root().string() + "' " + model;
+  const int status = std::system(command.c_str());
+  REQUIRE(WIFEXITED(status));
+  if (WEXITSTATUS(status) == 77) {
+    WARN("skipped: PyTorch is not installed for /usr/bin/python3 (apt-get install python3-torch "
+         "python3-torchvision python3-onnx; scripts/setup.sh installs them when CI=true or IPUSIM_TORCH_TESTS=1)");
+    return false;
+  }
+  REQUIRE(WEXITSTATUS(status) == 0);
+  return true;
+}
+
+nlohmann::json torch_counts(const std::string& name) {
+  std::ifstream in(export_dir() / (name + ".json"));
+  return nlohmann::json::parse(in);
+}
+
+double weight_elements(const Model& m) {
+  double n = 0;
+  for (const auto& [name, t] : m.tensors)
+    if (t.kind == TensorKind::Weight) n += static_cast<double>(t.elements());
+  return n;
+}
+
+// FLOPs of the convolutions and matrix products without their bias additions: what
+// torch.profiler counts (2 per multiply-accumulate of aten::conv2d, addmm, mm, bmm).
+double product_flops(const Model& m) {
+  double f = 0;
+  for (const Op& op : m.ops) {
+    if (op.type != "Conv" && op.type != "Gemm" && op.type != "MatMul") continue;
+    double out = 0;
+    for (const auto& t : op.outputs) out += static_cast<double>(m.tensor(t).elements());
+    f += derived_flops_per_sample(m, op) - (op.inputs.size() > 2 ? out : 0.0);
+  }
+  return f;
+}
+
+} // namespace
+
+TEST_CASE("torch: torchvision's ResNet-50, exported and annotated, has PyTorch's parameters and FLOPs",
+          "[onnx][torch]") {
+  if (!exported("resnet50")) return;
+  const nlohmann::json counts = torch_counts("resnet50");
+  const std::string annotated = export_dir() / "resnet50-annotated.onnx";
+  const test::Result r = test::run_ipusim(
+      {"annotate", export_dir() / "resnet50.onnx", "--layers-per-ipu", "3,4,6,3", "-o", annotated});
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::Matchers::Contains("16 layers (layer1.layer1.0 ... layer4.layer4.2)"));
+  const Model m = load_model(annotated);
+  // 25,557,032 parameters, plus BatchNormalization's running mean and variance (53,120),
+  // which the ONNX graph reads as initializers and ipusim holds as weights.
+  CHECK(counts["parameters"] == 25557032);
+  CHECK(weight_elements(m) == counts["parameters"].get<double>() + counts["buffers"].get<double>());
+  // 2 x 4,089,184,256 multiply-accumulates per sample.
+  CHECK(product_flops(m) == counts["flops"].get<double>());
+  CHECK(product_flops(m) == 2 * 4089184256.0);
+  const ModelGraph g = build_graph(m);
+  CHECK(g.stage_count == 4);
+  for (std::size_t i = 0; i < m.ops.size(); ++i) {
+    if (m.ops[i].name.rfind("/layer3/", 0) == 0) CHECK(g.ipu_of_op[i] == 2);
+    if (m.ops[i].name == "/fc/Gemm") CHECK(g.ipu_of_op[i] == 3);
+    if (m.ops[i].name == "/conv1/Conv") CHECK(g.ipu_of_op[i] == 0);
+  }
+}
+
+TEST_CASE("torch: a TransformerEncoder, exported and annotated, has PyTorch's parameters and FLOPs",
+          "[onnx][torch]") {
+  if (!exported("encoder")) return;
+  const nlohmann::json counts = torch_counts("encoder");
+  const std::string annotated = export_dir() / "encoder-annotated.json";
+  const test::Result r = test::run_ipusim({"annotate", export_dir() / "encoder.onnx", "--layers-per-ipu", "2,2,2",
+                                           "--heads-on", "last", "-o", annotated});
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::Matchers::Contains("6 layers (encoder.layers.0 ... encoder.layers.5)"));
+  const Model m = load_model(annotated);
+  // 6 x (in_proj 64 x 192 + 192, out_proj 64 x 64 + 64, two LayerNorms 256, 64 x 128 + 128,
+  // 128 x 64 + 64) + head 64 x 10 + 10 = 201,482.
+  CHECK(counts["parameters"] == 201482);
+  CHECK(weight_elements(m) == counts["parameters"].get<double>());
+  // Per sample of 16 tokens: 6 x (16 x 64 x 192 + 16 x 64 x 64 + 2 x 16 x 64 x 128) MACs in
+  // the projections, 6 x 2 x 4 x 16 x 16 x 16 in attention, 16 x 64 x 10 in the head.
+  CHECK(counts["flops"] == 2 * (6 * (196608 + 65536 + 262144) + 6 * 32768 + 10240));
+  CHECK(product_flops(m) == counts["flops"].get<double>());
+  const ModelGraph g = build_graph(m);
+  CHECK(g.stage_count == 3);
+}
