@@ -39,8 +39,9 @@ ipusim::InputError command_line_error(const CLI::ParseError& e, const std::strin
 
 } // namespace
 
-int main(int argc, char** argv) {
-  using namespace ipusim::cli;
+namespace ipusim::cli {
+
+int run_cli(int argc, char** argv) {
   CLI::App app{"ipusim: simulate sharded and pipelined execution of PopART-annotated models on Graphcore IPU "
                "systems.\nExit codes: 0 success, 2 bad input, 3 internal fault."};
   app.require_subcommand(1);
@@ -85,3 +86,7 @@ int main(int argc, char** argv) {
   }
   return kExitInternal;
 }
+
+} // namespace ipusim::cli
+
+int main(int argc, char** argv) { return ipusim::cli::run_cli(argc, argv); }

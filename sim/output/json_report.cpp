@@ -91,6 +91,10 @@ Json run_json(const RunMetrics& r) {
           {"sync_s", r.sync_seconds},
           {"ipus", ipus},
           {"links", links},
+          {"simulation",
+           {{"program_steps", r.simulation.steps_total},
+            {"simulated_steps", r.simulation.steps_simulated},
+            {"simulated_in_full", r.simulation.not_periodic}}},
           {"memory", memory_json(r.memory)}};
 }
 

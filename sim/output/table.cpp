@@ -172,6 +172,16 @@ std::string render_table(const Scenario& sc, const Simulation& sim) {
         << (pipelined->schedule == "popart" ? ": PopART's copy phase runs every cycle for every stage boundary" : "");
     out << "; syncs take " << format_percent(p.sync) << " against " << format_percent(s.sync) << ".\n";
   }
+  for (const ModeRun& run : sim.runs)
+    if (!run.metrics.simulation.not_periodic.empty()) {
+      out << "\nNote (" << mode_name(run.metrics.mode) << "): the state of ";
+      for (std::size_t i = 0; i < run.metrics.simulation.not_periodic.size(); ++i)
+        out << (i ? ", " : "") << "\"" << run.metrics.simulation.not_periodic[i] << "\"";
+      out << " never repeated (IPUs at different rates, or contention that does not settle), so "
+          << (run.metrics.simulation.not_periodic.size() > 1 ? "those loops were" : "that loop was")
+          << " simulated in full: " << run.metrics.simulation.steps_simulated << " of "
+          << run.metrics.simulation.steps_total << " program steps.\n";
+    }
   return out.str();
 }
 

@@ -44,24 +44,28 @@ Schedule build_popart(const ScheduleContext& ctx) {
   for (const PlanCopy& c : plan.copies) all_copies.push_back(&c);
 
   ProgramBuilder b(ctx, "popart", ctx.recompute());
-  for (std::int64_t batch = 0; batch < batches; ++batch) {
-    for (std::int64_t c = 0; c < cycles; ++c) {
-      for (const PlanIpu& ipu : plan.ipus) {
-        std::vector<const PlanStage*> active;
-        for (int s : ipu.stages)
-          if (s <= c && c < s + depth) active.push_back(&plan.stages[s]);
-        auto micro_batch = [&](const PlanStage* st) { return batch * depth + c - st->id; };
-        for (const PlanStage* st : active) b.host_input(*st, micro_batch(st));
-        for (const PlanStage* st : active) {
-          b.compute(*st, micro_batch(st));
-          if (plan.training && !accumulating) b.stage_update(*st, micro_batch(st));
-        }
-        for (const PlanStage* st : active) b.host_output(*st, micro_batch(st));
+  // Cycle c of the first batch; every cycle of the main loop (S-1 <= c < depth) has all
+  // stages active, so one of them, repeated with micro-batches one further each time, is all of them.
+  auto cycle = [&](std::int64_t c) {
+    for (const PlanIpu& ipu : plan.ipus) {
+      std::vector<const PlanStage*> active;
+      for (int s : ipu.stages)
+        if (s <= c && c < s + depth) active.push_back(&plan.stages[s]);
+      for (const PlanStage* st : active) b.host_input(*st, c - st->id);
+      for (const PlanStage* st : active) {
+        b.compute(*st, c - st->id);
+        if (plan.training && !accumulating) b.stage_update(*st, c - st->id);
       }
-      b.exchange(all_copies);
+      for (const PlanStage* st : active) b.host_output(*st, c - st->id);
     }
+    b.exchange(all_copies);
+  };
+  b.repeat("batches", batches, depth, [&] {
+    for (std::int64_t c = 0; c < S - 1; ++c) cycle(c);
+    b.repeat("main cycles", depth - S + 1, 1, [&] { cycle(S - 1); });
+    for (std::int64_t c = depth; c < cycles; ++c) cycle(c);
     if (accumulating) b.weight_updates();
-  }
+  });
   return b.finish(checked_mul(batches, depth, "micro-batches"), checked_int(cycles, "PopART cycles"),
                   popart_stash_depth(plan));
 }
