@@ -45,7 +45,7 @@ if [ "$fuzz_seconds" != 0 ] || [ -n "${FUZZ_RUNS:-}" ]; then
   rm -rf "$corpus/seed"
   mkdir -p "$corpus/seed" "$corpus/work" "$findings"
   # Seeds: each shipped file behind its target's byte (0 model, 1 config, 2 scenario,
-  # 3 sweep, 4 --set lines); scenarios and sweeps as they would sit in their folder.
+  # 3 sweep, 4 --set lines, 5 ONNX); scenarios and sweeps as they would sit in their folder.
   seed() { { printf "\\x$(printf %02x "$1")"; cat "$2"; } >"$corpus/seed/$1-$(basename "$2")"; }
   for f in models/*.json; do seed 0 "$f"; done
   for f in configs/*.json configs/ipus/*.json; do seed 1 "$f"; done
@@ -53,6 +53,11 @@ if [ "$fuzz_seconds" != 0 ] || [ -n "${FUZZ_RUNS:-}" ]; then
   for f in sweeps/*.json; do seed 3 "$f"; done
   printf '\x04execution.gradientAccumulation=8\nconfig.ipu.clockHz=1.85e9\nmodel.ops.0.flops=1e9\n' >"$corpus/seed/4-sets"
   printf '\x04execution.schedule=1f1b\nconfig.links.0.latencySeconds=0\n' >"$corpus/seed/4-sets-2"
+  onnx_dir="$build_dir/fuzz-onnx"  # target 5: the ONNX fixtures of the tests (when python3-onnx is there)
+  rm -rf "$onnx_dir" && mkdir -p "$onnx_dir"
+  if python3 tests/make_onnx_fixtures.py "$onnx_dir"; then
+    for f in "$onnx_dir"/*.onnx; do seed 5 "$f"; done
+  fi
   limit=(-max_total_time="$fuzz_seconds")
   [ -n "${FUZZ_RUNS:-}" ] && limit=(-runs="$FUZZ_RUNS")
   "$build_dir/fuzz_loaders" "${limit[@]}" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \

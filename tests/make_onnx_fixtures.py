@@ -194,6 +194,9 @@ def write_all(folder):
     bad.graph.node[1].attribute[0].CopyFrom(helper.make_attribute("__ipu_number", -1))
     save("bad-negative-ipu.onnx", bad)                                    # annotation.negative
     bad = mlp()
+    bad.graph.node[1].attribute.append(helper.make_attribute("strides", [1, 0]))
+    save("bad-stride.onnx", bad)                                          # op.attribute-range
+    bad = mlp()
     bad.graph.node[3].op_type = "NoSuchOp"
     bad.graph.node[3].domain = "com.example"
     bad.opset_import.append(helper.make_opsetid("com.example", 1))

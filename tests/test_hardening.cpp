@@ -211,6 +211,9 @@ Json full_document(Format format) {
   case Format::Model: {
     Json m = chain_model({{0, 1e6}, {1, 1e6}}, 8);
     m["ops"][0]["backwardFlops"] = 2e6;
+    m["ops"][0]["attributes"] = {{"kernel_shape", {3, 3}}, {"strides", {1, 1}}, {"dilations", {1, 1}},
+                                 {"pads", {1, 1, 1, 1}},   {"group", 1},         {"transA", 0},
+                                 {"transB", 0}};
     return m;
   }
   case Format::Scenario:

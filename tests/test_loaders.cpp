@@ -679,6 +679,31 @@ TEST_CASE("PopART execution options: each refused value has its rule and place",
   }
 }
 
+TEST_CASE("op.attribute-range: windows, strides and groups of at least 1, pads of 0 or more, flags 0 or 1",
+          "[loaders][rules]") {
+  Json m = small_model();
+  m["ops"][0]["attributes"] = {{"kernel_shape", {7, 7}}, {"strides", {2, 2}}, {"pads", {0, 3, 3, 0}},
+                               {"group", 1},          {"transA", 1},        {"dilations", {1, 1}}};
+  CHECK_NOTHROW(model_from_json(m, kModel));
+  const auto error_with = [&](const std::string& key, const Json& value) {
+    Json bad = m;
+    bad["ops"][0]["attributes"][key] = value;
+    return model_error(bad);
+  };
+  // A negative window made a pool cost nothing, silently: now refused where it is written.
+  InputError e = error_with("kernel_shape", {-3, 3});
+  CHECK(e.rule() == "op.attribute-range");
+  CHECK(e.pointer() == "/ops/0/attributes/kernel_shape/0");
+  CHECK(error_with("strides", {1, 0}).pointer() == "/ops/0/attributes/strides/1");
+  CHECK(error_with("pads", {0, -1, 0, 0}).pointer() == "/ops/0/attributes/pads/1");
+  CHECK(error_with("dilations", {0, 1}).rule() == "op.attribute-range");
+  CHECK(error_with("group", 0).pointer() == "/ops/0/attributes/group");
+  e = error_with("transA", 2);
+  CHECK(e.pointer() == "/ops/0/attributes/transA");
+  CHECK(e.rule() == "op.attribute-range");
+  CHECK(error_with("kernel_shape", {3, 65537}).rule() == "op.attribute-range");
+}
+
 TEST_CASE("op.bad-attribute: an attribute holds numbers, a string or an array of numbers", "[loaders][rules]") {
   Json m = small_model();
   m["ops"][0]["attributes"] = {{"kernel_shape", {3, 3}}, {"mode", "constant"}, {"alpha", 0.5}};

@@ -184,6 +184,7 @@ TEST_CASE("onnx: every bad input exits 2 with its file, place and rule", "[onnx]
       {"bad-missing-ipu.onnx", "[annotation.mixed-virtual-graph]", "/graph/node/"},
       {"bad-float-ipu.onnx", "[annotation.not-integer]", "at /graph/node/1"},
       {"bad-negative-ipu.onnx", "[annotation.negative]", "at /graph/node/1"},
+      {"bad-stride.onnx", "[op.attribute-range]", "at /graph/node/1/attribute/2/1"},
       {"bad-unknown-op.onnx", "[onnx.shape-unknown]", "at /graph/node/3"},
       {"bad-shape-mismatch.onnx", "[onnx.shape-inference]", "at /graph"},
       {"bad-symbolic-feature.onnx", "[onnx.shape-unknown]", "at /graph/input/0"},

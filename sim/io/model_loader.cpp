@@ -1,6 +1,7 @@
 #include "sim/io/model_loader.hpp"
 
 #include "sim/io/json_reader.hpp"
+#include "sim/io/op_attribute_ranges.hpp"
 
 #include <algorithm>
 #include <climits>
@@ -127,6 +128,7 @@ std::map<std::string, AttributeValue> read_attributes(ObjectReader& r) {
       throw InputError(r.file(), pointer_child(r.pointer_of("attributes"), it.key()), "op.bad-attribute",
                        "attribute \"" + it.key() + "\" must be an integer, a number, a string or an array of numbers, found " +
                            json_excerpt(a));
+    check_attribute_range(it.key(), out[it.key()], r.file(), pointer_child(r.pointer_of("attributes"), it.key()));
   }
   return out;
 }

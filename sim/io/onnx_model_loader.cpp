@@ -10,6 +10,7 @@
 
 #include "sim/io/input_error.hpp"
 #include "sim/io/onnx_proto.hpp"
+#include "sim/io/op_attribute_ranges.hpp"
 #include "sim/io/onnx_shape_folding.hpp"
 
 namespace ipusim {
@@ -342,8 +343,9 @@ private:
     return std::nullopt;
   }
 
-  static void copy_attributes(const onnx::NodeProto& n, Op& op) {
-    for (const auto& a : n.attribute()) {
+  void copy_attributes(const onnx::NodeProto& n, const std::string& pointer, Op& op) const {
+    for (int j = 0; j < n.attribute_size(); ++j) {
+      const auto& a = n.attribute(j);
       if (a.name() == kIpuAttribute || a.name() == kStageAttribute) continue;
       switch (a.type()) {
       case onnx::AttributeProto::INT: op.attributes[a.name()] = static_cast<std::int64_t>(a.i()); break;
@@ -355,8 +357,9 @@ private:
       case onnx::AttributeProto::FLOATS:
         op.attributes[a.name()] = std::vector<double>(a.floats().begin(), a.floats().end());
         break;
-      default: break;  // tensors and subgraphs: nothing the cost model reads
+      default: continue;  // tensors and subgraphs: nothing the cost model reads
       }
+      check_attribute_range(a.name(), op.attributes[a.name()], path_, pointer + "/attribute/" + std::to_string(j));
     }
   }
 
@@ -396,7 +399,7 @@ private:
       op.pipeline_stage = annotation(n, pointer, kStageAttribute, INT32_MAX);
       // PopART's RecomputeType: 0 Undefined, 1 Checkpoint, 2 Recompute, 3 Recomputed.
       annotation(n, pointer, kRecomputeAttribute, 3);
-      copy_attributes(n, op);
+      copy_attributes(n, pointer, op);
       m.ops.push_back(std::move(op));
     }
   }

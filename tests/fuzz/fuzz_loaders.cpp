@@ -1,19 +1,22 @@
-// libFuzzer target for every input path that takes a user's bytes: the model, config,
-// scenario and sweep loaders (with the checks validate runs after them) and the --set
-// parser. The first byte picks the target, the rest is the document (for --set, one
-// argument a line, applied to a shipped scenario). Bad input must end in an InputError
+// libFuzzer target for every input path that takes a user's bytes: the JSON model, config,
+// scenario and sweep loaders (with the checks validate runs after them), the --set parser
+// and the ONNX importer. The first byte picks the target, the rest is the document (for
+// --set, one argument a line, applied to a shipped scenario; for ONNX, the file's bytes). Bad input must end in an InputError
 // that names a file, a place and a rule; anything else (another exception, a crash, a
 // sanitizer report, a leak) is a finding. Run by scripts/fuzz.sh.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <fstream>
 #include <sstream>
 #include <string>
+#include <unistd.h>
 
 #include "sim/graph/model_graph.hpp"
 #include "sim/io/hardware_loader.hpp"
 #include "sim/io/json_reader.hpp"
 #include "sim/io/model_loader.hpp"
+#include "sim/io/onnx_model_loader.hpp"
 #include "sim/io/overrides.hpp"
 #include "sim/io/scenario_loader.hpp"
 #include "sim/plan/plan.hpp"
@@ -42,7 +45,7 @@ void check_scenario(const Scenario& sc) {
 }
 
 void fuzz_one(unsigned char target, const std::string& text) {
-  switch (target % 5) {
+  switch (target % 6) {
   case 0: {
     const std::string origin = kSource + "/models/fuzz.json";
     build_graph(model_from_json(parse_json_text(text, origin), origin));
@@ -70,6 +73,12 @@ void fuzz_one(unsigned char target, const std::string& text) {
     std::istringstream lines(text);
     for (std::string line; std::getline(lines, line);) overrides.push_back(parse_override(line));
     check_scenario(load_scenario(kSource + "/scenarios/mlp-training.json", overrides));
+    break;
+  }
+  case 5: {  // the importer reads a path (external data files resolve beside it)
+    static const std::string path = "/tmp/ipusim-fuzz-" + std::to_string(::getpid()) + ".onnx";
+    std::ofstream(path, std::ios::binary | std::ios::trunc).write(text.data(), static_cast<std::streamsize>(text.size()));
+    build_graph(load_onnx_model(path));
     break;
   }
   }
