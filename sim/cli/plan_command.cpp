@@ -2,6 +2,7 @@
 // and G for PopART's pipeline; rank by the evaluator, confirm the best with the engine, and
 // write the best as an annotated model and scenario (docs/planner.md).
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <iomanip>
 #include <iostream>
@@ -76,6 +77,33 @@ void write_best(const PlanOptions& o, const Scenario& base, const Scenario& best
   std::cout << "wrote " << model_path << " and " << scenario_path << " (ipusim run " << scenario_path << ")\n";
 }
 
+// The scenario's own placement (the model as annotated, e.g. Graphcore's split), simulated
+// as `run --mode pipelined` would with PopART's schedule, against the planner's best.
+void compare_with_given(const Scenario& sc, const LayerStructure& layers, const RunMetrics& best, Objective objective) {
+  if (!sc.model.ops.front().virtual_graph) return;
+  Scenario given = sc;
+  given.execution.schedule = "popart";
+  given.execution.modes = {Mode::Pipelined};
+  std::cout << "\ngiven: the model as annotated, " << describe_placement(sc.model, layers)
+            << (sc.execution.recomputation == Recomputation::Pipeline ? ", recomputation" : ", no recomputation");
+  if (sc.execution.training) std::cout << ", G=" << sc.execution.gradient_accumulation;
+  std::cout << "\n" << std::flush;
+  try {
+    const RunMetrics m = simulate(given, {Mode::Pipelined}).runs.at(0).metrics;
+    std::cout << "  engine:    step " << format_seconds(m.step_time_s) << ", "
+              << format_rate(m.throughput_samples_per_s, "samples/s") << ", latency " << format_seconds(m.latency_s.mean)
+              << " (mean)\n  memory:    " << (m.memory.fits ? "fits" : "does not fit") << "\n  #1 vs given: ";
+    const double change = objective == Objective::Throughput
+                              ? best.throughput_samples_per_s / m.throughput_samples_per_s - 1
+                              : best.latency_s.mean / m.latency_s.mean - 1;
+    std::cout << format_percent(std::abs(change)) << (change >= 0 ? " more " : " less ")
+              << (objective == Objective::Throughput ? "throughput" : "mean latency") << " (engine figures)\n"
+              << std::flush;
+  } catch (const InputError& e) {
+    std::cout << "  not runnable pipelined: " << e.what() << "\n" << std::flush;
+  }
+}
+
 int plan(const PlanOptions& o) {
   if (!o.write.empty()) {
     check_output(o.write + ".model.json", o.force);
@@ -87,6 +115,7 @@ int plan(const PlanOptions& o) {
   options.objective = o.objective == "latency" ? Objective::Latency : Objective::Throughput;
   options.gradient_accumulation = o.gradient_accumulation;
   options.jobs = o.jobs;
+  options.recheck = std::max(o.top, 1);
   const auto start = std::chrono::steady_clock::now();
   const PlanSearch search = search_plans(sc, options);
   const double search_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -103,6 +132,7 @@ int plan(const PlanOptions& o) {
   const std::size_t top = std::min<std::size_t>(static_cast<std::size_t>(std::max(o.top, 1)), search.ranked.size());
   const Candidate& best = search.ranked.front();
   Scenario best_sc;
+  RunMetrics best_metrics;
   for (std::size_t i = 0; i < top; ++i) {
     const Candidate& c = search.ranked[i];
     const Scenario csc = candidate_scenario(sc, search.layers, c);
@@ -122,8 +152,9 @@ int plan(const PlanOptions& o) {
               << c.tightest_ipu << "\n";
     if (i > 0) std::cout << "  loses to #1: " << loses_because(c, best, options.objective) << "\n";
     std::cout << std::flush;
-    if (i == 0) best_sc = csc;
+    if (i == 0) best_sc = csc, best_metrics = m;
   }
+  compare_with_given(sc, search.layers, best_metrics, options.objective);
   if (!o.write.empty()) write_best(o, sc, best_sc, best);
   return kExitOk;
 }
@@ -141,7 +172,7 @@ Command add_plan_command(CLI::App& app) {
       ->check(CLI::IsMember({"throughput", "latency"}));
   cmd->add_option("--top", o->top, "How many of the best to confirm with the engine and print (default 3)")
       ->check(CLI::Range(1, 100));
-  cmd->add_option("-j,--jobs", o->jobs, "Threads for the search (default 1)")->check(CLI::Range(1, 64));
+  cmd->add_option("-j,--jobs", o->jobs, "Threads for the search when every plan is built (default 1)")->check(CLI::Range(1, 64));
   cmd->add_option("--gradient-accumulation", o->gradient_accumulation,
                   "Values of G to try (training; default the scenario's); repeatable or comma-separated")
       ->delimiter(',')

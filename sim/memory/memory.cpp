@@ -4,13 +4,12 @@
 #include <cmath>
 #include <map>
 #include <set>
+#include <utility>
 
 #include "sim/cost/cost_model.hpp"
 #include "sim/output/units.hpp"
 
 namespace ipusim {
-
-namespace {
 
 // A buffer of `bytes` is cut into grains of minElementsPerTile elements and laid out
 // linearly from tile 0 (Poplar's default linear mapping), over at most every tile.
@@ -35,6 +34,16 @@ std::string code_signature(const Model& m, const Op& op) {
   }
   return key;
 }
+
+void add_to_report(MemoryReport& report, IpuMemory ipu, const IpuSpec& spec) {
+  ipu.tile_capacity_bytes = static_cast<double>(spec.sram_bytes_per_tile);
+  ipu.capacity_bytes = ipu.tile_capacity_bytes * static_cast<double>(spec.tiles);
+  ipu.fits = ipu.fullest_tile_bytes <= ipu.tile_capacity_bytes && ipu.total_bytes <= ipu.capacity_bytes;
+  report.fits = report.fits && ipu.fits;
+  report.ipus.push_back(std::move(ipu));
+}
+
+namespace {
 
 class Ledger {
 public:
@@ -166,11 +175,7 @@ MemoryReport estimate_memory(const Scenario& sc, const Plan& plan, const std::ve
       out.total_bytes += c.bytes;
       out.fullest_tile_bytes += c.tile_bytes;
     }
-    out.tile_capacity_bytes = static_cast<double>(ipu_spec.sram_bytes_per_tile);
-    out.capacity_bytes = out.tile_capacity_bytes * static_cast<double>(ipu_spec.tiles);
-    out.fits = out.fullest_tile_bytes <= out.tile_capacity_bytes && out.total_bytes <= out.capacity_bytes;
-    report.fits = report.fits && out.fits;
-    report.ipus.push_back(out);
+    add_to_report(report, out, ipu_spec);
   }
   return report;
 }

@@ -4,6 +4,7 @@
 // flight), host stream buffers, and code. Tensors are spread over tiles with a grain,
 // starting from tile 0, so the report gives each IPU's total and its fullest tile
 // against SRAM per tile. An estimate, documented in docs/memory.md.
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -45,6 +46,14 @@ struct MemoryReport {
 // `recompute`: only a stage's recomputation stash is kept (the run's schedule says).
 MemoryReport estimate_memory(const Scenario& scenario, const Plan& plan, const std::vector<int>& stash_depth,
                              bool recompute);
+
+// The share of a buffer of `bytes` on its fullest tile (tile 0), as the report spreads it.
+double tile0_share(double bytes, std::int64_t element_bytes, const IpuSpec& ipu);
+// What makes two ops the same code (PopART outlines them into one copy).
+std::string code_signature(const Model& model, const Op& op);
+
+// `ipu` (its totals set) with its capacities and verdict, appended to the report.
+void add_to_report(MemoryReport& report, IpuMemory ipu, const IpuSpec& spec);
 
 // "IPU0 does not fit: its fullest tile needs 700 KiB of 624 KiB; largest: stash 300 KiB, ..."
 std::string out_of_memory_verdict(const IpuMemory& ipu);

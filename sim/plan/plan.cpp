@@ -9,6 +9,56 @@
 
 namespace ipusim {
 
+// What an op's gradient needs from its forward: views, sums and casts need nothing;
+// softmax and saturating activations their output; everything else its inputs.
+BackwardReads backward_reads(const std::string& type) {
+  static const std::set<std::string> nothing{"Add", "Sub", "Neg", "Reshape", "Transpose", "Flatten", "Identity",
+                                             "Cast", "Scale", "Concat", "Slice", "ReduceSum", "ReduceMean"};
+  static const std::set<std::string> outputs{"Softmax", "Sigmoid", "Tanh", "Exp", "Sqrt"};
+  if (nothing.count(type)) return BackwardReads::Nothing;
+  if (outputs.count(type)) return BackwardReads::Outputs;
+  return BackwardReads::Inputs;
+}
+
+CostOptions cost_options(const Scenario& sc, int ipu) {
+  CostOptions o;
+  o.partials = sc.execution.partials_type;
+  o.available_memory_proportion = sc.execution.available_memory_proportion_of(ipu);
+  o.io_tiles = static_cast<int>(sc.execution.io_tiles);
+  return o;
+}
+
+std::pair<double, double> weight_update_cost(const Scenario& sc, const CostModel& cost, double elements, double bytes,
+                                             DType dtype, double tensors) {
+  const Execution& ex = sc.execution;
+  const double state_bytes_per_weight =
+      optimizer_state_tensors(ex.optimizer) * static_cast<double>(dtype_bytes(ex.optimizer_state_dtype));
+  const bool streamed = ex.training && ex.optimizer_state_off_chip && state_bytes_per_weight > 0;
+  // With replicated tensor sharding each replica updates its 1/replicas share of the state.
+  const double shards =
+      ex.replicated_tensor_sharding ? static_cast<double>(std::max<std::int64_t>(1, ex.replicas)) : 1.0;
+  OpWork update = weight_update_work(elements / shards, bytes / shards, dtype, ex.optimizer, ex.optimizer_state_dtype,
+                                     tensors);
+  update.accumulates_weight_gradients = ex.gradient_accumulation > 1;
+  return {cost.seconds(update), streamed ? elements / shards * state_bytes_per_weight : 0.0};
+}
+
+void lay_out_stages(Plan& plan, const std::vector<int>& ipu_of_forward_stage, bool training) {
+  const int P = static_cast<int>(ipu_of_forward_stage.size());
+  plan.forward_stage_count = P;
+  plan.loss_stage = P - 1;
+  const int L = plan.loss_stage;
+  const int S = training ? 2 * P - 1 : P;
+  plan.stages.resize(static_cast<std::size_t>(S));
+  for (int s = 0; s < S; ++s) {
+    PlanStage& st = plan.stages[s];
+    st.id = s;
+    st.backward = s > L;
+    st.forward_stage = st.backward ? 2 * L - s : s;
+    st.ipu = ipu_of_forward_stage[static_cast<std::size_t>(st.forward_stage)];
+  }
+}
+
 namespace {
 
 void check_ipus_exist(const Scenario& sc, const ModelGraph& g) {
@@ -56,19 +106,6 @@ bool keeps_annotated_stages(const Scenario& sc, const ModelGraph& g) {
   const Execution& ex = sc.execution;
   const bool pipelined = std::find(ex.modes.begin(), ex.modes.end(), Mode::Pipelined) != ex.modes.end();
   return pipelined && g.has_pipeline_stages && !g.pipelining_refused && ex.schedule.rfind("tf-", 0) == 0;
-}
-
-enum class BackwardReads { Nothing, Inputs, Outputs };
-
-// What an op's gradient needs from its forward: views, sums and casts need nothing;
-// softmax and saturating activations their output; everything else its inputs.
-BackwardReads backward_reads(const std::string& type) {
-  static const std::set<std::string> nothing{"Add", "Sub", "Neg", "Reshape", "Transpose", "Flatten", "Identity",
-                                             "Cast", "Scale", "Concat", "Slice", "ReduceSum", "ReduceMean"};
-  static const std::set<std::string> outputs{"Softmax", "Sigmoid", "Tanh", "Exp", "Sqrt"};
-  if (nothing.count(type)) return BackwardReads::Nothing;
-  if (outputs.count(type)) return BackwardReads::Outputs;
-  return BackwardReads::Inputs;
 }
 
 // Per forward stage: the per-sample tensors its backward needs (stashed), those
@@ -127,15 +164,6 @@ void describe_activations(const Model& m, const ModelGraph& g, const std::vector
     }
     st.live_bytes = peak;
   }
-}
-
-// The execution options that change how an op runs on virtual IPU `ipu`.
-CostOptions cost_options(const Scenario& sc, int ipu) {
-  CostOptions o;
-  o.partials = sc.execution.partials_type;
-  o.available_memory_proportion = sc.execution.available_memory_proportion_of(ipu);
-  o.io_tiles = static_cast<int>(sc.execution.io_tiles);
-  return o;
 }
 
 void check_execution_options(const Scenario& sc, const std::vector<int>& ipus_used) {
@@ -210,18 +238,9 @@ Plan make_plan(const Scenario& sc, const ModelGraph& g) {
   std::vector<int> merged_ipu;
   const std::vector<int> stage_of = split_stages(g, merged_ipu, keeps_annotated_stages(sc, g));
   const int P = static_cast<int>(merged_ipu.size());
-  plan.forward_stage_count = P;
-  plan.loss_stage = P - 1;
+  lay_out_stages(plan, merged_ipu, ex.training);
   const int L = plan.loss_stage;
-  const int S = ex.training ? 2 * P - 1 : P;
-  plan.stages.resize(static_cast<std::size_t>(S));
-  for (int s = 0; s < S; ++s) {
-    PlanStage& st = plan.stages[s];
-    st.id = s;
-    st.backward = s > L;
-    st.forward_stage = st.backward ? 2 * L - s : s;
-    st.ipu = merged_ipu[st.forward_stage];
-  }
+  const int S = plan.stage_count();
   {
     std::vector<int> used(merged_ipu.begin(), merged_ipu.end());
     std::sort(used.begin(), used.end());
@@ -351,22 +370,14 @@ Plan make_plan(const Scenario& sc, const ModelGraph& g) {
     completing.weight_bytes += static_cast<double>(t.bytes());
     stage_weight_dtype.emplace(completing.id, t.dtype);
   }
-  const double state_bytes_per_weight =
-      optimizer_state_tensors(ex.optimizer) * static_cast<double>(dtype_bytes(ex.optimizer_state_dtype));
-  const bool streamed = ex.training && ex.optimizer_state_off_chip && state_bytes_per_weight > 0;
+  const bool streamed = ex.training && ex.optimizer_state_off_chip &&
+                        optimizer_state_tensors(ex.optimizer) * dtype_bytes(ex.optimizer_state_dtype) > 0;
   if (streamed && !sc.hardware.streaming_memory.present)
     throw InputError(sc.file, sc.execution_pointer("optimizer/stateLocation"), "scenario.no-streaming-memory",
                      "optimizer state in streaming memory, but the system \"" + sc.hardware.name +
                          "\" has no \"streamingMemory\"");
-  // With replicated tensor sharding each replica updates its 1/replicas share of the state.
-  const double shards =
-      ex.replicated_tensor_sharding ? static_cast<double>(std::max<std::int64_t>(1, ex.replicas)) : 1.0;
-  // One update of `elements` weights on virtual IPU `ipu`: its compute, and the state it streams.
   const auto update_of = [&](int ipu, double elements, double bytes, DType dtype, double tensors) {
-    OpWork update = weight_update_work(elements / shards, bytes / shards, dtype, ex.optimizer,
-                                       ex.optimizer_state_dtype, tensors);
-    update.accumulates_weight_gradients = ex.gradient_accumulation > 1;
-    return std::pair{cost(ipu).seconds(update), streamed ? elements / shards * state_bytes_per_weight : 0.0};
+    return weight_update_cost(sc, cost(ipu), elements, bytes, dtype, tensors);
   };
   if (ex.training && ex.weight_update_schedule == WeightUpdateSchedule::OverlapMemoryOptimized)
     mark_shared_updates(m, ex.weight_update_excluded_ipus, ipus);

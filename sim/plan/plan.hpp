@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "sim/cost/cost_model.hpp"
@@ -96,5 +97,20 @@ struct Plan {
 };
 
 Plan make_plan(const Scenario& scenario, const ModelGraph& graph);
+
+// The per-op rules make_plan applies, shared with the planner's split tables (sim/search),
+// which compose a plan's figures from blocks of layers without rebuilding it.
+// The forward stages on their IPUs and, for training, the backward stage 2L-s of each on the
+// same IPU: ids, directions and IPUs set, every figure zero.
+void lay_out_stages(Plan& plan, const std::vector<int>& ipu_of_forward_stage, bool training);
+// What an op's gradient needs from its forward.
+enum class BackwardReads { Nothing, Inputs, Outputs };
+BackwardReads backward_reads(const std::string& op_type);
+// The execution options that change how an op runs on virtual IPU `ipu`.
+CostOptions cost_options(const Scenario& scenario, int ipu);
+// One weight update of `elements` weights (`tensors` tensors) costed on `cost`: its seconds,
+// and the optimizer state it streams in (and back out) when the state is off chip.
+std::pair<double, double> weight_update_cost(const Scenario& scenario, const CostModel& cost, double elements,
+                                             double bytes, DType dtype, double tensors);
 
 } // namespace ipusim

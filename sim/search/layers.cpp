@@ -95,4 +95,34 @@ Model place_layers(const Model& model, const LayerStructure& layers, const std::
   return out;
 }
 
+std::string describe_placement(const Model& model, const LayerStructure& layers) {
+  const int units = static_cast<int>(layers.names.size());
+  std::vector<std::int64_t> ipu_of_layer(static_cast<std::size_t>(units), -1);
+  std::int64_t heads = -1;
+  for (std::size_t i = 0; i < model.ops.size(); ++i) {
+    const int unit = layers.unit_of_op[i];
+    const std::int64_t ipu = model.ops[i].virtual_graph.value_or(0);
+    if (unit == units && heads < 0) heads = ipu;
+    if (unit >= 0 && unit < units && ipu_of_layer[static_cast<std::size_t>(unit)] < 0) ipu_of_layer[static_cast<std::size_t>(unit)] = ipu;
+  }
+  std::vector<int> per_ipu;
+  bool contiguous = true;
+  for (std::size_t l = 0; l < ipu_of_layer.size(); ++l) {
+    const auto ipu = static_cast<std::size_t>(ipu_of_layer[l]);
+    if (ipu == per_ipu.size()) per_ipu.push_back(0);
+    contiguous = contiguous && ipu + 1 == per_ipu.size();
+    if (contiguous) ++per_ipu.back();
+  }
+  std::string out = "[";
+  if (contiguous) {
+    for (std::size_t i = 0; i < per_ipu.size(); ++i) out += (i ? "," : "") + std::to_string(per_ipu[i]);
+  } else {
+    out = "layers on IPUs [";
+    for (std::size_t l = 0; l < ipu_of_layer.size(); ++l) out += (l ? "," : "") + std::to_string(ipu_of_layer[l]);
+  }
+  out += "]";
+  if (heads >= 0) out += " heads on IPU" + std::to_string(heads);
+  return out;
+}
+
 } // namespace ipusim

@@ -26,4 +26,8 @@ LayerStructure detect_layers(const Model& model);
 Model place_layers(const Model& model, const LayerStructure& layers, const std::vector<int>& layers_per_ipu,
                    bool heads_on_last);
 
+// A model's annotated placement in the planner's terms: "[3,7,7,7] heads on IPU0" when each
+// IPU holds a contiguous block of layers in IPU order, else "layers on IPUs 0,1,1,2,...".
+std::string describe_placement(const Model& model, const LayerStructure& layers);
+
 } // namespace ipusim

@@ -1,9 +1,11 @@
 #pragma once
 // `ipusim plan`'s search: every split of the model's layers into contiguous blocks over N IPUs
 // (each IPU at least one layer), heads on the last IPU or back on IPU 0 (when the model has
-// heads), recomputation off and on (training), and each G asked for; each candidate's plan is
-// built as `run` builds it, its memory estimated with the same model (sim/memory), and its
-// PopART step time computed by the evaluator. Exhaustive, so exact for the evaluator's figures;
+// heads), recomputation off and on (training), and each G asked for; each candidate's stage
+// times, copies and memory are composed from tables of per-op costs and per-block sums
+// (split_costs.hpp, equal to the plan `run` builds), or its plan built as `run` builds it where
+// the tables do not apply, and its PopART step computed by the evaluator. Exhaustive, so exact
+// for the evaluator's figures; the leading candidates are rebuilt as `run` builds them, and
 // the caller confirms the best with the engine.
 #include <cstdint>
 #include <string>
@@ -21,7 +23,11 @@ struct PlanSearchOptions {
   int ipus = 0;                                      // 0: as many as the scenario's model uses
   Objective objective = Objective::Throughput;
   std::vector<std::int64_t> gradient_accumulation;  // empty: the scenario's G
-  int jobs = 1;                                      // threads
+  int jobs = 1;                                      // threads (when every plan is built)
+  // The first `recheck` candidates are re-evaluated from the plan `run` builds (the others
+  // come from the split tables, equal to rounding).
+  int recheck = 3;
+  bool full_plans_only = false;  // build every candidate's plan (the reference the tables are tested against)
 };
 
 struct Candidate {
