@@ -341,6 +341,17 @@ TEST_CASE("op.flops-underivable: an unknown op type without flops", "[rules]") {
   CHECK_THAT(e.message(), Contains("\"op1\"") && Contains("MysteryOp") && Contains("\"flops\""));
 }
 
+TEST_CASE("op.flops-underivable: a known op type that lost its inputs (a run campaign's exit 3)", "[rules]") {
+  Json m = two_ipu_chain();
+  m["ops"][1]["type"] = "Softmax";
+  m["ops"][1].erase("flops");
+  m["ops"][1]["inputs"] = Json::array();
+  const InputError e = scenario_error(m, zero_overhead_config(2), kInference, {Mode::Sharded});
+  CHECK(e.rule() == "op.flops-underivable");
+  CHECK(e.pointer() == "/ops/1");
+  CHECK_THAT(e.message(), Contains("\"op1\"") && Contains("no input"));
+}
+
 TEST_CASE("scenario.unknown-cost-model", "[rules]") {
   Json ex = kInference;
   ex["costModel"] = "magic";

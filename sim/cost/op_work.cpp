@@ -87,6 +87,9 @@ double pool_window(const Op& op) {
 } // namespace
 
 double derived_flops_per_sample(const Model& m, const Op& op) {
+  // Every op type whose work ipusim derives reads at least one operand (the cost families
+  // size their work by it); an op that lists none has lost its inputs.
+  if (op.inputs.empty()) cannot_derive(m, op, "it has no input");
   const double out = output_elements(m, op);
   if (op.type == "Gemm" || op.type == "MatMul") {
     if (op.inputs.size() < 2) cannot_derive(m, op, "it needs two inputs");
@@ -113,7 +116,6 @@ double derived_flops_per_sample(const Model& m, const Op& op) {
     return it->second * out * operations;
   }
   if (auto it = per_input_element_flops().find(op.type); it != per_input_element_flops().end()) {
-    if (op.inputs.empty()) cannot_derive(m, op, "it has no input");
     return it->second * static_cast<double>(m.tensor(op.inputs[0]).elements());
   }
   cannot_derive(m, op, "the op type is not one ipusim knows");
