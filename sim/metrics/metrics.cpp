@@ -57,6 +57,15 @@ RunMetrics compute_metrics(Mode mode, const Schedule& schedule, const RunLog& lo
     idle += m.idle_s;
     r.ipus.push_back(m);
   }
+  const Attribution attribution = attribute_time(schedule, log, mode);
+  for (IpuMetrics& m : r.ipus)
+    for (const IpuAttribution& a : attribution.ipus)
+      if (a.ipu == m.id) {
+        m.idle = a.idle;
+        m.update_s = a.update_s;
+      }
+  r.bottleneck_ipu = attribution.bottleneck_ipu;
+  r.bottleneck_stage = attribution.bottleneck_stage;
   if (r.step_time_s > 0 && !ipus.empty()) r.bubble_fraction = idle / (r.step_time_s * static_cast<double>(ipus.size()));
 
   if (!spans.empty()) {

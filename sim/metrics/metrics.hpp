@@ -8,6 +8,7 @@
 #include "sim/engine/engine.hpp"
 #include "sim/io/scenario.hpp"
 #include "sim/memory/memory.hpp"
+#include "sim/metrics/attribution.hpp"
 #include "sim/plan/plan.hpp"
 #include "sim/schedule/program.hpp"
 
@@ -21,6 +22,8 @@ struct IpuMetrics {
   double exchange_s = 0;   // in inter-IPU copy phases with copies of its own
   double sync_s = 0;       // paying inter-IPU syncs
   double idle_s = 0;       // waiting for other IPUs: the bubble
+  IdleBreakdown idle;      // idle_s by cause (attribution.hpp)
+  double update_s = 0;     // the part of busy_s spent updating weights
   double utilization = 0;  // busy_s / step time
 };
 
@@ -43,6 +46,8 @@ struct RunMetrics {
   int cycles = 0;
   double sync_seconds = 0;
   std::vector<IpuMetrics> ipus;
+  int bottleneck_ipu = -1;           // the IPU with the most forward/backward work and host I/O
+  int bottleneck_stage = -1;         // its heaviest stage
   std::vector<LinkTraffic> links;    // only links that carried traffic
   std::uint64_t activities = 0;
   MemoryReport memory;               // filled by simulate(); memory does not depend on timing

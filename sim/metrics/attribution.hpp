@@ -1,0 +1,56 @@
+#pragma once
+// Why an IPU was idle: its idle time split by cause, and the IPU that paced the step.
+// docs/outputs.md ("Where the step time goes") states each rule; in short:
+//  - an IPU waits at a barrier (a sync) or for an asynchronous copy; nothing else idles it;
+//  - a wait closing a copy phase, or for a copy in flight, is waiting on copies;
+//  - a wait closing a weight-update phase is waiting on the updates of other IPUs;
+//  - in runs that work one IPU at a time (sharded, tf-sequential) a wait with no work of
+//    its own is waiting for its turn;
+//  - in pipelines, a wait in a cycle where some of its stages are not yet started or
+//    already finished for this batch is fill and flush, up to those stages' work per
+//    micro-batch; the rest, waiting for the slowest IPU of the cycle, is imbalance.
+#include <vector>
+
+#include "sim/engine/engine.hpp"
+#include "sim/io/scenario.hpp"
+#include "sim/schedule/program.hpp"
+
+namespace ipusim {
+
+// Sums to the IPU's idle time.
+struct IdleBreakdown {
+  double fill_flush_s = 0;
+  double imbalance_s = 0;
+  double copy_wait_s = 0;
+  double update_wait_s = 0;
+  double turn_wait_s = 0;
+};
+
+enum class IdleCause { FillFlush, Imbalance, CopyWait, UpdateWait, TurnWait };
+const char* idle_cause_name(IdleCause cause);  // "fill-flush", "imbalance", ...
+
+struct IdleInterval {
+  int ipu = 0;
+  double start = 0, end = 0;
+  IdleCause cause = IdleCause::Imbalance;
+};
+
+struct IpuAttribution {
+  int ipu = 0;
+  IdleBreakdown idle;
+  double update_s = 0;         // computing weight updates (part of busy time)
+  double pipeline_work_s = 0;  // forward/backward compute and host I/O: the work that paces a pipeline
+  int heaviest_stage = -1;     // the stage with the most compute and host I/O on this IPU
+};
+
+struct Attribution {
+  std::vector<IpuAttribution> ipus;  // in the order of schedule.programs
+  int bottleneck_ipu = -1;           // the IPU with the most pipeline work
+  int bottleneck_stage = -1;         // its heaviest stage
+};
+
+// `intervals`, when given, receives every idle interval with its cause (for traces).
+Attribution attribute_time(const Schedule& schedule, const RunLog& log, Mode mode,
+                           std::vector<IdleInterval>* intervals = nullptr);
+
+} // namespace ipusim

@@ -1,0 +1,127 @@
+// Where the step time goes: each IPU's idle time split into fill/flush, imbalance,
+// waiting on copies, on other IPUs' weight updates and for its turn, against times
+// worked out by hand with every overhead zeroed (support.hpp: 1 FLOP/ns, 1 GB/s links).
+#include <catch2/catch.hpp>
+
+#include "sim/simulate/simulation.hpp"
+#include "support.hpp"
+
+using namespace ipusim;
+using namespace ipusim::test;
+
+namespace {
+
+constexpr double ms = 1e-3, us = 1e-6;
+
+const RunMetrics& run_of(const Simulation& sim, Mode mode) {
+  for (const auto& r : sim.runs)
+    if (r.metrics.mode == mode) return r.metrics;
+  FAIL("no run for the mode");
+  throw;
+}
+
+const IpuMetrics& ipu(const RunMetrics& r, int id) {
+  for (const IpuMetrics& m : r.ipus)
+    if (m.id == id) return m;
+  FAIL("no IPU " << id);
+  throw;
+}
+
+double sum(const IdleBreakdown& b) {
+  return b.fill_flush_s + b.imbalance_s + b.copy_wait_s + b.update_wait_s + b.turn_wait_s;
+}
+
+void check_sums(const RunMetrics& r) {
+  for (const IpuMetrics& m : r.ipus) {
+    INFO("IPU " << m.id);
+    CHECK(sum(m.idle) == Approx(m.idle_s).epsilon(1e-9).margin(1e-15));
+  }
+}
+
+Json inference(int batches) {
+  return {{"training", false}, {"batchesPerStep", batches}, {"hostIo", false}, {"costModel", "compute"}};
+}
+
+} // namespace
+
+TEST_CASE("equal stages: all idle time of a lockstep pipeline is fill and flush", "[attribution]") {
+  // Two stages of 1 ms, copies of 1 us in each of the 4+1 cycles. IPU1 waits for the
+  // first cycle's 1 ms, IPU0 for the last one's.
+  const Json model = chain_model({{0, 1e6}, {1, 1e6}}, 250);
+  const Simulation sim = simulate(make_scenario(model, zero_overhead_config(2), inference(4)), {Mode::Pipelined});
+  const RunMetrics& r = run_of(sim, Mode::Pipelined);
+  check_sums(r);
+  for (int i : {0, 1}) {
+    CHECK(ipu(r, i).idle.fill_flush_s == Approx(1 * ms).epsilon(1e-9));
+    CHECK(ipu(r, i).idle.imbalance_s == Approx(0).margin(1e-12));
+    CHECK(ipu(r, i).idle.copy_wait_s == Approx(0).margin(1e-12));
+  }
+  CHECK(r.bottleneck_ipu == 0);  // equal work: the first
+}
+
+TEST_CASE("unequal stages: waiting for the slowest IPU of a cycle is imbalance", "[attribution]") {
+  // t0 = 1 ms, t1 = 2 ms, 4 micro-batches, 5 cycles: 1 | 2 | 2 | 2 | 2 ms (+1 us copies).
+  // IPU0 waits 1 ms in each of cycles 1-3 (imbalance) and 2 ms in cycle 4, where its own
+  // stage is done: 1 ms of that is the stage it would run in a full pipeline (flush), 1 ms
+  // imbalance. IPU1 waits 1 ms in cycle 0 (fill, less than its 2 ms stage).
+  const Json model = chain_model({{0, 1e6}, {1, 2e6}}, 250);
+  const Simulation sim = simulate(make_scenario(model, zero_overhead_config(2), inference(4)), {Mode::Pipelined});
+  const RunMetrics& r = run_of(sim, Mode::Pipelined);
+  check_sums(r);
+  CHECK(ipu(r, 0).idle.fill_flush_s == Approx(1 * ms).epsilon(1e-9));
+  CHECK(ipu(r, 0).idle.imbalance_s == Approx(4 * ms).epsilon(1e-9));
+  CHECK(ipu(r, 1).idle.fill_flush_s == Approx(1 * ms).epsilon(1e-9));
+  CHECK(ipu(r, 1).idle.imbalance_s == Approx(0).margin(1e-12));
+  CHECK(r.bottleneck_ipu == 1);
+  CHECK(r.bottleneck_stage == 1);
+}
+
+TEST_CASE("sharded: waiting while another IPU runs its stage, and for copies between others", "[attribution]") {
+  // Three stages of 1, 2 and 3 ms; copies 0->1 and 1->2 of 1 us, 2 micro-batches. Per
+  // micro-batch IPU0 waits 2 + 3 ms for its turn, IPU1 1 + 3 ms, IPU2 1 + 2 ms; each IPU
+  // waits 1 us for the copy it takes no part in (IPU2 for 0->1, IPU0 for 1->2).
+  const Json model = chain_model({{0, 1e6}, {1, 2e6}, {2, 3e6}}, 250);
+  const Simulation sim = simulate(make_scenario(model, zero_overhead_config(3), inference(2)), {Mode::Sharded});
+  const RunMetrics& r = run_of(sim, Mode::Sharded);
+  check_sums(r);
+  CHECK(ipu(r, 0).idle.turn_wait_s == Approx(2 * 5 * ms).epsilon(1e-9));
+  CHECK(ipu(r, 1).idle.turn_wait_s == Approx(2 * 4 * ms).epsilon(1e-9));
+  CHECK(ipu(r, 2).idle.turn_wait_s == Approx(2 * 3 * ms).epsilon(1e-9));
+  CHECK(ipu(r, 0).idle.copy_wait_s == Approx(2 * 1 * us).epsilon(1e-9));
+  CHECK(ipu(r, 1).idle.copy_wait_s == Approx(0).margin(1e-15));
+  CHECK(ipu(r, 2).idle.copy_wait_s == Approx(2 * 1 * us).epsilon(1e-9));
+  CHECK(ipu(r, 2).idle.fill_flush_s + ipu(r, 2).idle.imbalance_s == Approx(0).margin(1e-12));
+  CHECK(r.bottleneck_ipu == 2);
+}
+
+TEST_CASE("Serial weight updates: each IPU waits while the other updates", "[attribution]") {
+  // SGD: 2 FLOPs per weight: IPU0 (1000 weights) updates for 2 us, IPU1 (500) for 1 us,
+  // one after the other: IPU1 waits 2 us, IPU0 1 us.
+  const Json model = two_layer_model(1e6, 3e6);
+  const Json execution = {{"training", true}, {"gradientAccumulation", 4}, {"hostIo", false}, {"costModel", "compute"}};
+  const Simulation sim = simulate(make_scenario(model, zero_overhead_config(2), execution), {Mode::Pipelined});
+  const RunMetrics& r = run_of(sim, Mode::Pipelined);
+  check_sums(r);
+  CHECK(ipu(r, 0).idle.update_wait_s == Approx(1 * us).epsilon(1e-9));
+  CHECK(ipu(r, 1).idle.update_wait_s == Approx(2 * us).epsilon(1e-9));
+  CHECK(ipu(r, 0).update_s == Approx(2 * us).epsilon(1e-9));
+  CHECK(ipu(r, 1).update_s == Approx(1 * us).epsilon(1e-9));
+  // IPU1 (3 ms forward, 6 ms backward) paces the pipeline.
+  CHECK(r.bottleneck_ipu == 1);
+}
+
+TEST_CASE("GPipe: the first micro-batch's wait is fill, the copy's flight is waiting on copies", "[attribution]") {
+  // Two stages of 1 ms, copies of 1 us, 3 micro-batches. IPU1 waits 1 ms for IPU0's first
+  // forward (fill), then 1 us for the copy; afterwards each copy lands as IPU1 finishes.
+  // At the closing sync IPU0 waits for IPU1's last 1 us + 1 ms (the drain).
+  const Json model = chain_model({{0, 1e6}, {1, 1e6}}, 250);
+  Json execution = inference(3);
+  execution["schedule"] = "gpipe";
+  const Simulation sim = simulate(make_scenario(model, zero_overhead_config(2), execution), {Mode::Pipelined});
+  const RunMetrics& r = run_of(sim, Mode::Pipelined);
+  check_sums(r);
+  CHECK(ipu(r, 1).idle.fill_flush_s == Approx(1 * ms).epsilon(1e-9));
+  CHECK(ipu(r, 1).idle.copy_wait_s == Approx(1 * us).epsilon(1e-9));
+  CHECK(ipu(r, 0).idle.fill_flush_s == Approx(1 * ms + 1 * us).epsilon(1e-9));
+  CHECK(ipu(r, 0).idle.imbalance_s + ipu(r, 1).idle.imbalance_s == Approx(0).margin(1e-12));
+}
