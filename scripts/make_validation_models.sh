@@ -17,7 +17,7 @@ declare -A models=(
   [bert-large-sl512-packed]="scripts/make_bert_model.py ${bert_large[*]} --seq 512 --masked 76 --sequences-per-pack 3 --name bert-large-sl512-packed"
   [bert-base-sl128]="scripts/make_bert_model.py --layers-per-ipu 4,4,4 --encoder-start-ipu 1 --hidden 768 --heads 12 --ffn 3072 --vocab 30400 --split-qkv --hidden-dropout 0.1 --seq 128 --masked 20 --name bert-base-sl128"
   [resnet50-one-ipu]="scripts/make_resnet_model.py --depth 50 --layers-per-ipu 16 --stage-splits 1,3,4,6,8,11 --eight-bit-io --name resnet50-one-ipu"
-  [vit-b16]="scripts/make_vit_model.py --preset vit-b-16 --layers-per-ipu 3,3,3,3 --name vit-b16"
+  [vit-b16]="scripts/make_vit_model.py --preset vit-b-16 --layers-per-ipu 3,3,3,3 --hidden-dropout 0.1 --attention-dropout 0.1 --representation-size 768 --name vit-b16"
 )
 stale=0
 for name in $(printf '%s\n' "${!models[@]}" | sort); do

@@ -27,7 +27,7 @@ import sys
 
 from model_builder import (Builder, Placement, add_output_arguments, add_placement_arguments, changed_flags, dump,
                            positive_int, write)
-from transformer_blocks import pre_ln_layer
+from transformer_blocks import dropout, pre_ln_layer
 
 # name: (layers, hidden, heads, mlp, patch)
 PRESETS = {"vit-b-16": (12, 768, 12, 3072, 16), "vit-l-16": (24, 1024, 16, 4096, 16),
@@ -50,6 +50,9 @@ def build(args):
         raise SystemExit("error: --hidden %d is not a multiple of --heads %d" % (h, heads))
     if args.image_size % args.patch:
         raise SystemExit("error: --image-size %d is not a multiple of --patch %d" % (args.image_size, args.patch))
+    for flag, rate in (("--hidden-dropout", args.hidden_dropout), ("--attention-dropout", args.attention_dropout)):
+        if not 0 <= rate < 1:
+            raise SystemExit("error: %s %g is not a dropout rate in [0, 1)" % (flag, rate))
     side = args.image_size // args.patch
     patches = side * side
     seq = patches + 1
@@ -70,15 +73,23 @@ def build(args):
     x = b.op("class_token/concat", "Concat", [cls, x], [("class_token/tokens", [seq, h])])
     pos = b.weight("encoder.pos_embedding", [seq, h])
     x = b.op("encoder/add_position", "Add", [x, pos], [("encoder/input", [seq, h])])
+    x = dropout(b, "encoder/dropout", x, [seq, h], args.hidden_dropout)
 
     for index, ipu, stage in placement.layers():
         b.place((ipu, stage))
-        x = pre_ln_layer(b, "encoder_layer_%d" % index, x, seq, h, heads, ffn, None)
+        x = pre_ln_layer(b, "encoder_layer_%d" % index, x, seq, h, heads, ffn, None, args.hidden_dropout,
+                         args.attention_dropout)
 
     b.place(placement.head)
     x = b.layer_norm("encoder/ln", x, [seq, h])
     x = b.op("class_token/slice", "Slice", [x], [("class_token/output", [1, h])])
-    logits = b.dense("heads/head", x, 1, h, args.classes)
+    width = h
+    if args.representation_size:
+        # The pre-logits layer of pre-training (Dosovitskiy et al.; Graphcore's Representation).
+        x = b.dense("heads/pre_logits", x, 1, h, args.representation_size)
+        x = b.op("heads/pre_logits_tanh", "Tanh", [x], [("heads/pre_logits_tanh_out", [1, args.representation_size])])
+        width = args.representation_size
+    logits = b.dense("heads/head", x, 1, width, args.classes)
     b.op("loss", "SoftmaxCrossEntropy", [logits, "label"], [("loss_out", [1])])
 
     description = (
@@ -97,7 +108,10 @@ def command_line(args):
                                 ("heads", "--heads", preset[2]), ("ffn", "--ffn", preset[3]),
                                 ("patch", "--patch", preset[4]), ("layers_per_ipu", "--layers-per-ipu", None),
                                 ("heads_on", "--heads-on", "last"), ("image_size", "--image-size", 224),
-                                ("classes", "--classes", 1000), ("dtype", "--dtype", "float16")])
+                                ("classes", "--classes", 1000), ("dtype", "--dtype", "float16"),
+                                ("hidden_dropout", "--hidden-dropout", 0.0),
+                                ("attention_dropout", "--attention-dropout", 0.0),
+                                ("representation_size", "--representation-size", None)])
 
 
 def main(argv=None):
@@ -115,6 +129,13 @@ def main(argv=None):
     parser.add_argument("--patch", type=positive_int, default=16, help="patch size (default 16)")
     parser.add_argument("--image-size", type=positive_int, default=224, help="image height and width (default 224)")
     parser.add_argument("--classes", type=positive_int, default=1000, help="classifier outputs (default 1000)")
+    parser.add_argument("--hidden-dropout", type=float, default=0.0,
+                        help="dropout after the embedding, the attention's output projection, the GELU and the "
+                             "MLP's output (hidden_dropout_prob; default 0: no Dropout ops)")
+    parser.add_argument("--attention-dropout", type=float, default=0.0,
+                        help="dropout on the attention probabilities (attention_probs_dropout_prob; default 0)")
+    parser.add_argument("--representation-size", type=positive_int, default=None,
+                        help="a pre-logits Linear + tanh of this width before the classifier (pre-training)")
     add_output_arguments(parser, "the preset, else \"vit\"")
     args = parser.parse_args(argv)
     write(dump(build(args)), args.output)

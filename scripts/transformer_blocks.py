@@ -55,9 +55,11 @@ def self_attention(b, p, x, seq, h, heads, mask, split_qkv=False, attention_drop
     return b.dense(p + "/attention/out", c, seq, h, h)
 
 
-def feed_forward(b, p, x, seq, h, ffn):
+def feed_forward(b, p, x, seq, h, ffn, inner_dropout=0.0):
+    """inner_dropout: ViT's MLP block drops the activations between its two projections too."""
     f = b.dense(p + "/ffn/1", x, seq, h, ffn)
     f = b.op(p + "/ffn/gelu", "Gelu", [f], [(p + "/ffn/gelu_out", [seq, ffn])])
+    f = dropout(b, p + "/ffn/gelu_dropout", f, [seq, ffn], inner_dropout)
     return b.dense(p + "/ffn/2", f, seq, ffn, h)
 
 
@@ -76,10 +78,15 @@ def post_ln_layer(b, p, x, seq, h, heads, ffn, mask, split_qkv=False, hidden_dro
     return b.layer_norm(p + "/ffn/layernorm", f, [seq, h], p + "/output")
 
 
-def pre_ln_layer(b, p, x, seq, h, heads, ffn, mask):
-    """GPT-2's and ViT's layer: LayerNorm before attention and before the feed-forward."""
+def pre_ln_layer(b, p, x, seq, h, heads, ffn, mask, hidden_dropout=0.0, attention_dropout=0.0):
+    """GPT-2's and ViT's layer: LayerNorm before attention and before the feed-forward. Hidden
+    dropout as ViT's blocks (torchvision's and Graphcore's): after the attention's output
+    projection, after the GELU and after the second projection."""
     n = b.layer_norm(p + "/ln_1", x, [seq, h])
-    x = residual(b, p + "/attention/residual", x, self_attention(b, p, n, seq, h, heads, mask), seq, h)
+    a = dropout(b, p + "/attention/dropout", self_attention(b, p, n, seq, h, heads, mask, False, attention_dropout),
+                [seq, h], hidden_dropout)
+    x = residual(b, p + "/attention/residual", x, a, seq, h)
     n = b.layer_norm(p + "/ln_2", x, [seq, h])
-    return residual(b, p + "/ffn/residual", x, feed_forward(b, p, n, seq, h, ffn), seq, h)
+    f = dropout(b, p + "/ffn/dropout", feed_forward(b, p, n, seq, h, ffn, hidden_dropout), [seq, h], hidden_dropout)
+    return residual(b, p + "/ffn/residual", x, f, seq, h)
 

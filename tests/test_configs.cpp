@@ -304,3 +304,38 @@ TEST_CASE("scripts/make_system_config.py reproduces the committed system configs
   REQUIRE(WIFEXITED(status));
   CHECK(WEXITSTATUS(status) == 0);
 }
+
+TEST_CASE("every IPU's AMP units reach its datasheet peak", "[configs]") {
+  // units x inputs per cycle x 2 FLOP (a multiply-add) = FLOP per cycle per tile, for both dtypes.
+  for (const auto& path : all_configs()) {
+    INFO(path.string());
+    const HardwareConfig hw = load_hardware(path.string());
+    const TileArchitecture& t = hw.ipu.tile;
+    CHECK(t.conv_units(DType::Float16) * t.input_load_elements(DType::Float16) * 2 ==
+          hw.ipu.flops_per_cycle_per_tile_f16);
+    CHECK(t.conv_units(DType::Float32) * t.input_load_elements(DType::Float32) * 2 ==
+          hw.ipu.flops_per_cycle_per_tile_f32);
+  }
+}
+
+TEST_CASE("Bow systems: the M2000 chassis and pods with Bow IPUs at 1.85 GHz; racks joined over GW-Links",
+          "[configs]") {
+  const HardwareConfig bow2000 = load_hardware(config("bow-2000.json"));
+  const HardwareConfig m2000 = load_hardware(config("ipu-m2000.json"));
+  CHECK(bow2000.ipu.clock_hz == 1.85e9);
+  CHECK(bow2000.ipu_count == 4);
+  CHECK(bow2000.links.size() == m2000.links.size());
+  CHECK(bow2000.streaming_memory.shared_by == 4);
+  for (const char* f : {"bow-pod16.json", "bow-pod64.json", "bow-pod256.json"}) {
+    INFO(f);
+    CHECK(load_hardware(config(f)).ipu.clock_hz == 1.85e9);
+  }
+  const HardwareConfig pod256 = load_hardware(config("bow-pod256.json"));
+  CHECK(pod256.ipu_count == 256);
+  CHECK(pod256.rack_ipus == 64);
+  // Racks in a ring: rack r joined to rack r+1 for every IPU of a rack, 64 x 4 GW-Link shares.
+  const auto gw = std::count_if(pod256.links.begin(), pod256.links.end(),
+                                [](const LinkSpec& l) { return l.name.rfind("gw-link", 0) == 0; });
+  CHECK(gw == 4 * 64);
+  CHECK(load_hardware(config("bow-pod64.json")).rack_ipus == 64);
+}

@@ -182,7 +182,6 @@ TEST_CASE("onnx: every bad input exits 2 with its file, place and rule", "[onnx]
   };
   const std::vector<Case> cases{
       {"bad-missing-ipu.onnx", "[annotation.mixed-virtual-graph]", "/graph/node/"},
-      {"bad-stage-without-ipu.onnx", "[annotation.stage-without-virtual-graph]", "/graph/node/"},
       {"bad-float-ipu.onnx", "[annotation.not-integer]", "at /graph/node/1"},
       {"bad-negative-ipu.onnx", "[annotation.negative]", "at /graph/node/1"},
       {"bad-unknown-op.onnx", "[onnx.shape-unknown]", "at /graph/node/3"},
@@ -201,6 +200,12 @@ TEST_CASE("onnx: every bad input exits 2 with its file, place and rule", "[onnx]
     CHECK_THAT(r.err, Contains(fixture(c.file)) && Contains(c.rule) && Contains(c.where));
     CHECK_THAT(r.err, !Contains("internal fault"));
   }
+  // A pipelining-only rule: the model is valid for sharded runs, and validate says which rule
+  // pipelined runs would refuse, where.
+  const test::Result r = test::run_ipusim({"validate", fixture("bad-stage-without-ipu.onnx")});
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.out, Contains("sharded runs only") && Contains("[annotation.stage-without-virtual-graph]") &&
+                        Contains("/graph/node/"));
 }
 
 TEST_CASE("onnx: an op type ipusim cannot cost names the node and how to give its FLOPs", "[onnx][cli]") {

@@ -3,6 +3,7 @@
 // ipusim loads and derives them, match the published figures.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -257,6 +258,15 @@ TEST_CASE("ViT-B/16 and ViT-L/16: torchvision's parameter counts and GFLOPS", "[
     CHECK(ipu_of(m, g, "conv_proj") == 0);
     CHECK(ipu_of(m, g, "heads/head") == 3);
   }
+  // Graphcore's pre-training ViT: a Dropout after the embedding, and per layer three hidden
+  // ones (attention output, GELU, MLP output) and one on the attention probabilities:
+  // 1 + 4 x 12 = 49; and the
+  // pre-logits Linear of 768 x 768 + 768 before the classifier.
+  const Model pre = generated(dir, "make_vit_model.py",
+                              "--preset vit-b-16 --layers-per-ipu 3,3,3,3 --hidden-dropout 0.1 --attention-dropout 0.1 "
+                              "--representation-size 768");
+  CHECK(std::count_if(pre.ops.begin(), pre.ops.end(), [](const Op& op) { return op.type == "Dropout"; }) == 49);
+  CHECK(weight_elements(pre) == 86567656 + 768 * 768 + 768);
   // 197 tokens of 768: 196 patches of 16 x 16 and the class token.
   const Model b = load_model(kSource + "/models/vit-b-16.json");
   CHECK(b.tensor("encoder/input").shape == std::vector<std::int64_t>{197, 768});

@@ -24,8 +24,12 @@ struct ValidateOptions {
 
 void report_model(const std::string& path, const Model& m) {
   const ModelGraph g = build_graph(m);
-  std::cout << path << ": valid model, " << m.ops.size() << " ops, " << m.tensors.size() << " tensors, "
-            << g.stage_count << " stage(s)\n";
+  std::cout << path << ": valid model, " << m.ops.size() << " ops, " << m.tensors.size() << " tensors, ";
+  if (const auto& refused = g.pipelining_refused)
+    std::cout << "sharded runs only; pipelined runs refuse it at " << refused->pointer() << ": " << refused->message()
+              << " [" << refused->rule() << "]\n";
+  else
+    std::cout << g.stage_count << " stage(s)\n";
 }
 
 // Models, configs and scenarios are told apart by their keys.

@@ -4,6 +4,7 @@
 // the gradient of the weights (X^T . dY), plus the bias gradient (a reduction of dY) and
 // the accumulation of the weight gradients.
 #include <cmath>
+#include <variant>
 
 #include "sim/cost/amp_planner.hpp"
 #include "sim/cost/op_families.hpp"
@@ -42,7 +43,11 @@ Dims dims_of(const TileContext& ctx, const OpWork& w) {
     }
     return d;
   }
-  d.inputs = static_cast<double>(a.dim(1));
+  // Gemm's transA stores A as [K, M]: the contracted dimension is its second-last.
+  bool transposed_a = false;
+  if (auto it = w.attributes.find("transA"); it != w.attributes.end())
+    if (const auto* v = std::get_if<std::int64_t>(&it->second)) transposed_a = *v != 0;
+  d.inputs = static_cast<double>(a.dim(transposed_a ? 2 : 1));
   d.outputs = static_cast<double>(y.dim(1));
   if (a.kind == TensorKind::Weight || b.kind == TensorKind::Weight) {
     d.rows = y.elements() / d.outputs;  // every row of every sample shares the weights

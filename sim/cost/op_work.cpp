@@ -188,6 +188,7 @@ OpWork forward_work(const Model& m, const Op& op, std::int64_t micro_batch_size,
                                       static_cast<double>(dtype_bytes(m.tensor(op.inputs[0]).dtype)));
   w.parallel_elements = parallel;
   w.input_bytes = bytes_read(m, op, micro_batch_size);
+  w.attributes = op.attributes;
   for (const auto& t : op.inputs) w.inputs.push_back(operand_of(m, t, micro_batch_size, facts));
   for (const auto& t : op.outputs) w.outputs.push_back(operand_of(m, t, micro_batch_size, facts));
   return w;

@@ -4,6 +4,7 @@
 // operands' shapes. FLOPs come from the model's `flops` / `backwardFlops` when given,
 // else from the op type and tensor shapes (docs/formats.md).
 #include <cstdint>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -39,6 +40,7 @@ struct OpWork {
   double input_bytes = 0;        // bytes read, for one micro-batch
   bool declared_flops = false;   // the model file gave the FLOPs: the op's shape says nothing about its work
   std::vector<Operand> inputs, outputs;
+  std::map<std::string, AttributeValue> attributes;  // the op's own (kernel_shape, transA, ...)
   bool training = false;  // batch statistics (BatchNormalization) rather than running ones
   // Training with gradient accumulation: each weight gradient is added to its accumulator.
   bool accumulates_weight_gradients = false;

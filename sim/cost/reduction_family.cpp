@@ -4,6 +4,7 @@
 // channels per kernel position, 5 for max pooling's gradient (poolVertexCyclesPerVector).
 #include <algorithm>
 #include <cmath>
+#include <variant>
 
 #include "sim/cost/op_families.hpp"
 #include "sim/cost/vector_rates.hpp"
@@ -16,9 +17,13 @@ OpCost reduction_family(const TileContext& ctx, const OpWork& w) {
   const DType dtype = in.dtype;
   OpCost c;
   if (w.op_type == "MaxPool" || w.op_type == "AveragePool") {
-    // The window is not in the model file: the input-to-output ratio stands in for it
-    // (4 for a stride-2 window), at least one position.
-    const double window = std::max(1.0, std::round(in.elements() / out.elements()));
+    // The window is the op's kernel_shape (ONNX's attribute); without one, 3 x 3.
+    double window = 9;
+    if (auto it = w.attributes.find("kernel_shape"); it != w.attributes.end())
+      if (const auto* k = std::get_if<std::vector<std::int64_t>>(&it->second)) {
+        window = 1;
+        for (auto d : *k) window *= static_cast<double>(d);
+      }
     const bool max_grad = w.op_type == "MaxPool" && w.pass == OpPass::Backward;
     if (w.pass == OpPass::Backward && !in.needs_gradient) return c;
     const VertexRate rate{max_grad ? 5.0 : 3.0, static_cast<double>(ctx.arch.vector_width(dtype)), 30};

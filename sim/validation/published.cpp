@@ -74,14 +74,19 @@ PublishedList load_published_list(const std::string& path) {
   return list;
 }
 
-ValidationReport run_validation(const PublishedList& list, const std::vector<std::string>& only) {
+ValidationReport run_validation(const PublishedList& list, const std::vector<std::string>& only,
+                                const std::vector<Override>& overrides) {
+  for (const std::string& id : only)
+    if (std::none_of(list.entries.begin(), list.entries.end(), [&](const PublishedResult& e) { return e.id == id; }))
+      throw InputError("--only", "", "validation.unknown-entry",
+                       "no entry \"" + id + "\" in " + list.file + "; use one of the ids `ipusim validation` lists");
   ValidationReport report;
   for (const PublishedResult& e : list.entries) {
     if (!only.empty() && std::find(only.begin(), only.end(), e.id) == only.end()) continue;
     ValidationRow row;
     row.entry = &e;
     try {
-      const Scenario sc = load_scenario(e.scenario, {});
+      const Scenario sc = load_scenario(e.scenario, overrides);
       // A scenario of both modes is validated by its pipelined run.
       const Simulation sim = simulate(sc, {sc.execution.modes.back()});
       const RunMetrics& m = sim.runs.back().metrics;
@@ -92,6 +97,7 @@ ValidationReport run_validation(const PublishedList& list, const std::vector<std
       ++report.simulated;
     } catch (const InputError& error) {
       row.failure = std::string("bad input: ") + error.what();
+      row.bad_input = true;
     } catch (const std::exception& error) {
       row.failure = error.what();
     }
@@ -106,7 +112,11 @@ ValidationReport run_validation(const PublishedList& list, const std::vector<std
       report.worst = static_cast<int>(i);
   }
   if (report.simulated > 0) report.mean_absolute_error = sum / report.simulated;
+  const auto selected = [&](const std::string& id) {
+    return only.empty() || std::find(only.begin(), only.end(), id) != only.end();
+  };
   for (const PublishedRatio& q : list.ratios) {
+    if (!selected(q.numerator) || !selected(q.denominator)) continue;
     RatioRow rr;
     rr.ratio = &q;
     const ValidationRow *num = nullptr, *den = nullptr;

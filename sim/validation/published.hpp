@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "sim/io/overrides.hpp"
+
 namespace ipusim {
 
 struct PublishedResult {
@@ -44,6 +46,7 @@ struct ValidationRow {
   double step_time_s = 0;
   bool fits = true;           // the configuration fits in memory as ipusim estimates it
   std::string failure;        // when the entry could not be simulated: why
+  bool bad_input = false;     // the failure is the entry's scenario, not ipusim
 };
 
 struct RatioRow {
@@ -64,8 +67,10 @@ struct ValidationReport {
   }
 };
 
-// `only`: entry ids to run (empty: all). Runs each entry's scenario with --set `overrides`.
-ValidationReport run_validation(const PublishedList& list, const std::vector<std::string>& only);
+// `only`: entry ids to run (empty: all; an id not in the list is an InputError). Each entry's
+// scenario is loaded with `overrides` applied (--set execution.costModel=tile compares models).
+ValidationReport run_validation(const PublishedList& list, const std::vector<std::string>& only,
+                                const std::vector<Override>& overrides = {});
 
 std::string render_validation_table(const PublishedList& list, const ValidationReport& report);
 std::string render_validation_markdown(const PublishedList& list, const ValidationReport& report);

@@ -1,0 +1,115 @@
+// ipusim validation: the published-results list, its checks, and the comparison it prints.
+#include <catch2/catch.hpp>
+
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <sstream>
+
+#include "sim/io/input_error.hpp"
+#include "sim/io/scenario_loader.hpp"
+#include "sim/simulate/simulation.hpp"
+#include "sim/validation/published.hpp"
+#include "support.hpp"
+#include "temp_dir.hpp"
+
+using namespace ipusim;
+using namespace ipusim::test;
+namespace fs = std::filesystem;
+
+namespace {
+
+const fs::path kSource = IPUSIM_SOURCE_DIR;
+
+void write(const fs::path& path, const std::string& text) { std::ofstream(path) << text; }
+
+std::string mlp_entry(const std::string& id, double published) {
+  return R"({"id": ")" + id + R"(", "workload": "MLP", "system": "IPU-M2000", "framework": "PopART", "sdk": "-",
+             "published": )" + std::to_string(published) + R"(, "unit": "samples/s", "source": "a test",
+             "configuration": "the shipped MLP", "scenario": ")" + (kSource / "scenarios/mlp-inference.json").string() +
+         R"("})";
+}
+
+} // namespace
+
+TEST_CASE("validation compares each entry's simulated throughput with its published one", "[validation]") {
+  TempDir dir;
+  const fs::path list = dir.root() / "list.json";
+  // The shipped MLP inference scenario, simulated once for the reference figure.
+  const Scenario sc = load_scenario((kSource / "scenarios/mlp-inference.json").string(), {});
+  const double simulated = simulate(sc, {sc.execution.modes.back()}).runs.back().metrics.throughput_samples_per_s;
+  write(list, R"({"entries": [)" + mlp_entry("half", simulated / 2) + "," + mlp_entry("double", simulated * 2) +
+                  R"(], "ratios": [{"id": "double/half", "numerator": "double", "denominator": "half"}]})");
+  const PublishedList l = load_published_list(list.string());
+  const ValidationReport r = run_validation(l, {});
+  REQUIRE(r.rows.size() == 2);
+  CHECK(r.rows[0].predicted == Approx(simulated).epsilon(1e-12));
+  CHECK(r.rows[0].error == Approx(1.0).epsilon(1e-9));    // twice the "published" figure
+  CHECK(r.rows[1].error == Approx(-0.5).epsilon(1e-9));   // half of it
+  CHECK(r.mean_absolute_error == Approx(0.75).epsilon(1e-9));
+  REQUIRE(r.worst_row());
+  CHECK(r.worst_row()->entry->id == "half");
+  REQUIRE(r.ratios.size() == 1);
+  CHECK(r.ratios[0].published == Approx(4).epsilon(1e-9));
+  CHECK(r.ratios[0].predicted == Approx(1).epsilon(1e-9));
+  // --only runs the named entries.
+  CHECK(run_validation(l, {"double"}).rows.size() == 1);
+  CHECK(rule_of([&] { run_validation(l, {"nope"}); }) == "validation.unknown-entry");
+  // --set reaches every entry's scenario: the FLOP-only model makes the same MLP faster.
+  const ValidationReport compute = run_validation(l, {"half"}, {{"execution.costModel", "compute"}});
+  REQUIRE(compute.rows.size() == 1);
+  CHECK(compute.rows[0].predicted > simulated);
+  const std::string table = render_validation_table(l, r);
+  CHECK_THAT(table, Catch::Contains("+100.0 %") && Catch::Contains("-50.0 %") && Catch::Contains("mean absolute error 75.0 %"));
+}
+
+TEST_CASE("a published-results list is checked like every input", "[validation]") {
+  TempDir dir;
+  const fs::path list = dir.root() / "list.json";
+  write(list, R"({"entries": [)" + mlp_entry("a", 1) + "," + mlp_entry("a", 2) + "]}");
+  CHECK(rule_of([&] { load_published_list(list.string()); }) == "validation.duplicate-id");
+  write(list, R"({"entries": [)" + mlp_entry("a", 1) + R"(], "ratios": [{"id": "r", "numerator": "a", "denominator": "b"}]})");
+  CHECK(rule_of([&] { load_published_list(list.string()); }) == "validation.unknown-entry");
+  write(list, R"({"entries": [)" + mlp_entry("a", -3) + "]}");
+  CHECK_FALSE(rule_of([&] { load_published_list(list.string()); }).empty());
+  write(list, R"({"entries": []})");
+  CHECK(rule_of([&] { load_published_list(list.string()); }) == "json.type");
+}
+
+TEST_CASE("the shipped validation list loads, and its models are what the generators make", "[validation]") {
+  const PublishedList l = load_published_list((kSource / "scenarios/validation/published.json").string());
+  CHECK(l.entries.size() >= 9);
+  for (const PublishedResult& e : l.entries) {
+    INFO(e.id);
+    CHECK(fs::exists(e.scenario));
+    CHECK_FALSE(e.source.empty());
+    CHECK_FALSE(e.configuration.empty());
+    // Every scenario loads with every check a run makes.
+    CHECK(rule_of([&] { load_scenario(e.scenario, {}); }).empty());
+  }
+  const std::string command = "cd '" + kSource.string() + "' && scripts/make_validation_models.sh --check";
+  const int status = std::system(command.c_str());
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+}
+
+TEST_CASE("docs/validation.md shows what ipusim validation prints today", "[validation]") {
+  // The published comparison is documentation users cite: a change to the cost model that
+  // moves a prediction must update the page (build/ipusim validation --markdown).
+  const PublishedList l = load_published_list((kSource / "scenarios/validation/published.json").string());
+  const ValidationReport r = run_validation(l, {});
+  CHECK(r.simulated == static_cast<int>(l.entries.size()));
+  const std::string table = render_validation_markdown(l, r);
+  std::ifstream in(kSource / "docs/validation.md");
+  const std::string page((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  // Compare the tables line by line, so a failure names the entry that moved.
+  std::istringstream lines(table);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("| ", 0) != 0) continue;
+    INFO(line);
+    CHECK(page.find(line) != std::string::npos);
+  }
+}
