@@ -3,11 +3,14 @@
 // worked out by hand with every overhead zeroed (support.hpp: 1 FLOP/ns, 1 GB/s links).
 #include <catch2/catch.hpp>
 
+#include "cli_runner.hpp"
 #include "sim/simulate/simulation.hpp"
 #include "support.hpp"
+#include "temp_dir.hpp"
 
 using namespace ipusim;
 using namespace ipusim::test;
+using Catch::Matchers::Contains;
 
 namespace {
 
@@ -124,4 +127,56 @@ TEST_CASE("GPipe: the first micro-batch's wait is fill, the copy's flight is wai
   CHECK(ipu(r, 1).idle.copy_wait_s == Approx(1 * us).epsilon(1e-9));
   CHECK(ipu(r, 0).idle.fill_flush_s == Approx(1 * ms + 1 * us).epsilon(1e-9));
   CHECK(ipu(r, 0).idle.imbalance_s + ipu(r, 1).idle.imbalance_s == Approx(0).margin(1e-12));
+}
+
+TEST_CASE("cli: the attribution in the JSON, the table and the Why paragraph", "[attribution][cli]") {
+  // The unequal-stages pipeline above (IPU0 1 ms, IPU1 2 ms, 4 micro-batches, 1 us copies in
+  // each of the 5 cycles): step 9.005 ms, IPU-time 18.01 ms of which compute 12 ms, copies
+  // 10 us, fill and flush 2 ms, imbalance 4 ms. Sharded: 4 x (1 ms + 1 us + 2 ms) = 12.004 ms,
+  // IPU0 waits 4 x 2 ms for its turn, IPU1 4 x 1 ms.
+  const TempDir dir;
+  const Json scenario = {{"name", "attribution"},
+                         {"model", chain_model({{0, 1e6}, {1, 2e6}}, 250)},
+                         {"config", zero_overhead_config(2)},
+                         {"execution", inference(4)}};
+  const std::string file = dir.write("scenario.json", scenario);
+  const Result r = run_ipusim({"run", file, "--json"});
+  REQUIRE(r.exit_code == 0);
+  const Json doc = Json::parse(r.out);
+  const Json* pipelined = nullptr;
+  const Json* sharded = nullptr;
+  for (const Json& run : doc.at("runs")) (run.at("mode") == "pipelined" ? pipelined : sharded) = &run;
+  REQUIRE(pipelined);
+  REQUIRE(sharded);
+  const Json& p = *pipelined;
+  CHECK(p.at("step_time_s").get<double>() == Approx(9.005 * ms).epsilon(1e-9));
+  CHECK(p.at("ipus")[0].at("idle").at("fill_flush_s").get<double>() == Approx(1 * ms).epsilon(1e-9));
+  CHECK(p.at("ipus")[0].at("idle").at("imbalance_s").get<double>() == Approx(4 * ms).epsilon(1e-9));
+  CHECK(p.at("ipus")[1].at("idle").at("fill_flush_s").get<double>() == Approx(1 * ms).epsilon(1e-9));
+  const Json& shares = p.at("time_shares");
+  CHECK(shares.at("compute").get<double>() == Approx(12 / 18.01).epsilon(1e-9));
+  CHECK(shares.at("exchange").get<double>() == Approx(0.01 / 18.01).epsilon(1e-6));
+  CHECK(shares.at("idle_fill_flush").get<double>() == Approx(2 / 18.01).epsilon(1e-9));
+  CHECK(shares.at("idle_imbalance").get<double>() == Approx(4 / 18.01).epsilon(1e-9));
+  CHECK(shares.at("host_io").get<double>() == 0);
+  CHECK(p.at("bottleneck") == Json({{"ipu", 1}, {"stage", 1}}));
+  const Json& s = *sharded;
+  CHECK(s.at("step_time_s").get<double>() == Approx(12.004 * ms).epsilon(1e-9));
+  CHECK(s.at("ipus")[0].at("idle").at("turn_wait_s").get<double>() == Approx(8 * ms).epsilon(1e-9));
+  CHECK(s.at("ipus")[1].at("idle").at("turn_wait_s").get<double>() == Approx(4 * ms).epsilon(1e-9));
+  CHECK(s.at("time_shares").at("idle_turn_wait").get<double>() == Approx(12 / 24.008).epsilon(1e-9));
+
+  const Result table = run_ipusim({"run", file});
+  REQUIRE(table.exit_code == 0);
+  // 2 / 18.01 = 11.1 %, 4 / 18.01 = 22.2 %; sharded 12 / 24.008 = 50.0 %.
+  CHECK_THAT(table.out, Contains("  fill and flush          0.0 %                   11.1 %"));
+  CHECK_THAT(table.out, Contains("  imbalance               0.0 %                   22.2 %"));
+  CHECK_THAT(table.out, Contains("  waiting for its turn    50.0 %                  0.0 %"));
+  CHECK_THAT(table.out, Contains("bottleneck                IPU 1, stage 1          IPU 1, stage 1"));
+  CHECK_THAT(table.out, Contains("22.2 % imbalance (waiting for the slowest IPU), 11.1 % fill and flush."));
+  CHECK_THAT(table.out, Contains("The bottleneck is IPU 1, stage 1: its stages compute and stream 8.000 ms per step "
+                                 "against 4.000 ms on the lightest, IPU 0."));
+  CHECK_THAT(table.out, Contains("What would help: moving ops from stage 1 (IPU 1) towards the lightest IPU (IPU 0) "
+                                 "evens the cycles (imbalance 22.2 %); a larger batchesPerStep (now 4) spreads fill "
+                                 "and flush (11.1 %) over more micro-batches."));
 }

@@ -6,6 +6,25 @@
 
 namespace ipusim {
 
+TimeShares time_shares(const RunMetrics& r) {
+  TimeShares s;
+  const double total = r.step_time_s * static_cast<double>(r.ipus.size());
+  if (total <= 0) return s;
+  for (const IpuMetrics& m : r.ipus) {
+    s.compute += m.busy_s / total;
+    s.host_io += m.host_io_s / total;
+    s.streaming_memory += m.streaming_memory_s / total;
+    s.exchange += m.exchange_s / total;
+    s.sync += m.sync_s / total;
+    s.idle.fill_flush_s += m.idle.fill_flush_s / total;
+    s.idle.imbalance_s += m.idle.imbalance_s / total;
+    s.idle.copy_wait_s += m.idle.copy_wait_s / total;
+    s.idle.update_wait_s += m.idle.update_wait_s / total;
+    s.idle.turn_wait_s += m.idle.turn_wait_s / total;
+  }
+  return s;
+}
+
 RunMetrics compute_metrics(Mode mode, const Schedule& schedule, const RunLog& log, const Execution& ex) {
   RunMetrics r;
   r.mode = mode;
@@ -63,6 +82,7 @@ RunMetrics compute_metrics(Mode mode, const Schedule& schedule, const RunLog& lo
       if (a.ipu == m.id) {
         m.idle = a.idle;
         m.update_s = a.update_s;
+        m.pipeline_work_s = a.pipeline_work_s;
       }
   r.bottleneck_ipu = attribution.bottleneck_ipu;
   r.bottleneck_stage = attribution.bottleneck_stage;

@@ -24,6 +24,7 @@ struct IpuMetrics {
   double idle_s = 0;       // waiting for other IPUs: the bubble
   IdleBreakdown idle;      // idle_s by cause (attribution.hpp)
   double update_s = 0;     // the part of busy_s spent updating weights
+  double pipeline_work_s = 0;  // forward/backward compute and host I/O of its stages: what paces a pipeline
   double utilization = 0;  // busy_s / step time
 };
 
@@ -52,6 +53,17 @@ struct RunMetrics {
   std::uint64_t activities = 0;
   MemoryReport memory;               // filled by simulate(); memory does not depend on timing
 };
+
+// Shares of IPU-time (IPUs x step time); they sum to 1.
+struct TimeShares {
+  double compute = 0, host_io = 0, streaming_memory = 0, exchange = 0, sync = 0;
+  IdleBreakdown idle;
+  double idle_total() const {
+    return idle.fill_flush_s + idle.imbalance_s + idle.copy_wait_s + idle.update_wait_s + idle.turn_wait_s;
+  }
+};
+
+TimeShares time_shares(const RunMetrics& run);
 
 RunMetrics compute_metrics(Mode mode, const Schedule& schedule, const RunLog& log, const Execution& execution);
 
