@@ -1,6 +1,6 @@
 #pragma once
 // Why an IPU was idle: its idle time split by cause, and the IPU that paced the step.
-// docs/outputs.md ("Where the step time goes") states each rule; in short:
+// docs/step-time.md states each rule; in short:
 //  - an IPU waits at a barrier (a sync) or for an asynchronous copy; nothing else idles it;
 //  - a wait closing a copy phase, or for a copy in flight, is waiting on copies;
 //  - a wait closing a weight-update phase is waiting on the updates of other IPUs;

@@ -1,7 +1,7 @@
 #pragma once
 // The "Why" paragraph under `ipusim run`'s table: how the modes compare, where each
 // mode's IPU time goes (idle time by cause), the IPU and stage that pace the step, and
-// which changes address the largest losses. docs/reports.md lists the rules.
+// which changes address the largest losses. docs/step-time.md lists the rules.
 #include <string>
 
 #include "sim/io/scenario.hpp"
