@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what ipusim needs from Debian's packages (only what is missing) and builds it.
-# Usage: scripts/setup.sh [BUILD_DIR]   (default: build). Set IPUSIM_WERROR=ON to fail on warnings.
+# Usage: scripts/setup.sh [BUILD_DIR]   (default: build). Set IPUSIM_WERROR=ON to fail on warnings,
+# IPUSIM_SETUP_ONLY=1 to install the packages and build nothing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build_dir=${1:-build}
@@ -28,5 +29,6 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
 fi
 
+[ "${IPUSIM_SETUP_ONLY:-0}" = 1 ] && exit 0
 cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=Release -DIPUSIM_WERROR="${IPUSIM_WERROR:-OFF}" >&2
 cmake --build "$build_dir" -j"$(nproc)" >&2

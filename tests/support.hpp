@@ -1,7 +1,10 @@
 #pragma once
 // Small builders for tests: an IPU system with every overhead zeroed and round
 // numbers, so stage and copy times are easy to compute by hand.
+#include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
+
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -89,6 +92,17 @@ inline Json two_layer_model(double flops0, double flops1) {
 inline Scenario make_scenario(const Json& model, const Json& config, const Json& execution) {
   return scenario_from_json({{"name", "test"}, {"model", model}, {"config", config}, {"execution", execution}},
                             "test-scenario.json");
+}
+
+// Runs `f`, which must throw an InputError, and returns it (Catch's FAIL otherwise).
+template <class F> InputError error_of(F&& f) {
+  try {
+    f();
+  } catch (const InputError& e) {
+    return e;
+  }
+  FAIL("expected an InputError, but nothing was thrown");
+  throw std::logic_error("unreachable");
 }
 
 // Runs `f` and returns the InputError's rule, or "" when nothing was thrown.

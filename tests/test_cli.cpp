@@ -11,10 +11,17 @@ using ipusim::test::TempDir;
 
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
+#include <regex>
+#include <thread>
 #include <cerrno>
 #include <filesystem>
 #include <fstream>
@@ -288,4 +295,229 @@ TEST_CASE("cli: --help, unknown flags and missing files", "[cli]") {
 
   const Result nothing = run_ipusim({});
   CHECK(nothing.exit_code == 2);
+}
+
+namespace {
+
+bool is_fifo(const std::string& path) {
+  struct stat info {};
+  return ::lstat(path.c_str(), &info) == 0 && S_ISFIFO(info.st_mode);
+}
+
+// "ipusim: error: FILE: at POINTER: message [rule]" on the last line of stderr.
+bool located(const std::string& err, const std::string& rule) {
+  static const std::regex shape(R"(^ipusim: error: .+: at \S.*: .+ \[[a-z0-9]+(\.[a-z0-9-]+)+\]$)");
+  const std::string last = err.substr(err.find_last_of('\n', err.size() - 2) == std::string::npos
+                                          ? 0
+                                          : err.find_last_of('\n', err.size() - 2) + 1);
+  std::string line = last;
+  while (!line.empty() && line.back() == '\n') line.pop_back();
+  return std::regex_match(line, shape) && line.find("[" + rule + "]") != std::string::npos;
+}
+
+} // namespace
+
+TEST_CASE("cli: outputs: - is standard output, a FIFO is written through, a link writes its target", "[cli][outputs]") {
+  TempDir dir;
+  SECTION("-o - and --trace -") {
+    const Result r = run_ipusim({"run", kInference, "--json", "-o", "-"});
+    REQUIRE(r.exit_code == 0);
+    CHECK(Json::parse(r.out).at("runs").size() == 2);
+    const Result t = run_ipusim({"run", kInference, "--json", "-o", dir.path("r.json"), "--trace", "-"});
+    REQUIRE(t.exit_code == 0);
+    CHECK(Json::parse(t.out).contains("traceEvents"));
+    CHECK(dir.entries() == 1);
+    CHECK(!fs::exists("-"));
+  }
+  SECTION("a FIFO is written through, not replaced, and needs no --force") {
+    const std::string fifo = dir.path("out.fifo");
+    REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+    std::string received;
+    std::thread reader([&] {
+      std::ifstream in(fifo, std::ios::binary);
+      std::ostringstream s;
+      s << in.rdbuf();
+      received = s.str();
+    });
+    const Result r = run_ipusim({"run", kInference, "--json", "-o", fifo});
+    reader.join();
+    CHECK(r.exit_code == 0);
+    CHECK(Json::parse(received).at("runs").size() == 2);
+    CHECK(is_fifo(fifo));
+    CHECK(dir.entries() == 1);
+  }
+  SECTION("a character device made in the temporary folder is written through") {
+    const std::string device = dir.path("null");
+    if (::mknod(device.c_str(), S_IFCHR | 0666, makedev(1, 3)) != 0 || ::open(device.c_str(), O_WRONLY) < 0) {
+      WARN("cannot make a character device here (no CAP_MKNOD or a nodev mount): not checked");
+      return;
+    }
+    const Result r = run_ipusim({"run", kInference, "--json", "-o", device});
+    CHECK(r.exit_code == 0);
+    struct stat info {};
+    REQUIRE(::lstat(device.c_str(), &info) == 0);
+    CHECK(S_ISCHR(info.st_mode));
+    CHECK(dir.entries() == 1);
+  }
+  SECTION("a symlink to a file: the file is replaced (with --force), the link stays a link") {
+    const std::string target = dir.write("target.json", "user data");
+    fs::create_symlink(target, dir.path("link.json"));
+    const Result refused = run_ipusim({"run", kInference, "--json", "-o", dir.path("link.json")});
+    CHECK(refused.exit_code == 2);
+    CHECK(located(refused.err, "output.exists"));
+    CHECK(read_file(target) == "user data");
+    const Result forced = run_ipusim({"run", kInference, "--json", "-o", dir.path("link.json"), "--force"});
+    CHECK(forced.exit_code == 0);
+    CHECK(fs::is_symlink(dir.path("link.json")));
+    CHECK(Json::parse(read_file(target)).at("runs").size() == 2);
+    CHECK(dir.entries() == 2);
+  }
+  SECTION("a link to nothing and a folder are refused, and nothing is created") {
+    fs::create_symlink(dir.path("nowhere/x.json"), dir.path("dangling.json"));
+    const Result dangling = run_ipusim({"run", kInference, "--json", "-o", dir.path("dangling.json"), "--force"});
+    CHECK(dangling.exit_code == 2);
+    CHECK(located(dangling.err, "output.not-regular"));
+    fs::create_directories(dir.path("folder"));
+    const Result folder = run_ipusim({"run", kInference, "--json", "-o", dir.path("folder"), "--force"});
+    CHECK(folder.exit_code == 2);
+    CHECK(located(folder.err, "output.not-regular"));
+    CHECK(dir.entries() == 2);
+  }
+}
+
+TEST_CASE("cli: command-line errors are located like file errors, with cli rules", "[cli]") {
+  const Result mode = run_ipusim({"run", kInference, "--mode", "phased"});
+  CHECK(mode.exit_code == 2);
+  CHECK(located(mode.err, "cli.bad-value"));
+  CHECK_THAT(mode.err, Contains("command line: at --mode:"));
+  const Result flag = run_ipusim({"run", kInference, "--frobnicate"});
+  CHECK(located(flag.err, "cli.unknown-argument"));
+  CHECK_THAT(flag.err, Contains("at --frobnicate:"));
+  const Result none = run_ipusim({"run"});
+  CHECK(located(none.err, "cli.missing-argument"));
+  CHECK_THAT(none.err, Contains("at scenario:"));
+  const Result missing = run_ipusim({"run", source("scenarios/no-such.json")});
+  CHECK(located(missing.err, "file.missing"));
+  const Result sweep_stdout = run_ipusim({"sweep", source("sweeps/mlp-depth.json"), "-o", "-"});
+  CHECK(located(sweep_stdout.err, "cli.bad-value"));
+}
+
+TEST_CASE("cli: validate applies --set to models and configs too", "[cli]") {
+  // Valid sharded (PopART checks stage rules only when pipelining), so a note, not an error.
+  const Result model = run_ipusim({"validate", source("models/mlp.json"), "--set", "model.ops.0.virtualGraph=3"});
+  CHECK(model.exit_code == 0);
+  CHECK_THAT(model.out, Contains("pipelined runs refuse it at /ops/0/virtualGraph") &&
+                            Contains("[annotation.stage-gap]"));
+  const Result config = run_ipusim({"validate", source("configs/ipu-m2000.json"), "--set", "config.ipu.clockHz=0"});
+  CHECK(config.exit_code == 2);
+  CHECK(located(config.err, "value.not-positive"));
+  CHECK_THAT(config.err, Contains("at /ipu/clockHz"));
+  const Result wrong = run_ipusim({"validate", source("models/mlp.json"), "--set", "execution.replicas=2"});
+  CHECK(located(wrong.err, "override.bad-path"));
+  const Result fine = run_ipusim({"validate", source("models/mlp.json"), "--set", "model.ops.0.flops=5"});
+  CHECK(fine.exit_code == 0);
+}
+
+namespace {
+
+// Processes in process group `group` other than `except`, from /proc.
+int processes_in_group(pid_t group, pid_t except) {
+  int n = 0;
+  for (const auto& entry : fs::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream stat(entry.path() / "stat");
+    std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+    const auto close = text.rfind(')');
+    if (close == std::string::npos) continue;
+    std::istringstream rest(text.substr(close + 2));
+    char state = 0;
+    long ppid = 0, pgrp = 0;
+    rest >> state >> ppid >> pgrp;
+    if (pgrp == group && std::stol(name) != except && state != 'Z') ++n;
+  }
+  return n;
+}
+
+} // namespace
+
+TEST_CASE("cli: a run killed with SIGKILL leaves no simulation process behind", "[cli]") {
+  // 2 x 10^5 micro-batches: the simulation runs for seconds.
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    ::setpgid(0, 0);
+    const int null_fd = ::open("/dev/null", O_WRONLY);
+    ::dup2(null_fd, 1);
+    ::dup2(null_fd, 2);
+    ::execl(IPUSIM_BINARY, "ipusim", "run", kInference.c_str(), "--mode", "sharded", "--set",
+            "execution.batchesPerStep=200000", nullptr);
+    ::_exit(127);
+  }
+  ::setpgid(pid, pid);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (processes_in_group(pid, pid) == 0 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  REQUIRE(processes_in_group(pid, pid) == 1);  // the simulation process is running
+  ::kill(pid, SIGKILL);                         // the run only, not its group
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  const auto gone_by = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (processes_in_group(pid, -1) > 0 && std::chrono::steady_clock::now() < gone_by)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  CHECK(processes_in_group(pid, -1) == 0);
+  ::kill(-pid, SIGKILL);  // in case it failed: leave nothing running
+}
+
+#if defined(__SANITIZE_ADDRESS__)
+#define IPUSIM_TEST_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define IPUSIM_TEST_ASAN 1
+#endif
+#endif
+
+TEST_CASE("cli: the announced estimate bounds the run's peak memory", "[cli]") {
+#ifdef IPUSIM_TEST_ASAN
+  WARN("a sanitizer build's own memory overhead is not what the estimate describes: not checked");
+#else
+  for (const std::string name : {"mlp-training", "bert-large-training", "bert-large-pod16"}) {
+    const std::string scenario = source("scenarios/" + name + ".json");
+    int out_pipe[2];
+    REQUIRE(::pipe(out_pipe) == 0);
+    const pid_t pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+      ::dup2(out_pipe[1], 1);
+      ::close(out_pipe[0]);
+      ::execl(IPUSIM_BINARY, "ipusim", "run", scenario.c_str(), "--json", nullptr);
+      ::_exit(127);
+    }
+    ::close(out_pipe[1]);
+    std::string out;
+    char buffer[65536];
+    for (ssize_t n; (n = ::read(out_pipe[0], buffer, sizeof buffer)) > 0;) out.append(buffer, static_cast<std::size_t>(n));
+    ::close(out_pipe[0]);
+    int status = 0;
+    rusage usage{};
+    REQUIRE(::wait4(pid, &status, 0, &usage) == pid);
+    REQUIRE(WIFEXITED(status));
+    const double estimate = Json::parse(out).at("estimate").at("peak_bytes").get<double>();
+    const double peak = static_cast<double>(usage.ru_maxrss) * 1024;  // the larger of the run and its simulation
+    INFO(name << ": peak " << peak << " B, estimate " << estimate << " B");
+    CHECK(peak <= estimate);
+    CHECK(peak > estimate / 20);  // an estimate, not an arbitrary ceiling
+  }
+#endif
+}
+
+TEST_CASE("cli: --trace and -o naming one file, and an output folder that does not exist", "[cli][outputs]") {
+  TempDir dir;
+  const Result same = run_ipusim({"run", kInference, "--json", "-o", dir.path("x.json"), "--trace", dir.path("x.json")});
+  CHECK(same.exit_code == 2);
+  CHECK(located(same.err, "output.same-file"));
+  const Result nowhere = run_ipusim({"run", kInference, "--json", "-o", dir.path("no/such/folder/x.json")});
+  CHECK(nowhere.exit_code == 2);
+  CHECK(located(nowhere.err, "output.unwritable"));
+  CHECK(dir.entries() == 0);
 }

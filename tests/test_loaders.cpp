@@ -9,11 +9,13 @@
 #include <fstream>
 #include <unistd.h>
 
+#include "sim/graph/model_graph.hpp"
 #include "sim/io/hardware_loader.hpp"
 #include "sim/io/json_reader.hpp"
 #include "sim/io/model_loader.hpp"
 #include "sim/io/overrides.hpp"
 #include "sim/io/scenario_loader.hpp"
+#include "sim/plan/plan.hpp"
 #include "support.hpp"
 
 using namespace ipusim;
@@ -23,15 +25,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-template <class F> InputError error_of(F&& f) {
-  try {
-    f();
-  } catch (const InputError& e) {
-    return e;
-  }
-  FAIL("expected an InputError, but nothing was thrown");
-  throw std::logic_error("unreachable");
-}
 
 // A fresh directory under the system temp dir, removed with everything in it.
 
@@ -57,7 +50,7 @@ TEST_CASE("malformed JSON reports the file, line and column", "[loaders]") {
   const InputError e = error_of([&] { load_model(path); });
   CHECK(e.rule() == "json.syntax");
   CHECK(e.file() == path);
-  CHECK(e.pointer().empty());
+  CHECK(e.pointer() == "/ops/2");  // the value being read when the syntax broke
   CHECK_THAT(e.message(), Contains("line 3, column 16"));
   // nlohmann's exception id is not part of the message.
   CHECK_THAT(e.message(), !Contains("json.exception"));
@@ -255,7 +248,7 @@ TEST_CASE("negative and zero sizes", "[loaders]") {
     const InputError e = model_error(m);
     CHECK(e.rule() == "tensor.bad-shape");
     CHECK(e.pointer() == "/tensors/a1/shape/1");
-    CHECK_THAT(e.message(), Contains("\"a1\"") && Contains("-3"));
+    CHECK_THAT(e.message(), Contains("got -3") && Contains("[1, "));
   }
   SECTION("a zero dimension") {
     Json m = small_model();
@@ -456,16 +449,18 @@ TEST_CASE("missing and unreadable files", "[loaders]") {
   }
   SECTION("the scenario itself does not exist") {
     const InputError e = error_of([&] { load_scenario(dir.path("none.json")); });
-    CHECK(e.rule() == "file.unreadable");
+    CHECK(e.rule() == "file.missing");
     CHECK(e.file() == dir.path("none.json"));
+    CHECK(e.pointer() == "/");
   }
   SECTION("a directory given as the model") {
     fs::create_directories(dir.path("models"));
     const std::string s = dir.write("s.json", Json{{"model", "models"}, {"config", zero_overhead_config(2)}});
     const InputError e = error_of([&] { load_scenario(s); });
     CHECK(e.rule() == "file.unreadable");
-    CHECK(e.file() == dir.path("models"));
-    CHECK_THAT(e.message(), Contains("directory"));
+    CHECK(e.file() == s);
+    CHECK(e.pointer() == "/model");
+    CHECK_THAT(e.message(), Contains(dir.path("models")) && Contains("is a folder"));
   }
   SECTION("model and config paths are relative to the scenario file") {
     fs::create_directories(dir.path("m"));
@@ -649,4 +644,47 @@ TEST_CASE("host link sharing, recomputation and optimizer settings are checked",
     CHECK(e.rule() == "json.unknown-key");
     CHECK(e.pointer() == "/execution/optimizer/lr");
   }
+}
+
+TEST_CASE("PopART execution options: each refused value has its rule and place", "[loaders][rules]") {
+  SECTION("partialsTypeMatMuls is float or half, as PopART spells it") {
+    const InputError e = scenario_error(scenario_doc({{"partialsTypeMatMuls", "float16"}}));
+    CHECK(e.rule() == "scenario.bad-partials-type");
+    CHECK(e.pointer() == "/execution/partialsTypeMatMuls");
+  }
+  SECTION("availableMemoryProportion lies in (0, 1]") {
+    for (const double v : {0.0, 1.5}) {
+      const InputError e = scenario_error(scenario_doc({{"availableMemoryProportion", v}}));
+      CHECK(e.rule() == "value.out-of-range");
+      CHECK(e.pointer() == "/execution/availableMemoryProportion");
+    }
+    const InputError e = scenario_error(scenario_doc({{"availableMemoryProportion", {0.6, 0.0}}}));
+    CHECK(e.rule() == "value.out-of-range");
+    CHECK(e.pointer() == "/execution/availableMemoryProportion/1");
+  }
+  SECTION("availableMemoryProportion lists one value per virtual IPU the model uses") {
+    const Scenario sc = scenario_from_json(scenario_doc({{"availableMemoryProportion", {0.6, 0.5, 0.4}}}), kScenario);
+    const InputError e = error_of([&] { make_plan(sc, build_graph(sc.model)); });
+    CHECK(e.rule() == "scenario.bad-available-memory-proportion");
+    CHECK(e.pointer() == "/execution/availableMemoryProportion");
+    CHECK_THAT(e.message(), Contains("lists 3 values") && Contains("(2)"));
+  }
+  SECTION("numIOTiles must leave tiles to compute on") {
+    Json doc = scenario_doc({{"numIOTiles", 4}});
+    doc["config"]["ipu"]["tiles"] = 4;
+    const Scenario sc = scenario_from_json(doc, kScenario);
+    const InputError e = error_of([&] { make_plan(sc, build_graph(sc.model)); });
+    CHECK(e.rule() == "scenario.too-many-io-tiles");
+    CHECK(e.pointer() == "/execution/numIOTiles");
+  }
+}
+
+TEST_CASE("op.bad-attribute: an attribute holds numbers, a string or an array of numbers", "[loaders][rules]") {
+  Json m = small_model();
+  m["ops"][0]["attributes"] = {{"kernel_shape", {3, 3}}, {"mode", "constant"}, {"alpha", 0.5}};
+  CHECK_NOTHROW(model_from_json(m, kModel));
+  m["ops"][0]["attributes"]["pads"] = {{"a", 1}};
+  const InputError e = model_error(m);
+  CHECK(e.rule() == "op.bad-attribute");
+  CHECK(e.pointer() == "/ops/0/attributes/pads");
 }

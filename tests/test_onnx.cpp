@@ -338,5 +338,8 @@ TEST_CASE("onnx: a scenario's modelBatchSize names a static batch, and is refuse
   CHECK_THAT(json.err, Contains("at /modelBatchSize") && Contains("[scenario.model-batch-size]"));
   const test::Result zero = test::run_ipusim({"validate", scenario(fixture("mlp-static-batch.onnx"), 0)});
   CHECK(zero.exit_code == 2);
-  CHECK_THAT(zero.err, Contains("[value.not-positive]"));
+  CHECK_THAT(zero.err, Contains("at /modelBatchSize") && Contains("[value.not-positive]"));
+  const test::Result huge = test::run_ipusim({"validate", scenario(fixture("mlp-static-batch.onnx"), 2000000)});
+  CHECK(huge.exit_code == 2);
+  CHECK_THAT(huge.err, Contains("at /modelBatchSize") && Contains("[value.too-large]"));
 }

@@ -403,6 +403,11 @@ TEST_CASE("ipusim report rejects inputs it cannot read", "[report][e2e]") {
   CHECK(shell(binary() + " report '" + (dir / "sweep").string() + "' -o '" + (dir / "out").string() + "'",
               dir / "log") == 2);
   CHECK(read(dir / "log").find("line 1") != std::string::npos);
+  CHECK(read(dir / "log").find("[report.bad-sweep]") != std::string::npos);
+  write(dir / "run.json", "{\"runs\": [{\"mode\": \"sharded\"}]}");
+  CHECK(shell(binary() + " report '" + (dir / "run.json").string() + "' -o '" + (dir / "out").string() + "'",
+              dir / "log") == 2);
+  CHECK(read(dir / "log").find("at /runs/0: a run needs a number \"step_time_s\" [report.bad-run]") != std::string::npos);
   CHECK(!fs::exists(dir / "out" / "report.html"));
   fs::remove_all(dir);
 }

@@ -331,6 +331,15 @@ TEST_CASE("bad sweep files exit 2 naming the JSON pointer and write nothing", "[
        "[sweep.duplicate-value]"},
       {{{"scenario", sc}, {"modes", "all"}}, "at /modes:", "[sweep.bad-modes]"},
       {{{"scenario", "no-such-scenario.json"}}, "at /scenario:", "[file.missing]"},
+      {{{"scenario", sc}, {"name", "a/b"}}, "at /name:", "[sweep.bad-name]"},
+      {{{"scenario", sc}, {"axes", {{{"path", "execution.batchesPerStep"}}}}}, "at /axes/0:", "[sweep.bad-axis]"},
+      {{{"scenario", sc}, {"axes", {{{"path", "execution.batchesPerStep"}, {"values", Json::array()}}}}},
+       "at /axes/0/values:", "[sweep.empty-values]"},
+      {{{"scenario", sc},
+        {"axes",
+         {{{"path", "execution.batchesPerStep"}, {"range", {{"from", 1}, {"to", 99999}, {"step", 1}}}},
+          {{"path", "execution.microBatchSize"}, {"range", {{"from", 1}, {"to", 99}, {"step", 1}}}}}}},
+       "at /axes:", "[sweep.too-many-points]"},
   };
   for (std::size_t i = 0; i < cases.size(); ++i) {
     INFO("case " << i << ": " << cases[i].sweep.dump());
@@ -345,6 +354,26 @@ TEST_CASE("bad sweep files exit 2 naming the JSON pointer and write nothing", "[
   const Result shard = cli({"sweep", kSource + "/sweeps/mlp-depth.json", "-o", tmp / "s", "--shard", "3/3"});
   CHECK(shard.code == 2);
   CHECK(shard.err.find("[sweep.bad-shard]") != std::string::npos);
+  const Result both = cli({"sweep", kSource + "/sweeps/mlp-depth.json", "-o", tmp / "s", "--merge", "--shard", "0/2"});
+  CHECK(both.code == 2);
+  CHECK(both.err.find("[cli.conflict]") != std::string::npos);
+  const Result merge = cli({"sweep", kSource + "/sweeps/mlp-depth.json", "-o", tmp / "empty", "--merge"});
+  CHECK(merge.code == 2);
+  CHECK(merge.err.find("[sweep.no-results]") != std::string::npos);
+}
+
+TEST_CASE("a point file that is not the point's record stops the sweep with its name", "[sweep]") {
+  TempDir tmp;
+  write_text(tmp / "quick.json", Json{{"scenario", scenario("mlp-inference.json")}, {"modes", "sharded"},
+                                      {"axes", {{{"path", "execution.batchesPerStep"}, {"values", {2, 3}}}}}}
+                                     .dump());
+  REQUIRE(cli({"sweep", tmp / "quick.json", "-o", tmp / "out"}).code == 0);
+  const std::string first = tmp / "out" + "/points/" + *point_files(tmp / "out").begin();
+  write_text(first, "{\"id\": \"someone else\", \"status\": \"ok\"}");
+  const Result r = cli({"sweep", tmp / "quick.json", "-o", tmp / "out"});
+  CHECK(r.code == 2);
+  CHECK(r.err.find(first + ": at /:") != std::string::npos);
+  CHECK(r.err.find("[sweep.bad-point-file]") != std::string::npos);
 }
 
 TEST_CASE("a folder holding another sweep's results is refused unless --force", "[sweep]") {
@@ -507,4 +536,90 @@ TEST_CASE("the shipped sweeps load", "[sweep]") {
   CHECK(sweep::expand_points(training)[0].axes[0].value == 2);  // fails the depth rule: a recorded error
   CHECK_NOTHROW(sweep::check_paths(depth));
   CHECK_NOTHROW(sweep::check_paths(training));
+}
+
+namespace {
+
+// Starts `ipusim sweep FILE -o OUT -j 1` in its own process group; returns its pid.
+pid_t start_sweep(const std::string& file, const std::string& out) {
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::setpgid(0, 0);
+    const int null_fd = ::open("/dev/null", O_WRONLY);
+    ::dup2(null_fd, 1);
+    ::dup2(null_fd, 2);
+    ::execl(kBinary.c_str(), "ipusim", "sweep", file.c_str(), "-o", out.c_str(), "-j", "1", nullptr);
+    ::_exit(127);
+  }
+  ::setpgid(pid, pid);
+  return pid;
+}
+
+bool group_alive(pid_t group) { return ::kill(-group, 0) == 0; }
+
+// A sweep whose last point simulates 10^5 micro-batches (seconds): still running after the first.
+Json slow_sweep(const std::vector<int>& depths) {
+  return {{"scenario", scenario("mlp-inference.json")}, {"modes", "sharded"},
+          {"axes", {{{"path", "execution.batchesPerStep"}, {"values", depths}}}}};
+}
+
+} // namespace
+
+TEST_CASE("a sweep killed with SIGKILL leaves no process behind: its runs and simulations die with it", "[sweep]") {
+  TempDir tmp;
+  write_text(tmp / "slow.json", slow_sweep({2, 100000}).dump());
+  const std::string out = tmp / "out";
+  const pid_t pid = start_sweep(tmp / "slow.json", out);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (point_files(out).empty() && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  REQUIRE(point_files(out).size() == 1);  // the slow point is running
+  ::kill(pid, SIGKILL);                   // the sweep only, not its group
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  const auto gone_by = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (group_alive(pid) && std::chrono::steady_clock::now() < gone_by)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  CHECK(!group_alive(pid));
+  ::kill(-pid, SIGKILL);
+}
+
+TEST_CASE("one sweep owns a folder at a time: another sweep is refused while it runs", "[sweep]") {
+  TempDir tmp;
+  write_text(tmp / "a.json", slow_sweep({2, 100000}).dump());
+  write_text(tmp / "b.json", slow_sweep({3}).dump());
+  const std::string out = tmp / "out";
+  const pid_t a = start_sweep(tmp / "a.json", out);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (point_files(out).empty() && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  REQUIRE(point_files(out).size() == 1);
+  // Even --force, which may take over a folder nobody uses, waits for an idle folder.
+  const Result b = cli({"sweep", tmp / "b.json", "-o", out, "--force"});
+  CHECK(b.code == 2);
+  CHECK(b.err.find("[sweep.dir-busy]") != std::string::npos);
+  // The same sweep (a shard of it, say) may join.
+  const Result same = cli({"sweep", tmp / "a.json", "-o", out, "--shard", "0/2"});
+  CHECK(same.code != 2);
+  ::kill(-a, SIGKILL);
+  int status = 0;
+  ::waitpid(a, &status, 0);
+  CHECK(read_text(out + "/sweep.json") == read_text(tmp / "a.json"));
+}
+
+TEST_CASE("temporary files a killed writer left are removed when the sweep resumes", "[sweep]") {
+  TempDir tmp;
+  write_text(tmp / "quick.json", slow_sweep({2, 3}).dump());
+  const std::string out = tmp / "out";
+  REQUIRE(cli({"sweep", tmp / "quick.json", "-o", out}).code == 0);
+  write_text(out + "/points/.0123456789abcdef.json.tmp-4242-0", "half a rec");
+  write_text(out + "/.results.csv.tmp-4242-1", "half a csv");
+  write_text(out + "/points/.my-notes", "the user's");  // not ours: kept
+  const Result resumed = cli({"sweep", tmp / "quick.json", "-o", out});
+  CHECK(resumed.code == 0);
+  CHECK(!fs::exists(out + "/points/.0123456789abcdef.json.tmp-4242-0"));
+  CHECK(!fs::exists(out + "/.results.csv.tmp-4242-1"));
+  CHECK(fs::exists(out + "/points/.my-notes"));
+  for (const auto& entry : fs::directory_iterator(out))
+    CHECK(entry.path().filename().string().find(".tmp-") == std::string::npos);
 }

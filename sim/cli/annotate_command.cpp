@@ -8,7 +8,7 @@
 #include "sim/cli/commands.hpp"
 #include "sim/io/input_error.hpp"
 #include "sim/io/onnx_annotate.hpp"
-#include "sim/output/atomic_file.hpp"
+#include "sim/output/output_file.hpp"
 
 namespace ipusim::cli {
 
@@ -60,7 +60,7 @@ int annotate(const AnnotateCommandOptions& o) {
   options.split_at = o.split_at;
   if (o.batch_size > 0) options.import.batch_size = o.batch_size;
   const Annotation a = annotate_onnx_model(o.input, o.output, options);
-  write_file_atomically(o.output, a.output, o.force);
+  write_output(o.output, a.output, o.force);
   if (!a.layers.empty())
     std::cout << o.output << ": " << a.layers.size() << " layers (" << a.layers.front() << " ... " << a.layers.back()
               << ") placed by --layers-per-ipu " << o.layers_per_ipu << ", heads on " << o.heads_on << "\n";

@@ -8,7 +8,7 @@
 #include "sim/io/input_error.hpp"
 #include "sim/io/model_writer.hpp"
 #include "sim/io/onnx_model_loader.hpp"
-#include "sim/output/atomic_file.hpp"
+#include "sim/output/output_file.hpp"
 
 namespace ipusim::cli {
 
@@ -28,7 +28,7 @@ int convert(const ConvertOptions& o) {
   OnnxImportOptions options;
   if (o.batch_size > 0) options.batch_size = o.batch_size;
   const Model m = load_onnx_model(o.input, options);
-  write_file_atomically(o.output, model_to_json_text(m, "converted by ipusim convert from " + o.input), o.force);
+  write_output(o.output, model_to_json_text(m, "converted by ipusim convert from " + o.input), o.force);
   std::cout << o.output << ": " << m.ops.size() << " ops, " << m.tensors.size() << " tensors\n";
   return kExitOk;
 }

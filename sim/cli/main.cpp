@@ -6,6 +6,39 @@
 #include "sim/engine/engine.hpp"
 #include "sim/io/input_error.hpp"
 
+namespace {
+
+// A command-line parse error as an InputError: the file is the command line, the place
+// the option or argument at fault (CLI11 names it first in most messages), the rule by kind.
+ipusim::InputError command_line_error(const CLI::ParseError& e, const std::string& command) {
+  using Codes = CLI::ExitCodes;
+  const auto code = static_cast<Codes>(e.get_exit_code());
+  std::string rule = "cli.bad-value";
+  if (code == Codes::RequiredError) rule = "cli.missing-argument";
+  else if (code == Codes::ExtrasError) rule = "cli.unknown-argument";
+  else if (code == Codes::ExcludesError || code == Codes::RequiresError) rule = "cli.conflict";
+  const std::string message = e.what();
+  std::string where = command;
+  const auto colon = message.find(": ");
+  const auto is_word = [](const std::string& s) { return !s.empty() && s.find(' ') == std::string::npos; };
+  if (code == Codes::ExtrasError && colon != std::string::npos) {
+    where = message.substr(colon + 2);
+    where = where.substr(0, where.find(' '));
+  } else if (code == Codes::RequiredError && message.find(" is required") != std::string::npos &&
+             is_word(message.substr(0, message.find(" is required")))) {
+    where = message.substr(0, message.find(" is required"));
+  } else if (colon != std::string::npos && is_word(message.substr(0, colon))) {
+    where = message.substr(0, colon);
+  } else if (const auto dash = message.find(" --"); dash != std::string::npos) {
+    where = message.substr(dash + 1);
+    where = where.substr(0, where.find_first_of(" ,=:"));
+  }
+  return ipusim::InputError("command line", where, rule,
+                            message + " (ipusim " + (command == "ipusim" ? "" : command + " ") + "--help lists the options)");
+}
+
+} // namespace
+
 int main(int argc, char** argv) {
   using namespace ipusim::cli;
   CLI::App app{"ipusim: simulate sharded and pipelined execution of PopART-annotated models on Graphcore IPU "
@@ -32,7 +65,12 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? kExitOk : kExitBadInput;
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help
+    std::string command = "ipusim";
+    for (const auto& [sub, ignored] : commands)
+      if (sub->parsed()) command = sub->get_name();
+    std::cerr << "ipusim: error: " << command_line_error(e, command).what() << "\n";
+    return kExitBadInput;
   }
   try {
     for (const auto& [sub, command] : commands)
@@ -41,7 +79,7 @@ int main(int argc, char** argv) {
     std::cerr << "ipusim: error: " << e.what() << "\n";
     return kExitBadInput;
   } catch (const std::exception& e) {
-    std::cerr << "ipusim: internal fault: " << e.what() << "\n";
+    std::cerr << "ipusim: internal fault: " << ipusim::printable(e.what()) << "\n";
     return kExitInternal;
   }
   return kExitInternal;

@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "sim/cli/commands.hpp"
+#include "sim/io/input_error.hpp"
 #include "sim/report/report.hpp"
 
 namespace ipusim::cli {
@@ -17,6 +18,9 @@ struct ReportOptions {
 };
 
 int run(const ReportOptions& o) {
+  if (o.output == "-")
+    throw InputError("command line", "--output", "cli.bad-value",
+                     "a report is a folder (report.html, report.md, figures/); name one");
   std::vector<report::Input> inputs;
   for (const std::string& path : o.inputs) inputs.push_back(report::load_input(path));
   const report::Document document = report::build_report(inputs, o.title);
@@ -34,8 +38,7 @@ Command add_report_command(CLI::App& app) {
       "report", "Build a self-contained HTML report (and Markdown with SVG figures) from run JSON documents "
                 "(run --json), sweep output folders and trace files (run --trace); the kind is detected by content");
   cmd->add_option("inputs", o->inputs, "Run documents, sweep folders and trace files, in the order to show them")
-      ->required()
-      ->check(CLI::ExistingPath);
+      ->required();
   cmd->add_option("-o,--output", o->output, "Report folder: DIR/report.html, DIR/report.md, DIR/figures/*.svg")
       ->required();
   cmd->add_flag("--force", o->force, "Overwrite an existing DIR/report.html");

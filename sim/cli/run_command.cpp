@@ -6,7 +6,7 @@
 #include "sim/cli/commands.hpp"
 #include "sim/io/input_error.hpp"
 #include "sim/io/scenario_loader.hpp"
-#include "sim/output/atomic_file.hpp"
+#include "sim/output/output_file.hpp"
 #include "sim/output/json_report.hpp"
 #include "sim/output/table.hpp"
 #include "sim/output/trace.hpp"
@@ -36,22 +36,21 @@ std::vector<Mode> modes_for(const Scenario& sc, const std::string& flag) {
 }
 
 int run(const RunOptions& o) {
-  const Scenario sc = load_scenario(o.scenario, parse_overrides(o.sets));
-  if (!o.trace.empty()) {
-    // Refuse before simulating, so that one file is not written while the other is refused.
+  // Refuse before simulating, so that one file is not written while the other is refused.
+  for (const std::string& path : {o.output, o.trace})
+    if (!path.empty()) check_output(path, o.force);
+  if (!o.trace.empty() && !o.output.empty()) {
     std::error_code ignored;
-    if (!o.output.empty() &&
+    if (o.trace == o.output ||
         std::filesystem::weakly_canonical(o.trace, ignored) == std::filesystem::weakly_canonical(o.output, ignored))
-      throw InputError(o.trace, "", "output.same-file", "--trace and --output name the same file");
-    for (const std::string& path : {o.output, o.trace})
-      if (!path.empty() && !o.force && std::filesystem::exists(path))
-        throw InputError(path, "", "output.exists", "the file exists; pass --force to overwrite it");
+      throw InputError(o.trace, "/", "output.same-file", "--trace and --output name the same file");
   }
-  const Simulation sim = simulate(sc, modes_for(sc, o.mode));
-  if (!o.trace.empty()) write_file_atomically(o.trace, render_trace(chrome_trace(sc, sim)), o.force);
-  const std::string text = o.json ? report_json(sc, sim).dump(2) + "\n" : render_table(sc, sim);
-  if (o.output.empty()) std::cout << text << std::flush;
-  else write_file_atomically(o.output, text, o.force);
+  const Scenario sc = load_scenario(o.scenario, parse_overrides(o.sets));
+  const Simulation sim = simulate(sc, modes_for(sc, o.mode), !o.trace.empty(), &std::cerr);
+  if (!o.trace.empty()) write_output(o.trace, render_trace(chrome_trace(sc, sim)), o.force);
+  const std::string text = o.json ? report_json(sc, sim).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n"
+                                  : render_table(sc, sim);
+  write_output(o.output.empty() ? "-" : o.output, text, o.force);
   if (o.fail_on_oom)
     for (const ModeRun& run : sim.runs)
       if (!run.metrics.memory.fits) {
@@ -66,7 +65,7 @@ int run(const RunOptions& o) {
 Command add_run_command(CLI::App& app) {
   auto o = std::make_shared<RunOptions>();
   auto* cmd = app.add_subcommand("run", "Simulate a scenario and compare sharded with pipelined execution");
-  cmd->add_option("scenario", o->scenario, "Scenario file (scenarios/*.json)")->required()->check(CLI::ExistingFile);
+  cmd->add_option("scenario", o->scenario, "Scenario file (scenarios/*.json)")->required();
   cmd->add_option("--mode", o->mode, "Run one mode only, or both (default: the scenario's mode, else both)")
       ->check(CLI::IsMember({"sharded", "pipelined", "both"}));
   cmd->add_option("--set", o->sets,
@@ -74,10 +73,12 @@ Command add_run_command(CLI::App& app) {
                   "model.ops.0.flops=1e9); repeatable")
       ->allow_extra_args(false);
   cmd->add_flag("--json", o->json, "Print one JSON document instead of the table");
-  cmd->add_option("-o,--output", o->output, "Write to this file (atomically) instead of standard output");
+  cmd->add_option("-o,--output", o->output,
+                  "Write to this file (atomically; a device or FIFO is written through; - is standard output) "
+                  "instead of standard output");
   cmd->add_option("--trace", o->trace,
-                  "Also write a Chrome trace-event timeline (JSON) to this file, for ui.perfetto.dev or "
-                  "chrome://tracing (docs/timelines.md)");
+                  "Also write a Chrome trace-event timeline (JSON) to this file (- is standard output), for "
+                  "ui.perfetto.dev or chrome://tracing (docs/timelines.md)");
   cmd->add_flag("--force", o->force, "Overwrite the --output and --trace files if they exist");
   cmd->add_flag("--fail-on-oom", o->fail_on_oom,
                 "Exit with code 5 when a run does not fit in memory (the verdict is always reported)");

@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "sim/cli/commands.hpp"
+#include "sim/io/input_error.hpp"
 #include "sim/sweep/sweep_runner.hpp"
 
 namespace ipusim::cli {
@@ -27,9 +28,7 @@ Command add_sweep_command(CLI::App& app) {
       "Exit codes: 0 every point ran and succeeded, 4 some points failed (recorded with their error), "
       "6 some points have no result yet (interrupted, or other shards still to run), 2 bad sweep file, flag or "
       "output folder.");
-  cmd->add_option("sweep_file", f->options.sweep_file, "Sweep file (sweeps/*.json)")
-      ->required()
-      ->check(CLI::ExistingFile);
+  cmd->add_option("sweep_file", f->options.sweep_file, "Sweep file (sweeps/*.json)")->required();
   cmd->add_option("-o,--output", f->options.dir,
                   "Output folder (default: sweeps/<sweep name> in the working directory); rerunning resumes it");
   cmd->add_option("-j,--jobs", f->options.jobs, "Points run at once (default: the number of cores)")
@@ -45,6 +44,9 @@ Command add_sweep_command(CLI::App& app) {
   cmd->add_flag("--retry-failed", f->options.retry_failed, "Run again the points recorded as failed");
   return [f] {
     sweep::Options o = f->options;
+    if (o.dir == "-")
+      throw InputError("command line", "--output", "cli.bad-value",
+                       "a sweep writes a folder; - (standard output) is for the files run writes");
     if (!f->shard.empty()) o.shard = sweep::parse_shard(f->shard);
     o.progress = ::isatty(STDERR_FILENO) == 1;
     return sweep::run_sweep(o, std::cerr);

@@ -7,10 +7,12 @@
 #include "sim/io/hardware_loader.hpp"
 #include "sim/io/json_reader.hpp"
 #include "sim/io/model_loader.hpp"
+#include "sim/io/model_writer.hpp"
 #include "sim/io/scenario_loader.hpp"
 #include "sim/plan/plan.hpp"
 #include "sim/plan/routes.hpp"
 #include "sim/schedule/schedule.hpp"
+#include "sim/simulate/run_estimate.hpp"
 
 namespace ipusim::cli {
 
@@ -32,30 +34,51 @@ void report_model(const std::string& path, const Model& m) {
     std::cout << g.stage_count << " stage(s)\n";
 }
 
+// --set on a model or a config: model.* or config.* paths, as in a scenario.
+Json overridden(Json doc, const std::string& prefix, const std::vector<Override>& overrides) {
+  for (const Override& o : overrides) {
+    if (o.path.rfind(prefix, 0) != 0)
+      throw InputError("--set", o.path, "override.bad-path",
+                       "validating a " + prefix.substr(0, prefix.size() - 1) + " file, --set paths start with \"" +
+                           prefix + "\"");
+    apply_override(doc, o.path.substr(prefix.size()), o.value, o.path);
+  }
+  return doc;
+}
+
 // Models, configs and scenarios are told apart by their keys.
 int validate(const ValidateOptions& o) {
   if (is_onnx_path(o.path)) {
     OnnxImportOptions onnx;
     if (o.batch_size > 0) onnx.batch_size = o.batch_size;
-    report_model(o.path, load_onnx_model(o.path, onnx));
+    const Model imported = load_onnx_model(o.path, onnx);
+    const std::vector<Override> overrides = parse_overrides(o.sets);
+    if (overrides.empty()) report_model(o.path, imported);
+    else  // --set edits its JSON conversion, as a scenario's model.* does
+      report_model(o.path, model_from_json(overridden(Json::parse(model_to_json_text(imported, "imported from " + o.path)),
+                                                      "model.", overrides),
+                                           o.path));
     return kExitOk;
   }
   const Json doc = read_json_file(o.path);
+  const std::vector<Override> overrides = parse_overrides(o.sets);
   if (doc.is_object() && doc.contains("ops")) {
-    report_model(o.path, load_model(o.path));
+    report_model(o.path, model_from_json(overridden(doc, "model.", overrides), o.path));
   } else if (doc.is_object() && (doc.contains("ipu") || doc.contains("ipuCount") || doc.contains("extends"))) {
-    const HardwareConfig hw = load_hardware(o.path);
-    compute_routes(hw);
+    const HardwareConfig hw =
+        hardware_from_json(overridden(resolve_config_extends(doc, o.path), "config.", overrides), o.path);
+    check_connected(hw);
     std::cout << o.path << ": valid config, " << hw.name << ", " << hw.ipu_count << " IPU(s), " << hw.links.size()
               << " IPU-Link(s)\n";
   } else {
-    const Scenario sc = load_scenario(o.path, parse_overrides(o.sets));
+    const Scenario sc = scenario_from_json(doc, o.path, overrides);
     const ModelGraph g = build_graph(sc.model);
     const Plan plan = make_plan(sc, g);
-    compute_routes(sc.hardware);
-    for (Mode m : sc.execution.modes) make_schedule(m, sc, plan);
+    check_connected(sc.hardware);
+    // Every schedule rule, counted rather than built: validating never needs the run's memory.
+    const RunEstimate estimate = estimate_run(sc, plan, sc.execution.modes, false);
     std::cout << o.path << ": valid scenario, " << plan.stage_count() << " stage(s) on " << plan.ipus.size()
-              << " IPU(s)\n";
+              << " IPU(s); a run needs " << describe_estimate(estimate) << "\n";
   }
   return kExitOk;
 }
@@ -65,12 +88,11 @@ int validate(const ValidateOptions& o) {
 Command add_validate_command(CLI::App& app) {
   auto o = std::make_shared<ValidateOptions>();
   auto* cmd = app.add_subcommand("validate", "Check a model, config or scenario file without simulating");
-  cmd->add_option("file", o->path, "Model (JSON or .onnx), config or scenario file")
-      ->required()
-      ->check(CLI::ExistingFile);
+  cmd->add_option("file", o->path, "Model (JSON or .onnx), config or scenario file")->required();
   cmd->add_option("--batch-size", o->batch_size, "An ONNX model's static leading batch dimension")
       ->check(CLI::PositiveNumber);
-  cmd->add_option("--set", o->sets, "Override a scenario field first: path=value; repeatable")
+  cmd->add_option("--set", o->sets,
+                  "Override a field first: path=value (model.* on a model, config.* on a config); repeatable")
       ->allow_extra_args(false);
   return [o] { return validate(*o); };
 }

@@ -4,7 +4,7 @@
 #include <memory>
 
 #include "sim/cli/commands.hpp"
-#include "sim/output/atomic_file.hpp"
+#include "sim/output/output_file.hpp"
 #include "sim/validation/published.hpp"
 
 namespace ipusim::cli {
@@ -42,7 +42,7 @@ Command add_validation_command(CLI::App& app) {
                              : o->markdown ? render_validation_markdown(list, report)
                                            : render_validation_table(list, report);
     if (o->output.empty()) std::cout << text;
-    else write_file_atomically(o->output, text, o->force);
+    else write_output(o->output, text, o->force);
     int status = kExitOk;
     for (const ValidationRow& row : report.rows)
       if (!row.failure.empty()) status = std::max(status, row.bad_input ? kExitBadInput : kExitInternal);

@@ -5,6 +5,8 @@
 
 #include <map>
 #include <memory>
+#include <set>
+#include <unordered_map>
 
 #include "sim/plan/routes.hpp"
 
@@ -31,31 +33,27 @@ namespace {
 // large enough that SimGrid's work precision (maxmin/precision) is far below 1e-9 relative.
 constexpr double kHostSpeed = 1e12;
 
+// Only what the schedule uses is built: a SimGrid host per IPU that runs a program and a
+// route per pair of IPUs that exchange data, so a large system costs what a run touches.
 struct Platform {
-  std::vector<sg4::Host*> ipus;
+  std::map<int, sg4::Host*> ipus;             // by IPU id, the IPUs with programs
   sg4::Host* host = nullptr;
-  std::vector<sg4::Host*> memory_of_ipu;  // the Streaming Memory behind each IPU (none: empty)
-  std::vector<int> memory_slot_of_ipu;    // its traffic slot
-  std::vector<std::vector<Route>> routes;
+  std::map<int, sg4::Host*> memory_of_ipu;  // the Streaming Memory behind each IPU with a program
+  std::map<int, int> memory_slot_of_ipu;    // its traffic slot
   std::vector<std::string> link_names;        // directed: 2 per IPU-Link, then 2 per host link
-  // Directed link slots along the route from src to dst; the host is -1. Indexed [(src+1)*(n+1)+dst+1].
-  std::vector<std::vector<int>> route_traffic_slots;
-  int stride = 0;
-  std::vector<int>& slots(int src, int dst) {
-    return route_traffic_slots[static_cast<std::size_t>((src + 1) * stride + dst + 1)];
-  }
-  const std::vector<int>& slots(int src, int dst) const {
-    return route_traffic_slots[static_cast<std::size_t>((src + 1) * stride + dst + 1)];
-  }
+  // Directed link slots along the route from src to dst; the host is -1.
+  std::unordered_map<std::int64_t, std::vector<int>> route_slots;
+  std::int64_t stride = 0;
+  std::int64_t key(int src, int dst) const { return (src + 1) * stride + dst + 1; }
+  const std::vector<int>& slots(int src, int dst) const { return route_slots.at(key(src, dst)); }
 };
 
-Platform build_platform(const HardwareConfig& hw) {
+Platform build_platform(const HardwareConfig& hw, const Schedule& schedule) {
   Platform p;
-  p.routes = compute_routes(hw);
   p.stride = hw.ipu_count + 1;
-  p.route_traffic_slots.resize(static_cast<std::size_t>(p.stride * p.stride));
   auto* zone = sg4::create_full_zone("system");
-  for (int i = 0; i < hw.ipu_count; ++i) p.ipus.push_back(zone->create_host("ipu" + std::to_string(i), kHostSpeed));
+  for (const Program& program : schedule.programs)
+    p.ipus.emplace(program.ipu, zone->create_host("ipu" + std::to_string(program.ipu), kHostSpeed));
   p.host = zone->create_host("host", kHostSpeed);
 
   std::vector<sg4::SplitDuplexLink*> links;
@@ -67,59 +65,70 @@ Platform build_platform(const HardwareConfig& hw) {
     p.link_names.push_back(directed_link_name(hw, {static_cast<int>(i), true}));
     p.link_names.push_back(directed_link_name(hw, {static_cast<int>(i), false}));
   }
-  for (int a = 0; a < hw.ipu_count; ++a)
-    for (int b = 0; b < hw.ipu_count; ++b) {
-      if (a == b) continue;
-      std::vector<sg4::LinkInRoute> path;
-      std::vector<int> slots;
-      for (const Hop& hop : p.routes[a][b]) {
-        path.emplace_back(links[hop.link], hop.forward ? sg4::LinkInRoute::Direction::UP
-                                                       : sg4::LinkInRoute::Direction::DOWN);
-        slots.push_back(2 * hop.link + (hop.forward ? 0 : 1));
-      }
-      zone->add_route(p.ipus[a]->get_netpoint(), p.ipus[b]->get_netpoint(), nullptr, nullptr, path, false);
-      p.slots(a, b) = slots;
+  RouteFinder finder(hw);
+  std::set<std::pair<int, int>> pairs;
+  for (const Program& program : schedule.programs)
+    for (const Step& step : program.steps)
+      for (const Transfer& t : step.transfers) pairs.insert({t.src_ipu, t.dst_ipu});
+  for (const auto& [a, b] : pairs) {
+    std::vector<sg4::LinkInRoute> path;
+    std::vector<int> slots;
+    for (const Hop& hop : finder.route(a, b)) {
+      path.emplace_back(links[hop.link], hop.forward ? sg4::LinkInRoute::Direction::UP
+                                                     : sg4::LinkInRoute::Direction::DOWN);
+      slots.push_back(2 * hop.link + (hop.forward ? 0 : 1));
     }
+    zone->add_route(p.ipus.at(a)->get_netpoint(), p.ipus.at(b)->get_netpoint(), nullptr, nullptr, path, false);
+    p.route_slots[p.key(a, b)] = slots;
+  }
   // One host link per group of `shared_by` IPUs (an M2000's IPU-Gateway): their streams share it.
+  // Every group gets its link (and its name in the log), used or not, as the config lists them.
   const int group = hw.host_link.shared_by;
   const int host_slot0 = static_cast<int>(p.link_names.size());
-  sg4::SplitDuplexLink* link = nullptr;
-  for (int i = 0; i < hw.ipu_count; ++i) {
+  std::map<int, sg4::SplitDuplexLink*> host_links;
+  for (int first = 0; first < hw.ipu_count; first += group) {
+    const std::string who = group == 1 ? "ipu" + std::to_string(first)
+                                       : "ipu" + std::to_string(first) + "-" + std::to_string(first + group - 1);
+    p.link_names.push_back("host->" + who);
+    p.link_names.push_back(who + "->host");
+  }
+  for (const auto& [i, ipu] : p.ipus) {
     const int g = i / group;
-    if (i % group == 0) {
+    sg4::SplitDuplexLink*& link = host_links[g];
+    if (link == nullptr) {
       link = zone->create_split_duplex_link("host" + std::to_string(g), hw.host_link.bandwidth_bytes_per_s);
       link->set_latency(hw.host_link.latency_s)->seal();
-      const std::string who = group == 1 ? "ipu" + std::to_string(i)
-                                         : "ipu" + std::to_string(i) + "-" + std::to_string(i + group - 1);
-      p.link_names.push_back("host->" + who);
-      p.link_names.push_back(who + "->host");
     }
-    zone->add_route(p.host->get_netpoint(), p.ipus[i]->get_netpoint(), nullptr, nullptr,
+    zone->add_route(p.host->get_netpoint(), ipu->get_netpoint(), nullptr, nullptr,
                     {{link, sg4::LinkInRoute::Direction::UP}}, false);
-    zone->add_route(p.ipus[i]->get_netpoint(), p.host->get_netpoint(), nullptr, nullptr,
+    zone->add_route(ipu->get_netpoint(), p.host->get_netpoint(), nullptr, nullptr,
                     {{link, sg4::LinkInRoute::Direction::DOWN}}, false);
-    p.slots(-1, i) = {host_slot0 + 2 * g};
-    p.slots(i, -1) = {host_slot0 + 2 * g + 1};
+    p.route_slots[p.key(-1, i)] = {host_slot0 + 2 * g};
+    p.route_slots[p.key(i, -1)] = {host_slot0 + 2 * g + 1};
   }
   // One Streaming Memory per group of `shared_by` IPUs: reads and writes share its bandwidth.
   if (hw.streaming_memory.present) {
+    // Every group is named in the log, as the host links; only the groups a run uses are built.
     const int per = hw.streaming_memory.shared_by;
-    sg4::Host* memory = nullptr;
-    sg4::Link* channel = nullptr;
-    for (int i = 0; i < hw.ipu_count; ++i) {
-      if (i % per == 0) {
-        const std::string who = per == 1 ? "ipu" + std::to_string(i)
-                                         : "ipu" + std::to_string(i) + "-" + std::to_string(i + per - 1);
-        memory = zone->create_host("memory" + std::to_string(i / per), kHostSpeed);
-        channel = zone->create_link("memory-channel" + std::to_string(i / per), hw.streaming_memory.bandwidth_bytes_per_s)
+    const int memory_slot0 = static_cast<int>(p.link_names.size());
+    for (int first = 0; first < hw.ipu_count; first += per) {
+      const std::string who = per == 1 ? "ipu" + std::to_string(first)
+                                       : "ipu" + std::to_string(first) + "-" + std::to_string(first + per - 1);
+      p.link_names.push_back("streaming-memory(" + who + ")");
+    }
+    std::map<int, std::pair<sg4::Host*, sg4::Link*>> memories;
+    for (const auto& [i, ipu] : p.ipus) {
+      const int g = i / per;
+      auto& [memory, channel] = memories[g];
+      if (memory == nullptr) {
+        memory = zone->create_host("memory" + std::to_string(g), kHostSpeed);
+        channel = zone->create_link("memory-channel" + std::to_string(g), hw.streaming_memory.bandwidth_bytes_per_s)
                       ->set_latency(hw.streaming_memory.latency_s)
                       ->seal();
-        p.link_names.push_back("streaming-memory(" + who + ")");
       }
-      zone->add_route(memory->get_netpoint(), p.ipus[i]->get_netpoint(), nullptr, nullptr,
-                      {sg4::LinkInRoute(channel)}, true);
-      p.memory_of_ipu.push_back(memory);
-      p.memory_slot_of_ipu.push_back(static_cast<int>(p.link_names.size()) - 1);
+      zone->add_route(memory->get_netpoint(), ipu->get_netpoint(), nullptr, nullptr, {sg4::LinkInRoute(channel)}, true);
+      p.memory_of_ipu[i] = memory;
+      p.memory_slot_of_ipu[i] = memory_slot0 + g;
     }
   }
   zone->seal();
@@ -152,7 +161,7 @@ struct IpuRunner {
   void operator()() const {
     static int payload = 0;
     const Platform& p = *shared->platform;
-    sg4::Host* me = p.ipus[program->ipu];
+    sg4::Host* me = p.ipus.at(program->ipu);
     // Asynchronous receives are posted up front, in program order (mailboxes match FIFO).
     std::vector<sg4::CommPtr> posted;
     std::vector<int*> posted_data;
@@ -223,12 +232,12 @@ struct IpuRunner {
       case StepKind::StateLoad:
       case StepKind::StateStore: {
         e.kind = EventKind::StreamingMemory;
-        sg4::Host* memory = p.memory_of_ipu.at(static_cast<std::size_t>(program->ipu));
+        sg4::Host* memory = p.memory_of_ipu.at(program->ipu);
         const bool load = step.kind == StepKind::StateLoad;
         auto comm = load ? sg4::Comm::sendto_async(memory, me, static_cast<std::uint64_t>(step.bytes))
                          : sg4::Comm::sendto_async(me, memory, static_cast<std::uint64_t>(step.bytes));
         comm->wait();
-        const int slot = p.memory_slot_of_ipu.at(static_cast<std::size_t>(program->ipu));
+        const int slot = p.memory_slot_of_ipu.at(program->ipu);
         shared->link_bytes[slot] += step.bytes;
         transfers->push_back({load ? -2 : program->ipu, load ? program->ipu : -2, -1, comm->get_start_time(),
                               comm->get_finish_time(), step.bytes, {slot}});
@@ -291,10 +300,27 @@ struct IpuRunner {
 
 } // namespace
 
+#if defined(__SANITIZE_ADDRESS__)
+#define IPUSIM_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define IPUSIM_ASAN 1
+#endif
+#endif
+
 RunLog run_engine_in_process(const Schedule& schedule, const HardwareConfig& hw) {
-  int argc = 1;
   char name[] = "ipusim";
+#ifdef IPUSIM_ASAN
+  // AddressSanitizer cannot follow SimGrid's own stack switching; threads it can. Chosen
+  // on the command line, before the engine sets up its contexts.
+  char quiet[] = "--log=xbt_cfg.thres:warning";  // SimGrid announces every setting it is given
+  char factory[] = "--cfg=contexts/factory:thread";
+  int argc = 3;
+  char* argv[] = {name, quiet, factory, nullptr};
+#else
+  int argc = 1;
   char* argv[] = {name, nullptr};
+#endif
   sg4::Engine engine(&argc, argv);
   xbt_log_control_set("root.thres:critical");
   // Exact analytic timing: transfer = latency + bytes / bandwidth (simgrid-notes.md).
@@ -303,7 +329,7 @@ RunLog run_engine_in_process(const Schedule& schedule, const HardwareConfig& hw)
   sg4::Engine::set_config("network/TCP-gamma:0");
   sg4::Engine::set_config("surf/precision:1e-15");
 
-  const Platform platform = build_platform(hw);
+  const Platform platform = build_platform(hw, schedule);
   Shared shared;
   shared.platform = &platform;
   shared.barrier = sg4::Barrier::create(static_cast<unsigned>(schedule.programs.size()));
@@ -320,7 +346,7 @@ RunLog run_engine_in_process(const Schedule& schedule, const HardwareConfig& hw)
   for (std::size_t i = 0; i < schedule.programs.size(); ++i) {
     const Program& program = schedule.programs[i];
     events[i].reserve(program.steps.size());
-    sg4::Actor::create("ipu" + std::to_string(program.ipu), platform.ipus[program.ipu],
+    sg4::Actor::create("ipu" + std::to_string(program.ipu), platform.ipus.at(program.ipu),
                        IpuRunner{&program, &shared, &events[i], &transfers[i], &positions[i]});
   }
   bool deadlocked = false;

@@ -1,6 +1,9 @@
 // SimGrid keeps global state (one engine, one clock per process), so each simulation
 // runs in a forked child that streams its RunLog back through a pipe.
+#include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -127,10 +130,14 @@ RunLog receive_log(Reader& in) {
 
 RunLog run_engine(const Schedule& schedule, const HardwareConfig& hardware) {
   int fds[2];
-  if (::pipe(fds) != 0) throw EngineError(std::string("cannot create a pipe: ") + std::strerror(errno));
+  if (::pipe2(fds, O_CLOEXEC) != 0) throw EngineError(std::string("cannot create a pipe: ") + std::strerror(errno));
+  const pid_t parent = ::getpid();
   const pid_t child = ::fork();
   if (child < 0) throw EngineError(std::string("cannot fork the simulation process: ") + std::strerror(errno));
   if (child == 0) {
+    // Dies with the process that waits for it: a killed run or sweep leaves no simulation behind.
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) _exit(3);  // the parent died before prctl took effect
     ::close(fds[0]);
     Writer out;
     try {

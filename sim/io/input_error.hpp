@@ -1,7 +1,7 @@
 #pragma once
 // Every problem with user input is reported as an InputError: which file, where in
-// it (a JSON pointer such as /ops/3/virtualGraph), which rule, and what is wrong.
-// The CLI turns it into exit code 2.
+// it (a JSON pointer such as /ops/3/virtualGraph; "/" for the file as a whole), which
+// rule, and what is wrong. The CLI turns it into exit code 2.
 #include <stdexcept>
 #include <string>
 
@@ -20,5 +20,11 @@ public:
 private:
   std::string file_, pointer_, rule_, message_;
 };
+
+// `text` made safe to print on one line: control characters (NUL included, which would
+// cut a C string) become \u00XX and bytes that are not UTF-8 become \xXX.
+std::string printable(const std::string& text);
+// True when `text` is well-formed UTF-8 (JSON strings must be).
+bool is_valid_utf8(const std::string& text);
 
 } // namespace ipusim

@@ -2,6 +2,7 @@
 // Strict, location-aware reading of JSON objects. Every value is fetched through an
 // ObjectReader that remembers the file and JSON pointer; finish() rejects any key
 // the loader did not ask for, so a typo in a config is an error, not a silent default.
+// Every number is checked against its field's physical range (field_ranges.hpp).
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
@@ -10,31 +11,44 @@
 #include <string>
 #include <vector>
 
+#include "sim/io/field_ranges.hpp"
 #include "sim/io/input_error.hpp"
 
 namespace ipusim {
 
 using Json = nlohmann::json;
 
-// Parses a whole file; malformed JSON becomes an InputError with line and column.
+// Deepest nesting of objects and arrays a document may have (the formats need 6); deeper
+// is json.too-deep, before any recursive copy or print could exhaust the stack.
+constexpr int kMaxJsonDepth = 64;
+
+// Parses a whole file; malformed JSON becomes an InputError with line, column and the
+// pointer of the value being read (json.syntax, json.too-deep, json.number-overflow,
+// json.duplicate-key). File problems are file.* errors located at the file itself.
 Json read_json_file(const std::string& path);
+// The same for a file named inside another document: file errors name `named_in` at `pointer`.
+Json read_json_file(const std::string& path, const std::string& named_in, const std::string& pointer);
 Json parse_json_text(const std::string& text, const std::string& origin);
 
 std::string json_type_name(const Json& value);
+// A value for a message: compact, at most ~60 characters, invalid UTF-8 replaced.
+std::string json_excerpt(const Json& value);
 std::string pointer_child(const std::string& pointer, const std::string& key);
 std::string pointer_child(const std::string& pointer, std::size_t index);
 
 class ObjectReader {
 public:
-  ObjectReader(const Json& object, std::string file, std::string pointer);
+  ObjectReader(const Json& object, std::string file, std::string pointer, Format format);
 
   bool has(const std::string& key) const;
   const std::string& file() const { return file_; }
   const std::string& pointer() const { return pointer_; }
+  Format format() const { return format_; }
   std::string pointer_of(const std::string& key) const { return pointer_child(pointer_, key); }
 
   std::string required_string(const std::string& key);
   std::string optional_string(const std::string& key, const std::string& fallback);
+  // Numbers: checked against the field's range (a field without one is a logic_error).
   std::int64_t required_int(const std::string& key);
   std::int64_t optional_int(const std::string& key, std::int64_t fallback);
   std::optional<std::int64_t> maybe_int(const std::string& key);
@@ -55,14 +69,13 @@ public:
   void finish() const;
 
 private:
+  double checked(const std::string& pointer, double value, const Json& written) const;
+
   const Json& object_;
   std::string file_;
   std::string pointer_;
+  Format format_;
   std::set<std::string> used_;
 };
-
-// Value checks shared by the loaders; `what` names the field in the message.
-double require_positive(const ObjectReader& reader, const std::string& key, double value);
-double require_non_negative(const ObjectReader& reader, const std::string& key, double value);
 
 } // namespace ipusim

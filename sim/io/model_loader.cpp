@@ -68,11 +68,6 @@ Tensor read_tensor(const std::string& name, ObjectReader r) {
   Tensor t;
   t.name = name;
   t.shape = r.int_list("shape", true);
-  for (std::size_t i = 0; i < t.shape.size(); ++i)
-    if (t.shape[i] <= 0)
-      throw InputError(r.file(), pointer_child(r.pointer_of("shape"), i), "tensor.bad-shape",
-                       "tensor \"" + name + "\" has dimension " + std::to_string(t.shape[i]) +
-                           "; every dimension must be a positive integer");
   const std::string dtype = r.optional_string("dtype", "float32");
   auto parsed = parse_dtype(dtype);
   if (!parsed) throw r.error("dtype", "tensor.bad-dtype",
@@ -84,7 +79,7 @@ Tensor read_tensor(const std::string& name, ObjectReader r) {
   for (auto d : t.shape) bytes *= static_cast<double>(d);
   if (bytes > 0x1p50)
     throw r.error("shape", "tensor.bad-shape",
-                  "tensor \"" + name + "\" would hold " + Json(bytes).dump() +
+                  "tensor \"" + name + "\" would hold " + json_excerpt(Json(bytes)) +
                       " bytes per sample, more than any IPU system could hold");
   const std::string kind = r.required_string("kind");
   if (kind == "input") t.kind = TensorKind::Input;
@@ -95,21 +90,15 @@ Tensor read_tensor(const std::string& name, ObjectReader r) {
   return t;
 }
 
-std::optional<double> read_flops(ObjectReader& r, const std::string& key) {
-  auto v = r.maybe_number(key);
-  if (v) require_non_negative(r, key, *v);
-  return v;
-}
-
 std::optional<std::int64_t> read_annotation(ObjectReader& r, const std::string& op_name, const std::string& key) {
   const Json* v = r.maybe_value(key);
   if (!v) return std::nullopt;
   const std::string what = "op \"" + op_name + "\": " + key;
   if (!v->is_number_integer())
     throw r.error(key, "annotation.not-integer",
-                  what + " must be an integer as PopART stores it, found " + json_type_name(*v) + " " + v->dump());
+                  what + " must be an integer as PopART stores it, found " + json_type_name(*v) + " " + json_excerpt(*v));
   if (v->is_number_unsigned() && v->get<std::uint64_t>() > static_cast<std::uint64_t>(INT32_MAX))
-    throw r.error(key, "annotation.too-large", what + " " + v->dump() + " is too large to be an IPU or stage id");
+    throw r.error(key, "annotation.too-large", what + " " + json_excerpt(*v) + " is too large to be an IPU or stage id");
   const auto value = v->get<std::int64_t>();
   if (value < 0) throw r.error(key, "annotation.negative", what + " must not be negative, got " + std::to_string(value));
   if (value > INT32_MAX)
@@ -137,7 +126,7 @@ std::map<std::string, AttributeValue> read_attributes(ObjectReader& r) {
     else
       throw InputError(r.file(), pointer_child(r.pointer_of("attributes"), it.key()), "op.bad-attribute",
                        "attribute \"" + it.key() + "\" must be an integer, a number, a string or an array of numbers, found " +
-                           a.dump());
+                           json_excerpt(a));
   }
   return out;
 }
@@ -145,7 +134,7 @@ std::map<std::string, AttributeValue> read_attributes(ObjectReader& r) {
 } // namespace
 
 Model model_from_json(const Json& document, const std::string& origin) {
-  ObjectReader root(document, origin, "");
+  ObjectReader root(document, origin, "", Format::Model);
   Model m;
   m.file = origin;
   m.name = root.optional_string("name", origin);
@@ -159,7 +148,7 @@ Model model_from_json(const Json& document, const std::string& origin) {
   const Json& ops = root.required_value("ops");
   if (!ops.is_array()) throw root.error("ops", "json.type", "expected an array of ops, found " + json_type_name(ops));
   for (std::size_t i = 0; i < ops.size(); ++i) {
-    ObjectReader r(ops[i], origin, pointer_child("/ops", i));
+    ObjectReader r(ops[i], origin, pointer_child("/ops", i), Format::Model);
     Op op;
     op.index = i;
     op.name = r.required_string("name");
@@ -168,8 +157,8 @@ Model model_from_json(const Json& document, const std::string& origin) {
     op.outputs = r.string_list("outputs", true);
     op.virtual_graph = read_annotation(r, op.name, "virtualGraph");
     op.pipeline_stage = read_annotation(r, op.name, "pipelineStage");
-    op.flops = read_flops(r, "flops");
-    op.backward_flops = read_flops(r, "backwardFlops");
+    op.flops = r.maybe_number("flops");
+    op.backward_flops = r.maybe_number("backwardFlops");
     op.attributes = read_attributes(r);
     r.finish();
     m.ops.push_back(std::move(op));

@@ -1,18 +1,28 @@
 #include "sim/io/overrides.hpp"
 
+#include <algorithm>
+
 #include "sim/io/input_error.hpp"
+#include "sim/io/json_reader.hpp"
 
 namespace ipusim {
 
 Override parse_override(const std::string& argument) {
   const auto eq = argument.find('=');
   if (eq == std::string::npos || eq == 0)
-    throw InputError("--set", "", "override.syntax", "expected path=value, got \"" + argument + "\"");
+    throw InputError("--set", argument, "override.syntax", "expected path=value, got \"" + argument + "\"");
   Override o;
   o.path = argument.substr(0, eq);
   const std::string text = argument.substr(eq + 1);
-  o.value = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (o.value.is_discarded()) o.value = text;
+  // Values end up in JSON documents, which hold UTF-8 only.
+  if (!is_valid_utf8(argument))
+    throw InputError("--set", o.path, "override.syntax", "the argument is not valid UTF-8 text");
+  try {
+    o.value = parse_json_text(text, "--set");
+  } catch (const InputError& e) {
+    if (e.rule() != "json.syntax") throw InputError("--set", o.path, e.rule(), e.message());
+    o.value = text;  // not JSON: a plain string
+  }
   return o;
 }
 
@@ -20,6 +30,9 @@ void apply_override(nlohmann::json& document, const std::string& path, const nlo
                     const std::string& full_path) {
   nlohmann::json* node = &document;
   std::size_t begin = 0;
+  if (static_cast<std::size_t>(std::count(path.begin(), path.end(), '.')) >= static_cast<std::size_t>(kMaxJsonDepth))
+    throw InputError("--set", full_path, "override.bad-path",
+                     "the path has more than " + std::to_string(kMaxJsonDepth) + " segments; no field is that deep");
   while (true) {
     const auto dot = path.find('.', begin);
     const std::string part = path.substr(begin, dot == std::string::npos ? std::string::npos : dot - begin);

@@ -35,12 +35,13 @@ std::string weight_update_schedule_name(WeightUpdateSchedule schedule) {
 
 namespace {
 
-double proportion(const ObjectReader& r, const std::string& key, const Json& value) {
+double proportion(const ObjectReader& r, const std::string& pointer, const Json& value) {
   if (!value.is_number())
-    throw r.error(key, "json.type", "availableMemoryProportion is a number in (0, 1], got " + json_type_name(value));
+    throw InputError(r.file(), pointer, "json.type",
+                     "availableMemoryProportion is a number in (0, 1], got " + json_type_name(value));
   const double v = value.get<double>();
   if (!(v > 0 && v <= 1))
-    throw r.error(key, "value.out-of-range",
+    throw InputError(r.file(), pointer, "value.out-of-range",
                   "availableMemoryProportion must lie in (0, 1] (the share of a tile's memory a matmul or "
                   "convolution may use for temporaries), got " + value.dump());
   return v;
@@ -49,13 +50,14 @@ double proportion(const ObjectReader& r, const std::string& key, const Json& val
 std::vector<double> available_memory_proportion(ObjectReader& r) {
   const Json* v = r.maybe_value("availableMemoryProportion");
   if (!v) return {0.6};
-  if (!v->is_array()) return {proportion(r, "availableMemoryProportion", *v)};
+  const std::string pointer = r.pointer_of("availableMemoryProportion");
+  if (!v->is_array()) return {proportion(r, pointer, *v)};
   if (v->empty())
     throw r.error("availableMemoryProportion", "value.out-of-range",
                   "give one availableMemoryProportion, or one per virtual IPU");
   std::vector<double> out;
   for (std::size_t i = 0; i < v->size(); ++i)
-    out.push_back(proportion(r, "availableMemoryProportion/" + std::to_string(i), (*v)[i]));
+    out.push_back(proportion(r, pointer_child(pointer, i), (*v)[i]));
   return out;
 }
 
@@ -69,17 +71,7 @@ void read_weight_update_settings(ObjectReader r, Execution& e) {
                   "unknown accumulate outer fragment schedule \"" + schedule +
                       "\" (expected Serial, OverlapCycleOptimized or OverlapMemoryOptimized, as PopART spells them)");
   e.weight_update_excluded_ipus = r.int_list("excludedVirtualGraphs", false);
-  for (std::size_t i = 0; i < e.weight_update_excluded_ipus.size(); ++i)
-    if (e.weight_update_excluded_ipus[i] < 0)
-      throw r.error("excludedVirtualGraphs/" + std::to_string(i), "value.out-of-range",
-                    "a virtual graph id is not negative");
   r.finish();
-}
-
-std::int64_t positive_int(ObjectReader& r, const std::string& key, std::int64_t fallback) {
-  const auto v = r.optional_int(key, fallback);
-  if (v < 1) throw r.error(key, "value.not-positive", key + " must be at least 1, got " + std::to_string(v));
-  return v;
 }
 
 // A referenced document: a path relative to the scenario, or the object inline. An ONNX
@@ -98,8 +90,6 @@ Referenced resolve(ObjectReader& root, const std::string& key, const std::string
   std::filesystem::path p(v.get<std::string>());
   if (p.is_relative()) p = std::filesystem::path(scenario_path).parent_path() / p;
   const std::string file = p.lexically_normal().string();
-  if (!std::filesystem::exists(file))
-    throw root.error(key, "file.missing", "the " + key + " file \"" + file + "\" does not exist");
   if (onnx && is_onnx_path(file)) {
     Model m = load_onnx_model(file, *onnx);
     Json document = Json::parse(model_to_json_text(m, "imported from " + file));
@@ -108,13 +98,13 @@ Referenced resolve(ObjectReader& root, const std::string& key, const std::string
   if (onnx && onnx->batch_size)
     throw root.error("modelBatchSize", "scenario.model-batch-size",
                      "modelBatchSize names the batch dimension of an ONNX model; \"" + file + "\" is not one (.onnx)");
-  return {read_json_file(file), file, std::nullopt};
+  return {read_json_file(file, root.file(), root.pointer_of(key)), file, std::nullopt};
 }
 
 } // namespace
 
 Execution execution_from_json(const Json& execution, const std::string& origin) {
-  ObjectReader r(execution, origin, "/execution");
+  ObjectReader r(execution, origin, "/execution", Format::Scenario);
   Execution e;
   const std::string mode = r.optional_string("mode", "both");
   if (mode == "both") e.modes = {Mode::Sharded, Mode::Pipelined};
@@ -123,12 +113,12 @@ Execution execution_from_json(const Json& execution, const std::string& origin) 
   else throw r.error("mode", "scenario.bad-mode", "unknown mode \"" + mode + "\" (expected sharded, pipelined or both)");
   e.schedule = r.optional_string("schedule", e.schedule);
   e.training = r.optional_bool("training", false);
-  e.micro_batch_size = positive_int(r, "microBatchSize", 1);
-  e.gradient_accumulation = positive_int(r, "gradientAccumulation", 1);
-  e.batches_per_step = positive_int(r, "batchesPerStep", 1);
+  e.micro_batch_size = r.optional_int("microBatchSize", 1);
+  e.gradient_accumulation = r.optional_int("gradientAccumulation", 1);
+  e.batches_per_step = r.optional_int("batchesPerStep", 1);
   e.host_io = r.optional_bool("hostIo", true);
   e.cost_model = r.optional_string("costModel", e.cost_model);
-  e.replicas = positive_int(r, "replicas", 1);
+  e.replicas = r.optional_int("replicas", 1);
   e.placement = r.int_list("placement", false);
   const std::string recompute = r.optional_string("recomputation", "none");
   if (recompute == "none") e.recomputation = Recomputation::None;
@@ -166,14 +156,7 @@ Execution execution_from_json(const Json& execution, const std::string& origin) 
                      "partialsTypeMatMuls is \"float\" or \"half\" (as PopART spells it), got \"" + partials + "\"");
   e.available_memory_proportion = available_memory_proportion(r);
   e.io_tiles = r.optional_int("numIOTiles", 0);
-  if (e.io_tiles < 0)
-    throw r.error("numIOTiles", "value.out-of-range", "numIOTiles counts tiles: 0 or more, got " +
-                                                          std::to_string(e.io_tiles));
   e.sequences_per_sample = r.optional_number("sequencesPerSample", 1);
-  if (!(e.sequences_per_sample >= 1 && e.sequences_per_sample <= 1e6))
-    throw r.error("sequencesPerSample", "value.out-of-range",
-                  "sequencesPerSample (packed inputs: sequences in one sample on average) lies in [1, 1e6], got " +
-                      Json(e.sequences_per_sample).dump());
   if (!e.training && e.gradient_accumulation != 1)
     throw r.error("gradientAccumulation", "scenario.accumulation-without-training",
                   "gradient accumulation applies to training only; for inference the pipeline depth is batchesPerStep");
@@ -191,13 +174,13 @@ Scenario scenario_from_json(Json document, const std::string& path, const std::v
     if (o.path.rfind("model.", 0) != 0 && o.path.rfind("config.", 0) != 0)
       apply_override(document, o.path, o.value, o.path);
 
-  ObjectReader root(document, path, "");
+  ObjectReader root(document, path, "", Format::Scenario);
   Scenario s;
   s.file = path;
   s.name = root.optional_string("name", std::filesystem::path(path).stem().string());
   root.optional_string("description", "");
   OnnxImportOptions onnx;
-  if (root.has("modelBatchSize")) onnx.batch_size = positive_int(root, "modelBatchSize", 1);
+  if (root.has("modelBatchSize")) onnx.batch_size = root.required_int("modelBatchSize");
   Referenced model = resolve(root, "model", path, onnx);
   Referenced config = resolve(root, "config", path);
   // Overrides address the config as run, its "extends" chain merged in.

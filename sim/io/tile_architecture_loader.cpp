@@ -38,13 +38,9 @@ const std::vector<TileParameter>& tile_parameters() {
 
 namespace {
 
-double read_in_range(ObjectReader& r, const std::string& key, const TileParameter& p) {
-  const double v = p.integer ? static_cast<double>(r.required_int(key)) : r.required_number(key);
-  if (!(v >= p.min && v <= p.max))
-    throw r.error(key, "value.out-of-range",
-                  key + " must lie in [" + Json(p.min).dump() + ", " + Json(p.max).dump() + "] (" + p.description +
-                      "), got " + Json(v).dump());
-  return v;
+// The range is checked by the reader: field_ranges() holds a line per parameter.
+double read_parameter(ObjectReader& r, const std::string& key, const TileParameter& p) {
+  return p.integer ? static_cast<double>(r.required_int(key)) : r.required_number(key);
 }
 
 } // namespace
@@ -69,7 +65,7 @@ TileArchitecture read_tile_architecture(ObjectReader reader) {
       r = &it->second;
     }
     if (!r->has(key)) continue;
-    const double v = read_in_range(*r, key, p);
+    const double v = read_parameter(*r, key, p);
     if (p.integer) arch.*p.whole = static_cast<int>(v);
     else arch.*p.real = v;
   }

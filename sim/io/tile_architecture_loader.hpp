@@ -1,7 +1,8 @@
 #pragma once
 // The "tileArchitecture" block of an IPU config: each parameter declared once, with its
 // default (the GC200's), its physical range and what it means, Ramulator-style. The
-// loader, `ipusim list` and docs/formats.md all read this one table.
+// loader, the physical-range table (field_ranges.cpp), `ipusim list` and docs/formats.md
+// all read this one table.
 #include <string>
 #include <vector>
 
@@ -21,7 +22,8 @@ struct TileParameter {
 
 const std::vector<TileParameter>& tile_parameters();
 
-// Reads the block; every key is optional (defaults are the GC200's) and range-checked.
+// Reads the block; every key is optional (defaults are the GC200's); ranges are checked
+// by the reader against field_ranges().
 TileArchitecture read_tile_architecture(ObjectReader reader);
 
 } // namespace ipusim

@@ -4,6 +4,8 @@
 #include <limits>
 #include <map>
 
+#include "sim/io/checked_int.hpp"
+
 namespace ipusim {
 
 TimeShares time_shares(const RunMetrics& r) {
@@ -32,7 +34,8 @@ RunMetrics compute_metrics(Mode mode, const Schedule& schedule, const RunLog& lo
   r.step_time_s = log.end_time;
   r.micro_batches = schedule.micro_batches;
   r.replicas = schedule.replicas;
-  r.samples = schedule.micro_batches * ex.micro_batch_size * schedule.replicas;
+  r.samples = checked_mul(checked_mul(schedule.micro_batches, ex.micro_batch_size, "samples per step"),
+                          schedule.replicas, "samples per step");
   r.cycles = schedule.cycles;
   r.sync_seconds = schedule.sync_seconds;
   r.activities = log.activities;

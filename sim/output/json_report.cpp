@@ -150,6 +150,10 @@ Json report_json(const Scenario& sc, const Simulation& sim) {
                 {"num_io_tiles", ex.io_tiles},
                 {"sequences_per_sample", ex.sequences_per_sample}}},
               {"plan", plan_json(sc, sim.plan)},
+              {"estimate",
+               {{"peak_bytes", sim.estimate.peak_bytes},
+                {"seconds", sim.estimate.seconds},
+                {"program_steps", sim.estimate.steps}}},
               {"runs", runs}};
   if (sharded && pipelined && pipelined->step_time_s > 0)
     doc["speedup_pipelined_over_sharded"] = sharded->step_time_s / pipelined->step_time_s;

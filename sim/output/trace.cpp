@@ -263,12 +263,12 @@ std::string render_trace(const Json& trace) {
   const Json& events = trace.at("traceEvents");
   for (std::size_t i = 0; i < events.size(); ++i) {
     out += i == 0 ? "\n" : ",\n";
-    out += events[i].dump();
+    out += events[i].dump(-1, ' ', false, Json::error_handler_t::replace);
   }
   out += "\n]";
   for (const auto& [key, value] : trace.items()) {
     if (key == "traceEvents") continue;
-    out += ",\n" + Json(key).dump() + ":" + value.dump();
+    out += ",\n" + Json(key).dump() + ":" + value.dump(-1, ' ', false, Json::error_handler_t::replace);
   }
   out += "}\n";
   return out;

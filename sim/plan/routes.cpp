@@ -7,66 +7,81 @@
 
 namespace ipusim {
 
-std::vector<std::vector<Route>> compute_routes(const HardwareConfig& hw) {
-  const int n = hw.ipu_count;
-  std::vector<std::vector<Hop>> adjacency(static_cast<std::size_t>(n));
+namespace {
+
+int far_end(const HardwareConfig& hw, const Hop& h) { return h.forward ? hw.links[h.link].b : hw.links[h.link].a; }
+int near_end(const HardwareConfig& hw, const Hop& h) { return h.forward ? hw.links[h.link].a : hw.links[h.link].b; }
+
+std::vector<std::vector<Hop>> adjacency_of(const HardwareConfig& hw) {
+  std::vector<std::vector<Hop>> adjacency(static_cast<std::size_t>(hw.ipu_count));
   for (std::size_t i = 0; i < hw.links.size(); ++i) {
     adjacency[hw.links[i].a].push_back({static_cast<int>(i), true});
     adjacency[hw.links[i].b].push_back({static_cast<int>(i), false});
   }
-  auto far_end = [&](const Hop& h) { return h.forward ? hw.links[h.link].b : hw.links[h.link].a; };
-  auto near_end = [&](const Hop& h) { return h.forward ? hw.links[h.link].a : hw.links[h.link].b; };
   for (auto& hops : adjacency)
-    std::sort(hops.begin(), hops.end(), [&](const Hop& x, const Hop& y) { return far_end(x) < far_end(y); });
+    std::sort(hops.begin(), hops.end(),
+              [&](const Hop& x, const Hop& y) { return far_end(hw, x) < far_end(hw, y); });
+  return adjacency;
+}
 
-  // Links are full duplex, so the system is connected iff IPU 0 reaches every IPU. Check that
-  // before the n x n table below, so a large ipuCount with few links fails fast.
-  if (n > 0) {
-    std::vector<int> reached(static_cast<std::size_t>(n), 0);
-    std::vector<int> stack{0};
-    reached[0] = 1;
-    while (!stack.empty()) {
-      const int at = stack.back();
-      stack.pop_back();
-      for (const Hop& h : adjacency[at])
-        if (!reached[far_end(h)]) reached[far_end(h)] = 1, stack.push_back(far_end(h));
-    }
-    for (int dst = 1; dst < n; ++dst)
-      if (!reached[dst])
-        throw InputError(hw.file, "/links", "link.disconnected",
-                         "IPU 0 cannot reach IPU " + std::to_string(dst) + " over the configured IPU-Links");
+} // namespace
+
+void check_connected(const HardwareConfig& hw) {
+  // Links are full duplex, so the system is connected iff IPU 0 reaches every IPU.
+  const int n = hw.ipu_count;
+  if (n <= 0) return;
+  const auto adjacency = adjacency_of(hw);
+  std::vector<char> reached(static_cast<std::size_t>(n), 0);
+  std::vector<int> stack{0};
+  reached[0] = 1;
+  while (!stack.empty()) {
+    const int at = stack.back();
+    stack.pop_back();
+    for (const Hop& h : adjacency[at])
+      if (!reached[far_end(hw, h)]) reached[far_end(hw, h)] = 1, stack.push_back(far_end(hw, h));
   }
+  for (int dst = 1; dst < n; ++dst)
+    if (!reached[dst])
+      throw InputError(hw.file, "/links", "link.disconnected",
+                       "IPU 0 cannot reach IPU " + std::to_string(dst) + " over the configured IPU-Links");
+}
 
-  std::vector<std::vector<Route>> routes(static_cast<std::size_t>(n), std::vector<Route>(static_cast<std::size_t>(n)));
-  for (int src = 0; src < n; ++src) {
-    std::vector<int> seen(static_cast<std::size_t>(n), 0);
-    std::vector<Hop> via(static_cast<std::size_t>(n));
+RouteFinder::RouteFinder(const HardwareConfig& hardware) : hw_(hardware), adjacency_(adjacency_of(hardware)) {}
+
+Route RouteFinder::route(int src, int dst) {
+  auto found = via_.find(src);
+  if (found == via_.end()) {
+    std::vector<char> seen(static_cast<std::size_t>(hw_.ipu_count), 0);
+    std::vector<Hop> via(static_cast<std::size_t>(hw_.ipu_count));
     std::deque<int> queue{src};
     seen[src] = 1;
     while (!queue.empty()) {
       const int at = queue.front();
       queue.pop_front();
-      for (const Hop& h : adjacency[at]) {
-        const int next = far_end(h);
+      for (const Hop& h : adjacency_[at]) {
+        const int next = far_end(hw_, h);
         if (seen[next]) continue;
         seen[next] = 1;
         via[next] = h;
         queue.push_back(next);
       }
     }
-    for (int dst = 0; dst < n; ++dst) {
-      if (dst == src) continue;
-      if (!seen[dst])
-        throw InputError(hw.file, "/links", "link.disconnected",
-                         "IPU " + std::to_string(src) + " cannot reach IPU " + std::to_string(dst) +
-                             " over the configured IPU-Links");
-      Route r;
-      for (int at = dst; at != src; at = near_end(via[at]))
-        r.push_back(via[at]);
-      std::reverse(r.begin(), r.end());
-      routes[src][dst] = r;
-    }
+    found = via_.emplace(src, std::move(via)).first;
   }
+  Route r;
+  for (int at = dst; at != src; at = near_end(hw_, found->second[at])) r.push_back(found->second[at]);
+  std::reverse(r.begin(), r.end());
+  return r;
+}
+
+std::vector<std::vector<Route>> compute_routes(const HardwareConfig& hw) {
+  check_connected(hw);
+  const auto n = static_cast<std::size_t>(hw.ipu_count);
+  RouteFinder finder(hw);
+  std::vector<std::vector<Route>> routes(n, std::vector<Route>(n));
+  for (int src = 0; src < hw.ipu_count; ++src)
+    for (int dst = 0; dst < hw.ipu_count; ++dst)
+      if (src != dst) routes[src][dst] = finder.route(src, dst);
   return routes;
 }
 

@@ -11,7 +11,9 @@
 #include <sstream>
 
 #include "sim/io/input_error.hpp"
-#include "sim/output/atomic_file.hpp"
+#include "sim/io/input_file.hpp"
+#include "sim/io/json_reader.hpp"
+#include "sim/output/output_file.hpp"
 #include "sim/output/units.hpp"
 #include "sim/report/svg_chart.hpp"
 
@@ -26,25 +28,34 @@ namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(path, "", "report.unreadable", "cannot read the file");
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
+// File system queries that never throw (a name too long is simply not a folder).
+bool is_folder(const fs::path& p) {
+  std::error_code ec;
+  return fs::is_directory(p, ec);
+}
+bool path_exists(const fs::path& p) {
+  std::error_code ec;
+  return fs::exists(p, ec);
 }
 
+// Traces of long runs are large; still a bound, so /dev/zero or a runaway file is refused.
+constexpr std::size_t kMaxReportInputBytes = std::size_t{1} << 30;
+
+std::string read_text(const std::string& path) { return read_input_file(path, path, "/", kMaxReportInputBytes).text; }
+
+// The shared parser (depth limit, located errors); `where` locates a line of results.jsonl.
 Json parse_json(const std::string& text, const std::string& path, const std::string& where = "") {
   try {
-    return Json::parse(text);
-  } catch (const Json::parse_error& e) {
-    throw InputError(path, where, "report.bad-json", std::string("not valid JSON: ") + e.what());
+    return parse_json_text(text, path);
+  } catch (const InputError& e) {
+    if (where.empty()) throw;
+    throw InputError(path, where, e.rule(), e.message());
   }
 }
 
 fs::path sweep_results_file(const std::string& path) {
   const fs::path p(path);
-  if (fs::is_directory(p)) return p / "results.jsonl";
+  if (is_folder(p)) return p / "results.jsonl";
   return p;
 }
 
@@ -71,16 +82,15 @@ void check_run(const Json& doc, const std::string& path, const std::string& wher
 
 InputKind detect_input_kind(const std::string& path) {
   const fs::path p(path);
-  if (fs::is_directory(p)) {
-    if (fs::exists(p / "results.jsonl")) return InputKind::Sweep;
-    throw InputError(path, "", "report.input-kind", "a folder must be a sweep output folder (with results.jsonl)");
+  if (is_folder(p)) {
+    if (path_exists(p / "results.jsonl")) return InputKind::Sweep;
+    throw InputError(path, "/", "report.input-kind", "a folder must be a sweep output folder (with results.jsonl)");
   }
-  if (!fs::exists(p)) throw InputError(path, "", "report.unreadable", "no such file or folder");
   if (p.filename() == "results.jsonl") return InputKind::Sweep;
   const Json doc = parse_json(read_text(path), path);
   if (is_trace(doc)) return InputKind::Trace;
   if (is_run(doc)) return InputKind::Run;
-  throw InputError(path, "", "report.input-kind",
+  throw InputError(path, "/", "report.input-kind",
                    "neither a run document (\"runs\"), a trace (\"traceEvents\") nor a sweep folder");
 }
 
@@ -95,7 +105,7 @@ Input load_input(const std::string& path) {
                                                                  : fs::path(path).filename().string();
     if (in.sweep_name.empty()) in.sweep_name = folder.filename().string();
     const fs::path definition = folder / "sweep.json";
-    if (fs::exists(definition)) {
+    if (path_exists(definition)) {
       const Json d = parse_json(read_text(definition.string()), definition.string());
       if (d.is_object() && d.contains("name") && d["name"].is_string()) in.sweep_name = d["name"].get<std::string>();
     }
@@ -633,7 +643,8 @@ std::vector<AxisInfo> sweep_axes(const Input& in) {
   std::vector<AxisInfo> axes;
   for (const SweepPoint& p : in.points)
     for (const auto& [key, value] : p.axes.items()) {
-      auto it = std::find_if(axes.begin(), axes.end(), [&](const AxisInfo& a) { return a.key == key; });
+      const std::string& name = key;  // clang 14 cannot capture a structured binding
+      auto it = std::find_if(axes.begin(), axes.end(), [&](const AxisInfo& a) { return a.key == name; });
       if (it == axes.end()) {
         axes.push_back({key, {}});
         it = axes.end() - 1;
@@ -1154,27 +1165,33 @@ Document build_report(const std::vector<Input>& inputs, const std::string& title
 
 void write_report(const Document& document, const std::string& dir, bool overwrite) {
   const fs::path root(dir);
-  const fs::path html = root / "report.html";
-  if (!overwrite && fs::exists(html))
-    throw InputError(html.string(), "", "output.exists", "a report is already there; pass --force to overwrite it");
+  const fs::path html = root / "report.html", markdown = root / "report.md", figures = root / "figures";
   std::error_code ec;
-  fs::create_directories(root / "figures", ec);
-  if (ec) throw InputError(dir, "", "output.unwritable", "cannot create the folder: " + ec.message());
+  if (!overwrite)
+    for (const fs::path& p : {html, markdown})
+      if (fs::symlink_status(p, ec).type() != fs::file_type::not_found)
+        throw InputError(p.string(), "/", "output.exists", "a report is already there; pass --force to overwrite it");
+  fs::create_directories(figures, ec);
+  if (ec) throw InputError(dir, "/", "output.unwritable", "cannot create the folder: " + ec.message());
+  // Figures go into figures/ itself, never through a link to somewhere else.
+  if (fs::is_symlink(figures, ec) || !fs::is_directory(figures, ec))
+    throw InputError(figures.string(), "/", "output.not-regular",
+                     "is not a folder ipusim can write figures into (a link or a file?); remove it");
   std::set<std::string> produced;
   for (const Figure& f : document.figures) {
-    write_file_atomically((root / f.file).string(), f.svg, true);
+    replace_file((root / f.file).string(), f.svg, true);
     produced.insert(fs::path(f.file).filename().string());
   }
   if (overwrite) {  // drop figures of an earlier report that this one no longer has
-    for (const auto& entry : fs::directory_iterator(root / "figures")) {
+    for (const auto& entry : fs::directory_iterator(figures, ec)) {
       const std::string name = entry.path().filename().string();
       const bool ours = name.size() > 7 && name[0] >= '0' && name[0] <= '9' && name[1] >= '0' && name[1] <= '9' &&
                         name[2] == '-' && entry.path().extension() == ".svg";
       if (ours && !produced.count(name)) fs::remove(entry.path(), ec);
     }
   }
-  write_file_atomically((root / "report.md").string(), document.markdown, true);
-  write_file_atomically(html.string(), document.html, overwrite);
+  replace_file(markdown.string(), document.markdown, true);
+  replace_file(html.string(), document.html, true);
 }
 
 } // namespace ipusim::report

@@ -39,7 +39,7 @@ void ProgramBuilder::ring_step(int virtual_ipu, const std::vector<int>& members,
     s.pass = Pass::AllReduce;
     s.transfers.push_back({mailbox(r), physical_of(r, virtual_ipu), physical_of(next, virtual_ipu), chunk});
     s.transfers.push_back({mailbox(previous), physical_of(previous, virtual_ipu), physical_of(r, virtual_ipu), chunk});
-    schedule_.programs[index_.at(physical_of(r, virtual_ipu))].steps.push_back(std::move(s));
+    push(index_.at(physical_of(r, virtual_ipu)), std::move(s));
   }
 }
 

@@ -9,6 +9,7 @@
 // takes the pipeline stage of the gradient it reads).
 #include "sim/schedule/schedule.hpp"
 
+#include "sim/io/checked_int.hpp"
 #include "sim/io/input_error.hpp"
 
 namespace ipusim {
@@ -30,7 +31,7 @@ Schedule build_popart(const ScheduleContext& ctx) {
                      std::string("PopART's depth rule needs ") + (accumulating ? "G" : "batchesPerStep") +
                          " >= S: " + std::to_string(depth) + " < " + std::to_string(S) + " (" + why + ")");
   }
-  const std::int64_t cycles = depth + S - 1;
+  const std::int64_t cycles = checked_add(depth, S - 1, "PopART cycles");
   std::vector<const PlanCopy*> all_copies;
   for (const PlanCopy& c : plan.copies) all_copies.push_back(&c);
 
@@ -57,7 +58,7 @@ Schedule build_popart(const ScheduleContext& ctx) {
   std::vector<int> stash(static_cast<std::size_t>(plan.forward_stage_count), 0);
   if (plan.training)
     for (int s = 0; s < plan.loss_stage; ++s) stash[s] = 2 * (plan.loss_stage - s) + 1;
-  return b.finish(batches * depth, static_cast<int>(cycles), stash);
+  return b.finish(checked_mul(batches, depth, "micro-batches"), checked_int(cycles, "PopART cycles"), stash);
 }
 
 } // namespace ipusim

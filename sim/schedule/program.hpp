@@ -7,7 +7,9 @@
 // on; a Receive waits until that copy has arrived (receives are posted up front, like
 // pre-allocated buffers, so a copy starts the moment it is sent).
 #include <cstdint>
+#include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace ipusim {
@@ -55,6 +57,10 @@ struct Schedule {
   std::vector<int> stash_depth;
   bool recompute = false;  // backward stages re-run their forward: stashes hold what crosses an IPU boundary
   bool one_stage_at_a_time = false;  // sharded and tf-sequential: an IPU waits while another runs its stage
+  // Sizes, for the run estimate: steps and transfers over all programs, and the IPU pairs
+  // that exchange data (filled also by count_schedule, which keeps no steps).
+  std::uint64_t step_count = 0, transfer_count = 0;
+  std::set<std::pair<int, int>> transfer_pairs;
 };
 
 } // namespace ipusim

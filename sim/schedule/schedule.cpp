@@ -57,11 +57,13 @@ void check_schedule_name(const Scenario& sc) {
                        " (known: " + known + ")");
 }
 
-Schedule make_schedule(Mode mode, const Scenario& sc, const Plan& plan) {
+namespace {
+
+Schedule build_schedule(Mode mode, const Scenario& sc, const Plan& plan, bool count_only) {
   check_schedule_name(sc);
   const std::string name = mode == Mode::Sharded ? "sharded" : sc.execution.schedule;
   const int ipus = static_cast<int>(plan.ipus.size() * static_cast<std::size_t>(sc.execution.replicas));
-  const ScheduleContext context{sc, plan, sc.hardware.sync_seconds(ipus)};
+  const ScheduleContext context{sc, plan, sc.hardware.sync_seconds(ipus), count_only};
 
   for (const auto& s : schedules()) {
     if (s.name != name) continue;
@@ -70,6 +72,11 @@ Schedule make_schedule(Mode mode, const Scenario& sc, const Plan& plan) {
   throw InputError(sc.file, sc.execution_pointer("schedule"), "scenario.unknown-schedule",
                    "unknown schedule \"" + name + "\" (known: " + schedule_names() + ")");
 }
+
+} // namespace
+
+Schedule make_schedule(Mode mode, const Scenario& sc, const Plan& plan) { return build_schedule(mode, sc, plan, false); }
+Schedule count_schedule(Mode mode, const Scenario& sc, const Plan& plan) { return build_schedule(mode, sc, plan, true); }
 
 std::vector<const PlanCopy*> ScheduleContext::copies_from(int stage, bool gradient) const {
   std::vector<const PlanCopy*> out;
@@ -147,15 +154,6 @@ ProgramBuilder::ProgramBuilder(const ScheduleContext& context, std::string name,
                            (!exists ? " does not exist in \"" + sc.hardware.name + "\"" : " is placed twice"));
     physical_.push_back(physical);
   }
-  // Every micro-batch of every replica becomes explicit program steps; beyond this a run
-  // would exhaust memory rather than finish.
-  constexpr double kMaxMicroBatches = 1e6;
-  const double micro_batches = static_cast<double>(context_.depth()) * static_cast<double>(context_.batches()) *
-                               static_cast<double>(sc.execution.replicas);
-  if (micro_batches > kMaxMicroBatches)
-    depth_error(context_, "scenario.too-large",
-                "a step of " + Json(micro_batches).dump() + " micro-batches (depth x batches x replicas) is more than "
-                "ipusim simulates (1,000,000); simulate fewer and scale the step time");
   for (int r = 0; r < replicas_; ++r)
     for (const auto& ipu : context.plan.ipus) schedule_.programs.push_back(Program{physical_of(r, ipu.id), {}});
   std::sort(schedule_.programs.begin(), schedule_.programs.end(),
@@ -175,15 +173,22 @@ void ProgramBuilder::append(int virtual_ipu, const Step& step) {
       t.dst_ipu = physical_of(r, t.dst_ipu);
       t.copy += r * copies_;
     }
-    schedule_.programs[index_.at(physical_of(r, virtual_ipu))].steps.push_back(std::move(s));
+    push(index_.at(physical_of(r, virtual_ipu)), std::move(s));
   }
+}
+
+void ProgramBuilder::push(std::size_t program, Step step) {
+  ++schedule_.step_count;
+  schedule_.transfer_count += step.transfers.size();
+  for (const Transfer& t : step.transfers) schedule_.transfer_pairs.insert({t.src_ipu, t.dst_ipu});
+  if (!context_.count_only) schedule_.programs[program].steps.push_back(std::move(step));
 }
 
 void ProgramBuilder::sync_all(double seconds) {
   Step s;
   s.kind = StepKind::Sync;
   s.seconds = seconds;
-  for (auto& p : schedule_.programs) p.steps.push_back(s);
+  for (std::size_t p = 0; p < schedule_.programs.size(); ++p) push(p, s);
 }
 
 void ProgramBuilder::exchange(const std::vector<const PlanCopy*>& copies) {

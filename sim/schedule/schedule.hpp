@@ -16,6 +16,7 @@ struct ScheduleContext {
   const Scenario& scenario;
   const Plan& plan;
   double sync_seconds;  // one inter-IPU sync among the plan's IPUs
+  bool count_only = false;  // ProgramBuilder counts the steps instead of keeping them
 
   bool recompute() const { return scenario.execution.recomputation == Recomputation::Pipeline; }
   // Micro-batches per weight update (training) or per step (inference), and how many such batches a step runs.
@@ -50,6 +51,9 @@ void check_schedule_name(const Scenario& scenario);
 // Builds the program for a run in `mode`; throws InputError when the scenario asks
 // for something the schedule cannot do (unknown name, too shallow a pipeline...).
 Schedule make_schedule(Mode mode, const Scenario& scenario, const Plan& plan);
+// The same schedule's size without its steps: programs empty, step_count and
+// transfer_count filled, the IPU pairs that exchange data listed. Memory O(IPUs), time O(steps).
+Schedule count_schedule(Mode mode, const Scenario& scenario, const Plan& plan);
 
 Schedule build_sharded(const ScheduleContext& context);
 Schedule build_popart(const ScheduleContext& context);
@@ -95,6 +99,7 @@ public:
 private:
   // Every step is laid out for each replica, on its physical IPU, with its copies renumbered.
   void append(int virtual_ipu, const Step& step);
+  void push(std::size_t program, Step step);
   int physical_of(int replica, int virtual_ipu) const;
   // Gradient collectives across the replicas holding virtual IPU `virtual_ipu`'s weights
   // (collectives.cpp): an all-reduce is a reduce-scatter then an all-gather.

@@ -103,7 +103,7 @@ std::string jsonl_line(const Point& point, const Json& record) {
   Json line = record;
   line["point"] = point.index;
   line["axes"] = axes_object(point);
-  return line.dump() + "\n";
+  return line.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n";
 }
 
 std::string csv_field(const std::string& text) {

@@ -11,6 +11,7 @@
 #include <exception>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <mutex>
 #include <ostream>
 #include <sstream>
@@ -18,8 +19,10 @@
 #include <vector>
 
 #include "sim/io/input_error.hpp"
-#include "sim/output/atomic_file.hpp"
+#include "sim/io/input_file.hpp"
+#include "sim/output/output_file.hpp"
 #include "sim/sweep/child_process.hpp"
+#include "sim/sweep/folder_lock.hpp"
 #include "sim/sweep/sweep_results.hpp"
 #include "sim/sweep/sweep_spec.hpp"
 
@@ -39,7 +42,7 @@ std::size_t parse_count(const std::string& text, const std::string& what) {
     used = 0;
   }
   if (text.empty() || used != text.size() || text.find_first_not_of("0123456789") != std::string::npos)
-    throw InputError("--shard", "", "sweep.bad-shard", what + " \"" + text + "\" is not a whole number");
+    throw InputError("--shard", text, "sweep.bad-shard", what + " \"" + text + "\" is not a whole number");
   return static_cast<std::size_t>(v);
 }
 
@@ -67,12 +70,21 @@ std::string duration(double seconds) {
   return text;
 }
 
-// What the folder says about whose results it holds; throws when it is not ours to use.
-void prepare_dir(const Options& o, const std::string& dir, const std::string& hash) {
+// Checks that the folder is ours to use and claims it (see folder_lock.hpp): returns the
+// lock, held until the sweep ends. Throws when another sweep's results are there, or
+// another sweep with other points runs there now.
+std::unique_ptr<FolderLock> prepare_dir(const Options& o, const std::string& dir, const std::string& hash) {
   const fs::path d(dir), copy = d / "sweep.json";
   const std::string refuse_hint = "; use another -o DIR, or pass --force to add this sweep's points to it "
                                   "(nothing there is deleted)";
   std::error_code ec;
+  if (o.merge && !fs::exists(copy, ec))
+    throw InputError(dir, "/", "sweep.no-results", "no sweep ran in this folder (it has no sweep.json)");
+  fs::create_directories(d, ec);
+  if (ec) throw InputError(dir, "/", "output.unwritable", "cannot create the sweep folder: " + ec.message());
+  auto lock = std::make_unique<FolderLock>(dir);
+  lock->lock_gate();
+  const bool alone = lock->try_run_alone();
   if (fs::exists(copy, ec)) {
     std::string existing;
     try {
@@ -80,46 +92,48 @@ void prepare_dir(const Options& o, const std::string& dir, const std::string& ha
     } catch (const InputError&) {
       existing = "(unreadable)";
     }
+    if (existing != hash && !alone)
+      throw InputError(dir, "/", "sweep.dir-busy",
+                       "another sweep, with other points, is running in this folder now; wait for it or use another -o DIR");
     if (existing != hash && !o.force)
-      throw InputError(dir, "", "sweep.dir-in-use",
+      throw InputError(dir, "/", "sweep.dir-in-use",
                        "the folder holds the results of a different sweep (its sweep.json defines other points)" +
                            refuse_hint);
-  } else if (o.merge) {
-    throw InputError(dir, "", "sweep.no-results", "no sweep ran in this folder (it has no sweep.json)");
   } else if (!o.force && (fs::exists(d / "points", ec) || fs::exists(d / "results.jsonl", ec) ||
                           fs::exists(d / "results.csv", ec))) {
-    throw InputError(dir, "", "sweep.dir-in-use", "the folder holds sweep output but no sweep.json" + refuse_hint);
+    throw InputError(dir, "/", "sweep.dir-in-use", "the folder holds sweep output but no sweep.json" + refuse_hint);
   }
-  if (o.merge && !o.force) return;
-  try {
-    fs::create_directories(d);
+  // Nobody else uses the folder: what a killed sweep left half-written goes.
+  if (alone) {
+    remove_temp_files(d.string());
+    remove_temp_files((d / "points").string());
+  }
+  if (!o.merge || o.force) {
     // sweep.json first, points/ after: a shard starting beside us sees either nothing
     // or our definition, never output without one.
     const std::string text = read_bytes(o.sweep_file);
-    if (!fs::exists(copy) || read_bytes(copy.string()) != text) write_file_atomically(copy.string(), text, true);
-    fs::create_directories(d / "points");
-  } catch (const fs::filesystem_error& e) {
-    throw InputError(dir, "", "output.unwritable", std::string("cannot create the sweep folder: ") + e.what());
+    if (!fs::exists(copy, ec) || read_bytes(copy.string()) != text) replace_file(copy.string(), text, true);
+    fs::create_directories(d / "points", ec);
+    // Point files go into points/ itself, never through a link to somewhere else.
+    if (ec || fs::is_symlink(d / "points", ec) || !fs::is_directory(d / "points", ec))
+      throw InputError((d / "points").string(), "/", "output.not-regular",
+                       "is not a folder ipusim can write points into (a link or a file?); remove it");
   }
+  lock->run_shared();  // alone: the exclusive hold becomes shared (the gate keeps others out meanwhile)
+  lock->unlock_gate();
+  return lock;
 }
 
-// results.jsonl and .csv are derived from points/ and rebuilt by every run and merge:
-// replaced atomically (temp + rename, so no reader or crash sees half a file) but not
-// fsync'ed, which would cost more than many a point. Point files use the durable writer.
-void replace_derived_file(const fs::path& path, const std::string& content) {
-  const fs::path temp = path.parent_path() / ("." + path.filename().string() + ".tmp" + std::to_string(::getpid()));
-  {
-    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
-    out << content;
-    out.flush();
-    if (!out) throw InputError(path.string(), "", "output.unwritable", "cannot write " + temp.string());
+// The last process to leave the folder removes what killed writers left there.
+void release_dir(FolderLock& lock, const std::string& dir) {
+  lock.stop_running();
+  lock.lock_gate();
+  if (lock.try_run_alone()) {
+    remove_temp_files(dir);
+    remove_temp_files((fs::path(dir) / "points").string());
   }
-  std::error_code ec;
-  fs::rename(temp, path, ec);
-  if (ec) {
-    fs::remove(temp, ec);
-    throw InputError(path.string(), "", "output.unwritable", "cannot replace the file: " + ec.message());
-  }
+  lock.stop_running();
+  lock.unlock_gate();
 }
 
 struct Row {
@@ -140,16 +154,18 @@ public:
     points_ = expand_points(spec_);
     dir_ = o_.dir.empty() ? (fs::path("sweeps") / spec_.name).string() : o_.dir;
     if (!o_.merge) {
-      if (!fs::exists(spec_.scenario_path))
-        throw InputError(spec_.file, "/scenario", "file.missing",
-                         "the scenario file \"" + spec_.scenario_path + "\" does not exist");
+      read_input_file(spec_.scenario_path, spec_.file, "/scenario");  // exists, readable, a regular file
       check_paths(spec_);
     }
-    prepare_dir(o_, dir_, definition_hash(points_));
+    lock_ = prepare_dir(o_, dir_, definition_hash(points_));
     rows_.resize(points_.size());
     for (const Point& p : points_)
       if (auto record = read_point_file(point_file(p), p)) rows_[p.index] = row_of(p, *record);
-    if (o_.merge) return merge();
+    if (o_.merge) {
+      const int code = merge();
+      release_dir(*lock_, dir_);
+      return code;
+    }
 
     const Shard shard = o_.shard.value_or(Shard{});
     for (const Point& p : points_) {
@@ -178,6 +194,7 @@ public:
       if (!rows_[p.index].present)
         if (auto record = read_point_file(point_file(p), p)) rows_[p.index] = row_of(p, *record);
     write_results();
+    release_dir(*lock_, dir_);
     return summarize(shard);
   }
 
@@ -201,7 +218,7 @@ private:
         std::vector<std::string> command = {"ipusim"};
         command.insert(command.end(), args.begin(), args.end());
         const Json record = point_record(p, command, child);
-        write_file_atomically(point_file(p), record.dump(2) + "\n", /*overwrite=*/true);
+        replace_file(point_file(p), record.dump(2, ' ', false, Json::error_handler_t::replace) + "\n", /*durable=*/true);
         Row row = row_of(p, record);
         std::lock_guard lock(mutex_);
         if (!row.ok) failed_.push_back(p.index);
@@ -231,8 +248,10 @@ private:
         csv += r.csv;
       }
     const fs::path d(dir_);
-    replace_derived_file(d / "results.jsonl", jsonl);
-    replace_derived_file(d / "results.csv", csv);
+    // Derived from points/ and rebuilt by every run and merge: replaced atomically but not
+    // fsync'ed, which would cost more than many a point.
+    replace_file((d / "results.jsonl").string(), jsonl, false);
+    replace_file((d / "results.csv").string(), csv, false);
     last_write_ = Clock::now();
     last_write_cost_ = last_write_ - begin;
   }
@@ -303,6 +322,7 @@ private:
   Spec spec_;
   std::vector<Point> points_;
   std::string dir_;
+  std::unique_ptr<FolderLock> lock_;
   std::vector<Row> rows_;
   std::vector<std::size_t> mine_, todo_, failed_;
   std::size_t skipped_ = 0, jobs_ = 1, finished_ = 0, interrupted_ = 0;
@@ -322,14 +342,14 @@ Shard parse_shard(const std::string& text) {
   if (text == "auto") {
     const std::string id = env("SLURM_ARRAY_TASK_ID"), count = env("SLURM_ARRAY_TASK_COUNT");
     if (id.empty() || count.empty())
-      throw InputError("--shard", "", "sweep.bad-shard",
+      throw InputError("--shard", text, "sweep.bad-shard",
                        "--shard auto needs SLURM_ARRAY_TASK_ID and SLURM_ARRAY_TASK_COUNT (run it in a SLURM job array)");
     const std::string min = env("SLURM_ARRAY_TASK_MIN"), step = env("SLURM_ARRAY_TASK_STEP");
     const std::size_t task = parse_count(id, "SLURM_ARRAY_TASK_ID");
     const std::size_t first = min.empty() ? 0 : parse_count(min, "SLURM_ARRAY_TASK_MIN");
     const std::size_t stride = step.empty() ? 1 : parse_count(step, "SLURM_ARRAY_TASK_STEP");
     if (task < first || stride == 0 || (task - first) % stride != 0)
-      throw InputError("--shard", "", "sweep.bad-shard",
+      throw InputError("--shard", text, "sweep.bad-shard",
                        "SLURM_ARRAY_TASK_ID " + id + " is not in the array (min " + (min.empty() ? "0" : min) +
                            ", step " + (step.empty() ? "1" : step) + ")");
     s.index = (task - first) / stride;
@@ -337,12 +357,12 @@ Shard parse_shard(const std::string& text) {
   } else {
     const auto slash = text.find('/');
     if (slash == std::string::npos)
-      throw InputError("--shard", "", "sweep.bad-shard", "expected K/N (such as 0/4) or auto, got \"" + text + "\"");
+      throw InputError("--shard", text, "sweep.bad-shard", "expected K/N (such as 0/4) or auto, got \"" + text + "\"");
     s.index = parse_count(text.substr(0, slash), "K");
     s.count = parse_count(text.substr(slash + 1), "N");
   }
   if (s.count == 0 || s.index >= s.count)
-    throw InputError("--shard", "", "sweep.bad-shard",
+    throw InputError("--shard", text, "sweep.bad-shard",
                      "shard " + std::to_string(s.index) + "/" + std::to_string(s.count) + ": need 0 <= K < N");
   return s;
 }

@@ -1,5 +1,6 @@
 #include "sim/sweep/sweep_spec.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstdint>
@@ -26,6 +27,8 @@ void check_path_syntax(const std::string& path, const std::string& file, const s
   if (path.find('=') != std::string::npos) bad("a path cannot contain '='");
   if (path.front() == '.' || path.back() == '.' || path.find("..") != std::string::npos)
     bad("empty segment (paths are dotted: execution.batchesPerStep, config.links.0.latencySeconds)");
+  if (static_cast<std::size_t>(std::count(path.begin(), path.end(), '.')) >= static_cast<std::size_t>(kMaxJsonDepth))
+    bad("more than " + std::to_string(kMaxJsonDepth) + " segments; no field is that deep");
 }
 
 // Rounds to 15 significant digits so that 0.1 + 2 * 0.1 is the 0.3 the user wrote.
@@ -44,23 +47,25 @@ std::vector<Json> range_values(ObjectReader& axis, const std::string& file) {
   const double to = r.required_number("to");
   const double step = r.required_number("step");
   r.finish();
-  if (!(step > 0))
-    throw InputError(file, r.pointer_of("step"), "sweep.bad-range",
-                     "step must be greater than zero, got " + raw_step.dump());
   if (from > to)
     throw InputError(file, r.pointer(), "sweep.bad-range",
-                     "empty range: from " + raw_from.dump() + " is past to " + raw_to.dump());
+                     "empty range: from " + json_excerpt(raw_from) + " is past to " + json_excerpt(raw_to));
   // Inclusive of `to` up to rounding: 0.1 to 0.5 step 0.1 has five values.
   const double span = (to - from) / step;
   if (span >= static_cast<double>(kMaxRangeValues))
     throw InputError(file, r.pointer(), "sweep.bad-range",
                      "the range has more than " + std::to_string(kMaxRangeValues) + " values");
   const auto count = static_cast<std::size_t>(std::floor(span + 1e-9)) + 1;
-  const bool integers = raw_from.is_number_integer() && raw_to.is_number_integer() && raw_step.is_number_integer();
+  const auto int64 = [](const Json& v) {
+    return v.is_number_integer() && !(v.is_number_unsigned() && v.get<std::uint64_t>() > INT64_MAX);
+  };
+  const bool integers = int64(raw_from) && int64(raw_to) && int64(raw_step);
   std::vector<Json> values;
   for (std::size_t i = 0; i < count; ++i) {
-    if (integers)
-      values.emplace_back(raw_from.get<std::int64_t>() + static_cast<std::int64_t>(i) * raw_step.get<std::int64_t>());
+    std::int64_t offset = 0, value = 0;
+    if (integers && !__builtin_mul_overflow(static_cast<std::int64_t>(i), raw_step.get<std::int64_t>(), &offset) &&
+        !__builtin_add_overflow(raw_from.get<std::int64_t>(), offset, &value))
+      values.emplace_back(value);
     else
       values.emplace_back(tidy(from + static_cast<double>(i) * step));
   }
@@ -90,7 +95,7 @@ std::vector<Json> single_axis(ObjectReader& r, const std::string& file, std::str
 }
 
 Axis parse_axis(const Json& json, const std::string& file, const std::string& pointer) {
-  ObjectReader r(json, file, pointer);
+  ObjectReader r(json, file, pointer, Format::Sweep);
   Axis axis;
   axis.pointer = pointer;
   if (r.has("zip")) {
@@ -101,7 +106,7 @@ Axis parse_axis(const Json& json, const std::string& file, const std::string& po
     std::vector<std::vector<Json>> columns;
     for (std::size_t k = 0; k < zip.size(); ++k) {
       const std::string member = pointer_child(zip_pointer, k);
-      ObjectReader m(zip[k], file, member);
+      ObjectReader m(zip[k], file, member, Format::Sweep);
       std::string path;
       columns.push_back(single_axis(m, file, path));
       if (columns.back().size() != columns.front().size())
@@ -151,7 +156,7 @@ std::vector<std::string> Spec::axis_paths() const {
 }
 
 Spec parse_sweep(const Json& document, const std::string& file) {
-  ObjectReader root(document, file, "");
+  ObjectReader root(document, file, "", Format::Sweep);
   Spec spec;
   spec.file = file;
   spec.name = root.optional_string("name", std::filesystem::path(file).stem().string());

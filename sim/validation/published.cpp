@@ -14,10 +14,24 @@
 
 namespace ipusim {
 
+namespace {
+
+// A published figure is a throughput: positive and finite (the list is not one of the
+// formats of field_ranges.hpp, so its one number is checked here).
+double published_figure(ObjectReader& r) {
+  const Json& value = r.required_value("published");
+  if (!value.is_number() || !(value.get<double>() > 0) || !std::isfinite(value.get<double>()))
+    throw r.error("published", "value.not-positive",
+                  "got " + json_excerpt(value) + "; a published throughput is a positive number");
+  return value.get<double>();
+}
+
+} // namespace
+
 PublishedList load_published_list(const std::string& path) {
   const Json doc = read_json_file(path);
   if (!doc.is_object()) throw InputError(path, "", "json.type", "a published-results list is a JSON object");
-  ObjectReader root(doc, path, "");
+  ObjectReader root(doc, path, "", Format::Scenario);
   PublishedList list;
   list.file = path;
   list.description = root.optional_string("description", "");
@@ -30,7 +44,7 @@ PublishedList load_published_list(const std::string& path) {
   for (std::size_t i = 0; i < entries.size(); ++i) {
     const std::string where = "/entries/" + std::to_string(i);
     if (!entries[i].is_object()) throw InputError(path, where, "json.type", "an entry is an object");
-    ObjectReader r(entries[i], path, where);
+    ObjectReader r(entries[i], path, where, Format::Scenario);
     PublishedResult e;
     e.id = r.required_string("id");
     if (!ids.emplace(e.id, true).second)
@@ -39,7 +53,7 @@ PublishedList load_published_list(const std::string& path) {
     e.system = r.required_string("system");
     e.framework = r.required_string("framework");
     e.sdk = r.required_string("sdk");
-    e.published = require_positive(r, "published", r.required_number("published"));
+    e.published = published_figure(r);
     e.unit = r.required_string("unit");
     e.source = r.required_string("source");
     e.configuration = r.required_string("configuration");
@@ -56,7 +70,7 @@ PublishedList load_published_list(const std::string& path) {
     for (std::size_t i = 0; i < ratios->size(); ++i) {
       const std::string where = "/ratios/" + std::to_string(i);
       if (!(*ratios)[i].is_object()) throw InputError(path, where, "json.type", "a ratio is an object");
-      ObjectReader r((*ratios)[i], path, where);
+      ObjectReader r((*ratios)[i], path, where, Format::Scenario);
       PublishedRatio q;
       q.id = r.required_string("id");
       q.numerator = r.required_string("numerator");

@@ -1,0 +1,179 @@
+#include "sim/output/output_file.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <iostream>
+
+#include "sim/io/input_error.hpp"
+
+namespace ipusim {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+[[noreturn]] void unwritable(const std::string& path, const std::string& why) {
+  throw InputError(path, "/", "output.unwritable", "cannot write the file: " + why);
+}
+
+const char* kind_of(mode_t mode) {
+  if (S_ISDIR(mode)) return "a folder";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "not a regular file";
+}
+
+// Writes all of `content` to `fd`; false with errno set on failure.
+bool write_all(int fd, const std::string& content) {
+  const char* p = content.data();
+  std::size_t left = content.size();
+  while (left > 0) {
+    const ssize_t n = ::write(fd, p, left);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      if (n == 0) errno = EIO;
+      return false;
+    }
+    p += n;
+    left -= static_cast<std::size_t>(n);
+  }
+  return true;
+}
+
+bool is_temp_name(const std::string& name) {
+  // .NAME.tmp-PID-N
+  const auto tmp = name.rfind(".tmp-");
+  if (name.size() < 2 || name[0] != '.' || tmp == std::string::npos || tmp == 0) return false;
+  const std::string tail = name.substr(tmp + 5);
+  const auto dash = tail.find('-');
+  if (dash == std::string::npos || dash == 0 || dash + 1 == tail.size()) return false;
+  return tail.find_first_not_of("0123456789-") == std::string::npos && tail.find('-', dash + 1) == std::string::npos;
+}
+
+// What `path` is, after following symbolic links; the target for a link.
+struct Target {
+  std::string path;      // the file to write (a link's target, made absolute)
+  bool exists = false;
+  mode_t mode = 0;
+  std::string via_link;  // the link named, when there was one
+};
+
+Target resolve(const std::string& path) {
+  if (path.empty()) throw InputError("<output>", "/", "output.unwritable", "an output needs a file name");
+  if (path.find('\0') != std::string::npos) throw InputError(path, "/", "output.unwritable", "the name holds a NUL");
+  Target t;
+  t.path = path;
+  struct stat link_info {};
+  if (::lstat(path.c_str(), &link_info) != 0) {
+    if (errno == ENOENT) return t;
+    unwritable(path, std::strerror(errno));
+  }
+  if (S_ISLNK(link_info.st_mode)) {
+    std::error_code ec;
+    const fs::path target = fs::canonical(path, ec);
+    if (ec) {
+      throw InputError(path, "/", "output.not-regular",
+                       "is a symbolic link to a file that does not exist (" + ec.message() +
+                           "); name the file to write, or remove the link");
+    }
+    t.via_link = path;
+    t.path = target.string();
+  }
+  struct stat info {};
+  if (::stat(t.path.c_str(), &info) != 0) unwritable(path, std::strerror(errno));
+  t.exists = true;
+  t.mode = info.st_mode;
+  return t;
+}
+
+std::atomic<unsigned> temp_counter{0};
+
+} // namespace
+
+void check_output(const std::string& path, bool overwrite) {
+  if (path == "-") return;
+  const Target t = resolve(path);
+  if (!t.exists || S_ISCHR(t.mode) || S_ISFIFO(t.mode)) return;
+  if (!S_ISREG(t.mode))
+    throw InputError(path, "/", "output.not-regular",
+                     std::string("is ") + kind_of(t.mode) + (t.via_link.empty() ? "" : " (through a symbolic link)") +
+                         ", which ipusim does not write results into; name a file");
+  if (!overwrite)
+    throw InputError(path, "/", "output.exists",
+                     std::string("the file exists") + (t.via_link.empty() ? "" : " (the link's target " + t.path + ")") +
+                         "; pass --force to overwrite it");
+}
+
+void write_output(const std::string& path, const std::string& content, bool overwrite) {
+  check_output(path, overwrite);
+  if (path == "-") {
+    std::cout << content << std::flush;
+    if (!std::cout) throw InputError("-", "/", "output.unwritable", "cannot write to standard output");
+    return;
+  }
+  const Target t = resolve(path);
+  if (t.exists && (S_ISCHR(t.mode) || S_ISFIFO(t.mode))) {
+    // A stream: written through, never created, truncated or renamed over.
+    const int fd = ::open(t.path.c_str(), O_WRONLY | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0) unwritable(path, std::strerror(errno));
+    const bool ok = write_all(fd, content);
+    const int e = errno;
+    ::close(fd);
+    if (!ok) unwritable(path, std::strerror(e));
+    return;
+  }
+  replace_file(t.path, content, /*durable=*/true);
+}
+
+void replace_file(const std::string& path, const std::string& content, bool durable) {
+  const fs::path target(path);
+  std::string temp;
+  int fd = -1;
+  for (int attempt = 0; fd < 0; ++attempt) {
+    std::string name = ".";  // GCC 12 warns falsely on "." + std::string
+    name += target.filename().string();
+    name += ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(temp_counter++);
+    temp = (target.parent_path() / name).string();
+    // O_EXCL | O_NOFOLLOW: a new file of ours, never an existing name or a link's target.
+    fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd < 0 && (errno != EEXIST || attempt > 100)) unwritable(path, std::strerror(errno));
+  }
+  const bool ok = write_all(fd, content) && (!durable || ::fsync(fd) == 0);
+  const int e = errno;
+  if (::close(fd) != 0 || !ok) {
+    ::unlink(temp.c_str());
+    unwritable(path, std::strerror(ok ? errno : e));
+  }
+  struct stat info {};
+  if (::lstat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode)) {
+    ::unlink(temp.c_str());
+    throw InputError(path, "/", "output.not-regular", "is a folder, which ipusim does not write results into");
+  }
+  if (std::rename(temp.c_str(), path.c_str()) != 0) {
+    const std::string why = std::strerror(errno);
+    ::unlink(temp.c_str());
+    unwritable(path, why);
+  }
+}
+
+std::size_t remove_temp_files(const std::string& folder) {
+  std::size_t removed = 0;
+  DIR* dir = ::opendir(folder.c_str());
+  if (dir == nullptr) return 0;
+  while (const dirent* entry = ::readdir(dir)) {
+    const std::string name = entry->d_name;
+    if (is_temp_name(name) && ::unlinkat(::dirfd(dir), name.c_str(), 0) == 0) ++removed;
+  }
+  ::closedir(dir);
+  return removed;
+}
+
+} // namespace ipusim

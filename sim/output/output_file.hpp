@@ -1,0 +1,30 @@
+#pragma once
+// Where results go, without ever replacing what is not ours (docs/formats.md, "Outputs"):
+//  - "-" is standard output;
+//  - a regular file, or a name that does not exist yet, is written atomically: a new
+//    temporary file beside it (never an existing name) renamed over it, so a reader never
+//    sees half a file; an existing file is replaced only when overwriting was asked for;
+//  - a character device or a FIFO (/dev/null, /dev/stdout, a pipe from >(...)) is written
+//    through as a stream: renaming over it would replace the device with a file;
+//  - a symbolic link is written through to the file it names (the link stays a link),
+//    by the rules above for that file; a link to nothing is refused;
+//  - a folder, a block device or a socket is refused (output.not-regular).
+#include <cstddef>
+#include <string>
+
+namespace ipusim {
+
+// Throws the InputError write_output would throw for `path`, without writing anything.
+void check_output(const std::string& path, bool overwrite);
+void write_output(const std::string& path, const std::string& content, bool overwrite);
+
+// Replaces (or creates) a file inside a folder ipusim writes (sweep and report folders):
+// temporary file + rename, so a symbolic link at `path` is replaced, never followed.
+// `durable`: fsync before the rename (results that cost a simulation to remake).
+void replace_file(const std::string& path, const std::string& content, bool durable);
+
+// Temporary files of this writer are named .NAME.tmp-PID-N; a killed writer leaves them
+// behind. Removes those in `folder` (not below it) and returns how many.
+std::size_t remove_temp_files(const std::string& folder);
+
+} // namespace ipusim

@@ -1,0 +1,126 @@
+#include "sim/simulate/run_estimate.hpp"
+
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+
+#include "sim/engine/engine.hpp"
+#include "sim/io/input_error.hpp"
+#include "sim/output/units.hpp"
+#include "sim/plan/routes.hpp"
+#include "sim/schedule/schedule.hpp"
+
+namespace ipusim {
+
+namespace {
+
+// Beyond this many program steps a run needs tens of GB whatever the machine: refused
+// before counting them one by one (which would itself take minutes).
+constexpr double kMaxSteps = 2e8;
+// The executable, its libraries and SimGrid's engine, measured at about 30 MiB per process.
+constexpr double kBaseBytes = 64.0 * (1 << 20);
+// Per SimGrid actor (an IPU): its context stack as touched, its mailboxes and objects.
+constexpr double kActorBytes = 256.0 * 1024;
+// Per step: SimGrid's activities and barriers as run, in seconds (docs/benchmark.md measures
+// 430,000 activities/s; half that, for slower machines and sanitizer builds).
+constexpr double kSecondsPerStep = 1.0 / 200000;
+// Per trace event: the JSON object built for it and its text.
+constexpr double kTraceBytesPerEvent = 1200;
+
+std::string count_text(double n) {
+  char text[32];
+  std::snprintf(text, sizeof text, n < 1e15 ? "%.0f" : "%.3g", n);
+  return text;
+}
+
+[[noreturn]] void too_large(const Scenario& sc, const std::string& what) {
+  const Execution& ex = sc.execution;
+  const char* field = ex.replicas > 1 && ex.replicas >= ex.gradient_accumulation && ex.replicas >= ex.batches_per_step
+                          ? "replicas"
+                          : (ex.training ? (ex.gradient_accumulation >= ex.batches_per_step ? "gradientAccumulation"
+                                                                                            : "batchesPerStep")
+                                         : "batchesPerStep");
+  throw InputError(sc.file, sc.execution_pointer(field), "scenario.too-large",
+                   what + "; simulate fewer micro-batches (step time grows linearly with them once the pipeline is full)");
+}
+
+} // namespace
+
+double memory_budget_bytes() {
+  double physical = static_cast<double>(::sysconf(_SC_PHYS_PAGES)) * static_cast<double>(::sysconf(_SC_PAGE_SIZE));
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_AS, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY)
+    physical = std::min(physical, static_cast<double>(limit.rlim_cur));
+  return 0.75 * physical;
+}
+
+RunEstimate estimate_run(const Scenario& sc, const Plan& plan, const std::vector<Mode>& modes, bool trace) {
+  const Execution& ex = sc.execution;
+  const double depth = static_cast<double>(ex.training ? ex.gradient_accumulation : ex.batches_per_step);
+  const double batches = static_cast<double>(ex.training ? ex.batches_per_step : 1);
+  const double micro_batches = depth * batches * static_cast<double>(ex.replicas);
+  // Each micro-batch passes every stage once at least: a lower bound of the steps.
+  const double least_steps = micro_batches * static_cast<double>(plan.stage_count());
+  if (least_steps > kMaxSteps)
+    too_large(sc, "a step of " + count_text(micro_batches) + " micro-batches (depth x batches x replicas) over " +
+                      std::to_string(plan.stage_count()) + " stages is more than " + count_text(kMaxSteps) +
+                      " program steps to simulate");
+
+  // The engine moves whole bytes (64-bit counts): one transfer of more than 2^60 bytes
+  // (an exabyte) is no real model, and would not fit its counter.
+  double largest_transfer = 0;
+  for (const PlanCopy& c : plan.copies) largest_transfer = std::max(largest_transfer, c.bytes);
+  for (const PlanStage& st : plan.stages)
+    largest_transfer = std::max({largest_transfer, st.host_input_bytes, st.host_output_bytes});
+  for (const PlanIpu& ipu : plan.ipus) largest_transfer = std::max(largest_transfer, ipu.weight_bytes);
+  if (largest_transfer > 0x1p60)
+    throw InputError(sc.file, sc.execution_pointer("microBatchSize"), "scenario.too-large",
+                     "a copy, host stream or gradient all-reduce of this run moves " + format_bytes(largest_transfer) +
+                         " at once, more than the 2^60 bytes ipusim counts; use a smaller microBatchSize or model");
+
+  RunEstimate e;
+  double schedules = 0, largest_run = 0;
+  RouteFinder routes(sc.hardware);
+  for (Mode mode : modes) {
+    const Schedule counted = count_schedule(mode, sc, plan);
+    const auto steps = static_cast<double>(counted.step_count);
+    const auto transfers = static_cast<double>(counted.transfer_count);
+    e.steps += counted.step_count;
+    e.transfers += counted.transfer_count;
+    double hops = 0;  // the longest route a transfer takes
+    for (const auto& [a, b] : counted.transfer_pairs)
+      hops = std::max(hops, static_cast<double>(routes.route(a, b).size()));
+    const double programs = static_cast<double>(counted.programs.size());
+    // The schedule, kept by ipusim for the whole run (vectors grow to twice their size).
+    schedules += 2 * steps * sizeof(Step) + transfers * (sizeof(Transfer) + 32);
+    // One simulation: its event log three times over (per IPU, merged, serialized) in the
+    // simulation process and three times in ipusim as it arrives (buffer growth, log), its
+    // transfer records, SimGrid's actors and routes, the metrics' per-micro-batch spans.
+    const double events = steps * sizeof(Event);
+    const double records = transfers * (sizeof(TransferRecord) + 32 + 4 * hops);
+    const double engine = programs * kActorBytes + static_cast<double>(counted.transfer_pairs.size()) * (64 + 16 * hops) +
+                          static_cast<double>(sc.hardware.links.size()) * 1024;
+    const double run = 6 * events + 4 * records + engine + 16 * micro_batches +
+                       (trace ? steps * kTraceBytesPerEvent : 0);
+    largest_run = std::max(largest_run, run);
+    e.seconds += steps * kSecondsPerStep;
+  }
+  // Route searches (one per source IPU, ipuCount hops each) and the host link names.
+  const double sources = static_cast<double>(plan.ipus.size()) * static_cast<double>(ex.replicas);
+  const double system = static_cast<double>(sc.hardware.ipu_count) * (8.0 * sources + 64);
+  e.peak_bytes = 2 * kBaseBytes + 2 * schedules + largest_run + system;
+  const double budget = memory_budget_bytes();
+  if (e.peak_bytes > budget)
+    too_large(sc, "the run would need about " + format_bytes(e.peak_bytes) + " of memory, more than the " +
+                      format_bytes(budget) + " this machine can give it (" + count_text(static_cast<double>(e.steps)) +
+                      " program steps)");
+  return e;
+}
+
+std::string describe_estimate(const RunEstimate& e) {
+  return "about " + format_bytes(e.peak_bytes) + " and " + format_seconds(e.seconds);
+}
+
+} // namespace ipusim

@@ -1,0 +1,32 @@
+#pragma once
+// What a run will cost before it starts: its programs are counted (not built), and
+// memory and time follow from the counts with per-item sizes of this build, so an input
+// too large for the machine is refused at once (scenario.too-large) instead of running
+// out of memory late. The estimate is an upper bound of the peak memory of the ipusim
+// process plus its simulation process (docs/reliability.md measures it).
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sim/io/scenario.hpp"
+#include "sim/plan/plan.hpp"
+
+namespace ipusim {
+
+struct RunEstimate {
+  std::uint64_t steps = 0, transfers = 0;  // every mode's programs together
+  double peak_bytes = 0;                   // ipusim + the simulation process, at their largest
+  double seconds = 0;                      // wall time of the simulations
+};
+
+// Refuses (InputError scenario.too-large, pointing at the field that makes the run large)
+// when the run would need more memory than the machine has.
+RunEstimate estimate_run(const Scenario& scenario, const Plan& plan, const std::vector<Mode>& modes, bool trace);
+
+// "about 45 MiB and 0.2 s"
+std::string describe_estimate(const RunEstimate& estimate);
+
+// The bytes a run may use: 3/4 of physical memory, or of the address-space limit when lower.
+double memory_budget_bytes();
+
+} // namespace ipusim

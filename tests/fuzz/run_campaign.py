@@ -1,0 +1,253 @@
+#!/usr/bin/env python3
+"""Fuzzing campaign through `ipusim run`, as a careless or hostile user would drive it.
+
+Each input is a shipped scenario (its model and config inlined or not) with 1-4 random
+mutations: a number set to an extreme (0, -1, 5e-324, 1e308, 2^31-1, 2^63-1, 2^64, a
+fraction), a key deleted, a value of the wrong type, deep nesting, NUL and control
+characters, execution settings drawn at random (modes, schedules, G, replicas,
+recomputation, optimizers), plus abusive --set flags. Every run must end in exit 0, 2 or 5
+within the timeout, print no sanitizer report, locate every exit-2 message (file, JSON
+pointer, rule id) and, when it succeeds, peak at no more memory than the estimate the run
+announced ("estimate"/"peak_bytes" in its JSON; measured on --release when given, since
+a sanitizer build's own overhead is not what the estimate describes).
+
+Usage: tests/fuzz/run_campaign.py --binary build-sanitize/ipusim [--release build/ipusim]
+                                  [--runs 10000] [--seed 1] [--jobs 2] [--out DIR]
+"""
+import argparse, copy, json, os, random, re, select, signal, sys, tempfile, time
+from concurrent.futures import ThreadPoolExecutor
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+LOCATED = re.compile(r"^ipusim: error: .+: at \S.*: .+ \[[a-z0-9]+(\.[a-z0-9-]+)+\]$")
+SANITIZER = re.compile(r"AddressSanitizer|LeakSanitizer|runtime error:|UndefinedBehaviorSanitizer")
+# Small scenarios often, the large ones now and then (with a small G).
+BASES = ["mlp-inference", "mlp-training", "mlp-training", "bert-tiny-inference", "bert-tiny-training",
+         "link-probe-m2000", "bert-base-training", "bert-large-training", "bert-large-pod16"]
+EXTREMES = [0, -1, 1, 2, 3, 0.5, 1.5, 5e-324, 1e-308, 1e-9, 1e308, 2**31 - 1, 2**31, 2**53 + 1, 2**63 - 1,
+            2**64, -2**63, 1e15, 1e21, 4294967298]
+SETS = ["execution.microBatchSize=9223372036854775807", "execution.gradientAccumulation=1e999",
+        "config.ipu.clockHz=1e-308", "config.links.0.bandwidthBytesPerSecond=5e-324", "model=/dev/zero",
+        "model.ops.0.virtualGraph=2147483647", "execution.schedule=1f1b", "execution.schedule=gpipe",
+        "execution.schedule=tf-grouped", "execution.replicas=2", "config.ipuCount=2048",
+        "execution.mode=pipelined", "a..b=1", "=3", "execution.placement=[1,0]", "config.ipu.tiles=1",
+        "execution.name=\xff\xfe", "model.name=\"\\u0000x\"", "config.extends=ipu-m2000.json"]
+
+
+def load(path):
+    with open(path) as f:
+        return json.load(f)
+
+
+def leaves(doc, path=()):
+    if isinstance(doc, dict):
+        for k, v in doc.items():
+            yield from leaves(v, path + (k,))
+    elif isinstance(doc, list):
+        for i, v in enumerate(doc):
+            yield from leaves(v, path + (i,))
+    yield path
+
+
+def get(doc, path):
+    for p in path:
+        doc = doc[p]
+    return doc
+
+
+def put(doc, path, value):
+    if not path:
+        return value
+    get(doc, path[:-1])[path[-1]] = value
+    return doc
+
+
+def nested(depth):
+    """A placeholder that write_input expands to `depth` nested arrays (Python's json would recurse)."""
+    return "__NESTED_%d__" % depth
+
+
+def mutate(doc, rng):
+    paths = [p for p in leaves(doc) if p]
+    path = rng.choice(paths)
+    value = get(doc, path)
+    kind = rng.randrange(14)  # 8-13: execution settings, so that many inputs run
+    if kind <= 2 and isinstance(value, (int, float)) and not isinstance(value, bool):
+        return put(doc, path, rng.choice(EXTREMES) if kind else value * 10 ** rng.randint(-12, 12))
+    if kind == 3:
+        parent = get(doc, path[:-1])
+        del parent[path[-1]]
+        return doc
+    if kind == 4:
+        return put(doc, path, rng.choice(["", "x", None, True, [], {}, "\u0000", "\x01\x7f", "é" * 300, -0.0]))
+    if kind == 5:
+        return put(doc, path, nested(rng.choice([10, 63, 64, 65, 200, 5000])))
+    if kind == 6 and isinstance(value, list) and value:
+        value.append(copy.deepcopy(rng.choice(value)))
+        return doc
+    if kind == 7 and isinstance(value, str):
+        return put(doc, path, value + rng.choice(["\u0000", "/../x", "\t", "#", "\u202e"]))
+    ex = doc.setdefault("execution", {}) if isinstance(doc.get("execution", {}), dict) else {}
+    key, values = rng.choice([
+        ("mode", ["both", "sharded", "pipelined"]), ("schedule", ["popart", "tf-grouped", "tf-interleaved",
+                                                                   "tf-sequential", "gpipe", "1f1b", "x"]),
+        ("training", [True, False]), ("gradientAccumulation", [1, 2, 3, 4, 8, 16, 64]),
+        ("batchesPerStep", [1, 2, 3, 5, 8]), ("microBatchSize", [1, 2, 8, 64]), ("replicas", [1, 2, 3, 4]),
+        ("recomputation", ["none", "pipeline"]), ("hostIo", [True, False]), ("costModel", ["tile", "compute"]),
+        ("optimizer", [{"type": "adam"}, {"type": "lamb", "stateLocation": "streaming-memory"}]),
+        ("placement", [[1, 0], [0, 1, 2, 3], [3, 2, 1, 0], [0, 0]])])
+    ex[key] = rng.choice(values)
+    return doc
+
+
+def make_input(rng, tmp, index):
+    base = rng.choice(BASES)
+    scenario_path = os.path.join(ROOT, "scenarios", base + ".json")
+    doc = load(scenario_path)
+    for key in ("model", "config"):
+        if isinstance(doc.get(key), str):
+            target = os.path.normpath(os.path.join(os.path.dirname(scenario_path), doc[key]))
+            doc[key] = load(target) if rng.random() < 0.5 else target
+            if isinstance(doc[key], dict) and "extends" in doc[key]:
+                doc[key]["extends"] = os.path.normpath(os.path.join(os.path.dirname(target), doc[key]["extends"]))
+    ex = doc.setdefault("execution", {})
+    if base.startswith("bert-base") or base.startswith("bert-large"):
+        ex["gradientAccumulation"] = rng.choice([16, 32, 64])
+    for _ in range(rng.randint(1, 3)):
+        try:
+            doc = mutate(doc, rng)
+        except (KeyError, IndexError, TypeError):
+            pass
+    path = os.path.join(tmp, "s%d.json" % index)
+    text = re.sub(r'"__NESTED_(\d+)__"', lambda m: "[" * int(m.group(1)) + "1" + "]" * int(m.group(1)),
+                  json.dumps(doc))
+    with open(path, "w") as f:
+        f.write(text)
+    args = ["run", path, "--json"]
+    if rng.random() < 0.3:
+        args += ["--mode", rng.choice(["sharded", "pipelined", "both"])]
+    for _ in range(rng.choice([0, 0, 0, 0, 1, 2])):
+        args += ["--set", rng.choice(SETS)]
+    return args
+
+
+def run_measured(binary, args, timeout):
+    """Runs with wait4 to get the peak RSS (the largest of the run and its simulation child)."""
+    out_r, out_w = os.pipe()
+    err_file = tempfile.TemporaryFile()
+    pid = os.fork()
+    if pid == 0:
+        try:  # a child that cannot exec must never return into the campaign (it would run it again)
+            os.setsid()
+            os.dup2(out_w, 1)
+            os.dup2(err_file.fileno(), 2)
+            os.execv(binary, [binary] + args)
+        finally:
+            os._exit(127)
+    os.close(out_w)
+    chunks = []
+    deadline = time.time() + timeout
+    while True:
+        r, _, _ = select.select([out_r], [], [], max(0, deadline - time.time()))
+        if not r:
+            os.killpg(pid, signal.SIGKILL)
+            break
+        data = os.read(out_r, 1 << 16)
+        if not data:
+            break
+        chunks.append(data)
+    os.close(out_r)
+    _, status, usage = os.wait4(pid, 0)
+    err_file.seek(0)
+    code = os.waitstatus_to_exitcode(status)
+    return {"code": code if time.time() < deadline else "timeout", "out": b"".join(chunks),
+            "err": err_file.read(), "rss": usage.ru_maxrss * 1024}
+
+
+def check(result):
+    """The problems with one result, as strings."""
+    problems = []
+    err = result["err"].decode("utf-8", "replace")
+    if result["code"] == "timeout":
+        problems.append("hang (timeout)")
+    elif result["code"] not in (0, 2, 5):
+        problems.append("exit %s" % result["code"])
+    if SANITIZER.search(err):
+        problems.append("sanitizer report")
+    if result["code"] == 2:
+        last = err.strip().splitlines()[-1] if err.strip() else ""
+        if not LOCATED.match(last):
+            problems.append("unlocated exit-2 message: " + last[:200])
+    if result["code"] == 0:
+        try:
+            json.loads(result["out"])
+        except ValueError:
+            problems.append("exit 0 without a JSON document")
+    return problems
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--binary", required=True)
+    ap.add_argument("--release")
+    ap.add_argument("--runs", type=int, default=10000)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--timeout", type=float, default=120)
+    ap.add_argument("--out", default="fuzz-run-campaign")
+    a = ap.parse_args()
+    os.makedirs(a.out, exist_ok=True)
+    rng = random.Random(a.seed)
+    tmp = tempfile.mkdtemp(prefix="ipusim-campaign-")
+    inputs = [make_input(rng, tmp, i) for i in range(a.runs)]
+    tally, rules, findings, ratios = {}, {}, [], []
+    started = time.time()
+
+    def one(i):
+        r = run_measured(a.binary, inputs[i], a.timeout)
+        problems = check(r)
+        ratio = None
+        if r["code"] == 0 and not problems:
+            measured = r
+            if a.release:
+                measured = run_measured(a.release, inputs[i], a.timeout)
+            try:
+                estimate = json.loads(measured["out"])["estimate"]["peak_bytes"]
+                ratio = measured["rss"] / estimate
+                if ratio > 1:
+                    problems.append("peak %d B above the estimate %d B" % (measured["rss"], estimate))
+            except (ValueError, KeyError):
+                pass
+        return i, r, problems, ratio
+
+    with ThreadPoolExecutor(a.jobs) as pool:
+        for i, r, problems, ratio in pool.map(one, range(a.runs)):
+            tally[str(r["code"])] = tally.get(str(r["code"]), 0) + 1
+            if r["code"] == 2:
+                m = re.search(r"\[([a-z0-9.-]+)\]\s*$", r["err"].decode("utf-8", "replace"))
+                if m:
+                    rules[m.group(1)] = rules.get(m.group(1), 0) + 1
+            if ratio is not None:
+                ratios.append(ratio)
+            if problems:
+                keep = os.path.join(a.out, "finding-%d" % i)
+                os.makedirs(keep, exist_ok=True)
+                for arg in inputs[i]:
+                    if arg.startswith(tmp):
+                        with open(arg) as src, open(os.path.join(keep, "scenario.json"), "w") as dst:
+                            dst.write(src.read())
+                with open(os.path.join(keep, "finding.txt"), "w") as f:
+                    f.write("args: %r\nproblems: %r\nstderr:\n%s\n" % (inputs[i], problems, r["err"].decode("utf-8", "replace")))
+                findings.append({"input": i, "problems": problems})
+    summary = {"runs": a.runs, "seed": a.seed, "seconds": round(time.time() - started, 1), "exit_codes": tally,
+               "findings": len(findings), "rules": dict(sorted(rules.items(), key=lambda kv: -kv[1])),
+               "accepted_with_estimate": len(ratios),
+               "peak_over_estimate_max": max(ratios) if ratios else None,
+               "peak_over_estimate_median": sorted(ratios)[len(ratios) // 2] if ratios else None}
+    with open(os.path.join(a.out, "summary.json"), "w") as f:
+        json.dump({**summary, "finding_list": findings}, f, indent=2)
+    print(json.dumps(summary, indent=2))
+    return 1 if findings else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,354 @@
+// Hostile and careless input through the loaders: nesting, numbers beyond double and
+// int64, NUL and control characters, file system oddities (FIFOs, devices, names too
+// long, symlink loops in "extends"), --set abuse, and every line of the physical-range
+// table (field_ranges.hpp) enforced with its rule at its pointer. Each case here was a
+// crash, a hang, an exit 3 or a silently wrong number before (issue 10).
+#include <catch2/catch.hpp>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <filesystem>
+
+#include "sim/graph/model_graph.hpp"
+#include "sim/io/field_ranges.hpp"
+#include "sim/io/hardware_loader.hpp"
+#include "sim/io/input_file.hpp"
+#include "sim/io/json_reader.hpp"
+#include "sim/io/model_loader.hpp"
+#include "sim/io/overrides.hpp"
+#include "sim/io/scenario_loader.hpp"
+#include "sim/plan/routes.hpp"
+#include "sim/simulate/simulation.hpp"
+#include "sim/sweep/sweep_spec.hpp"
+#include "support.hpp"
+#include "temp_dir.hpp"
+
+using namespace ipusim;
+using namespace ipusim::test;
+using Catch::Matchers::Contains;
+namespace fs = std::filesystem;
+
+TEST_CASE("json.too-deep: 100,000 nested brackets are refused at the depth limit, not a stack overflow",
+          "[hardening]") {
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  const InputError e = error_of([&] { parse_json_text(deep, "deep.json"); });
+  CHECK(e.rule() == "json.too-deep");
+  CHECK(e.file() == "deep.json");
+  // 64 arrays are open when the 65th starts: its pointer has 64 indices.
+  std::string expected;
+  for (int i = 0; i < kMaxJsonDepth; ++i) expected += "/0";
+  CHECK(e.pointer() == expected);
+  SECTION("inside a real document, the pointer names the key") {
+    const std::string doc = "{\"ops\": [{\"inputs\": " + std::string(70, '[') + std::string(70, ']') + "}]}";
+    const InputError x = error_of([&] { parse_json_text(doc, "m.json"); });
+    CHECK(x.rule() == "json.too-deep");
+    CHECK(x.pointer().rfind("/ops/0/inputs/0/0", 0) == 0);
+  }
+  SECTION("64 levels are fine") {
+    CHECK_NOTHROW(parse_json_text(std::string(64, '[') + std::string(64, ']'), "ok.json"));
+  }
+}
+
+TEST_CASE("json.number-overflow and json.integer-range: numbers beyond double and int64", "[hardening]") {
+  const InputError overflow =
+      error_of([] { parse_json_text("{\"execution\": {\"batchesPerStep\": 1e999}}", "s.json"); });
+  CHECK(overflow.rule() == "json.number-overflow");
+  CHECK(overflow.pointer() == "/execution/batchesPerStep");
+  CHECK_THAT(overflow.message(), Contains("1e999"));
+
+  Json s = {{"model", chain_model({{0, 1e6}, {1, 1e6}}, 8)}, {"config", zero_overhead_config(2)}};
+  s["execution"] = Json::parse("{\"microBatchSize\": 9223372036854775808}");  // 2^63: unsigned in nlohmann
+  InputError e = error_of([&] { scenario_from_json(s, "s.json"); });
+  CHECK(e.rule() == "json.integer-range");
+  CHECK(e.pointer() == "/execution/microBatchSize");
+  s["execution"] = {{"microBatchSize", 1e17}};  // integral but written as a double beyond 2^53
+  e = error_of([&] { scenario_from_json(s, "s.json"); });
+  CHECK(e.rule() == "json.integer-range");
+  // 2^63-1 is an int64 but no micro-batch size: the range says so with the number as written.
+  s["execution"] = {{"microBatchSize", INT64_MAX}};
+  e = error_of([&] { scenario_from_json(s, "s.json"); });
+  CHECK(e.rule() == "value.too-large");
+  CHECK_THAT(e.message(), Contains("got 9223372036854775807 samples"));
+}
+
+TEST_CASE("messages print NUL, control characters and bad UTF-8 escaped, so the rule id survives", "[hardening]") {
+  const InputError e("f.json", "/a", "test.rule", std::string("a\0b\x01\x1b[31m\xff", 10) + "é");
+  const std::string what = e.what();
+  CHECK(what == "f.json: at /a: a\\u0000b\\u0001\\u001B[31m\\xFFé [test.rule]");
+  CHECK(std::string(what.c_str()) == what);  // no NUL left to cut a C string
+  CHECK(printable("plain \xe2\x82\xac") == "plain \xe2\x82\xac");
+  CHECK(!is_valid_utf8("\xed\xa0\x80"));  // a UTF-16 surrogate
+  CHECK(!is_valid_utf8("\xc0\xaf"));      // an overlong '/'
+}
+
+TEST_CASE("file errors are located where the path was given", "[hardening]") {
+  TempDir dir;
+  const Json config = zero_overhead_config(2);
+  const auto scenario_with_model = [&](const std::string& model) {
+    return dir.write("s.json", Json{{"model", model}, {"config", config}});
+  };
+  SECTION("a NUL in a path does not load the name before it") {
+    dir.write("m.json", chain_model({{0, 1e6}, {1, 1e6}}, 8));
+    const InputError e = error_of([&] { load_scenario(scenario_with_model(std::string("m.json\0x", 8))); });
+    CHECK(e.rule() == "file.bad-name");
+    CHECK(e.pointer() == "/model");
+  }
+  SECTION("a path component over 255 bytes") {
+    const InputError e = error_of([&] { load_scenario(scenario_with_model(std::string(300, 'm') + ".json")); });
+    CHECK(e.rule() == "file.bad-name");
+    CHECK(e.pointer() == "/model");
+    CHECK_THAT(e.message(), Contains("255 bytes"));
+  }
+  SECTION("a FIFO is refused at once instead of blocking") {
+    REQUIRE(::mkfifo(dir.path("fifo.json").c_str(), 0600) == 0);
+    const InputError e = error_of([&] { load_scenario(scenario_with_model("fifo.json")); });
+    CHECK(e.rule() == "file.not-regular");
+    CHECK_THAT(e.message(), Contains("FIFO"));
+  }
+  SECTION("/dev/zero is refused instead of read without end") {
+    const InputError e = error_of([&] { load_scenario(scenario_with_model("/dev/zero")); });
+    CHECK(e.rule() == "file.not-regular");
+    CHECK_THAT(e.message(), Contains("character device"));
+  }
+  SECTION("a symlink loop") {
+    fs::create_symlink(dir.path("b.json"), dir.path("a.json"));
+    fs::create_symlink(dir.path("a.json"), dir.path("b.json"));
+    const InputError e = error_of([&] { load_scenario(scenario_with_model("a.json")); });
+    CHECK(e.rule() == "file.unreadable");
+    CHECK_THAT(e.message(), Contains("symlink loop"));
+  }
+  SECTION("a file over 64 MiB") {
+    const std::string big = dir.path("big.json");
+    REQUIRE(::truncate(dir.write("big.json", "").c_str(), static_cast<off_t>(kMaxInputBytes + 1)) == 0);
+    const InputError e = error_of([&] { load_scenario(scenario_with_model(big)); });
+    CHECK(e.rule() == "file.too-large");
+  }
+}
+
+TEST_CASE("config.extends-cycle: a cycle through a symlink is caught by file identity", "[hardening]") {
+  TempDir dir;
+  Json base = zero_overhead_config(2);
+  base["extends"] = "link.json";
+  dir.write("a.json", base);
+  fs::create_symlink(dir.path("a.json"), dir.path("link.json"));  // a.json extends itself by another name
+  const InputError e = error_of([&] { load_hardware(dir.path("a.json")); });
+  CHECK(e.rule() == "config.extends-cycle");
+  CHECK(e.pointer() == "/extends");
+  CHECK_THAT(e.message(), Contains("by another name"));
+}
+
+TEST_CASE("overrides abused: bad UTF-8, paths too deep, values too deep or too large", "[hardening]") {
+  InputError e = error_of([] { parse_override("model.name=\xff\xfe"); });
+  CHECK(e.rule() == "override.syntax");
+  CHECK(e.file() == "--set");
+  CHECK(e.pointer() == "model.name");
+  e = error_of([] { parse_override("x=" + std::string(100, '[')); });
+  CHECK(e.rule() == "json.too-deep");
+  CHECK(e.pointer() == "x");
+  e = error_of([] { parse_override("execution.batchesPerStep=1e999"); });
+  CHECK(e.rule() == "json.number-overflow");
+  std::string path = "a";
+  for (int i = 0; i < 100; ++i) path += ".a";
+  Json doc = Json::object();
+  e = error_of([&] { apply_override(doc, path, 1, path); });
+  CHECK(e.rule() == "override.bad-path");
+  e = error_of([] { parse_override("novalue"); });
+  CHECK(e.rule() == "override.syntax");
+  CHECK(e.pointer() == "novalue");
+  // A plain string stays a string.
+  CHECK(parse_override("execution.schedule=1f1b").value == "1f1b");
+}
+
+TEST_CASE("the issue's values: a 1e-308 Hz clock and a 5e-324 B/s link are refused at load", "[hardening]") {
+  SECTION("a 5e-324 s latency (SimGrid's solver aborted: \"Impossible\", found by the run campaign)") {
+    Json c = zero_overhead_config(2);
+    c["links"][0]["latencySeconds"] = 5e-324;
+    const InputError e = error_of([&] { hardware_from_json(c, "c.json"); });
+    CHECK(e.rule() == "value.too-small");
+    CHECK(e.pointer() == "/links/0/latencySeconds");
+    CHECK_THAT(e.message(), Contains("0 or [1e-12, 10] s"));
+    c["links"][0]["latencySeconds"] = 0;  // no latency at all is fine
+    CHECK_NOTHROW(hardware_from_json(c, "c.json"));
+  }
+  Json c = zero_overhead_config(2);
+  c["ipu"]["clockHz"] = 1e-308;
+  InputError e = error_of([&] { hardware_from_json(c, "c.json"); });
+  CHECK(e.rule() == "value.too-small");
+  CHECK(e.pointer() == "/ipu/clockHz");
+  c = zero_overhead_config(2);
+  c["links"][0]["bandwidthBytesPerSecond"] = 5e-324;
+  e = error_of([&] { hardware_from_json(c, "c.json"); });
+  CHECK(e.rule() == "value.too-small");
+  CHECK(e.pointer() == "/links/0/bandwidthBytesPerSecond");
+}
+
+namespace {
+
+// A document holding every field of `format`, so each range line has a value to break.
+Json full_document(Format format) {
+  switch (format) {
+  case Format::Config: {
+    Json c = zero_overhead_config(2);
+    c["ipu"]["minElementsPerTile"] = 1;
+    c["syncSeconds"] = 0;
+    c["hostLink"]["sharedBy"] = 1;
+    c["rackIpus"] = 2;
+    c["streamingMemory"] = {{"bandwidthBytesPerSecond", 1e9}, {"latencySeconds", 0}, {"sharedBy", 1}};
+    // Every tile parameter at its GC200 default (docs/formats.md).
+    c["ipu"]["tileArchitecture"] = {{"workerContexts", 6}, {"dataPathBytes", 8},
+                                    {"ampConvUnits", {{"float16", 16}, {"float32", 8}}},
+                                    {"ampInputLoadElemsPerCycle", {{"float16", 4}, {"float32", 2}}},
+                                    {"ampChainLength", 4}, {"ampWeightLoadBytesPerCycle", 16},
+                                    {"tilesPerExchangeBus", 2}, {"memcpyBytesPerCycle", 8},
+                                    {"computeSetSyncCycles", 90}, {"exchangeOverheadCycles", 100},
+                                    {"minBytesPerTile", 128}};
+    return c;
+  }
+  case Format::Model: {
+    Json m = chain_model({{0, 1e6}, {1, 1e6}}, 8);
+    m["ops"][0]["backwardFlops"] = 2e6;
+    return m;
+  }
+  case Format::Scenario:
+    return {{"model", chain_model({{0, 1e6}, {1, 1e6}}, 8)},
+            {"config", zero_overhead_config(2)},
+            {"execution",
+             {{"training", true}, {"microBatchSize", 2}, {"gradientAccumulation", 4}, {"batchesPerStep", 1},
+              {"replicas", 1}, {"placement", {0, 1}}, {"numIOTiles", 0}, {"sequencesPerSample", 1},
+              {"accumulateOuterFragmentSettings", {{"excludedVirtualGraphs", {0}}}}}}};
+  case Format::Sweep:
+    return {{"scenario", "x.json"},
+            {"axes",
+             {{{"path", "execution.batchesPerStep"}, {"range", {{"from", 1}, {"to", 2}, {"step", 1}}}},
+              {{"zip", {{{"path", "execution.microBatchSize"}, {"range", {{"from", 1}, {"to", 2}, {"step", 1}}}}}}}}}};
+  }
+  return {};
+}
+
+void load(Format format, const Json& doc) {
+  switch (format) {
+  case Format::Config: hardware_from_json(doc, "c.json"); break;
+  case Format::Model: model_from_json(doc, "m.json"); break;
+  case Format::Scenario: scenario_from_json(doc, "s.json"); break;
+  case Format::Sweep: sweep::parse_sweep(doc, "w.json"); break;
+  }
+}
+
+// The pattern with each "*" replaced by the first index or key there; "/axes/*/zip/*" by the zip axis.
+std::string instantiate(const Json& doc, const std::string& pattern) {
+  std::string out;
+  const Json* node = &doc;
+  std::size_t at = 1;
+  while (at <= pattern.size()) {
+    const std::size_t end = std::min(pattern.find('/', at), pattern.size());
+    std::string segment = pattern.substr(at, end - at);
+    if (segment == "*") {
+      if (node->is_array()) {
+        std::size_t index = 0;
+        // The zip axis is the second one in full_document(Format::Sweep).
+        if (pattern.find("/zip/") != std::string::npos && out == "/axes") index = 1;
+        segment = std::to_string(index);
+      } else {
+        segment = node->begin().key();
+      }
+    }
+    out += "/" + segment;
+    node = node->is_array() ? &(*node)[std::stoul(segment)] : &(*node)[segment];
+    at = end + 1;
+  }
+  return out;
+}
+
+} // namespace
+
+TEST_CASE("every line of the physical-range table is enforced, with its rule, at its pointer", "[hardening][ranges]") {
+  for (const FieldRange& range : field_ranges()) {
+    // modelBatchSize needs an ONNX model: tests/test_onnx.cpp checks its range.
+    if (std::string(range.pointer) == "/modelBatchSize") continue;
+    const Json base = full_document(range.format);
+    const std::string pointer = instantiate(base, range.pointer);
+    const bool integer = base.at(Json::json_pointer(pointer)).is_number_integer();
+    INFO(format_name(range.format) << " " << pointer);
+    REQUIRE_NOTHROW(load(range.format, base));
+    const double below = range.lower == Lower::Open           ? range.min
+                         : range.lower == Lower::ZeroOrClosed ? range.min / 2
+                                                              : range.min - std::max(1.0, std::fabs(range.min));
+    const double above = range.max + std::max(1.0, std::fabs(range.max));
+    for (const double value : {below, above}) {
+      Json doc = base;
+      doc[Json::json_pointer(pointer)] =
+          integer && value == std::floor(value) && std::fabs(value) < 9e15 ? Json(static_cast<std::int64_t>(value))
+                                                                             : Json(value);
+      std::string rule = range.rule ? range.rule : "";
+      if (rule.empty())
+        rule = value > range.max ? "value.too-large"
+                                 : (range.min > 0 || range.lower == Lower::Open ? (value <= 0 ? "value.not-positive"
+                                                                                               : "value.too-small")
+                                                                                 : "value.negative");
+      const InputError e = error_of([&] { load(range.format, doc); });
+      CHECK(e.rule() == rule);
+      CHECK(e.pointer() == pointer);
+      CHECK_THAT(e.message(), Contains("must lie in"));
+    }
+  }
+}
+
+TEST_CASE("a number read without a range line is an internal fault, not an unchecked value", "[hardening][ranges]") {
+  const Json doc = {{"unlisted", 1}};
+  ObjectReader r(doc, "c.json", "", Format::Config);
+  CHECK_THROWS_AS(r.required_number("unlisted"), std::logic_error);
+}
+
+TEST_CASE("json.not-finite: a document built in code cannot pass an infinity as a number", "[hardening]") {
+  const Json doc = {{"microBatchSize", std::numeric_limits<double>::infinity()}};
+  ObjectReader r(doc, "s.json", "/execution", Format::Scenario);
+  const InputError e = error_of([&] { r.required_int("microBatchSize"); });
+  CHECK(e.rule() == "json.not-finite");
+  CHECK(e.pointer() == "/execution/microBatchSize");
+}
+
+TEST_CASE("pipelineStage 2^31-1 is a stage gap, with no int overflow on the way (UBSan)", "[hardening]") {
+  // A pipelining-only rule: recorded for pipelined runs, not thrown (sharded runs ignore stages).
+  const ModelGraph g = build_graph(model_from_json(chain_model({{0, 1e6, 0}, {1, 1e6, 2147483647}}, 8), "m.json"));
+  REQUIRE(g.pipelining_refused.has_value());
+  CHECK(g.pipelining_refused->rule() == "annotation.stage-gap");
+  CHECK_THAT(g.pipelining_refused->message(), Contains("stages 1..2147483646"));
+}
+
+TEST_CASE("a 4096-IPU ring: routes and the platform cost what the run uses, not n^2", "[hardening]") {
+  // Was: a 1024-IPU ring took 34 s and 2.2 GB in the all-pairs route table; 2048 died.
+  Json config = zero_overhead_config(2);
+  constexpr int n = 4096;
+  config["ipuCount"] = n;
+  config["links"] = Json::array();
+  for (int i = 0; i < n; ++i)
+    config["links"].push_back({{"ipus", {i, (i + 1) % n}}, {"bandwidthBytesPerSecond", 1e9}, {"latencySeconds", 0}});
+  const Scenario sc = make_scenario(chain_model({{0, 1e6}, {1, 1e6}}, 8), config,
+                                    {{"batchesPerStep", 4}, {"costModel", "compute"}, {"mode", "sharded"}});
+  const auto start = std::chrono::steady_clock::now();
+  const Simulation sim = simulate(sc, {Mode::Sharded});
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(20));
+  CHECK(sim.runs.at(0).metrics.step_time_s > 0);
+  CHECK(sim.estimate.peak_bytes < 1e9);
+  // The far side of the ring is 2048 hops away either way: found on demand.
+  const HardwareConfig ring = hardware_from_json(config, "ring.json");
+  RouteFinder routes(ring);
+  CHECK(routes.route(0, n / 2).size() == n / 2);
+  CHECK(routes.route(0, 1).size() == 1);
+}
+
+TEST_CASE("scenario.too-large: a copy beyond 2^60 bytes is refused before the engine counts it in 64 bits",
+          "[hardening]") {
+  // 2^40 floats a sample (2^42 B) x 10^6 samples a micro-batch: 4.4e18 B a copy, beyond 2^60 (1.2e18).
+  Json model = chain_model({{0, 0}, {1, 0}}, 8);
+  for (auto& [name, tensor] : model["tensors"].items()) tensor["shape"] = {1 << 20, 1 << 20};
+  const Scenario sc = make_scenario(model, zero_overhead_config(2),
+                                    {{"microBatchSize", 1000000}, {"costModel", "compute"}, {"mode", "sharded"}});
+  const InputError e = error_of([&] { simulate(sc, {Mode::Sharded}); });
+  CHECK(e.rule() == "scenario.too-large");
+  CHECK(e.pointer() == "/execution/microBatchSize");
+}
