@@ -1,5 +1,6 @@
 // ipusim: simulate sharded and pipelined execution of annotated models on IPU systems.
-// Exit codes: 0 success, 2 bad input (files, flags, rules), 3 internal fault.
+// Exit codes: 0 success, 2 bad input (files, flags, rules), 3 internal fault, 4 and 6 from
+// sweeps, 5 out of memory with --fail-on-oom.
 #include <iostream>
 
 #include "sim/cli/commands.hpp"
@@ -42,7 +43,9 @@ ipusim::InputError command_line_error(const CLI::ParseError& e, const std::strin
 int main(int argc, char** argv) {
   using namespace ipusim::cli;
   CLI::App app{"ipusim: simulate sharded and pipelined execution of PopART-annotated models on Graphcore IPU "
-               "systems.\nExit codes: 0 success, 2 bad input, 3 internal fault."};
+               "systems.\nExit codes: 0 success, 2 bad input, 3 internal fault, 4 some sweep points failed, 5 out "
+               "of memory (run --fail-on-oom), 6 sweep points still missing."};
+  app.set_version_flag("--version", std::string("ipusim ") + IPUSIM_VERSION);
   app.require_subcommand(1);
   const std::vector<std::pair<CLI::App*, Command>> commands = [&] {
     std::vector<std::pair<CLI::App*, Command>> list;
@@ -59,6 +62,7 @@ int main(int argc, char** argv) {
     add(&add_validation_command);
     add(&add_convert_command);
     add(&add_annotate_command);
+    add(&add_compare_command);
     return list;
   }();
 

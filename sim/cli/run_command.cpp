@@ -1,4 +1,5 @@
-// ipusim run SCENARIO: simulate and compare sharded with pipelined execution.
+// ipusim run SCENARIO, or ipusim run MODEL --config CONFIG: simulate and compare sharded
+// with pipelined execution.
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -23,7 +24,7 @@ std::vector<Override> parse_overrides(const std::vector<std::string>& sets) {
 namespace {
 
 struct RunOptions {
-  std::string scenario, mode, output, trace;
+  std::string input, config, mode, output, trace;
   std::vector<std::string> sets;
   bool json = false, force = false, fail_on_oom = false;
 };
@@ -33,6 +34,15 @@ std::vector<Mode> modes_for(const Scenario& sc, const std::string& flag) {
   if (flag == "both") return {Mode::Sharded, Mode::Pipelined};
   if (flag == "sharded") return {Mode::Sharded};
   return {Mode::Pipelined};
+}
+
+// A scenario without a file: the model and the config as given, every execution setting
+// at its default (docs/formats.md, "Scenario files"), --set applied as to a scenario.
+Scenario scenario_of_model(const std::string& model, const std::string& config, const std::vector<Override>& sets) {
+  const nlohmann::json document = {{"name", std::filesystem::path(model).stem().string()},
+                                   {"model", std::filesystem::absolute(model).lexically_normal().string()},
+                                   {"config", std::filesystem::absolute(config).lexically_normal().string()}};
+  return scenario_from_json(document, "command line", sets);
 }
 
 int run(const RunOptions& o) {
@@ -45,7 +55,8 @@ int run(const RunOptions& o) {
         std::filesystem::weakly_canonical(o.trace, ignored) == std::filesystem::weakly_canonical(o.output, ignored))
       throw InputError(o.trace, "/", "output.same-file", "--trace and --output name the same file");
   }
-  const Scenario sc = load_scenario(o.scenario, parse_overrides(o.sets));
+  const Scenario sc = o.config.empty() ? load_scenario(o.input, parse_overrides(o.sets))
+                                        : scenario_of_model(o.input, o.config, parse_overrides(o.sets));
   const Simulation sim = simulate(sc, modes_for(sc, o.mode), !o.trace.empty(), &std::cerr);
   if (!o.trace.empty()) write_output(o.trace, render_trace(chrome_trace(sc, sim)), o.force);
   const std::string text = o.json ? report_json(sc, sim).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n"
@@ -64,8 +75,14 @@ int run(const RunOptions& o) {
 
 Command add_run_command(CLI::App& app) {
   auto o = std::make_shared<RunOptions>();
-  auto* cmd = app.add_subcommand("run", "Simulate a scenario and compare sharded with pipelined execution");
-  cmd->add_option("scenario", o->scenario, "Scenario file (scenarios/*.json)")->required();
+  auto* cmd = app.add_subcommand("run", "Simulate a scenario (or a model on a config) and compare sharded with "
+                                        "pipelined execution");
+  cmd->add_option("input", o->input,
+                  "Scenario file (scenarios/*.json); with --config, a model file (models/*.json or .onnx)")
+      ->required();
+  cmd->add_option("--config", o->config,
+                  "Run the model INPUT on this IPU system (configs/*.json) without a scenario file: every "
+                  "execution setting at its default (docs/formats.md), changed with --set execution.x=...");
   cmd->add_option("--mode", o->mode, "Run one mode only, or both (default: the scenario's mode, else both)")
       ->check(CLI::IsMember({"sharded", "pipelined", "both"}));
   cmd->add_option("--set", o->sets,

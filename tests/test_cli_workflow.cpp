@@ -1,0 +1,167 @@
+// A researcher's shortcuts through the real binary: a model run on a config without a
+// scenario file, --version and the exit codes in --help, PopART's and PopTorch's names.
+#include <catch2/catch.hpp>
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "cli_runner.hpp"
+#include "temp_dir.hpp"
+
+using ipusim::test::Result;
+using ipusim::test::run_ipusim;
+using ipusim::test::TempDir;
+using Json = nlohmann::json;
+using Catch::Matchers::Contains;
+
+namespace {
+
+std::string source(const std::string& relative) { return std::string(IPUSIM_SOURCE_DIR) + "/" + relative; }
+
+const std::string kModel = source("models/mlp.json");
+const std::string kConfig = source("configs/ipu-m2000.json");
+
+Json run_json(const std::vector<std::string>& args) {
+  std::vector<std::string> all = args;
+  all.push_back("--json");
+  const Result r = run_ipusim(all);
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  return Json::parse(r.out);
+}
+
+} // namespace
+
+TEST_CASE("cli: run MODEL --config CONFIG is the scenario with every default", "[cli][workflow]") {
+  const TempDir dir;
+  // The same run from a scenario file that names only the model and the config.
+  const std::string scenario =
+      dir.write("mlp.json", Json{{"model", kModel}, {"config", kConfig}});
+  const Json from_file = run_json({"run", scenario});
+  const Json direct = run_json({"run", kModel, "--config", kConfig});
+  CHECK(direct.at("scenario") == "mlp");
+  CHECK(direct.at("scenario_file") == "command line");
+  CHECK(direct.at("execution") == from_file.at("execution"));
+  CHECK(direct.at("execution").at("training") == false);
+  REQUIRE(direct.at("runs").size() == 2);  // both modes by default
+  for (std::size_t i = 0; i < 2; ++i)
+    CHECK(direct.at("runs")[i].at("step_time_s") == from_file.at("runs")[i].at("step_time_s"));
+
+  // --set reaches the execution as in a scenario: G = 8 training.
+  const Json trained = run_json({"run", kModel, "--config", kConfig, "--set", "execution.training=true", "--set",
+                                 "execution.gradientAccumulation=8", "--mode", "pipelined"});
+  CHECK(trained.at("execution").at("training") == true);
+  CHECK(trained.at("runs")[0].at("micro_batches_per_step") == 8);
+
+  // A bad setting is the flag's.
+  const Result bad = run_ipusim({"run", kModel, "--config", kConfig, "--set", "execution.mode=piplined"});
+  CHECK(bad.exit_code == 2);
+  CHECK_THAT(bad.err, Contains("--set: at execution.mode: unknown mode \"piplined\"") &&
+                          Contains("(did you mean \"pipelined\"?)") && Contains("[scenario.bad-mode]"));
+}
+
+TEST_CASE("cli: a model given as a scenario is named as such", "[cli][workflow]") {
+  const Result r = run_ipusim({"run", kModel});
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Contains("this is a model, not a scenario") && Contains("--config") &&
+                        Contains("[scenario.is-a-model]"));
+}
+
+TEST_CASE("cli: --version, and every exit code in --help", "[cli][workflow]") {
+  const Result version = run_ipusim({"--version"});
+  CHECK(version.exit_code == 0);
+  CHECK(version.out == "ipusim " IPUSIM_TEST_VERSION "\n");
+  const Result help = run_ipusim({"--help"});
+  CHECK(help.exit_code == 0);
+  for (const char* code : {"0 success", "2 bad input", "3 internal fault", "4 some sweep points failed",
+                           "5 out of memory", "6 sweep points still missing"})
+    CHECK_THAT(help.out, Contains(code));
+}
+
+namespace {
+
+std::string scenario_with(const TempDir& dir, const Json& execution) {
+  return dir.write("s.json", Json{{"model", kModel}, {"config", kConfig}, {"execution", execution}});
+}
+
+} // namespace
+
+TEST_CASE("cli: PopART and PopTorch names: aliases read as ipusim's keys", "[cli][workflow][vocabulary]") {
+  const TempDir dir;
+  // accumulationFactor (PopART) = gradientAccumulation, deviceIterations (PopTorch) =
+  // batchesPerStep: 2 x 8 micro-batches per step, as with ipusim's own keys.
+  const Json own = run_json({"run", scenario_with(dir, {{"training", true}, {"gradientAccumulation", 8},
+                                                        {"batchesPerStep", 2}, {"mode", "pipelined"}})});
+  const Json popart = run_json({"run", scenario_with(dir, {{"training", true}, {"accumulationFactor", 8},
+                                                           {"deviceIterations", 2}, {"mode", "pipelined"}})});
+  CHECK(popart.at("runs")[0].at("micro_batches_per_step") == 16);
+  CHECK(popart.at("runs")[0].at("step_time_s") == own.at("runs")[0].at("step_time_s"));
+  CHECK(popart.at("execution") == own.at("execution"));
+
+  // replicationFactor (PopTorch) = replicas: 2 replicas of the 2-IPU pipeline.
+  const Json replicated = run_json({"run", kModel, "--config", kConfig, "--set", "execution.replicationFactor=2"});
+  CHECK(replicated.at("execution").at("replicas") == 2);
+
+  // Both names: refused at the alias.
+  const Result both = run_ipusim(
+      {"run", scenario_with(dir, {{"training", true}, {"gradientAccumulation", 8}, {"accumulationFactor", 8}})});
+  CHECK(both.exit_code == 2);
+  CHECK_THAT(both.err, Contains("at /execution/accumulationFactor") && Contains("[json.alias-twice]"));
+  // A bad value under an alias is located at the alias.
+  const Result zero = run_ipusim({"run", scenario_with(dir, {{"training", true}, {"accumulationFactor", 0}})});
+  CHECK(zero.exit_code == 2);
+  CHECK_THAT(zero.err, Contains("at /execution/accumulationFactor") &&
+                           Contains("(\"accumulationFactor\" is read as \"gradientAccumulation\")"));
+}
+
+TEST_CASE("cli: PopART and PopTorch names: did you mean", "[cli][workflow][vocabulary]") {
+  const TempDir dir;
+  struct Case {
+    Json execution;
+    std::string expected, rule;
+  };
+  const std::vector<Case> cases = {
+      {{{"enablePipelining", true}}, "\"mode\": \"pipelined\" runs the pipeline only", "json.unknown-key"},
+      {{{"virtualGraphMode", "Manual"}}, "VirtualGraphMode::Manual", "json.unknown-key"},
+      {{{"autoRecomputation", "Pipeline"}}, "\"recomputation\": \"pipeline\"", "json.unknown-key"},
+      {{{"microBatchsize", 4}}, "unknown key \"microBatchsize\" (did you mean \"microBatchSize\"?)",
+       "json.unknown-key"},
+      {{{"training", true}, {"recomputation", true}}, "not true (did you mean \"pipeline\"?)",
+       "scenario.bad-recomputation"},
+      {{{"training", true}, {"recomputation", "Pipeline"}}, "(did you mean \"pipeline\"?)",
+       "scenario.bad-recomputation"},
+      {{{"schedule", "1F1B"}}, "unknown pipeline schedule \"1F1B\" (did you mean \"1f1b\"?)",
+       "scenario.unknown-schedule"},
+      {{{"costModel", "poplib"}}, "(did you mean \"poplibs\"?)", "scenario.unknown-cost-model"},
+      {{{"partialsTypeMatMuls", "float16"}}, "(did you mean \"float\"?)", "scenario.bad-partials-type"},
+      {{{"training", true}, {"optimizer", {{"type", "Adam"}}}}, "(did you mean \"adam\"?)",
+       "scenario.bad-optimizer"},
+      {{{"training", true}, {"accumulateOuterFragmentSettings", {{"schedule", "serial"}}}},
+       "(did you mean \"Serial\"?)", "scenario.bad-weight-update-schedule"},
+  };
+  for (const Case& c : cases) {
+    INFO(c.execution.dump());
+    const Result r = run_ipusim({"run", scenario_with(dir, c.execution)});
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.err, Contains(c.expected) && Contains("[" + c.rule + "]"));
+  }
+  // Nothing close: no guess.
+  const Result far = run_ipusim({"run", scenario_with(dir, {{"frobnicate", 1}})});
+  CHECK(far.exit_code == 2);
+  CHECK_THAT(far.err, Contains("unknown key \"frobnicate\" [json.unknown-key]"));
+}
+
+TEST_CASE("cli: a --set typo is the flag's, not the shipped file's", "[cli][workflow][vocabulary]") {
+  const Result r = run_ipusim({"run", kModel, "--config", kConfig, "--set", "config.ipu.clockhz=1.85e9"});
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Contains("ipusim: error: --set: at config.ipu.clockhz: unknown key \"clockhz\" (did you mean "
+                             "\"clockHz\"?)") &&
+                        Contains("[json.unknown-key]"));
+  const Result value = run_ipusim({"run", source("scenarios/mlp-inference.json"), "--set", "execution.batchesPerStep=0"});
+  CHECK(value.exit_code == 2);
+  CHECK_THAT(value.err, Contains("--set: at execution.batchesPerStep:"));
+  // Syntax: "--set a 8" gives the path without a value.
+  const Result syntax = run_ipusim({"run", kModel, "--config", kConfig, "--set", "a", "8"});
+  CHECK(syntax.exit_code == 2);
+  CHECK_THAT(syntax.err, Contains("[") && Contains("--"));
+}
