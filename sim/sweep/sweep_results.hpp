@@ -14,10 +14,13 @@ namespace ipusim::sweep {
 // A run ended by SIGINT, SIGTERM, SIGHUP or SIGKILL was stopped, not failed: it is not
 // recorded, so the next run of the sweep does it again. Any other end is a result.
 bool interrupted(const ChildResult& child);
+// True when some run of a `run --json` document does not fit in memory.
+bool out_of_memory(const Json& report);
 
-// {"point", "id", "status": "ok"|"error", "axes": {path: value}, "exit_code",
-//  "seconds", "command", then "report" (the `run --json` document) when ok, or
-//  "error" (what the run printed on stderr) when not}.
+// {"point", "id", "status": "ok"|"oom"|"error", "axes": {path: value}, "exit_code",
+//  "seconds", "command", then "report" (the `run --json` document) when the run
+//  succeeded ("oom": some mode does not fit in memory), or "error" (what the run
+//  printed on stderr) when not}.
 Json point_record(const Point& point, const std::vector<std::string>& command, const ChildResult& child);
 
 // The record in points/<id>.json, or nullopt when there is none. Throws InputError
