@@ -1,11 +1,14 @@
 // A researcher's shortcuts through the real binary: a model run on a config without a
-// scenario file, --version and the exit codes in --help, PopART's and PopTorch's names.
+// scenario file, --version and the exit codes in --help, PopART's and PopTorch's names,
+// compare, and sweeps that mark points that do not fit.
 #include <catch2/catch.hpp>
 
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 
 #include "cli_runner.hpp"
+#include "support.hpp"
 #include "temp_dir.hpp"
 
 using ipusim::test::Result;
@@ -34,24 +37,27 @@ Json run_json(const std::vector<std::string>& args) {
 
 TEST_CASE("cli: run MODEL --config CONFIG is the scenario with every default", "[cli][workflow]") {
   const TempDir dir;
-  // The same run from a scenario file that names only the model and the config.
+  // The same run from a scenario file that names the model, the config and batchesPerStep 64.
   const std::string scenario =
-      dir.write("mlp.json", Json{{"model", kModel}, {"config", kConfig}});
+      dir.write("mlp.json", Json{{"model", kModel}, {"config", kConfig}, {"execution", {{"batchesPerStep", 64}}}});
   const Json from_file = run_json({"run", scenario});
   const Json direct = run_json({"run", kModel, "--config", kConfig});
   CHECK(direct.at("scenario") == "mlp");
   CHECK(direct.at("scenario_file") == "command line");
   CHECK(direct.at("execution") == from_file.at("execution"));
   CHECK(direct.at("execution").at("training") == false);
+  CHECK(direct.at("execution").at("batches_per_step") == 64);
+  CHECK(direct.at("execution").at("micro_batch_size") == 1);
   REQUIRE(direct.at("runs").size() == 2);  // both modes by default
   for (std::size_t i = 0; i < 2; ++i)
     CHECK(direct.at("runs")[i].at("step_time_s") == from_file.at("runs")[i].at("step_time_s"));
 
-  // --set reaches the execution as in a scenario: G = 8 training.
+  // --set reaches the execution as in a scenario: G = 8 training, 2 batches per step.
   const Json trained = run_json({"run", kModel, "--config", kConfig, "--set", "execution.training=true", "--set",
-                                 "execution.gradientAccumulation=8", "--mode", "pipelined"});
+                                 "execution.gradientAccumulation=8", "--set", "execution.batchesPerStep=2", "--mode",
+                                 "pipelined"});
   CHECK(trained.at("execution").at("training") == true);
-  CHECK(trained.at("runs")[0].at("micro_batches_per_step") == 8);
+  CHECK(trained.at("runs")[0].at("micro_batches_per_step") == 16);
 
   // A bad setting is the flag's.
   const Result bad = run_ipusim({"run", kModel, "--config", kConfig, "--set", "execution.mode=piplined"});
@@ -163,5 +169,82 @@ TEST_CASE("cli: a --set typo is the flag's, not the shipped file's", "[cli][work
   // Syntax: "--set a 8" gives the path without a value.
   const Result syntax = run_ipusim({"run", kModel, "--config", kConfig, "--set", "a", "8"});
   CHECK(syntax.exit_code == 2);
-  CHECK_THAT(syntax.err, Contains("[") && Contains("--"));
+  CHECK_THAT(syntax.err, Contains("(--set takes one argument, path=value: --set a=8)") &&
+                           Contains("[cli.unknown-argument]"));
+}
+
+namespace {
+
+// The pipeline of test_attribution.cpp: IPU0 `flops0` ns, IPU1 2 ms per micro-batch,
+// 4 micro-batches, 1 us copies, every overhead zeroed; written with run --json.
+std::string chain_run(const TempDir& dir, const std::string& name, double flops0) {
+  const Json model = ipusim::test::chain_model({{0, flops0}, {1, 2e6}}, 250);
+  const Json scenario = {{"name", name},
+                         {"model", model},
+                         {"config", ipusim::test::zero_overhead_config(2)},
+                         {"execution",
+                          {{"training", false}, {"batchesPerStep", 4}, {"hostIo", false}, {"costModel", "compute"},
+                           {"mode", "pipelined"}}}};
+  const std::string out = dir.path(name + ".run.json");
+  const Result r = run_ipusim({"run", dir.write(name + ".json", scenario), "--json", "-o", out});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  return out;
+}
+
+} // namespace
+
+TEST_CASE("cli: compare puts two runs side by side with differences, ratios and what changed", "[cli][compare]") {
+  const TempDir dir;
+  // A: stages of 1 and 2 ms: step 2 ms x 4 + 1 ms + 5 x 1 us = 9.005 ms; compute 12 ms,
+  // fill/flush 2 ms, imbalance 4 ms of IPU time. B: 2 and 2 ms: 2 ms x 5 + 5 us = 10.005 ms;
+  // compute 16 ms, fill/flush 4 ms, no imbalance.
+  const std::string a = chain_run(dir, "a", 1e6), b = chain_run(dir, "b", 2e6);
+  const Result r = run_ipusim({"compare", a, b});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Contains("A: " + a + " (scenario \"a\")"));
+  CHECK_THAT(r.out, Contains("B differs from A in: nothing recorded"));  // the models differ inline only
+  CHECK_THAT(r.out, Contains("step time                  9.005 ms         10.01 ms         +1.000 ms        1.11x"));
+  CHECK_THAT(r.out, Contains("  imbalance                  22.2 %           0.0 %            -22.2 pts"));
+  CHECK_THAT(r.out, Contains("bottleneck                 IPU 1, stage 1   IPU 0, stage 0"));
+  CHECK_THAT(r.out, Contains("B against A, pipelined: the step is 1.11x longer (9.005 ms -> 10.01 ms), throughput "
+                             "x0.90. IPU time (summed over IPUs) changed most in computing +4.000 ms, imbalance "
+                             "-4.000 ms, fill and flush +2.000 ms; the bottleneck moves from IPU 1, stage 1 to IPU 0, "
+                             "stage 0."));
+
+  // Execution differences are named; anything but a run document is refused.
+  const Result self = run_ipusim({"compare", a, a});
+  CHECK(self.exit_code == 0);
+  CHECK_THAT(self.out, Contains("the same step time (9.005 ms)"));
+  const Result scenario = run_ipusim({"compare", a, dir.path("b.json")});
+  CHECK(scenario.exit_code == 2);
+  CHECK_THAT(scenario.err, Contains(dir.path("b.json") + ": at /runs:") && Contains("[compare.not-a-run]"));
+  const Result one = run_ipusim({"compare", a});
+  CHECK(one.exit_code == 2);
+}
+
+TEST_CASE("cli: a sweep marks points that do not fit as oom, and --fail-on-oom exits 5", "[cli][sweep][oom]") {
+  const TempDir dir;
+  // The MLP's fullest tile holds about 11 KiB: 8 KiB per tile does not fit, 624 KiB does.
+  const Json sweep = {{"scenario", source("scenarios/mlp-training.json")},
+                      {"modes", "pipelined"},
+                      {"axes", {{{"path", "config.ipu.sramBytesPerTile"}, {"values", {8192, 638976}}}}}};
+  const std::string file = dir.write("oom.json", sweep);
+  const Result r = run_ipusim({"sweep", file, "-o", dir.path("out"), "-j", "1"});
+  INFO(r.err);
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.err, Contains("2 ok (1 out of memory), 0 failed"));
+  const Result strict = run_ipusim({"sweep", file, "-o", dir.path("out"), "--fail-on-oom"});
+  CHECK(strict.exit_code == 5);
+  std::ifstream csv(dir.path("out/results.csv"));
+  std::string header, small, large;
+  std::getline(csv, header);
+  std::getline(csv, small);
+  std::getline(csv, large);
+  CHECK_THAT(header, Contains("pipelined.bubble_fraction,pipelined.fits,speedup"));
+  CHECK_THAT(small, Contains(",oom,8192,"));
+  CHECK_THAT(small, Contains(",false,"));
+  CHECK_THAT(large, Contains(",ok,638976,"));
+  CHECK_THAT(large, Contains(",true,"));
 }

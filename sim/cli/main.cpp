@@ -38,6 +38,16 @@ ipusim::InputError command_line_error(const CLI::ParseError& e, const std::strin
                             message + " (ipusim " + (command == "ipusim" ? "" : command + " ") + "--help lists the options)");
 }
 
+// "--set a 8": the usual slip behind an unexpected argument; the hint shows the form.
+std::string set_hint(int argc, char** argv) {
+  for (int i = 1; i + 2 < argc; ++i) {
+    const std::string flag = argv[i], path = argv[i + 1], value = argv[i + 2];
+    if (flag == "--set" && path.find('=') == std::string::npos && !value.empty() && value[0] != '-')
+      return " (--set takes one argument, path=value: --set " + path + "=" + value + ")";
+  }
+  return "";
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -73,7 +83,13 @@ int main(int argc, char** argv) {
     std::string command = "ipusim";
     for (const auto& [sub, ignored] : commands)
       if (sub->parsed()) command = sub->get_name();
-    std::cerr << "ipusim: error: " << command_line_error(e, command).what() << "\n";
+    const ipusim::InputError error = command_line_error(e, command);
+    std::string hint;
+    if (error.rule() == "cli.unknown-argument") hint = set_hint(argc, argv);
+    std::cerr << "ipusim: error: "
+              << (hint.empty() ? error : ipusim::InputError(error.file(), error.pointer(), error.rule(), error.message() + hint))
+                     .what()
+              << "\n";
     return kExitBadInput;
   }
   try {

@@ -36,12 +36,14 @@ std::vector<Mode> modes_for(const Scenario& sc, const std::string& flag) {
   return {Mode::Pipelined};
 }
 
-// A scenario without a file: the model and the config as given, every execution setting
-// at its default (docs/formats.md, "Scenario files"), --set applied as to a scenario.
+// A scenario without a file: the model and the config as given, batchesPerStep 64 (the
+// default 1 is too shallow for any inference pipeline: PopART's depth rule), every other
+// setting at its default; docs/formats.md ("Without a scenario file") states it.
 Scenario scenario_of_model(const std::string& model, const std::string& config, const std::vector<Override>& sets) {
   const nlohmann::json document = {{"name", std::filesystem::path(model).stem().string()},
                                    {"model", std::filesystem::absolute(model).lexically_normal().string()},
-                                   {"config", std::filesystem::absolute(config).lexically_normal().string()}};
+                                   {"config", std::filesystem::absolute(config).lexically_normal().string()},
+                                   {"execution", {{"batchesPerStep", 64}}}};
   return scenario_from_json(document, "command line", sets);
 }
 
