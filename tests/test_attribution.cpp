@@ -5,6 +5,7 @@
 
 #include "cli_runner.hpp"
 #include "sim/simulate/simulation.hpp"
+#include "run_metrics.hpp"
 #include "support.hpp"
 #include "temp_dir.hpp"
 
@@ -15,13 +16,6 @@ using Catch::Matchers::Contains;
 namespace {
 
 constexpr double ms = 1e-3, us = 1e-6;
-
-const RunMetrics& run_of(const Simulation& sim, Mode mode) {
-  for (const auto& r : sim.runs)
-    if (r.metrics.mode == mode) return r.metrics;
-  FAIL("no run for the mode");
-  throw;
-}
 
 const IpuMetrics& ipu(const RunMetrics& r, int id) {
   for (const IpuMetrics& m : r.ipus)
