@@ -79,7 +79,7 @@ Command add_run_command(CLI::App& app) {
   auto o = std::make_shared<RunOptions>();
   auto* cmd = app.add_subcommand("run", "Simulate a scenario (or a model on a config) and compare sharded with "
                                         "pipelined execution");
-  cmd->add_option("input", o->input,
+  cmd->add_option("scenario", o->input,
                   "Scenario file (scenarios/*.json); with --config, a model file (models/*.json or .onnx)")
       ->required();
   cmd->add_option("--config", o->config,

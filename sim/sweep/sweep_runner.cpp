@@ -282,8 +282,8 @@ private:
       oom += r.oom;
     }
     log_ << "ipusim sweep: " << spec_.name << ": merged " << present << " of " << points_.size() << " points ("
-         << ok << " ok (" << oom << " out of memory), " << present - ok << " failed, " << points_.size() - present
-         << " missing) into "
+         << ok << " ok" << (oom ? " (" + std::to_string(oom) + " out of memory)" : std::string()) << ", "
+         << present - ok << " failed, " << points_.size() - present << " missing) into "
          << (fs::path(dir_) / "results.csv").string() << " and results.jsonl\n";
     return exit_code(present < points_.size(), ok < present, oom > 0);
   }
