@@ -174,3 +174,30 @@ TEST_CASE("cli: the attribution in the JSON, the table and the Why paragraph", "
                                  "evens the cycles (imbalance 22.2 %); a larger batchesPerStep (now 4) spreads fill "
                                  "and flush (11.1 %) over more micro-batches."));
 }
+
+TEST_CASE("a deep pipeline: the same attribution from the steady state and in full, as the closed form",
+          "[attribution][steady-state]") {
+  // The unequal stages above at B = 1000 micro-batches: IPU0 waits 1 ms of imbalance in each
+  // of cycles 1..B-1 and 2 ms in the last (1 ms flush, 1 ms imbalance); IPU1 1 ms of fill.
+  // The steady state simulates a few cycles and replays the rest; the attribution, fed the
+  // replayed events, must match the full simulation's.
+  constexpr int B = 1000;
+  const Json model = chain_model({{0, 1e6}, {1, 2e6}}, 250);
+  const Scenario sc = make_scenario(model, zero_overhead_config(2), inference(B));
+  SimulateOptions fast_options, full_options;
+  fast_options.keep_log = full_options.keep_log = false;
+  full_options.exact_full = true;
+  const Simulation fast = simulate(sc, {Mode::Pipelined}, fast_options);
+  const Simulation full = simulate(sc, {Mode::Pipelined}, full_options);
+  const RunMetrics& f = run_of(fast, Mode::Pipelined);
+  const RunMetrics& e = run_of(full, Mode::Pipelined);
+  REQUIRE(f.simulation.steps_simulated < f.simulation.steps_total / 10);
+  for (const RunMetrics* r : {&f, &e}) {
+    check_sums(*r);
+    CHECK(ipu(*r, 0).idle.fill_flush_s == Approx(1 * ms).epsilon(1e-9));
+    CHECK(ipu(*r, 0).idle.imbalance_s == Approx(B * ms).epsilon(1e-9));
+    CHECK(ipu(*r, 1).idle.fill_flush_s == Approx(1 * ms).epsilon(1e-9));
+    CHECK(ipu(*r, 1).idle.imbalance_s == Approx(0).margin(1e-9));
+    CHECK(r->bottleneck_ipu == 1);
+  }
+}

@@ -4,6 +4,7 @@
 
 #include "sim/graph/model_graph.hpp"
 #include "sim/plan/plan.hpp"
+#include "sim/schedule/program_cursor.hpp"
 #include "sim/schedule/schedule.hpp"
 #include "sim/simulate/run_estimate.hpp"
 #include "sim/simulate/simulation.hpp"
@@ -163,16 +164,15 @@ TEST_CASE("the run estimate counts exactly the steps and transfers the schedules
     execution["replicas"] = 1;
     const Scenario sc = make_scenario(three, zero_overhead_config(3), execution);
     const Plan plan = make_plan(sc, build_graph(sc.model));
+    // Programs are compact: the steps they run are counted by walking them, repeats expanded.
     const Schedule built = make_schedule(Mode::Pipelined, sc, plan);
     std::uint64_t steps = 0, transfers = 0;
     for (const Program& p : built.programs)
-      for (const Step& s : p.steps) ++steps, transfers += s.transfers.size();
-    const Schedule counted = count_schedule(Mode::Pipelined, sc, plan);
+      for (ProgramCursor c(p); !c.done(); c.advance()) ++steps, transfers += c.step().transfers.size();
     INFO(name);
-    CHECK(counted.step_count == steps);
-    CHECK(counted.transfer_count == transfers);
-    CHECK(counted.transfer_pairs == built.transfer_pairs);
-    CHECK(estimate_run(sc, plan, {Mode::Pipelined}, false).steps == steps);
-    for (const Program& p : counted.programs) CHECK(p.steps.empty());
+    const RunEstimate estimate = estimate_run(sc, plan, {Mode::Pipelined}, false);
+    CHECK(estimate.steps == steps);
+    CHECK(estimate.transfers == transfers);
+    CHECK(steps > 12 * 3);  // every micro-batch passes every IPU, forward and backward
   }
 }

@@ -27,8 +27,15 @@ Command add_costs_command(CLI::App& app);
 Command add_validation_command(CLI::App& app);
 Command add_convert_command(CLI::App& app);
 Command add_annotate_command(CLI::App& app);
+Command add_plan_command(CLI::App& app);
 Command add_compare_command(CLI::App& app);
 
 std::vector<Override> parse_overrides(const std::vector<std::string>& sets);
+
+// The whole command line, as main() runs it; a sweep runs its points through it too.
+int run_cli(int argc, char** argv);
+// Set in a sweep's point process, which runs one command and exits: `run` simulates its
+// last mode in that process (SimulateOptions::last_in_process).
+extern bool simulate_last_in_process;
 
 } // namespace ipusim::cli

@@ -50,8 +50,9 @@ std::string set_hint(int argc, char** argv) {
 
 } // namespace
 
-int main(int argc, char** argv) {
-  using namespace ipusim::cli;
+namespace ipusim::cli {
+
+int run_cli(int argc, char** argv) {
   CLI::App app{"ipusim: simulate sharded and pipelined execution of PopART-annotated models on Graphcore IPU "
                "systems.\nExit codes: 0 success, 2 bad input, 3 internal fault, 4 some sweep points failed, 5 out "
                "of memory (run --fail-on-oom), 6 sweep points still missing."};
@@ -72,6 +73,7 @@ int main(int argc, char** argv) {
     add(&add_validation_command);
     add(&add_convert_command);
     add(&add_annotate_command);
+    add(&add_plan_command);
     add(&add_compare_command);
     return list;
   }();
@@ -104,3 +106,7 @@ int main(int argc, char** argv) {
   }
   return kExitInternal;
 }
+
+} // namespace ipusim::cli
+
+int main(int argc, char** argv) { return ipusim::cli::run_cli(argc, argv); }

@@ -15,6 +15,8 @@
 
 namespace ipusim::cli {
 
+bool simulate_last_in_process = false;
+
 std::vector<Override> parse_overrides(const std::vector<std::string>& sets) {
   std::vector<Override> out;
   for (const auto& s : sets) out.push_back(parse_override(s));
@@ -26,7 +28,7 @@ namespace {
 struct RunOptions {
   std::string input, config, mode, output, trace;
   std::vector<std::string> sets;
-  bool json = false, force = false, fail_on_oom = false;
+  bool json = false, force = false, fail_on_oom = false, exact_full = false;
 };
 
 std::vector<Mode> modes_for(const Scenario& sc, const std::string& flag) {
@@ -59,8 +61,13 @@ int run(const RunOptions& o) {
   }
   const Scenario sc = o.config.empty() ? load_scenario(o.input, parse_overrides(o.sets))
                                         : scenario_of_model(o.input, o.config, parse_overrides(o.sets));
-  const Simulation sim = simulate(sc, modes_for(sc, o.mode), !o.trace.empty(), &std::cerr);
-  if (!o.trace.empty()) write_output(o.trace, render_trace(chrome_trace(sc, sim)), o.force);
+  SimulateOptions options;
+  options.keep_log = !o.trace.empty();
+  options.exact_full = o.exact_full;
+  options.last_in_process = simulate_last_in_process;
+  options.notes = &std::cerr;
+  const Simulation sim = simulate(sc, modes_for(sc, o.mode), options);
+  if (!o.trace.empty()) write_output(o.trace, [&](std::ostream& out) { write_trace(out, sc, sim); }, o.force);
   const std::string text = o.json ? report_json(sc, sim).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n"
                                   : render_table(sc, sim);
   write_output(o.output.empty() ? "-" : o.output, text, o.force);
@@ -99,6 +106,8 @@ Command add_run_command(CLI::App& app) {
                   "Also write a Chrome trace-event timeline (JSON) to this file (- is standard output), for "
                   "ui.perfetto.dev or chrome://tracing (docs/timelines.md)");
   cmd->add_flag("--force", o->force, "Overwrite the --output and --trace files if they exist");
+  cmd->add_flag("--exact-full", o->exact_full,
+                "Simulate every cycle instead of repeating the steady state's period (same figures, slower)");
   cmd->add_flag("--fail-on-oom", o->fail_on_oom,
                 "Exit with code 5 when a run does not fit in memory (the verdict is always reported)");
   return [o] { return run(*o); };

@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "sim/cli/commands.hpp"
+#include "sim/engine/engine.hpp"
 #include "sim/io/input_error.hpp"
 #include "sim/sweep/sweep_runner.hpp"
 
@@ -24,7 +25,8 @@ Command add_sweep_command(CLI::App& app) {
   auto f = std::make_shared<SweepFlags>();
   auto* cmd = app.add_subcommand(
       "sweep",
-      "Run a scenario over a grid of overrides (a sweep file), one process per point, resumable.\n"
+      "Run a scenario over a grid of overrides (a sweep file), one process per point (forked, no start-up), "
+      "resumable.\n"
       "Exit codes: 0 every point ran and succeeded, 4 some points failed (recorded with their error), 5 with "
       "--fail-on-oom: some points do not fit in memory, "
       "6 some points have no result yet (interrupted, or other shards still to run), 2 bad sweep file, flag or "
@@ -52,6 +54,16 @@ Command add_sweep_command(CLI::App& app) {
                        "a sweep writes a folder; - (standard output) is for the files run writes");
     if (!f->shard.empty()) o.shard = sweep::parse_shard(f->shard);
     o.progress = ::isatty(STDERR_FILENO) == 1;
+    prepare_engine_for_forks();
+    o.run_point = [](const std::vector<std::string>& args) {
+      std::vector<std::string> strings{"ipusim"};
+      strings.insert(strings.end(), args.begin(), args.end());
+      std::vector<char*> argv;
+      for (std::string& s : strings) argv.push_back(s.data());
+      argv.push_back(nullptr);
+      simulate_last_in_process = true;
+      return run_cli(static_cast<int>(strings.size()), argv.data());
+    };
     return sweep::run_sweep(o, std::cerr);
   };
 }

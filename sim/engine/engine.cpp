@@ -1,16 +1,10 @@
 #include "sim/engine/engine.hpp"
 
-#include <simgrid/s4u.hpp>
-#include <xbt/log.h>
-
-#include <map>
+#include <algorithm>
 #include <memory>
 #include <set>
-#include <unordered_map>
 
-#include "sim/plan/routes.hpp"
-
-namespace sg4 = simgrid::s4u;
+#include "sim/engine/engine_run.hpp"
 
 namespace ipusim {
 
@@ -27,348 +21,307 @@ std::string event_kind_name(EventKind kind) {
   return "?";
 }
 
-namespace {
+namespace engine_detail {
 
-// Hosts compute at 1e12 "flop"/s so that a step of t seconds is an exec of t*1e12:
-// large enough that SimGrid's work precision (maxmin/precision) is far below 1e-9 relative.
-constexpr double kHostSpeed = 1e12;
+Run::Run(const Schedule& schedule, const HardwareConfig& hw, RunObserver& observer, const EngineOptions& options)
+    : schedule_(schedule), observer_(observer), options_(options), transfers_wanted_(observer.wants_transfers()),
+      platform_(build_platform(hw, schedule)) {
+  actors_.reserve(schedule.programs.size());
+  for (const Program& p : schedule.programs) actors_.emplace_back(p);
+  link_bytes_.assign(platform_.link_names.size(), 0.0);
+  int copies = 0;
+  for (const Program& p : schedule.programs)
+    for (const Step& s : p.steps)
+      for (const Transfer& t : s.transfers) copies = std::max(copies, t.copy + 1);
+  for (int c = 0; c < copies; ++c) mailboxes_.push_back(sg4::Mailbox::by_name("copy" + std::to_string(c)));
+  sent_.assign(mailboxes_.size(), 0);
+  taken_.assign(mailboxes_.size(), 0);
+  barrier_ = sg4::Barrier::create(static_cast<unsigned>(schedule.programs.size()));
 
-// Only what the schedule uses is built: a SimGrid host per IPU that runs a program and a
-// route per pair of IPUs that exchange data, so a large system costs what a run touches.
-struct Platform {
-  std::map<int, sg4::Host*> ipus;             // by IPU id, the IPUs with programs
-  sg4::Host* host = nullptr;
-  std::map<int, sg4::Host*> memory_of_ipu;  // the Streaming Memory behind each IPU with a program
-  std::map<int, int> memory_slot_of_ipu;    // its traffic slot
-  std::vector<std::string> link_names;        // directed: 2 per IPU-Link, then 2 per host link
-  // Directed link slots along the route from src to dst; the host is -1.
-  std::unordered_map<std::int64_t, std::vector<int>> route_slots;
-  std::int64_t stride = 0;
-  std::int64_t key(int src, int dst) const { return (src + 1) * stride + dst + 1; }
-  const std::vector<int>& slots(int src, int dst) const { return route_slots.at(key(src, dst)); }
-};
-
-Platform build_platform(const HardwareConfig& hw, const Schedule& schedule) {
-  Platform p;
-  p.stride = hw.ipu_count + 1;
-  auto* zone = sg4::create_full_zone("system");
-  for (const Program& program : schedule.programs)
-    p.ipus.emplace(program.ipu, zone->create_host("ipu" + std::to_string(program.ipu), kHostSpeed));
-  p.host = zone->create_host("host", kHostSpeed);
-
-  std::vector<sg4::SplitDuplexLink*> links;
-  for (std::size_t i = 0; i < hw.links.size(); ++i) {
-    const LinkSpec& spec = hw.links[i];
-    auto* link = zone->create_split_duplex_link("link" + std::to_string(i), spec.bandwidth_bytes_per_s);
-    link->set_latency(spec.latency_s)->seal();
-    links.push_back(link);
-    p.link_names.push_back(directed_link_name(hw, {static_cast<int>(i), true}));
-    p.link_names.push_back(directed_link_name(hw, {static_cast<int>(i), false}));
+  int loops = static_cast<int>(schedule.loops.size());
+  for (const Program& p : schedule.programs)
+    for (const Repeat& r : p.repeats) loops = std::max(loops, r.loop + 1);
+  std::vector<std::size_t> programs_with(static_cast<std::size_t>(loops), 0);
+  for (const Program& p : schedule.programs) {
+    std::set<int> mine;
+    for (const Repeat& r : p.repeats) mine.insert(r.loop);
+    for (int l : mine) ++programs_with[static_cast<std::size_t>(l)];
   }
-  RouteFinder finder(hw);
-  std::set<std::pair<int, int>> pairs;
-  for (const Program& program : schedule.programs)
-    for (const Step& step : program.steps)
-      for (const Transfer& t : step.transfers) pairs.insert({t.src_ipu, t.dst_ipu});
-  for (const auto& [a, b] : pairs) {
-    std::vector<sg4::LinkInRoute> path;
-    std::vector<int> slots;
-    for (const Hop& hop : finder.route(a, b)) {
-      path.emplace_back(links[hop.link], hop.forward ? sg4::LinkInRoute::Direction::UP
-                                                     : sg4::LinkInRoute::Direction::DOWN);
-      slots.push_back(2 * hop.link + (hop.forward ? 0 : 1));
-    }
-    zone->add_route(p.ipus.at(a)->get_netpoint(), p.ipus.at(b)->get_netpoint(), nullptr, nullptr, path, false);
-    p.route_slots[p.key(a, b)] = slots;
-  }
-  // One host link per group of `shared_by` IPUs (an M2000's IPU-Gateway): their streams share it.
-  // Every group gets its link (and its name in the log), used or not, as the config lists them.
-  const int group = hw.host_link.shared_by;
-  const int host_slot0 = static_cast<int>(p.link_names.size());
-  std::map<int, sg4::SplitDuplexLink*> host_links;
-  for (int first = 0; first < hw.ipu_count; first += group) {
-    const std::string who = group == 1 ? "ipu" + std::to_string(first)
-                                       : "ipu" + std::to_string(first) + "-" + std::to_string(first + group - 1);
-    p.link_names.push_back("host->" + who);
-    p.link_names.push_back(who + "->host");
-  }
-  for (const auto& [i, ipu] : p.ipus) {
-    const int g = i / group;
-    sg4::SplitDuplexLink*& link = host_links[g];
-    if (link == nullptr) {
-      link = zone->create_split_duplex_link("host" + std::to_string(g), hw.host_link.bandwidth_bytes_per_s);
-      link->set_latency(hw.host_link.latency_s)->seal();
-    }
-    zone->add_route(p.host->get_netpoint(), ipu->get_netpoint(), nullptr, nullptr,
-                    {{link, sg4::LinkInRoute::Direction::UP}}, false);
-    zone->add_route(ipu->get_netpoint(), p.host->get_netpoint(), nullptr, nullptr,
-                    {{link, sg4::LinkInRoute::Direction::DOWN}}, false);
-    p.route_slots[p.key(-1, i)] = {host_slot0 + 2 * g};
-    p.route_slots[p.key(i, -1)] = {host_slot0 + 2 * g + 1};
-  }
-  // One Streaming Memory per group of `shared_by` IPUs: reads and writes share its bandwidth.
-  if (hw.streaming_memory.present) {
-    // Every group is named in the log, as the host links; only the groups a run uses are built.
-    const int per = hw.streaming_memory.shared_by;
-    const int memory_slot0 = static_cast<int>(p.link_names.size());
-    for (int first = 0; first < hw.ipu_count; first += per) {
-      const std::string who = per == 1 ? "ipu" + std::to_string(first)
-                                       : "ipu" + std::to_string(first) + "-" + std::to_string(first + per - 1);
-      p.link_names.push_back("streaming-memory(" + who + ")");
-    }
-    std::map<int, std::pair<sg4::Host*, sg4::Link*>> memories;
-    for (const auto& [i, ipu] : p.ipus) {
-      const int g = i / per;
-      auto& [memory, channel] = memories[g];
-      if (memory == nullptr) {
-        memory = zone->create_host("memory" + std::to_string(g), kHostSpeed);
-        channel = zone->create_link("memory-channel" + std::to_string(g), hw.streaming_memory.bandwidth_bytes_per_s)
-                      ->set_latency(hw.streaming_memory.latency_s)
-                      ->seal();
-      }
-      zone->add_route(memory->get_netpoint(), ipu->get_netpoint(), nullptr, nullptr, {sg4::LinkInRoute(channel)}, true);
-      p.memory_of_ipu[i] = memory;
-      p.memory_slot_of_ipu[i] = memory_slot0 + g;
-    }
-  }
-  zone->seal();
-  return p;
+  for (std::size_t count : programs_with) every_program_loops_.push_back(count == schedule.programs.size());
 }
 
-struct Shared {
-  const Platform* platform = nullptr;
-  std::vector<sg4::Mailbox*> copy_mailboxes;  // by copy id, resolved once
-  sg4::BarrierPtr barrier;
-  std::vector<double> link_bytes;
-  std::uint64_t activities = 0;
-};
-
-struct IpuRunner {
-  const Program* program;
-  Shared* shared;
-  std::vector<Event>* events;
-  std::vector<TransferRecord>* transfers;
-  std::size_t* position;
-
-  // Called by the sender once the transfer is done.
-  void record(int src, int dst, int copy, double bytes, const sg4::CommPtr& comm) const {
-    const auto& slots = shared->platform->slots(src, dst);
-    for (int slot : slots) shared->link_bytes[slot] += bytes;
-    transfers->push_back({src, dst, copy, comm->get_start_time(), comm->get_finish_time(), bytes, slots});
-    ++shared->activities;
+RunSummary Run::run() {
+  // Each copy's receiving IPU takes it the moment it is sent (a permanent receiver): no
+  // receive is posted ahead, so SimGrid's per-actor activity lists stay short and every
+  // completion costs the same at any depth.
+  std::map<int, sg4::ActorPtr> actor_of_ipu;
+  for (std::size_t a = 0; a < actors_.size(); ++a) {
+    const int ipu = actors_[a].program->ipu;
+    actor_of_ipu[ipu] = sg4::Actor::create("ipu" + std::to_string(ipu), platform_.ipus.at(ipu),
+                                           [this, a] { actor_main(a); });
   }
+  for (const Program& p : schedule_.programs)
+    for (const Step& s : p.steps)
+      for (const Transfer& t : s.transfers) mailboxes_[t.copy]->set_receiver(actor_of_ipu.at(t.dst_ipu));
 
-  void operator()() const {
-    static int payload = 0;
-    const Platform& p = *shared->platform;
-    sg4::Host* me = p.ipus.at(program->ipu);
-    // Asynchronous receives are posted up front, in program order (mailboxes match FIFO).
-    std::vector<sg4::CommPtr> posted;
-    std::vector<int*> posted_data;
-    for (const Step& step : program->steps)
-      if (step.kind == StepKind::Receive) posted_data.resize(posted_data.size() + step.transfers.size());
-    for (const Step& step : program->steps)
-      if (step.kind == StepKind::Receive)
-        for (const Transfer& t : step.transfers)
-          posted.push_back(shared->copy_mailboxes[t.copy]->get_async<int>(&posted_data[posted.size()]));
-    std::size_t next_posted = 0;
-    std::vector<std::pair<const Transfer*, sg4::CommPtr>> in_flight;
-    struct Stream {
-      sg4::CommPtr comm;
-      int src, dst;
-      double bytes;
-    };
-    std::vector<Stream> streams;
-    // Host streams left running on the I/O tiles must land before the IPU syncs; the wait
-    // is host I/O the compute did not hide.
-    auto finish_streams = [&](const Event& next) {
-      if (streams.empty()) return;
-      Event wait = next;
-      wait.kind = streams.front().src == -1 ? EventKind::HostInput : EventKind::HostOutput;
-      wait.start = sg4::Engine::get_clock();
-      for (const Stream& st : streams) {
-        st.comm->wait();
-        record(st.src, st.dst, -1, st.bytes, st.comm);
-      }
-      streams.clear();
-      wait.end = sg4::Engine::get_clock();
-      wait.stage = -1;
-      wait.micro_batch = -1;
-      wait.bytes = 0;
-      if (wait.end > wait.start) events->push_back(wait);
-    };
-    for (*position = 0; *position < program->steps.size(); ++*position) {
-      const Step& step = program->steps[*position];
-      Event e;
-      e.ipu = program->ipu;
-      e.stage = step.stage;
-      e.micro_batch = step.micro_batch;
-      e.pass = step.pass;
-      e.bytes = step.bytes;
-      e.start = sg4::Engine::get_clock();
-      switch (step.kind) {
-      case StepKind::Compute:
-        e.kind = EventKind::Compute;
-        if (step.seconds > 0) {
-          sg4::this_actor::execute(step.seconds * kHostSpeed);
-          ++shared->activities;
-        }
-        break;
-      case StepKind::HostInput:
-      case StepKind::HostOutput: {
-        const bool in = step.kind == StepKind::HostInput;
-        e.kind = in ? EventKind::HostInput : EventKind::HostOutput;
-        auto comm = in ? sg4::Comm::sendto_async(p.host, me, static_cast<std::uint64_t>(step.bytes))
-                       : sg4::Comm::sendto_async(me, p.host, static_cast<std::uint64_t>(step.bytes));
-        const int src = in ? -1 : program->ipu, dst = in ? program->ipu : -1;
-        if (step.overlapped) {
-          streams.push_back({comm, src, dst, step.bytes});  // the I/O tiles carry it; waited for at the next sync
-        } else {
-          comm->wait();
-          record(src, dst, -1, step.bytes, comm);
-        }
-        break;
-      }
-      case StepKind::StateLoad:
-      case StepKind::StateStore: {
-        e.kind = EventKind::StreamingMemory;
-        sg4::Host* memory = p.memory_of_ipu.at(program->ipu);
-        const bool load = step.kind == StepKind::StateLoad;
-        auto comm = load ? sg4::Comm::sendto_async(memory, me, static_cast<std::uint64_t>(step.bytes))
-                         : sg4::Comm::sendto_async(me, memory, static_cast<std::uint64_t>(step.bytes));
-        comm->wait();
-        const int slot = p.memory_slot_of_ipu.at(program->ipu);
-        shared->link_bytes[slot] += step.bytes;
-        transfers->push_back({load ? -2 : program->ipu, load ? program->ipu : -2, -1, comm->get_start_time(),
-                              comm->get_finish_time(), step.bytes, {slot}});
-        ++shared->activities;
-        break;
-      }
-      case StepKind::Exchange: {
-        e.kind = EventKind::Exchange;
-        // Receives are posted first so no transfer waits for its receiver (simgrid-notes.md).
-        std::vector<sg4::CommPtr> comms;
-        std::vector<int*> received(step.transfers.size());
-        for (std::size_t i = 0; i < step.transfers.size(); ++i) {
-          const Transfer& t = step.transfers[i];
-          if (t.dst_ipu == program->ipu)
-            comms.push_back(shared->copy_mailboxes[t.copy]->get_async<int>(&received[i]));
-        }
-        std::vector<std::pair<const Transfer*, sg4::CommPtr>> sends;
-        for (const Transfer& t : step.transfers) {
-          if (t.src_ipu != program->ipu) continue;
-          sends.emplace_back(&t, shared->copy_mailboxes[t.copy]->put_async(&payload, static_cast<std::uint64_t>(t.bytes)));
-          comms.push_back(sends.back().second);
-          e.bytes += t.bytes;
-        }
-        sg4::Comm::wait_all(comms);
-        for (const auto& [t, comm] : sends) record(t->src_ipu, t->dst_ipu, t->copy, t->bytes, comm);
-        break;
-      }
-      case StepKind::Send:
-        e.kind = EventKind::Exchange;
-        for (const Transfer& t : step.transfers)
-          in_flight.emplace_back(&t, shared->copy_mailboxes[t.copy]->put_async(&payload, static_cast<std::uint64_t>(t.bytes)));
-        break;
-      case StepKind::Receive:
-        e.kind = EventKind::Receive;
-        for (std::size_t i = 0; i < step.transfers.size(); ++i) posted[next_posted++]->wait();
-        break;
-      case StepKind::Sync:
-        finish_streams(e);
-        shared->barrier->wait();
-        e.kind = EventKind::Sync;
-        e.start = sg4::Engine::get_clock();  // waiting for the others is idle time, not sync
-        if (step.seconds > 0) {
-          sg4::this_actor::sleep_for(step.seconds);
-          ++shared->activities;
-        }
-        break;
-      }
-      e.end = sg4::Engine::get_clock();
-      events->push_back(e);
-    }
-    Event last;
-    last.ipu = program->ipu;
-    finish_streams(last);
-    for (const auto& [t, comm] : in_flight) {
-      comm->wait();
-      record(t->src_ipu, t->dst_ipu, t->copy, t->bytes, comm);
-    }
-  }
-};
-
-} // namespace
-
-#if defined(__SANITIZE_ADDRESS__)
-#define IPUSIM_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define IPUSIM_ASAN 1
-#endif
-#endif
-
-RunLog run_engine_in_process(const Schedule& schedule, const HardwareConfig& hw) {
-  char name[] = "ipusim";
-#ifdef IPUSIM_ASAN
-  // AddressSanitizer cannot follow SimGrid's own stack switching; threads it can. Chosen
-  // on the command line, before the engine sets up its contexts.
-  char quiet[] = "--log=xbt_cfg.thres:warning";  // SimGrid announces every setting it is given
-  char factory[] = "--cfg=contexts/factory:thread";
-  int argc = 3;
-  char* argv[] = {name, quiet, factory, nullptr};
-#else
-  int argc = 1;
-  char* argv[] = {name, nullptr};
-#endif
-  sg4::Engine engine(&argc, argv);
-  xbt_log_control_set("root.thres:critical");
-  // Exact analytic timing: transfer = latency + bytes / bandwidth (simgrid-notes.md).
-  sg4::Engine::set_config("network/model:CM02");
-  sg4::Engine::set_config("network/crosstraffic:0");
-  sg4::Engine::set_config("network/TCP-gamma:0");
-  sg4::Engine::set_config("surf/precision:1e-15");
-
-  const Platform platform = build_platform(hw, schedule);
-  Shared shared;
-  shared.platform = &platform;
-  shared.barrier = sg4::Barrier::create(static_cast<unsigned>(schedule.programs.size()));
-  shared.link_bytes.assign(platform.link_names.size(), 0.0);
-  int copies = 0;
-  for (const Program& program : schedule.programs)
-    for (const Step& step : program.steps)
-      for (const Transfer& t : step.transfers) copies = std::max(copies, t.copy + 1);
-  for (int c = 0; c < copies; ++c) shared.copy_mailboxes.push_back(sg4::Mailbox::by_name("copy" + std::to_string(c)));
-
-  std::vector<std::vector<Event>> events(schedule.programs.size());
-  std::vector<std::vector<TransferRecord>> transfers(schedule.programs.size());
-  std::vector<std::size_t> positions(schedule.programs.size(), 0);
-  for (std::size_t i = 0; i < schedule.programs.size(); ++i) {
-    const Program& program = schedule.programs[i];
-    events[i].reserve(program.steps.size());
-    sg4::Actor::create("ipu" + std::to_string(program.ipu), platform.ipus.at(program.ipu),
-                       IpuRunner{&program, &shared, &events[i], &transfers[i], &positions[i]});
-  }
   bool deadlocked = false;
   sg4::Engine::on_deadlock_cb([&deadlocked] { deadlocked = true; });
-  engine.run();
+  sg4::Engine::get_instance()->run();
+  for (sg4::Mailbox* m : mailboxes_) m->set_receiver(nullptr);
 
   std::string stuck;
-  for (std::size_t i = 0; i < schedule.programs.size(); ++i)
-    if (positions[i] < schedule.programs[i].steps.size())
-      stuck += " IPU " + std::to_string(schedule.programs[i].ipu) + " at step " + std::to_string(positions[i]) + " of " +
-               std::to_string(schedule.programs[i].steps.size()) + ";";
+  for (const ActorState& st : actors_)
+    if (!st.finished)
+      stuck += " IPU " + std::to_string(st.program->ipu) + " at step " + std::to_string(st.executed) + " of " +
+               std::to_string(executed_steps(*st.program)) + ";";
   if (deadlocked || !stuck.empty())
-    throw EngineError("the simulation deadlocked in schedule \"" + schedule.name + "\":" + stuck);
+    throw EngineError("the simulation deadlocked in schedule \"" + schedule_.name + "\":" + stuck);
+  for (std::size_t c = 0; c < mailboxes_.size(); ++c)
+    if (sent_[c] != taken_[c])
+      throw EngineError("schedule \"" + schedule_.name + "\" sent copy " + std::to_string(c) + " " +
+                        std::to_string(sent_[c]) + " time(s) but received it " + std::to_string(taken_[c]) +
+                        " time(s)");
 
-  RunLog log;
-  log.end_time = sg4::Engine::get_clock();
-  for (auto& per_ipu : events) log.events.insert(log.events.end(), per_ipu.begin(), per_ipu.end());
-  for (auto& per_ipu : transfers) log.transfers.insert(log.transfers.end(), per_ipu.begin(), per_ipu.end());
-  for (std::size_t i = 0; i < platform.link_names.size(); ++i)
-    log.links.push_back({platform.link_names[i], shared.link_bytes[i]});
-  log.activities = shared.activities;
-  return log;
+  RunSummary summary;
+  summary.end_time = now() + offset_;
+  for (std::size_t i = 0; i < platform_.link_names.size(); ++i)
+    summary.links.push_back({platform_.link_names[i], link_bytes_[i]});
+  summary.activities = activities_;
+  for (const ActorState& st : actors_) {
+    summary.steps_total += executed_steps(*st.program);
+    summary.steps_simulated += st.executed;
+  }
+  for (const Instance& i : instances_) {
+    // Loops shorter than this gain little from skipping: not worth a note.
+    constexpr std::int64_t kWorthSkipping = 16;
+    const std::string& name = static_cast<std::size_t>(i.loop) < schedule_.loops.size()
+                                  ? schedule_.loops[static_cast<std::size_t>(i.loop)]
+                                  : "loop " + std::to_string(i.loop);
+    if (options_.steady_state && !i.skipped && i.times >= kWorthSkipping &&
+        std::find(summary.not_periodic.begin(), summary.not_periodic.end(), name) == summary.not_periodic.end())
+      summary.not_periodic.push_back(name);
+  }
+  return summary;
+}
+
+void Run::emit(const Event& raw) {
+  Event e = raw;
+  e.start += offset_;
+  e.end += offset_;
+  deliver(e, true);
+}
+
+void Run::deliver(const Event& e, bool keep) {
+  observer_.on_event(e);
+  if (keep && keeping_notes()) notes_.emplace_back(e);
+}
+
+void Run::deliver(const TransferNote& t, bool keep) {
+  for (int slot : *t.slots) link_bytes_[static_cast<std::size_t>(slot)] += t.bytes;
+  if (transfers_wanted_) observer_.on_transfer({t.src, t.dst, t.copy, t.start, t.end, t.bytes, *t.slots});
+  if (keep && keeping_notes()) notes_.emplace_back(t);
+}
+
+void Run::report(const Pending& p) {
+  ++activities_;
+  deliver(TransferNote{p.src, p.dst, p.copy, p.comm->get_start_time() + offset_, p.comm->get_finish_time() + offset_,
+                       p.bytes, p.slots},
+          true);
+}
+
+void Run::wait_for(ActorState& st, const Pending& p) {
+  st.doing = Doing::Comms;
+  st.waiting_on = {p};
+  p.comm->wait();
+  report(p);
+  st.waiting_on.clear();
+}
+
+void Run::reap(ActorState& st) {
+  // A finished comm has its finish time; waiting on it then takes no simulated time and
+  // drops it from SimGrid's list of this actor's activities.
+  for (auto* queue : {&st.sends, &st.streams})
+    while (!queue->empty() && queue->front().comm->get_finish_time() >= 0) {
+      queue->front().comm->wait();
+      report(queue->front());
+      queue->pop_front();
+    }
+}
+
+// Host streams left running on the I/O tiles must land before the IPU syncs; the wait is
+// host I/O the compute did not hide.
+void Run::finish_streams(ActorState& st, const Event& next) {
+  if (st.streams.empty()) return;
+  Event wait = next;
+  wait.kind = st.stream_kind;
+  wait.start = now();
+  st.doing = Doing::Comms;
+  while (!st.streams.empty()) {
+    st.streams.front().comm->wait();
+    report(st.streams.front());
+    st.streams.pop_front();
+  }
+  wait.end = now();
+  wait.stage = -1;
+  wait.micro_batch = -1;
+  wait.bytes = 0;
+  if (wait.end > wait.start) emit(wait);
+}
+
+void Run::execute(ActorState& st, const Step& step) {
+  static int payload = 0;
+  const int ipu = st.program->ipu;
+  sg4::Host* me = platform_.ipus.at(ipu);
+  Event& e = st.current;
+  switch (step.kind) {
+  case StepKind::Compute:
+    e.kind = EventKind::Compute;
+    if (step.seconds > 0) {
+      st.doing = Doing::Timed;
+      st.timed_start = now();
+      sg4::this_actor::execute(step.seconds * kHostSpeed);
+      ++activities_;
+    }
+    break;
+  case StepKind::HostInput:
+  case StepKind::HostOutput: {
+    const bool in = step.kind == StepKind::HostInput;
+    e.kind = in ? EventKind::HostInput : EventKind::HostOutput;
+    const int src = in ? -1 : ipu, dst = in ? ipu : -1;
+    Pending p{in ? sg4::Comm::sendto_async(platform_.host, me, static_cast<std::uint64_t>(step.bytes))
+                 : sg4::Comm::sendto_async(me, platform_.host, static_cast<std::uint64_t>(step.bytes)),
+              src, dst, -1, step.bytes, static_cast<int>(st.cursor.index()), &platform_.slots(src, dst)};
+    if (step.overlapped) {  // the I/O tiles carry it; waited for at the next sync
+      if (st.streams.empty()) st.stream_kind = e.kind;
+      st.streams.push_back(std::move(p));
+    } else {
+      wait_for(st, p);
+    }
+    break;
+  }
+  case StepKind::StateLoad:
+  case StepKind::StateStore: {
+    e.kind = EventKind::StreamingMemory;
+    sg4::Host* memory = platform_.memory_of_ipu.at(ipu);
+    const bool load = step.kind == StepKind::StateLoad;
+    Pending p{load ? sg4::Comm::sendto_async(memory, me, static_cast<std::uint64_t>(step.bytes))
+                   : sg4::Comm::sendto_async(me, memory, static_cast<std::uint64_t>(step.bytes)),
+              load ? -2 : ipu, load ? ipu : -2, -1, step.bytes, 0,
+              &platform_.memory_slots_of_ipu.at(ipu)};
+    wait_for(st, p);
+    break;
+  }
+  case StepKind::Exchange: {
+    e.kind = EventKind::Exchange;
+    // Receives are posted first so no transfer waits for its receiver (simgrid-notes.md).
+    std::vector<sg4::CommPtr> comms;
+    std::vector<int*> received(step.transfers.size());
+    for (std::size_t i = 0; i < step.transfers.size(); ++i) {
+      const Transfer& t = step.transfers[i];
+      if (t.dst_ipu != ipu) continue;
+      comms.push_back(mailboxes_[t.copy]->get_async<int>(&received[i]));
+      ++taken_[t.copy];
+    }
+    st.waiting_on.clear();
+    for (std::size_t i = 0; i < step.transfers.size(); ++i) {
+      const Transfer& t = step.transfers[i];
+      if (t.src_ipu != ipu) continue;
+      st.waiting_on.push_back({mailboxes_[t.copy]->put_async(&payload, static_cast<std::uint64_t>(t.bytes)), t.src_ipu,
+                               t.dst_ipu, t.copy, t.bytes, static_cast<int>(i), &platform_.slots(t.src_ipu, t.dst_ipu)});
+      ++sent_[t.copy];
+      comms.push_back(st.waiting_on.back().comm);
+      e.bytes += t.bytes;
+    }
+    st.doing = Doing::Comms;
+    sg4::Comm::wait_all(comms);
+    for (const Pending& p : st.waiting_on) report(p);
+    st.waiting_on.clear();
+    break;
+  }
+  case StepKind::Send:
+    e.kind = EventKind::Exchange;
+    for (const Transfer& t : step.transfers) {
+      st.sends.push_back({mailboxes_[t.copy]->put_async(&payload, static_cast<std::uint64_t>(t.bytes)), t.src_ipu,
+                          t.dst_ipu, t.copy, t.bytes, t.copy, &platform_.slots(t.src_ipu, t.dst_ipu)});
+      ++sent_[t.copy];
+    }
+    break;
+  case StepKind::Receive:
+    e.kind = EventKind::Receive;
+    st.doing = Doing::Receive;
+    for (st.taken = 0; st.taken < step.transfers.size(); ++st.taken) {
+      const Transfer& t = step.transfers[st.taken];
+      int* data = nullptr;
+      mailboxes_[t.copy]->get_async<int>(&data)->wait();
+      ++taken_[t.copy];
+    }
+    break;
+  case StepKind::Sync:
+    finish_streams(st, e);
+    st.doing = Doing::Barrier;
+    barrier_->wait();
+    e.kind = EventKind::Sync;
+    e.start = now();  // waiting for the others is idle time, not sync
+    if (step.seconds > 0) {
+      st.doing = Doing::Timed;
+      st.timed_start = now();
+      sg4::this_actor::sleep_for(step.seconds);
+      ++activities_;
+    }
+    break;
+  }
+}
+
+void Run::actor_main(std::size_t a) {
+  ActorState& st = actors_[a];
+  ProgramCursor& cursor = st.cursor;
+  while (!cursor.done()) {
+    reap(st);
+    if (a == 0 && cursor.first_new_frame() < cursor.frames().size()) on_iterations_begun(st);
+    const Step& step = cursor.step();
+    Event& e = st.current;
+    e = Event{};
+    e.ipu = st.program->ipu;
+    e.stage = step.stage;
+    e.micro_batch = cursor.micro_batch();
+    e.pass = step.pass;
+    e.bytes = step.bytes;
+    e.start = now();
+    st.running = true;
+    execute(st, step);
+    e.end = now();
+    st.running = false;
+    st.doing = Doing::Nothing;
+    emit(e);
+    ++st.executed;
+    cursor.advance();
+  }
+  Event last;
+  last.ipu = st.program->ipu;
+  finish_streams(st, last);
+  st.doing = Doing::Comms;
+  while (!st.sends.empty()) {
+    st.sends.front().comm->wait();
+    report(st.sends.front());
+    st.sends.pop_front();
+  }
+  st.doing = Doing::Nothing;
+  st.finished = true;
+}
+
+} // namespace engine_detail
+
+void prepare_engine_for_forks() {
+  if (!simgrid::s4u::Engine::is_initialized()) start_engine();  // kept for the forked processes
+}
+
+RunSummary run_engine_in_process(const Schedule& schedule, const HardwareConfig& hw, RunObserver& observer,
+                                 const EngineOptions& options) {
+  // An engine prepared before forking is this process's own copy; otherwise this run owns one.
+  std::unique_ptr<simgrid::s4u::Engine> owned;
+  if (!simgrid::s4u::Engine::is_initialized()) owned.reset(start_engine());
+  engine_detail::Run run(schedule, hw, observer, options);
+  return run.run();
 }
 
 } // namespace ipusim

@@ -45,8 +45,41 @@ struct RunLog {
   double end_time = 0;
   std::vector<Event> events;        // per IPU in program order, IPUs ascending
   std::vector<LinkTraffic> links;   // every directed link, in config order
-  std::vector<TransferRecord> transfers;  // in completion order per IPU, IPUs ascending
+  std::vector<TransferRecord> transfers;  // per recording IPU (the sender; the IPU for host streams), ascending
   std::uint64_t activities = 0;     // SimGrid activities run: execs, comms and sync sleeps
+};
+
+// Receives what a run does as it happens: each step's event when the step ends (per IPU
+// in program order), each transfer when the IPU that made it collects it. Times are
+// seconds from the start of the step, as the full simulation has them.
+class RunObserver {
+public:
+  virtual ~RunObserver() = default;
+  virtual void on_event(const Event& event) = 0;
+  virtual void on_transfer(const TransferRecord& transfer) = 0;
+  // Observers that ignore transfers spare the engine building their records.
+  virtual bool wants_transfers() const { return true; }
+};
+
+struct EngineOptions {
+  // Steady state: when every IPU is inside a loop of its program (Repeat) and the whole
+  // state of the simulation (positions, activities in progress with their ages and what
+  // they have left, copies in flight, buffered copies) is the same as some iterations
+  // earlier, shifted in time, every later period repeats it; the engine reports those
+  // periods from the one it simulated and simulates only the end of the loop. Exact, not
+  // an extrapolation. false simulates every iteration.
+  bool steady_state = true;
+};
+
+struct RunSummary {
+  double end_time = 0;
+  std::vector<LinkTraffic> links;  // every directed link, in config order
+  std::uint64_t activities = 0;    // SimGrid activities of the full simulation (periods skipped included)
+  std::int64_t steps_total = 0;      // program steps of the run, all IPUs
+  std::int64_t steps_simulated = 0;  // of those, the ones SimGrid ran (the rest came from periods)
+  // Loops long enough to skip periods of whose state never repeated (contention that does
+  // not settle, IPUs at different rates): simulated in full. By name, without repeats.
+  std::vector<std::string> not_periodic;
 };
 
 // A simulation that cannot finish (deadlock, inconsistent programs) is an internal fault.
@@ -55,10 +88,18 @@ public:
   using std::runtime_error::runtime_error;
 };
 
-// SimGrid allows one simulation per process: run_engine runs it in a forked child
-// process and returns its log, so callers may simulate as often as they like.
-RunLog run_engine(const Schedule& schedule, const HardwareConfig& hardware);
-// Runs in this process; only for a process that simulates exactly once.
-RunLog run_engine_in_process(const Schedule& schedule, const HardwareConfig& hardware);
+// Runs the simulation in this process, telling `observer` what happens. SimGrid allows
+// one simulation per process: call it once, in a process of its own (run_forked).
+RunSummary run_engine_in_process(const Schedule& schedule, const HardwareConfig& hardware, RunObserver& observer,
+                                 const EngineOptions& options = {});
+
+// Starts SimGrid's engine in this process without simulating anything, so that every
+// process forked from it afterwards (a sweep's points) starts with the engine ready and
+// each runs its one simulation sooner. This process must not simulate itself.
+void prepare_engine_for_forks();
+
+// Runs the simulation in a forked child process and returns its whole log, so callers
+// may simulate as often as they like (tests, tools; `ipusim run` uses sim/simulate).
+RunLog run_engine(const Schedule& schedule, const HardwareConfig& hardware, const EngineOptions& options = {});
 
 } // namespace ipusim

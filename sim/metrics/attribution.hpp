@@ -9,6 +9,12 @@
 //  - in pipelines, a wait in a cycle where some of its stages are not yet started or
 //    already finished for this batch is fill and flush, up to those stages' work per
 //    micro-batch; the rest, waiting for the slowest IPU of the cycle, is imbalance.
+//
+// Computed from the engine's events as they come, replayed steady-state periods included:
+// what the stretch between two barriers holds comes from the programs (ProgramCursor), and
+// a wait is kept only until it is known which stages it lacks, so memory does not grow
+// with the number of micro-batches.
+#include <memory>
 #include <vector>
 
 #include "sim/engine/engine.hpp"
@@ -26,15 +32,6 @@ struct IdleBreakdown {
   double turn_wait_s = 0;
 };
 
-enum class IdleCause { FillFlush, Imbalance, CopyWait, UpdateWait, TurnWait };
-const char* idle_cause_name(IdleCause cause);  // "fill-flush", "imbalance", ...
-
-struct IdleInterval {
-  int ipu = 0;
-  double start = 0, end = 0;
-  IdleCause cause = IdleCause::Imbalance;
-};
-
 struct IpuAttribution {
   int ipu = 0;
   IdleBreakdown idle;
@@ -49,8 +46,25 @@ struct Attribution {
   int bottleneck_stage = -1;         // its heaviest stage
 };
 
-// `intervals`, when given, receives every idle interval with its cause (for traces).
-Attribution attribute_time(const Schedule& schedule, const RunLog& log, Mode mode,
-                           std::vector<IdleInterval>* intervals = nullptr);
+// Takes a run's events (and, for asynchronous copies, its transfers) in the order the
+// engine reports them. `schedule` must outlive it.
+class TimeAttribution : public RunObserver {
+public:
+  TimeAttribution(const Schedule& schedule, Mode mode);
+  ~TimeAttribution() override;
+  TimeAttribution(const TimeAttribution&) = delete;
+  TimeAttribution& operator=(const TimeAttribution&) = delete;
+
+  void on_event(const Event& event) override;
+  void on_transfer(const TransferRecord& transfer) override;
+  // Only schedules with asynchronous copies need the transfers (when their senders started).
+  bool wants_transfers() const override;
+  // `end_time`: the step's end, which closes the stretch after the last barrier.
+  Attribution finish(double end_time);
+
+private:
+  class State;
+  std::unique_ptr<State> state_;
+};
 
 } // namespace ipusim

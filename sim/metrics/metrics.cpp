@@ -2,11 +2,20 @@
 
 #include <algorithm>
 #include <limits>
-#include <map>
+#include <stdexcept>
 
 #include "sim/io/checked_int.hpp"
+#include "sim/schedule/program_cursor.hpp"
 
 namespace ipusim {
+
+namespace {
+
+constexpr std::int64_t kNone = std::numeric_limits<std::int64_t>::min();
+constexpr std::int64_t kNever = std::numeric_limits<std::int64_t>::max();
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+} // namespace
 
 TimeShares time_shares(const RunMetrics& r) {
   TimeShares s;
@@ -27,59 +36,111 @@ TimeShares time_shares(const RunMetrics& r) {
   return s;
 }
 
-RunMetrics compute_metrics(Mode mode, const Schedule& schedule, const RunLog& log, const Execution& ex) {
-  RunMetrics r;
-  r.mode = mode;
-  r.schedule = schedule.name;
-  r.step_time_s = log.end_time;
-  r.micro_batches = schedule.micro_batches;
-  r.replicas = schedule.replicas;
-  r.samples = checked_mul(checked_mul(schedule.micro_batches, ex.micro_batch_size, "samples per step"),
-                          schedule.replicas, "samples per step");
-  r.cycles = schedule.cycles;
-  r.sync_seconds = schedule.sync_seconds;
-  r.activities = log.activities;
-  r.throughput_samples_per_s = r.step_time_s > 0 ? static_cast<double>(r.samples) / r.step_time_s : 0;
-  r.throughput_sequences_per_s = r.throughput_samples_per_s * ex.sequences_per_sample;
-
-  std::map<int, IpuMetrics> ipus;
-  std::map<int, double> allreduce;
-  for (const Program& p : schedule.programs) ipus[p.ipu].id = p.ipu;
-  struct Span {
-    double first = std::numeric_limits<double>::infinity();
-    double last = -std::numeric_limits<double>::infinity();
-  };
-  std::vector<Span> spans(static_cast<std::size_t>(std::max<std::int64_t>(r.micro_batches, 0)));
-  for (const Event& e : log.events) {
-    IpuMetrics& m = ipus[e.ipu];
-    const double d = e.end - e.start;
-    switch (e.kind) {
-    case EventKind::Compute: m.busy_s += d; break;
-    case EventKind::HostInput:
-    case EventKind::HostOutput: m.host_io_s += d; break;
-    case EventKind::Exchange:
-      m.exchange_s += d;
-      if (e.pass == Pass::AllReduce) allreduce[e.ipu] += d;
-      break;
-    case EventKind::Sync: m.sync_s += d; break;
-    case EventKind::Receive: break;  // waiting for a copy is idle time
-    case EventKind::StreamingMemory: m.streaming_memory_s += d; break;
-    }
-    if (e.micro_batch >= 0 && e.micro_batch < r.micro_batches) {
-      Span& s = spans[static_cast<std::size_t>(e.micro_batch)];
-      s.first = std::min(s.first, e.start);
-      s.last = std::max(s.last, e.end);
-    }
+MetricsAccumulator::MetricsAccumulator(Mode mode, const Schedule& schedule, const Execution& ex)
+    : attribution_(schedule, mode) {
+  r_.mode = mode;
+  r_.schedule = schedule.name;
+  r_.micro_batches = schedule.micro_batches;
+  r_.replicas = schedule.replicas;
+  r_.samples = checked_mul(checked_mul(schedule.micro_batches, ex.micro_batch_size, "samples per step"),
+                           schedule.replicas, "samples per step");
+  r_.cycles = schedule.cycles;
+  r_.sync_seconds = schedule.sync_seconds;
+  r_.latency_s.min = kInf;
+  for (std::size_t i = 0; i < schedule.programs.size(); ++i) {
+    const Program& p = schedule.programs[i];
+    Totals& t = ipus_[p.ipu];
+    t.metrics.id = p.ipu;
+    t.program = i;
+    const bool labelled =
+        std::any_of(p.steps.begin(), p.steps.end(), [](const Step& s) { return s.micro_batch >= 0; });
+    lag_.push_back(labelled ? label_lag(p) : 0);
+    largest_.push_back(labelled ? kNone : kNever);
   }
-  for (const auto& [ipu, seconds] : allreduce) r.allreduce_s = std::max(r.allreduce_s, seconds);
+  sequences_per_sample_ = ex.sequences_per_sample;
+}
+
+void MetricsAccumulator::on_event(const Event& e) {
+  attribution_.on_event(e);
+  auto found = ipus_.find(e.ipu);
+  if (found == ipus_.end()) {
+    found = ipus_.emplace(e.ipu, Totals{}).first;
+    found->second.metrics.id = e.ipu;
+    found->second.program = largest_.size();
+    lag_.push_back(0);
+    largest_.push_back(kNever);
+  }
+  Totals& t = found->second;
+  IpuMetrics& m = t.metrics;
+  const double d = e.end - e.start;
+  switch (e.kind) {
+  case EventKind::Compute: m.busy_s += d; break;
+  case EventKind::HostInput:
+  case EventKind::HostOutput: m.host_io_s += d; break;
+  case EventKind::Exchange:
+    m.exchange_s += d;
+    if (e.pass == Pass::AllReduce) t.allreduce += d;
+    break;
+  case EventKind::Sync: m.sync_s += d; break;
+  case EventKind::Receive: break;  // waiting for a copy is idle time
+  case EventKind::StreamingMemory: m.streaming_memory_s += d; break;
+  }
+  if (e.micro_batch < 0) return;
+  if (e.micro_batch < r_.micro_batches) {
+    if (e.micro_batch < open_base_)
+      throw std::logic_error("micro-batch " + std::to_string(e.micro_batch) + " ran on IPU " + std::to_string(e.ipu) +
+                             " after its latency was closed");
+    const auto index = static_cast<std::size_t>(e.micro_batch - open_base_);
+    if (index >= open_.size()) open_.resize(index + 1, Span{kInf, -kInf});
+    Span& s = open_[index];
+    s.first = std::min(s.first, e.start);
+    s.last = std::max(s.last, e.end);
+  }
+  std::int64_t& largest = largest_[t.program];
+  if (largest != kNever) largest = std::max(largest, e.micro_batch);
+  // Closing costs a pass over the programs: once per that many events.
+  if (++events_since_close_ < largest_.size()) return;
+  events_since_close_ = 0;
+  std::int64_t complete_below = kNever;
+  for (std::size_t p = 0; p < largest_.size(); ++p) {
+    if (largest_[p] == kNone) return;
+    if (largest_[p] != kNever) complete_below = std::min(complete_below, largest_[p] - lag_[p]);
+  }
+  close_spans(std::min(complete_below, r_.micro_batches));
+}
+
+void MetricsAccumulator::close_spans(std::int64_t below) {
+  while (open_base_ < below) {
+    const Span s = open_.empty() ? Span{kInf, -kInf} : open_.front();
+    if (!open_.empty()) open_.pop_front();
+    ++open_base_;
+    const double l = s.last - s.first;
+    latency_sum_ += l;
+    ++latencies_;
+    r_.latency_s.min = std::min(r_.latency_s.min, l);
+    r_.latency_s.max = std::max(r_.latency_s.max, l);
+  }
+}
+
+RunMetrics MetricsAccumulator::finish(const RunSummary& summary) {
+  close_spans(r_.micro_batches);
+  RunMetrics r = std::move(r_);
+  if (latencies_ > 0) r.latency_s.mean = latency_sum_ / static_cast<double>(latencies_);
+  else r.latency_s.min = 0;
+  r.step_time_s = summary.end_time;
+  r.activities = summary.activities;
+  r.throughput_samples_per_s = r.step_time_s > 0 ? static_cast<double>(r.samples) / r.step_time_s : 0;
+  r.throughput_sequences_per_s = r.throughput_samples_per_s * sequences_per_sample_;
   double idle = 0;
-  for (auto& [id, m] : ipus) {
+  for (auto& [id, t] : ipus_) {
+    IpuMetrics& m = t.metrics;
     m.idle_s = std::max(0.0, r.step_time_s - m.busy_s - m.host_io_s - m.streaming_memory_s - m.exchange_s - m.sync_s);
     m.utilization = r.step_time_s > 0 ? m.busy_s / r.step_time_s : 0;
     idle += m.idle_s;
+    r.allreduce_s = std::max(r.allreduce_s, t.allreduce);
     r.ipus.push_back(m);
   }
-  const Attribution attribution = attribute_time(schedule, log, mode);
+  const Attribution attribution = attribution_.finish(r.step_time_s);
   for (IpuMetrics& m : r.ipus)
     for (const IpuAttribution& a : attribution.ipus)
       if (a.ipu == m.id) {
@@ -89,22 +150,24 @@ RunMetrics compute_metrics(Mode mode, const Schedule& schedule, const RunLog& lo
       }
   r.bottleneck_ipu = attribution.bottleneck_ipu;
   r.bottleneck_stage = attribution.bottleneck_stage;
-  if (r.step_time_s > 0 && !ipus.empty()) r.bubble_fraction = idle / (r.step_time_s * static_cast<double>(ipus.size()));
-
-  if (!spans.empty()) {
-    r.latency_s.min = std::numeric_limits<double>::infinity();
-    double sum = 0;
-    for (const Span& s : spans) {
-      const double l = s.last - s.first;
-      sum += l;
-      r.latency_s.min = std::min(r.latency_s.min, l);
-      r.latency_s.max = std::max(r.latency_s.max, l);
-    }
-    r.latency_s.mean = sum / static_cast<double>(spans.size());
-  }
-  for (const LinkTraffic& l : log.links)
+  if (r.step_time_s > 0 && !ipus_.empty())
+    r.bubble_fraction = idle / (r.step_time_s * static_cast<double>(ipus_.size()));
+  for (const LinkTraffic& l : summary.links)
     if (l.bytes > 0) r.links.push_back(l);
+  r.simulation = {summary.steps_total, summary.steps_simulated, summary.not_periodic};
   return r;
+}
+
+RunMetrics compute_metrics(Mode mode, const Schedule& schedule, const RunLog& log, const Execution& execution) {
+  MetricsAccumulator metrics(mode, schedule, execution);
+  if (metrics.wants_transfers())
+    for (const TransferRecord& t : log.transfers) metrics.on_transfer(t);
+  for (const Event& e : log.events) metrics.on_event(e);
+  RunSummary summary;
+  summary.end_time = log.end_time;
+  summary.links = log.links;
+  summary.activities = log.activities;
+  return metrics.finish(summary);
 }
 
 } // namespace ipusim

@@ -1,7 +1,11 @@
 #pragma once
 // What a run means: step time, throughput, micro-batch latency, how each IPU spent
-// the step, the bubble and the traffic per link. Derived from the engine's events only.
+// the step, the bubble and the traffic per link. Computed from the engine's events as
+// they come (running sums, and latency spans only for micro-batches still in flight), so
+// a run needs memory for its pipeline, not for its number of micro-batches.
 #include <cstdint>
+#include <deque>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -32,6 +36,13 @@ struct LatencyStats {
   double mean = 0, min = 0, max = 0;
 };
 
+// How the step was simulated (engine.hpp, EngineOptions::steady_state).
+struct SimulationStats {
+  std::int64_t steps_total = 0;      // program steps of the step, all IPUs
+  std::int64_t steps_simulated = 0;  // of those, simulated; the rest repeat a simulated period exactly
+  std::vector<std::string> not_periodic;  // long loops whose state never repeated: simulated in full
+};
+
 struct RunMetrics {
   Mode mode = Mode::Sharded;
   std::string schedule;
@@ -51,6 +62,7 @@ struct RunMetrics {
   int bottleneck_stage = -1;         // its heaviest stage
   std::vector<LinkTraffic> links;    // only links that carried traffic
   std::uint64_t activities = 0;
+  SimulationStats simulation;
   MemoryReport memory;               // filled by simulate(); memory does not depend on timing
 };
 
@@ -65,6 +77,43 @@ struct TimeShares {
 
 TimeShares time_shares(const RunMetrics& run);
 
+// Takes a run's events as the engine reports them and keeps what the metrics need.
+// `schedule` must outlive it.
+class MetricsAccumulator : public RunObserver {
+public:
+  MetricsAccumulator(Mode mode, const Schedule& schedule, const Execution& execution);
+  void on_event(const Event& e) override;
+  void on_transfer(const TransferRecord& t) override { attribution_.on_transfer(t); }
+  bool wants_transfers() const override { return attribution_.wants_transfers(); }
+  RunMetrics finish(const RunSummary& summary);
+
+private:
+  struct Span {
+    double first, last;
+  };
+  struct Totals {
+    IpuMetrics metrics;
+    double allreduce = 0;
+    std::size_t program = 0;
+  };
+  void close_spans(std::int64_t below);
+
+  RunMetrics r_;
+  std::map<int, Totals> ipus_;
+  TimeAttribution attribution_;
+  // Latency: spans of the micro-batches still open, from `open_base_` on. A program never
+  // runs a micro-batch more than its label_lag below the largest it has run, so every
+  // micro-batch below min over programs of (largest run - lag) is complete.
+  std::deque<Span> open_;
+  std::int64_t open_base_ = 0;
+  std::vector<std::int64_t> lag_, largest_;  // per program with micro-batches
+  std::uint64_t events_since_close_ = 0;
+  double latency_sum_ = 0;
+  std::int64_t latencies_ = 0;
+  double sequences_per_sample_ = 1;
+};
+
+// The metrics of a whole log (tests and tools that keep one): its transfers, then its events.
 RunMetrics compute_metrics(Mode mode, const Schedule& schedule, const RunLog& log, const Execution& execution);
 
 } // namespace ipusim

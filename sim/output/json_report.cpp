@@ -117,6 +117,10 @@ Json run_json(const RunMetrics& r) {
           {"time_shares", time_shares_json(r)},
           {"bottleneck", {{"ipu", r.bottleneck_ipu}, {"stage", r.bottleneck_stage}}},
           {"links", links},
+          {"simulation",
+           {{"program_steps", r.simulation.steps_total},
+            {"simulated_steps", r.simulation.steps_simulated},
+            {"simulated_in_full", r.simulation.not_periodic}}},
           {"memory", memory_json(r.memory)}};
 }
 

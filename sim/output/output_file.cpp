@@ -11,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 #include <iostream>
+#include <streambuf>
 
 #include "sim/io/input_error.hpp"
 
@@ -31,21 +32,49 @@ const char* kind_of(mode_t mode) {
   return "not a regular file";
 }
 
-// Writes all of `content` to `fd`; false with errno set on failure.
-bool write_all(int fd, const std::string& content) {
-  const char* p = content.data();
-  std::size_t left = content.size();
-  while (left > 0) {
-    const ssize_t n = ::write(fd, p, left);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      if (n == 0) errno = EIO;
-      return false;
+// A stream that writes through to a file descriptor, remembering the first error.
+class FdBuffer : public std::streambuf {
+public:
+  explicit FdBuffer(int fd) : fd_(fd) { setp(buffer_, buffer_ + sizeof buffer_); }
+  // Writes what is buffered; false with errno set on failure (now or earlier).
+  bool drain() {
+    const char* p = pbase();
+    std::size_t left = static_cast<std::size_t>(pptr() - pbase());
+    while (left > 0 && error_ == 0) {
+      const ssize_t n = ::write(fd_, p, left);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) error_ = n == 0 ? EIO : errno;
+      else p += n, left -= static_cast<std::size_t>(n);
     }
-    p += n;
-    left -= static_cast<std::size_t>(n);
+    setp(buffer_, buffer_ + sizeof buffer_);
+    errno = error_;
+    return error_ == 0;
   }
-  return true;
+
+private:
+  int overflow(int c) override {
+    if (!drain()) return traits_type::eof();
+    if (c != traits_type::eof()) sputc(static_cast<char>(c));
+    return traits_type::not_eof(c);
+  }
+  int sync() override { return drain() ? 0 : -1; }
+
+  int fd_;
+  int error_ = 0;
+  char buffer_[1 << 16];
+};
+
+// Writes what `write` makes to `fd`; false with errno set on failure. What `write`
+// throws is passed on.
+bool write_all(int fd, const ContentWriter& write) {
+  FdBuffer buffer(fd);
+  std::ostream out(&buffer);
+  write(out);
+  return buffer.drain();
+}
+
+ContentWriter writer_of(const std::string& content) {
+  return [&content](std::ostream& out) { out.write(content.data(), static_cast<std::streamsize>(content.size())); };
 }
 
 bool is_temp_name(const std::string& name) {
@@ -113,9 +142,14 @@ void check_output(const std::string& path, bool overwrite) {
 }
 
 void write_output(const std::string& path, const std::string& content, bool overwrite) {
+  write_output(path, writer_of(content), overwrite);
+}
+
+void write_output(const std::string& path, const ContentWriter& write, bool overwrite) {
   check_output(path, overwrite);
   if (path == "-") {
-    std::cout << content << std::flush;
+    write(std::cout);
+    std::cout.flush();
     if (!std::cout) throw InputError("-", "/", "output.unwritable", "cannot write to standard output");
     return;
   }
@@ -124,16 +158,26 @@ void write_output(const std::string& path, const std::string& content, bool over
     // A stream: written through, never created, truncated or renamed over.
     const int fd = ::open(t.path.c_str(), O_WRONLY | O_NOCTTY | O_CLOEXEC);
     if (fd < 0) unwritable(path, std::strerror(errno));
-    const bool ok = write_all(fd, content);
+    bool ok = false;
+    try {
+      ok = write_all(fd, write);
+    } catch (...) {
+      ::close(fd);
+      throw;
+    }
     const int e = errno;
     ::close(fd);
     if (!ok) unwritable(path, std::strerror(e));
     return;
   }
-  replace_file(t.path, content, /*durable=*/true);
+  replace_file(t.path, write, /*durable=*/true);
 }
 
 void replace_file(const std::string& path, const std::string& content, bool durable) {
+  replace_file(path, writer_of(content), durable);
+}
+
+void replace_file(const std::string& path, const ContentWriter& write, bool durable) {
   const fs::path target(path);
   std::string temp;
   int fd = -1;
@@ -146,7 +190,14 @@ void replace_file(const std::string& path, const std::string& content, bool dura
     fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
     if (fd < 0 && (errno != EEXIST || attempt > 100)) unwritable(path, std::strerror(errno));
   }
-  const bool ok = write_all(fd, content) && (!durable || ::fsync(fd) == 0);
+  bool ok = false;
+  try {
+    ok = write_all(fd, write) && (!durable || ::fsync(fd) == 0);
+  } catch (...) {  // the content could not be made: no file, and no temporary left behind
+    ::close(fd);
+    ::unlink(temp.c_str());
+    throw;
+  }
   const int e = errno;
   if (::close(fd) != 0 || !ok) {
     ::unlink(temp.c_str());

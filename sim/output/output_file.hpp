@@ -10,6 +10,8 @@
 //    by the rules above for that file; a link to nothing is refused;
 //  - a folder, a block device or a socket is refused (output.not-regular).
 #include <cstddef>
+#include <functional>
+#include <ostream>
 #include <string>
 
 namespace ipusim {
@@ -17,11 +19,15 @@ namespace ipusim {
 // Throws the InputError write_output would throw for `path`, without writing anything.
 void check_output(const std::string& path, bool overwrite);
 void write_output(const std::string& path, const std::string& content, bool overwrite);
+// The same for content written as it is made (a long trace), never held whole.
+using ContentWriter = std::function<void(std::ostream&)>;
+void write_output(const std::string& path, const ContentWriter& write, bool overwrite);
 
 // Replaces (or creates) a file inside a folder ipusim writes (sweep and report folders):
 // temporary file + rename, so a symbolic link at `path` is replaced, never followed.
 // `durable`: fsync before the rename (results that cost a simulation to remake).
 void replace_file(const std::string& path, const std::string& content, bool durable);
+void replace_file(const std::string& path, const ContentWriter& write, bool durable);
 
 // Temporary files of this writer are named .NAME.tmp-PID-N; a killed writer leaves them
 // behind. Removes those in `folder` (not below it) and returns how many.

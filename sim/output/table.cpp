@@ -153,6 +153,16 @@ std::string render_table(const Scenario& sc, const Simulation& sim) {
         out << "\nOUT OF MEMORY (" << mode_name(run.metrics.mode) << "): " << out_of_memory_verdict(m) << "\n";
   const std::string why = explain_runs(sc, sim);
   if (!why.empty()) out << "\nWhy: " << why << "\n";
+  for (const ModeRun& run : sim.runs)
+    if (!run.metrics.simulation.not_periodic.empty()) {
+      out << "\nNote (" << mode_name(run.metrics.mode) << "): the state of ";
+      for (std::size_t i = 0; i < run.metrics.simulation.not_periodic.size(); ++i)
+        out << (i ? ", " : "") << "\"" << run.metrics.simulation.not_periodic[i] << "\"";
+      out << " never repeated (IPUs at different rates, or contention that does not settle), so "
+          << (run.metrics.simulation.not_periodic.size() > 1 ? "those loops were" : "that loop was")
+          << " simulated in full: " << run.metrics.simulation.steps_simulated << " of "
+          << run.metrics.simulation.steps_total << " program steps.\n";
+    }
   return out.str();
 }
 

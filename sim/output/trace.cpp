@@ -1,6 +1,8 @@
 #include "sim/output/trace.hpp"
 
 #include <algorithm>
+#include <functional>
+#include <ostream>
 #include <map>
 #include <set>
 #include <string>
@@ -101,51 +103,70 @@ Json metadata(const char* name, int pid, int tid, Json args) {
   return {{"name", name}, {"ph", "M"}, {"pid", pid}, {"tid", tid}, {"args", std::move(args)}};
 }
 
+// A slice before its JSON is made: where it goes, and what it shows (an event of a run,
+// or a transfer on one link of its route). Only these are kept and sorted; each slice's
+// JSON is made as it is written, so a long trace streams to its file.
 struct Slice {
   int pid = 0, tid = 0;
   double ts = 0, dur = 0;
   std::size_t sequence = 0;
-  Json event;
+  std::size_t run = 0, index = 0;
+  int link = -1;  // -1: an event
 };
 
-class Builder {
+// The document in its order: metadata, then each slice; `otherData` last.
+class TraceMaker {
 public:
-  std::vector<Json> metadata_events;
-  std::vector<Slice> slices;
+  TraceMaker(const Scenario& sc, const Simulation& sim) : sc_(sc), sim_(sim) {}
 
-  // Adds an X event unless it lasts no time; returns whether it was added.
-  bool add(int pid, int tid, double start_s, double end_s, std::string name, const std::string& category, Json args) {
+  void write(const std::function<void(const Json&)>& event) {
+    Json step_times = Json::object(), dropped = Json::object();
+    for (std::size_t r = 0; r < sim_.runs.size(); ++r) add_run(r, step_times, dropped);
+    // Per track by start; of two slices starting together the longer first, so that
+    // transfers sharing a link nest; then in the order they were made.
+    std::sort(slices_.begin(), slices_.end(), [](const Slice& x, const Slice& y) {
+      return std::tie(x.pid, x.tid, x.ts, y.dur, x.sequence) < std::tie(y.pid, y.tid, y.ts, x.dur, y.sequence);
+    });
+    for (const Json& m : metadata_) event(m);
+    metadata_.clear();
+    for (const Slice& s : slices_) event(slice_json(s));
+    other_ = {{"generator", "ipusim"},
+              {"scenario", sc_.name},
+              {"scenario_file", sc_.file},
+              {"model", sc_.model.name},
+              {"config", sc_.hardware.name},
+              {"time_unit", "ts and dur in microseconds"},
+              {"step_time_s", step_times},
+              {"zero_duration_events_left_out", dropped}};
+  }
+  // The document's keys after traceEvents, in the order nlohmann::json keeps them.
+  Json tail() const { return {{"displayTimeUnit", "ns"}, {"otherData", other_}}; }
+
+private:
+  bool add(int pid, int tid, double start_s, double end_s, std::size_t run, std::size_t index, int link) {
     const double ts = start_s * kMicrosecondsPerSecond;
     const double dur = end_s * kMicrosecondsPerSecond - ts;  // so ts + dur lands on the next event's ts
     if (!(dur > 0)) return false;
-    Json e = {{"name", std::move(name)}, {"cat", category}, {"ph", "X"}, {"pid", pid}, {"tid", tid},
-              {"ts", ts}, {"dur", dur}, {"args", std::move(args)}};
-    slices.push_back({pid, tid, ts, dur, slices.size(), std::move(e)});
+    slices_.push_back({pid, tid, ts, dur, slices_.size(), run, index, link});
     return true;
   }
-};
 
-} // namespace
-
-Json chrome_trace(const Scenario& sc, const Simulation& sim) {
-  Builder b;
-  Json step_times = Json::object(), dropped = Json::object();
-  for (std::size_t r = 0; r < sim.runs.size(); ++r) {
-    const ModeRun& run = sim.runs[r];
+  void add_run(std::size_t r, Json& step_times, Json& dropped) {
+    const ModeRun& run = sim_.runs[r];
     const RunLog& log = run.log;
     const int pid = static_cast<int>(r) + 1;
     const std::string process = process_name(run);
-    b.metadata_events.push_back(metadata("process_name", pid, 0, {{"name", process}}));
-    b.metadata_events.push_back(metadata("process_sort_index", pid, 0, {{"sort_index", r}}));
-    b.metadata_events.push_back(
+    metadata_.push_back(metadata("process_name", pid, 0, {{"name", process}}));
+    metadata_.push_back(metadata("process_sort_index", pid, 0, {{"sort_index", r}}));
+    metadata_.push_back(
         metadata("process_labels", pid, 0, {{"labels", "step time " + format_seconds(run.metrics.step_time_s)}}));
 
     // Tracks: the run's IPUs ascending, then the directed links that carried a transfer.
     int next_tid = 1;
     auto add_track = [&](const std::string& name) {
       const int tid = next_tid++;
-      b.metadata_events.push_back(metadata("thread_name", pid, tid, {{"name", name}}));
-      b.metadata_events.push_back(metadata("thread_sort_index", pid, tid, {{"sort_index", tid}}));
+      metadata_.push_back(metadata("thread_name", pid, tid, {{"name", name}}));
+      metadata_.push_back(metadata("thread_sort_index", pid, tid, {{"sort_index", tid}}));
       return tid;
     };
     std::map<int, int> ipu_tid;
@@ -159,12 +180,29 @@ Json chrome_trace(const Scenario& sc, const Simulation& sim) {
       if (carried[l]) link_tid[l] = add_track("link " + log.links[l].name);
 
     std::int64_t left_out = 0;
-    for (const Event& e : log.events) {
+    for (std::size_t i = 0; i < log.events.size(); ++i) {
+      const Event& e = log.events[i];
       if (!ipu_tid.count(e.ipu)) ipu_tid[e.ipu] = add_track("IPU " + std::to_string(e.ipu));
-      const int tid = ipu_tid[e.ipu];
-      Json args = Json::object();
-      std::string name;
-      std::string category;
+      if (!add(pid, ipu_tid[e.ipu], e.start, e.end, r, i, -1)) ++left_out;
+    }
+    origins_.push_back(transfer_origins(sim_.plan, log));
+    for (std::size_t i = 0; i < log.transfers.size(); ++i) {
+      const TransferRecord& t = log.transfers[i];
+      for (int l : t.links) {
+        if (l < 0 || static_cast<std::size_t>(l) >= link_tid.size()) continue;
+        if (!add(pid, link_tid[static_cast<std::size_t>(l)], t.start, t.end, r, i, l)) ++left_out;
+      }
+    }
+    step_times[process] = run.metrics.step_time_s;
+    dropped[process] = left_out;
+  }
+
+  Json slice_json(const Slice& s) const {
+    Json args = Json::object();
+    std::string name, category;
+    const RunLog& log = sim_.runs[s.run].log;
+    if (s.link < 0) {
+      const Event& e = log.events[s.index];
       switch (e.kind) {
       case EventKind::Compute:
         name = compute_name(e);
@@ -202,60 +240,62 @@ Json chrome_trace(const Scenario& sc, const Simulation& sim) {
         if (e.micro_batch >= 0) args["micro_batch"] = e.micro_batch;
         break;
       }
-      if (!b.add(pid, tid, e.start, e.end, std::move(name), category, std::move(args))) ++left_out;
-    }
-
-    const std::vector<Origin> origins = transfer_origins(sim.plan, log);
-    for (std::size_t i = 0; i < log.transfers.size(); ++i) {
-      const TransferRecord& t = log.transfers[i];
-      std::string name = t.src == -2   ? "state load"
-                         : t.dst == -2 ? "state store"
-                         : t.src < 0   ? "host input"
-                         : t.dst < 0   ? "host output"
-                                       : "copy";
-      Json args = {{"bytes", t.bytes}, {"src", endpoint_name(t.src)}, {"dst", endpoint_name(t.dst)}};
+    } else {
+      const TransferRecord& t = log.transfers[s.index];
+      const Origin& origin = origins_[s.run][s.index];
+      name = t.src == -2   ? "state load"
+             : t.dst == -2 ? "state store"
+             : t.src < 0   ? "host input"
+             : t.dst < 0   ? "host output"
+                           : "copy";
+      args = {{"bytes", t.bytes}, {"src", endpoint_name(t.src)}, {"dst", endpoint_name(t.dst)}};
       if (t.copy >= 0) {
         args["copy"] = t.copy;
-        for (const PlanCopy& c : sim.plan.copies)
+        for (const PlanCopy& c : sim_.plan.copies)
           if (c.id == t.copy) {
             name = "copy stage " + std::to_string(c.from_stage) + "->" + std::to_string(c.to_stage);
             args["gradient"] = c.gradient;
           }
       }
-      if (origins[i].stage >= 0) args["stage"] = origins[i].stage;
-      if (origins[i].micro_batch >= 0) args["micro_batch"] = origins[i].micro_batch;
-      for (int l : t.links) {
-        if (l < 0 || static_cast<std::size_t>(l) >= link_tid.size()) continue;
-        const std::string category = t.src == -2 || t.dst == -2 ? "streaming-memory"
-                                     : t.src < 0 || t.dst < 0   ? "host-io"
-                                                                : "copy";
-        if (!b.add(pid, link_tid[static_cast<std::size_t>(l)], t.start, t.end, name, category, args)) ++left_out;
-      }
+      if (origin.stage >= 0) args["stage"] = origin.stage;
+      if (origin.micro_batch >= 0) args["micro_batch"] = origin.micro_batch;
+      category = t.src == -2 || t.dst == -2 ? "streaming-memory" : t.src < 0 || t.dst < 0 ? "host-io" : "copy";
     }
-    step_times[process] = run.metrics.step_time_s;
-    dropped[process] = left_out;
+    return {{"name", std::move(name)}, {"cat", category}, {"ph", "X"}, {"pid", s.pid}, {"tid", s.tid},
+            {"ts", s.ts}, {"dur", s.dur}, {"args", std::move(args)}};
   }
 
-  // Per track by start; of two slices starting together the longer first, so that
-  // transfers sharing a link nest; then in the order they were made.
-  std::sort(b.slices.begin(), b.slices.end(), [](const Slice& x, const Slice& y) {
-    return std::tie(x.pid, x.tid, x.ts, y.dur, x.sequence) < std::tie(y.pid, y.tid, y.ts, x.dur, y.sequence);
-  });
-  Json events = Json::array();
-  for (Json& m : b.metadata_events) events.push_back(std::move(m));
-  for (Slice& s : b.slices) events.push_back(std::move(s.event));
+  const Scenario& sc_;
+  const Simulation& sim_;
+  std::vector<Json> metadata_;
+  std::vector<Slice> slices_;
+  std::vector<std::vector<Origin>> origins_;  // per run, per transfer
+  Json other_;
+};
 
-  return {{"traceEvents", std::move(events)},
-          {"displayTimeUnit", "ns"},
-          {"otherData",
-           {{"generator", "ipusim"},
-            {"scenario", sc.name},
-            {"scenario_file", sc.file},
-            {"model", sc.model.name},
-            {"config", sc.hardware.name},
-            {"time_unit", "ts and dur in microseconds"},
-            {"step_time_s", step_times},
-            {"zero_duration_events_left_out", dropped}}}};
+} // namespace
+
+Json chrome_trace(const Scenario& sc, const Simulation& sim) {
+  TraceMaker maker(sc, sim);
+  Json events = Json::array();
+  maker.write([&](const Json& e) { events.push_back(e); });
+  Json doc = maker.tail();
+  doc["traceEvents"] = std::move(events);
+  return doc;
+}
+
+void write_trace(std::ostream& out, const Scenario& sc, const Simulation& sim) {
+  TraceMaker maker(sc, sim);
+  bool first = true;
+  out << "{\"traceEvents\":[";
+  maker.write([&](const Json& e) {
+    out << (first ? "\n" : ",\n") << e.dump(-1, ' ', false, Json::error_handler_t::replace);
+    first = false;
+  });
+  out << "\n]";
+  const Json tail = maker.tail();
+  for (const auto& [key, value] : tail.items()) out << ",\n" << Json(key).dump() << ":" << value.dump(-1, ' ', false, Json::error_handler_t::replace);
+  out << "}\n";
 }
 
 std::string render_trace(const Json& trace) {

@@ -9,6 +9,7 @@
 // zero duration are left out (chrome://tracing cannot show them); otherData counts them.
 // The same simulation always gives the same document, byte for byte.
 #include <nlohmann/json.hpp>
+#include <ostream>
 #include <string>
 
 #include "sim/io/scenario.hpp"
@@ -19,5 +20,8 @@ namespace ipusim {
 nlohmann::json chrome_trace(const Scenario& scenario, const Simulation& simulation);
 // The document as text, one trace event per line (compact, diffable).
 std::string render_trace(const nlohmann::json& trace);
+// The same text, written as it is made: only the runs' logs and one small record per
+// slice are held, not the document.
+void write_trace(std::ostream& out, const Scenario& scenario, const Simulation& simulation);
 
 } // namespace ipusim

@@ -4,6 +4,8 @@
 // - GPipe (Huang et al. 2019): all forwards, then all backwards.
 // - 1F1B / PipeDream-Flush (Narayanan et al. 2021): stage s runs min(p-s-1, m) warm-up
 //   forwards, then alternates one forward and one backward, then drains its backwards.
+#include <map>
+
 #include "sim/io/input_error.hpp"
 #include "sim/schedule/schedule.hpp"
 
@@ -13,27 +15,21 @@ namespace {
 
 enum class Order { GPipe, OneFOneB };
 
-struct Task {
-  std::int64_t micro_batch;
-  bool backward;
+// The loops of one stage's task list, each a run of identical tasks (labels one further
+// per iteration): GPipe m forwards then m backwards; 1F1B min(p-s-1, m) warm-up forwards,
+// then forward w+i with backward i, then the last w backwards.
+struct Phase {
+  const char* name;
+  std::int64_t times;
+  std::int64_t forward = -1;   // the forward's micro-batch in iteration 0, or none
+  std::int64_t backward = -1;  // likewise the backward's, run after the forward
 };
 
-std::vector<Task> task_order(Order order, int s, int p, std::int64_t m, bool training) {
-  std::vector<Task> tasks;
-  if (!training || order == Order::GPipe) {
-    for (std::int64_t i = 0; i < m; ++i) tasks.push_back({i, false});
-    if (training)
-      for (std::int64_t i = 0; i < m; ++i) tasks.push_back({i, true});
-    return tasks;
-  }
-  const std::int64_t warmup = std::min<std::int64_t>(p - s - 1, m);
-  for (std::int64_t i = 0; i < warmup; ++i) tasks.push_back({i, false});
-  for (std::int64_t i = 0; i < m - warmup; ++i) {
-    tasks.push_back({warmup + i, false});
-    tasks.push_back({i, true});
-  }
-  for (std::int64_t i = m - warmup; i < m; ++i) tasks.push_back({i, true});
-  return tasks;
+std::vector<Phase> phases(Order order, int s, int p, std::int64_t m, bool training) {
+  if (!training) return {{"forwards", m, 0, -1}};
+  if (order == Order::GPipe) return {{"forwards", m, 0, -1}, {"backwards", m, -1, 0}};
+  const std::int64_t w = std::min<std::int64_t>(p - s - 1, m);
+  return {{"1F1B warm-up", w, 0, -1}, {"1F1B steady", m - w, w, 0}, {"1F1B cool-down", w, -1, m - w}};
 }
 
 Schedule build_async(const ScheduleContext& ctx, Order order) {
@@ -49,28 +45,33 @@ Schedule build_async(const ScheduleContext& ctx, Order order) {
                            " holds several (stages that return to an IPU need popart or tf-grouped)");
   const std::int64_t m = ctx.depth();
   ProgramBuilder b(ctx, name, ctx.recompute());
-  for (std::int64_t batch = 0; batch < ctx.batches(); ++batch) {
-    for (int s = 0; s < p; ++s) {
-      const PlanStage& fwd = plan.stages[s];
-      for (const Task& t : task_order(order, s, p, m, plan.training)) {
-        const std::int64_t mb = batch * m + t.micro_batch;
-        if (!t.backward) {
-          b.receive(fwd.ipu, ctx.copies_into(s, false));
-          b.host_input(fwd, mb);
-          b.compute(fwd, mb, Work::ForwardOnly);
-          b.host_output(fwd, mb);
-          b.send(fwd.ipu, ctx.copies_from(s, false));
-        } else {
-          const PlanStage& bwd = plan.stages[2 * L - s];
-          b.receive(fwd.ipu, ctx.copies_into(bwd.id, true));
-          b.compute(bwd, mb, s == L ? Work::BackwardOnly : Work::All);
-          b.send(fwd.ipu, ctx.copies_from(bwd.id, true));
-        }
+  auto forward = [&](const PlanStage& fwd, std::int64_t mb) {
+    b.receive(fwd.ipu, ctx.copies_into(fwd.id, false));
+    b.host_input(fwd, mb);
+    b.compute(fwd, mb, Work::ForwardOnly);
+    b.host_output(fwd, mb);
+    b.send(fwd.ipu, ctx.copies_from(fwd.id, false));
+  };
+  auto backward = [&](int s, std::int64_t mb) {
+    const PlanStage& bwd = plan.stages[2 * L - s];
+    b.receive(plan.stages[s].ipu, ctx.copies_into(bwd.id, true));
+    b.compute(bwd, mb, s == L ? Work::BackwardOnly : Work::All);
+    b.send(plan.stages[s].ipu, ctx.copies_from(bwd.id, true));
+  };
+  b.repeat("batches", ctx.batches(), m, [&] {
+    std::map<std::string, int> loops;  // one loop per phase name, shared by the stages
+    for (int s = 0; s < p; ++s)
+      for (const Phase& phase : phases(order, s, p, m, plan.training)) {
+        const auto found = loops.find(phase.name);
+        const int id = b.repeat(phase.name, phase.times, 1, [&] {
+          if (phase.forward >= 0) forward(plan.stages[s], phase.forward);
+          if (phase.backward >= 0) backward(s, phase.backward);
+        }, found == loops.end() ? -1 : found->second);
+        loops.emplace(phase.name, id);
       }
-    }
     if (plan.training) b.weight_updates(/*all_at_once=*/true);
     else b.sync_all(ctx.sync_seconds);
-  }
+  });
   // In flight per stage: GPipe holds every micro-batch; 1F1B at most p-s.
   std::vector<int> stash(static_cast<std::size_t>(p), 0);
   if (plan.training)

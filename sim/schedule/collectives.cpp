@@ -6,23 +6,15 @@
 // so only B/R_rack of the data crosses the GW-Links.
 #include <map>
 
+#include "sim/schedule/racks.hpp"
 #include "sim/schedule/schedule.hpp"
 
 namespace ipusim {
 
 std::vector<std::vector<int>> ProgramBuilder::racks_of(int virtual_ipu) const {
-  const int rack_ipus = context_.scenario.hardware.rack_ipus;
-  std::map<int, std::vector<int>> by_rack;
-  for (int r = 0; r < replicas_; ++r) by_rack[physical_of(r, virtual_ipu) / rack_ipus].push_back(r);
-  std::vector<std::vector<int>> racks;
-  for (auto& [rack, members] : by_rack) racks.push_back(members);
-  for (const auto& members : racks)
-    if (members.size() != racks.front().size()) {
-      std::vector<int> all;
-      for (int r = 0; r < replicas_; ++r) all.push_back(r);
-      return {all};
-    }
-  return racks;
+  std::vector<int> physical;
+  for (int r = 0; r < replicas_; ++r) physical.push_back(physical_of(r, virtual_ipu));
+  return replicas_by_rack(physical, context_.scenario.hardware.rack_ipus);
 }
 
 void ProgramBuilder::ring_step(int virtual_ipu, const std::vector<int>& members, int level, double chunk) {

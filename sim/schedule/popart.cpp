@@ -14,6 +14,14 @@
 
 namespace ipusim {
 
+std::vector<int> popart_stash_depth(const Plan& plan) {
+  // Merged stages from the stashing stage to its backward, inclusive; none for the loss stage.
+  std::vector<int> stash(static_cast<std::size_t>(plan.forward_stage_count), 0);
+  if (plan.training)
+    for (int s = 0; s < plan.loss_stage; ++s) stash[s] = 2 * (plan.loss_stage - s) + 1;
+  return stash;
+}
+
 Schedule build_popart(const ScheduleContext& ctx) {
   check_pipelinable(ctx);
   const Plan& plan = ctx.plan;
@@ -36,29 +44,30 @@ Schedule build_popart(const ScheduleContext& ctx) {
   for (const PlanCopy& c : plan.copies) all_copies.push_back(&c);
 
   ProgramBuilder b(ctx, "popart", ctx.recompute());
-  for (std::int64_t batch = 0; batch < batches; ++batch) {
-    for (std::int64_t c = 0; c < cycles; ++c) {
-      for (const PlanIpu& ipu : plan.ipus) {
-        std::vector<const PlanStage*> active;
-        for (int s : ipu.stages)
-          if (s <= c && c < s + depth) active.push_back(&plan.stages[s]);
-        auto micro_batch = [&](const PlanStage* st) { return batch * depth + c - st->id; };
-        for (const PlanStage* st : active) b.host_input(*st, micro_batch(st));
-        for (const PlanStage* st : active) {
-          b.compute(*st, micro_batch(st));
-          if (plan.training && !accumulating) b.stage_update(*st, micro_batch(st));
-        }
-        for (const PlanStage* st : active) b.host_output(*st, micro_batch(st));
+  // Cycle c of the first batch; every cycle of the main loop (S-1 <= c < depth) has all
+  // stages active, so one of them, repeated with micro-batches one further each time, is all of them.
+  auto cycle = [&](std::int64_t c) {
+    for (const PlanIpu& ipu : plan.ipus) {
+      std::vector<const PlanStage*> active;
+      for (int s : ipu.stages)
+        if (s <= c && c < s + depth) active.push_back(&plan.stages[s]);
+      for (const PlanStage* st : active) b.host_input(*st, c - st->id);
+      for (const PlanStage* st : active) {
+        b.compute(*st, c - st->id);
+        if (plan.training && !accumulating) b.stage_update(*st, c - st->id);
       }
-      b.exchange(all_copies);
+      for (const PlanStage* st : active) b.host_output(*st, c - st->id);
     }
+    b.exchange(all_copies);
+  };
+  b.repeat("batches", batches, depth, [&] {
+    for (std::int64_t c = 0; c < S - 1; ++c) cycle(c);
+    b.repeat("main cycles", depth - S + 1, 1, [&] { cycle(S - 1); });
+    for (std::int64_t c = depth; c < cycles; ++c) cycle(c);
     if (accumulating) b.weight_updates();
-  }
-  // Stash depth: merged stages from the stashing stage to its backward, inclusive; none for the loss stage.
-  std::vector<int> stash(static_cast<std::size_t>(plan.forward_stage_count), 0);
-  if (plan.training)
-    for (int s = 0; s < plan.loss_stage; ++s) stash[s] = 2 * (plan.loss_stage - s) + 1;
-  return b.finish(checked_mul(batches, depth, "micro-batches"), checked_int(cycles, "PopART cycles"), stash);
+  });
+  return b.finish(checked_mul(batches, depth, "micro-batches"), checked_int(cycles, "PopART cycles"),
+                  popart_stash_depth(plan));
 }
 
 } // namespace ipusim

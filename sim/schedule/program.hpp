@@ -4,10 +4,13 @@
 // every program holds the same number of Sync steps. An Exchange moves this IPU's
 // share of inter-IPU copies (sends and receives) concurrently and ends when all are done.
 // Send and Receive are the asynchronous GPU-style pair: a Send starts a copy and moves
-// on; a Receive waits until that copy has arrived (receives are posted up front, like
-// pre-allocated buffers, so a copy starts the moment it is sent).
+// on; a Receive waits until that copy has arrived (the receiving IPU takes every copy
+// the moment it is sent, like a pre-allocated buffer).
+//
+// Programs are compact: `steps` is a template and `repeats` mark ranges of it that run
+// many times (a schedule's main cycle, one per micro-batch), so a program's size does
+// not grow with the number of micro-batches. ProgramCursor walks the executed steps.
 #include <cstdint>
-#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -40,14 +43,32 @@ struct Step {
   std::vector<Transfer> transfers;  // Exchange, Send, Receive: src_ipu == this IPU sends
 };
 
+// Template steps [first, first + length) run `times` times in a row; in iteration i a
+// step's micro-batch is its own plus i * stride. Repeats nest (an inner range lies inside
+// an outer one) and are listed outer before inner, by `first`. `loop` names the
+// schedule-level loop the range belongs to: every program's part of one loop shares it.
+struct Repeat {
+  std::size_t first = 0;
+  std::size_t length = 0;
+  std::int64_t times = 1;
+  std::int64_t stride = 0;
+  int loop = 0;
+};
+
 struct Program {
+  Program() = default;
+  Program(int ipu_id, std::vector<Step> template_steps, std::vector<Repeat> step_repeats = {})
+      : ipu(ipu_id), steps(std::move(template_steps)), repeats(std::move(step_repeats)) {}
+
   int ipu = 0;
-  std::vector<Step> steps;
+  std::vector<Step> steps;       // the template; each step runs once unless a repeat covers it
+  std::vector<Repeat> repeats;
 };
 
 struct Schedule {
   std::string name;
   std::vector<Program> programs;     // one per physical IPU used (all replicas), ascending IPU id
+  std::vector<std::string> loops;    // what each Repeat::loop id repeats ("main cycles"), for notes
   int replicas = 1;
   std::int64_t micro_batches = 0;    // per step and replica, all batches included
   int cycles = 0;                    // lockstep cycles per batch (0 when the schedule has none)
@@ -57,10 +78,6 @@ struct Schedule {
   std::vector<int> stash_depth;
   bool recompute = false;  // backward stages re-run their forward: stashes hold what crosses an IPU boundary
   bool one_stage_at_a_time = false;  // sharded and tf-sequential: an IPU waits while another runs its stage
-  // Sizes, for the run estimate: steps and transfers over all programs, and the IPU pairs
-  // that exchange data (filled also by count_schedule, which keeps no steps).
-  std::uint64_t step_count = 0, transfer_count = 0;
-  std::set<std::pair<int, int>> transfer_pairs;
 };
 
 } // namespace ipusim

@@ -62,13 +62,11 @@ void check_schedule_name(const Scenario& sc) {
                        " (known: " + known + ")");
 }
 
-namespace {
-
-Schedule build_schedule(Mode mode, const Scenario& sc, const Plan& plan, bool count_only) {
+Schedule make_schedule(Mode mode, const Scenario& sc, const Plan& plan) {
   check_schedule_name(sc);
   const std::string name = mode == Mode::Sharded ? "sharded" : sc.execution.schedule;
   const int ipus = static_cast<int>(plan.ipus.size() * static_cast<std::size_t>(sc.execution.replicas));
-  const ScheduleContext context{sc, plan, sc.hardware.sync_seconds(ipus), count_only};
+  const ScheduleContext context{sc, plan, sc.hardware.sync_seconds(ipus)};
 
   for (const auto& s : schedules()) {
     if (s.name != name) continue;
@@ -77,11 +75,6 @@ Schedule build_schedule(Mode mode, const Scenario& sc, const Plan& plan, bool co
   throw InputError(sc.file, sc.execution_pointer("schedule"), "scenario.unknown-schedule",
                    "unknown schedule \"" + name + "\" (known: " + schedule_names() + ")");
 }
-
-} // namespace
-
-Schedule make_schedule(Mode mode, const Scenario& sc, const Plan& plan) { return build_schedule(mode, sc, plan, false); }
-Schedule count_schedule(Mode mode, const Scenario& sc, const Plan& plan) { return build_schedule(mode, sc, plan, true); }
 
 std::vector<const PlanCopy*> ScheduleContext::copies_from(int stage, bool gradient) const {
   std::vector<const PlanCopy*> out;
@@ -183,10 +176,7 @@ void ProgramBuilder::append(int virtual_ipu, const Step& step) {
 }
 
 void ProgramBuilder::push(std::size_t program, Step step) {
-  ++schedule_.step_count;
-  schedule_.transfer_count += step.transfers.size();
-  for (const Transfer& t : step.transfers) schedule_.transfer_pairs.insert({t.src_ipu, t.dst_ipu});
-  if (!context_.count_only) schedule_.programs[program].steps.push_back(std::move(step));
+  schedule_.programs[program].steps.push_back(std::move(step));
 }
 
 void ProgramBuilder::sync_all(double seconds) {
@@ -345,6 +335,27 @@ void ProgramBuilder::stage_update(const PlanStage& stage, std::int64_t micro_bat
   s.micro_batch = micro_batch;
   update_steps(stage.ipu, s, stage.update_seconds, stage.state_bytes);
   if (sharded_state) all_gather(stage.ipu, stage.weight_bytes);
+}
+
+int ProgramBuilder::repeat(const std::string& name, std::int64_t times, std::int64_t stride,
+                           const std::function<void()>& body, int loop) {
+  if (loop < 0) {
+    loop = static_cast<int>(schedule_.loops.size());
+    schedule_.loops.push_back(name);
+  }
+  if (times <= 0) return loop;
+  std::vector<std::pair<std::size_t, std::size_t>> before;  // steps and repeats of each program
+  for (const Program& p : schedule_.programs) before.emplace_back(p.steps.size(), p.repeats.size());
+  body();
+  for (std::size_t i = 0; i < schedule_.programs.size(); ++i) {
+    Program& p = schedule_.programs[i];
+    const auto [steps, repeats] = before[i];
+    if (p.steps.size() == steps || times == 1) continue;
+    // Before the repeats the body made: outer ranges are listed before the ones inside them.
+    p.repeats.insert(p.repeats.begin() + static_cast<std::ptrdiff_t>(repeats),
+                     Repeat{steps, p.steps.size() - steps, times, stride, loop});
+  }
+  return loop;
 }
 
 Schedule ProgramBuilder::finish(std::int64_t micro_batches, int cycles, std::vector<int> stash_depth) {

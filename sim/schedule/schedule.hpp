@@ -2,6 +2,7 @@
 // Schedules turn a plan into per-IPU programs. They are chosen by name (the
 // scenario's "schedule" for pipelined runs; "sharded" for sharded runs) from the
 // registry below; adding one is a new file and a line in the registry.
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -16,7 +17,6 @@ struct ScheduleContext {
   const Scenario& scenario;
   const Plan& plan;
   double sync_seconds;  // one inter-IPU sync among the plan's IPUs
-  bool count_only = false;  // ProgramBuilder counts the steps instead of keeping them
 
   bool recompute() const { return scenario.execution.recomputation == Recomputation::Pipeline; }
   // Micro-batches per weight update (training) or per step (inference), and how many such batches a step runs.
@@ -51,12 +51,11 @@ void check_schedule_name(const Scenario& scenario);
 // Builds the program for a run in `mode`; throws InputError when the scenario asks
 // for something the schedule cannot do (unknown name, too shallow a pipeline...).
 Schedule make_schedule(Mode mode, const Scenario& scenario, const Plan& plan);
-// The same schedule's size without its steps: programs empty, step_count and
-// transfer_count filled, the IPU pairs that exchange data listed. Memory O(IPUs), time O(steps).
-Schedule count_schedule(Mode mode, const Scenario& scenario, const Plan& plan);
 
 Schedule build_sharded(const ScheduleContext& context);
 Schedule build_popart(const ScheduleContext& context);
+// Micro-batches each forward stage stashes under PopART's schedule (build_popart's rule).
+std::vector<int> popart_stash_depth(const Plan& plan);
 Schedule build_tf_grouped(const ScheduleContext& context);
 Schedule build_tf_interleaved(const ScheduleContext& context);
 Schedule build_tf_sequential(const ScheduleContext& context);
@@ -94,6 +93,12 @@ public:
   // PopART without gradient accumulation: right after a stage's backward of one micro-batch,
   // the update of the weights whose gradient it completes (all-reduced first with replicas).
   void stage_update(const PlanStage& stage, std::int64_t micro_batch);
+  // Lays out `body` once as the template of a loop run `times` times, micro-batches one
+  // `stride` further each time, on every program the body adds steps to (write the body
+  // for iteration 0). Returns the loop's id; passing it as `loop` makes this call another
+  // part of that loop (the stages of a GPU-style schedule, each with its own trip count).
+  int repeat(const std::string& name, std::int64_t times, std::int64_t stride, const std::function<void()>& body,
+             int loop = -1);
   Schedule finish(std::int64_t micro_batches, int cycles, std::vector<int> stash_depth);
 
 private:

@@ -11,13 +11,12 @@ Schedule build_sharded(const ScheduleContext& ctx) {
   const std::int64_t per_batch = ex.training ? ex.gradient_accumulation : ex.batches_per_step;
   const std::int64_t batches = ex.training ? ex.batches_per_step : 1;
   ProgramBuilder b(ctx, "sharded", /*recompute=*/false);
-  for (std::int64_t batch = 0; batch < batches; ++batch) {
-    for (std::int64_t k = 0; k < per_batch; ++k) {
-      const std::int64_t mb = batch * per_batch + k;
+  b.repeat("batches", batches, per_batch, [&] {
+    b.repeat("micro-batches", per_batch, 1, [&] {
       for (const PlanStage& stage : ctx.plan.stages) {
-        b.host_input(stage, mb);
-        b.compute(stage, mb);
-        b.host_output(stage, mb);
+        b.host_input(stage, 0);
+        b.compute(stage, 0);
+        b.host_output(stage, 0);
         std::vector<const PlanCopy*> outgoing;
         for (const PlanCopy& c : ctx.plan.copies)
           if (c.from_stage == stage.id) outgoing.push_back(&c);
@@ -27,9 +26,9 @@ Schedule build_sharded(const ScheduleContext& ctx) {
         if (!outgoing.empty()) b.exchange(outgoing);
         else if (!same_ipu) b.sync_all(ctx.sync_seconds);
       }
-    }
+    });
     if (ex.training) b.weight_updates();
-  }
+  });
   // One micro-batch at a time: each forward stage keeps one micro-batch's activations for its backward.
   std::vector<int> stash(static_cast<std::size_t>(ctx.plan.forward_stage_count), 0);
   if (ex.training)

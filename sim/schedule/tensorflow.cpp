@@ -9,6 +9,7 @@
 // A stage runs a micro-batch in a step when its input was produced in an earlier step.
 // Depth rules and FIFO depths from popart-semantics.md.
 #include <algorithm>
+#include <optional>
 
 #include "sim/io/input_error.hpp"
 #include "sim/schedule/schedule.hpp"
@@ -25,12 +26,93 @@ struct Task {
   bool backward;
 };
 
-// The steps of one batch: which stage runs which micro-batch in which pass.
-std::vector<std::vector<Task>> lockstep_tasks(Flavour flavour, int N, std::int64_t m, bool training) {
+bool same_shifted(const std::vector<Task>& later, const std::vector<Task>& earlier, std::int64_t shift) {
+  if (later.size() != earlier.size()) return false;
+  for (std::size_t i = 0; i < later.size(); ++i)
+    if (later[i].stage != earlier[i].stage || later[i].backward != earlier[i].backward ||
+        later[i].micro_batch != earlier[i].micro_batch + shift)
+      return false;
+  return true;
+}
+
+std::vector<Task> shifted(std::vector<Task> step, std::int64_t shift) {
+  for (Task& t : step) t.micro_batch += shift;
+  return step;
+}
+
+// A run of lockstep steps: `body` (micro-batches of its first time) `times` times, each
+// time one micro-batch further.
+struct Segment {
+  std::vector<std::vector<Task>> body;
+  std::int64_t times = 1;
+};
+
+// Folds a stream of steps into segments: whenever the last P steps (P = 1 or 2) repeat the
+// P before them one micro-batch further, they start a run that lasts as long as the steps
+// keep repeating. The steady state of a deep pipeline becomes one segment.
+class StepFolder {
+public:
+  void add(std::vector<Task> step) {
+    if (run_) {
+      if (same_shifted(step, run_->body[phase_], run_->times)) {
+        if (++phase_ == run_->body.size()) {
+          ++run_->times;
+          phase_ = 0;
+        }
+        return;
+      }
+      end_run();
+    }
+    pending_.push_back(std::move(step));
+    for (std::size_t P : {std::size_t{1}, std::size_t{2}}) {
+      const std::size_t n = pending_.size();
+      if (n < 2 * P) continue;
+      bool repeats = true;
+      for (std::size_t k = 0; k < P && repeats; ++k) repeats = same_shifted(pending_[n - P + k], pending_[n - 2 * P + k], 1);
+      if (!repeats) continue;
+      for (std::size_t k = 0; k + 2 * P < n; ++k) segments_.push_back({{std::move(pending_[k])}, 1});
+      run_ = Segment{{pending_.begin() + static_cast<std::ptrdiff_t>(n - 2 * P),
+                      pending_.begin() + static_cast<std::ptrdiff_t>(n - P)},
+                     2};
+      phase_ = 0;
+      pending_.clear();
+      return;
+    }
+    // Only the last 2P-1 steps can still start a run.
+    while (pending_.size() > 3) {
+      segments_.push_back({{std::move(pending_.front())}, 1});
+      pending_.erase(pending_.begin());
+    }
+  }
+
+  std::vector<Segment> finish() {
+    if (run_) end_run();
+    for (auto& step : pending_) segments_.push_back({{std::move(step)}, 1});
+    pending_.clear();
+    return std::move(segments_);
+  }
+
+private:
+  // The steps of the run's unfinished last time go back to the pending ones.
+  void end_run() {
+    for (std::size_t k = 0; k < phase_; ++k) pending_.push_back(shifted(run_->body[k], run_->times));
+    segments_.push_back(std::move(*run_));
+    run_.reset();
+    phase_ = 0;
+  }
+
+  std::vector<Segment> segments_;
+  std::vector<std::vector<Task>> pending_;
+  std::optional<Segment> run_;
+  std::size_t phase_ = 0;  // steps of the run's current time matched so far
+};
+
+// The steps of one batch: which stage runs which micro-batch in which pass. A stage runs
+// a micro-batch when its input was produced in an earlier step, which the counters of
+// the previous steps tell: stage s-1 has produced micro-batch i iff next_f[s-1] > i.
+std::vector<Segment> lockstep_tasks(Flavour flavour, int N, std::int64_t m, bool training) {
   std::vector<std::int64_t> next_f(N, 0), next_b(N, 0);
-  std::vector<std::vector<std::int64_t>> f_step(N, std::vector<std::int64_t>(m, -1)),
-      b_step(N, std::vector<std::int64_t>(m, -1));
-  std::vector<std::vector<Task>> steps;
+  StepFolder folder;
   for (std::int64_t t = 0; next_b[0] < (training ? m : 0) || next_f[N - 1] < m; ++t) {
     std::vector<Task> step;
     for (int s = 0; s < N; ++s) {
@@ -39,25 +121,21 @@ std::vector<std::vector<Task>> lockstep_tasks(Flavour flavour, int N, std::int64
       if (training && flavour == Flavour::Interleaved) forward = (t - s) % 2 == 0;
       if (forward) {
         const std::int64_t i = next_f[s];
-        if (i < m && (s == 0 || (f_step[s - 1][i] >= 0 && f_step[s - 1][i] < t))) step.push_back({s, i, false});
+        if (i < m && (s == 0 || next_f[s - 1] > i)) step.push_back({s, i, false});
       } else {
         const std::int64_t i = next_b[s];
-        const auto& ready = s == N - 1 ? f_step[s] : b_step[s + 1];
-        if (i < m && ready[i] >= 0 && ready[i] < t) step.push_back({s, i, true});
+        const std::int64_t ready = s == N - 1 ? next_f[s] : next_b[s + 1];
+        if (i < m && ready > i) step.push_back({s, i, true});
       }
     }
-    for (const Task& task : step) {
-      if (task.backward) b_step[task.stage][next_b[task.stage]++] = t;
-      else f_step[task.stage][next_f[task.stage]++] = t;
-    }
-    if (!step.empty()) steps.push_back(std::move(step));
+    for (const Task& task : step) ++(task.backward ? next_b : next_f)[task.stage];
+    if (!step.empty()) folder.add(std::move(step));
   }
-  return steps;
+  return folder.finish();
 }
 
 // Lays out tasks step by step: per IPU its streams and compute, then one sync and the copies the step produced.
-void emit_steps(const ScheduleContext& ctx, ProgramBuilder& b, const std::vector<std::vector<Task>>& steps,
-                std::int64_t first_micro_batch) {
+void emit_steps(const ScheduleContext& ctx, ProgramBuilder& b, const std::vector<std::vector<Task>>& steps) {
   const Plan& plan = ctx.plan;
   const int L = plan.loss_stage;
   for (const auto& step : steps) {
@@ -68,15 +146,15 @@ void emit_steps(const ScheduleContext& ctx, ProgramBuilder& b, const std::vector
         if (plan.stages[t.stage].ipu == ipu.id) mine.push_back(&t);
       std::sort(mine.begin(), mine.end(), [](const Task* a, const Task* c) { return a->stage < c->stage; });
       for (const Task* t : mine)
-        if (!t->backward) b.host_input(plan.stages[t->stage], first_micro_batch + t->micro_batch);
+        if (!t->backward) b.host_input(plan.stages[t->stage], t->micro_batch);
       for (const Task* t : mine) {
-        const std::int64_t mb = first_micro_batch + t->micro_batch;
+        const std::int64_t mb = t->micro_batch;
         if (!t->backward) b.compute(plan.stages[t->stage], mb, Work::ForwardOnly);
         else if (t->stage == L) b.compute(plan.stages[L], mb, Work::BackwardOnly);
         else b.compute(plan.stages[2 * L - t->stage], mb);
       }
       for (const Task* t : mine)
-        if (!t->backward) b.host_output(plan.stages[t->stage], first_micro_batch + t->micro_batch);
+        if (!t->backward) b.host_output(plan.stages[t->stage], t->micro_batch);
     }
     for (const Task& t : step)
       for (const PlanCopy* c : ctx.copies_from(t.backward ? 2 * L - t.stage : t.stage, t.backward))
@@ -114,17 +192,22 @@ Schedule build_lockstep(const ScheduleContext& ctx, Flavour flavour) {
                            "training; IPU " + std::to_string(ipu.id) + " holds " +
                                std::to_string((ipu.stages.size() + 1) / 2) + " (use tf-grouped or popart)");
   }
-  const auto steps = lockstep_tasks(flavour, N, depth, training);
+  const std::vector<Segment> segments = lockstep_tasks(flavour, N, depth, training);
+  std::int64_t steps = 0;
+  for (const Segment& segment : segments) steps += static_cast<std::int64_t>(segment.body.size()) * segment.times;
   ProgramBuilder b(ctx, name, ctx.recompute());
-  for (std::int64_t batch = 0; batch < ctx.batches(); ++batch) {
-    emit_steps(ctx, b, steps, batch * depth);
+  b.repeat("batches", ctx.batches(), depth, [&] {
+    for (const Segment& segment : segments) {
+      if (segment.times == 1) emit_steps(ctx, b, segment.body);
+      else b.repeat("steady steps", segment.times, 1, [&] { emit_steps(ctx, b, segment.body); });
+    }
     if (training) b.weight_updates();
-  }
+  });
   // FIFO depth: Grouped 2 x (last forward stage - stage), Interleaved 1 x.
   std::vector<int> fifo(static_cast<std::size_t>(N), 0);
   if (training)
     for (int s = 0; s < N; ++s) fifo[s] = (flavour == Flavour::Grouped ? 2 : 1) * (N - 1 - s);
-  return b.finish(ctx.batches() * depth, static_cast<int>(steps.size()), fifo);
+  return b.finish(ctx.batches() * depth, static_cast<int>(steps), fifo);
 }
 
 } // namespace
@@ -138,16 +221,14 @@ Schedule build_tf_sequential(const ScheduleContext& ctx) {
   const int N = plan.forward_stage_count;
   const std::int64_t depth = ctx.depth();
   ProgramBuilder b(ctx, "tf-sequential", ctx.recompute());
-  for (std::int64_t batch = 0; batch < ctx.batches(); ++batch) {
-    for (std::int64_t i = 0; i < depth; ++i) {
-      std::vector<std::vector<Task>> one_at_a_time;
-      for (int s = 0; s < N; ++s) one_at_a_time.push_back({{s, i, false}});
-      if (plan.training)
-        for (int s = N - 1; s >= 0; --s) one_at_a_time.push_back({{s, i, true}});
-      emit_steps(ctx, b, one_at_a_time, batch * depth);
-    }
+  std::vector<std::vector<Task>> one_at_a_time;
+  for (int s = 0; s < N; ++s) one_at_a_time.push_back({{s, 0, false}});
+  if (plan.training)
+    for (int s = N - 1; s >= 0; --s) one_at_a_time.push_back({{s, 0, true}});
+  b.repeat("batches", ctx.batches(), depth, [&] {
+    b.repeat("micro-batches", depth, 1, [&] { emit_steps(ctx, b, one_at_a_time); });
     if (plan.training) b.weight_updates();
-  }
+  });
   // No FIFOs; one micro-batch's activations wait from its forward to its backward.
   std::vector<int> stash(static_cast<std::size_t>(N), 0);
   if (plan.training)

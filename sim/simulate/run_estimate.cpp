@@ -9,7 +9,7 @@
 #include "sim/engine/engine.hpp"
 #include "sim/io/input_error.hpp"
 #include "sim/output/units.hpp"
-#include "sim/plan/routes.hpp"
+#include "sim/schedule/program_cursor.hpp"
 #include "sim/schedule/schedule.hpp"
 
 namespace ipusim {
@@ -26,8 +26,8 @@ constexpr double kActorBytes = 256.0 * 1024;
 // Per step: SimGrid's activities and barriers as run, in seconds (docs/benchmark.md measures
 // 430,000 activities/s; half that, for slower machines and sanitizer builds).
 constexpr double kSecondsPerStep = 1.0 / 200000;
-// Per trace event: the JSON object built for it and its text.
-constexpr double kTraceBytesPerEvent = 1200;
+// Per trace event: the slice record the streaming trace writer keeps for it.
+constexpr double kTraceBytesPerEvent = 64;
 
 std::string count_text(double n) {
   char text[32];
@@ -81,36 +81,34 @@ RunEstimate estimate_run(const Scenario& sc, const Plan& plan, const std::vector
                          " at once, more than the 2^60 bytes ipusim counts; use a smaller microBatchSize or model");
 
   RunEstimate e;
-  double schedules = 0, largest_run = 0;
-  RouteFinder routes(sc.hardware);
+  double largest_run = 0;
   for (Mode mode : modes) {
-    const Schedule counted = count_schedule(mode, sc, plan);
-    const auto steps = static_cast<double>(counted.step_count);
-    const auto transfers = static_cast<double>(counted.transfer_count);
-    e.steps += counted.step_count;
-    e.transfers += counted.transfer_count;
-    double hops = 0;  // the longest route a transfer takes
-    for (const auto& [a, b] : counted.transfer_pairs)
-      hops = std::max(hops, static_cast<double>(routes.route(a, b).size()));
-    const double programs = static_cast<double>(counted.programs.size());
-    // The schedule, kept by ipusim for the whole run (vectors grow to twice their size).
-    schedules += 2 * steps * sizeof(Step) + transfers * (sizeof(Transfer) + 32);
-    // One simulation: its event log three times over (per IPU, merged, serialized) in the
-    // simulation process and three times in ipusim as it arrives (buffer growth, log), its
-    // transfer records, SimGrid's actors and routes, the metrics' per-micro-batch spans.
-    const double events = steps * sizeof(Event);
-    const double records = transfers * (sizeof(TransferRecord) + 32 + 4 * hops);
-    const double engine = programs * kActorBytes + static_cast<double>(counted.transfer_pairs.size()) * (64 + 16 * hops) +
-                          static_cast<double>(sc.hardware.links.size()) * 1024;
-    const double run = 6 * events + 4 * records + engine + 16 * micro_batches +
-                       (trace ? steps * kTraceBytesPerEvent : 0);
-    largest_run = std::max(largest_run, run);
+    // Programs are compact (a template with repeats): built in time and memory O(stages +
+    // IPUs), and counted without being expanded.
+    const Schedule schedule = make_schedule(mode, sc, plan);
+    double steps = 0, transfers = 0, template_steps = 0;
+    for (const Program& p : schedule.programs) {
+      steps += static_cast<double>(executed_steps(p));
+      transfers += static_cast<double>(executed_transfers(p));
+      template_steps += static_cast<double>(p.steps.size());
+    }
+    e.steps += static_cast<std::uint64_t>(steps);
+    e.transfers += static_cast<std::uint64_t>(transfers);
+    const double programs = static_cast<double>(schedule.programs.size());
+    // One simulation: the schedule (kept by ipusim and its simulation process), SimGrid's
+    // actors and routes, the metrics' open latency spans. Without a trace nothing grows
+    // with the steps; with one, every event and transfer record is shipped to ipusim and
+    // kept there until the trace is written (streamed: one small record per slice).
+    const double schedule_bytes = 2 * template_steps * (sizeof(Step) + sizeof(Transfer));
+    const double engine = programs * kActorBytes + static_cast<double>(sc.hardware.links.size()) * 1024;
+    const double log = trace ? 2 * steps * sizeof(Event) + 2 * transfers * (sizeof(TransferRecord) + 48) +
+                                   steps * kTraceBytesPerEvent
+                             : 0;
+    largest_run = std::max(largest_run, 2 * schedule_bytes + engine + log);
     e.seconds += steps * kSecondsPerStep;
   }
-  // Route searches (one per source IPU, ipuCount hops each) and the host link names.
-  const double sources = static_cast<double>(plan.ipus.size()) * static_cast<double>(ex.replicas);
-  const double system = static_cast<double>(sc.hardware.ipu_count) * (8.0 * sources + 64);
-  e.peak_bytes = 2 * kBaseBytes + 2 * schedules + largest_run + system;
+  const double system = static_cast<double>(sc.hardware.ipu_count) * 64;
+  e.peak_bytes = 2 * kBaseBytes + largest_run + system;
   const double budget = memory_budget_bytes();
   if (e.peak_bytes > budget)
     too_large(sc, "the run would need about " + format_bytes(e.peak_bytes) + " of memory, more than the " +

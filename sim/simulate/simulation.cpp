@@ -2,6 +2,8 @@
 
 #include <ostream>
 
+#include "sim/engine/forked.hpp"
+#include "sim/engine/log_channel.hpp"
 #include "sim/plan/routes.hpp"
 #include "sim/simulate/run_estimate.hpp"
 #include "sim/schedule/schedule.hpp"
@@ -9,27 +11,145 @@
 namespace ipusim {
 
 namespace {
-// Runs larger or longer than this are announced before they start.
+
+// Both observers at once: metrics as the run goes, and the log for a trace.
+class Tee : public RunObserver {
+public:
+  Tee(RunObserver& a, RunObserver* b) : a_(a), b_(b) {}
+  void on_event(const Event& e) override {
+    a_.on_event(e);
+    if (b_) b_->on_event(e);
+  }
+  void on_transfer(const TransferRecord& t) override {
+    if (a_.wants_transfers()) a_.on_transfer(t);
+    if (b_) b_->on_transfer(t);
+  }
+  bool wants_transfers() const override { return a_.wants_transfers() || b_; }
+
+private:
+  RunObserver& a_;
+  RunObserver* b_;
+};
+
+void send_metrics(ByteWriter& out, const RunMetrics& m) {
+  out.record('M');
+  out.value(m.step_time_s);
+  out.value(m.throughput_samples_per_s);
+  out.value(m.throughput_sequences_per_s);
+  out.value(m.latency_s);
+  out.value(m.bubble_fraction);
+  out.value(m.allreduce_s);
+  out.value(m.activities);
+  out.value(m.bottleneck_ipu);
+  out.value(m.bottleneck_stage);
+  out.value<std::uint64_t>(m.ipus.size());
+  for (const IpuMetrics& i : m.ipus) out.value(i);
+  out.value<std::uint64_t>(m.links.size());
+  for (const LinkTraffic& l : m.links) {
+    out.text(l.name);
+    out.value(l.bytes);
+  }
+  out.value(m.simulation.steps_total);
+  out.value(m.simulation.steps_simulated);
+  out.value<std::uint64_t>(m.simulation.not_periodic.size());
+  for (const std::string& name : m.simulation.not_periodic) out.text(name);
+}
+
+// Fills what the simulation measured into `m`, whose other fields the parent knows.
+void receive_metrics(ByteReader& in, RunMetrics& m) {
+  m.step_time_s = in.value<double>();
+  m.throughput_samples_per_s = in.value<double>();
+  m.throughput_sequences_per_s = in.value<double>();
+  m.latency_s = in.value<LatencyStats>();
+  m.bubble_fraction = in.value<double>();
+  m.allreduce_s = in.value<double>();
+  m.activities = in.value<std::uint64_t>();
+  m.bottleneck_ipu = in.value<int>();
+  m.bottleneck_stage = in.value<int>();
+  m.ipus.resize(in.value<std::uint64_t>());
+  for (IpuMetrics& i : m.ipus) i = in.value<IpuMetrics>();
+  m.links.resize(in.value<std::uint64_t>());
+  for (LinkTraffic& l : m.links) {
+    l.name = in.text();
+    l.bytes = in.value<double>();
+  }
+  m.simulation.steps_total = in.value<std::int64_t>();
+  m.simulation.steps_simulated = in.value<std::int64_t>();
+  m.simulation.not_periodic.resize(in.value<std::uint64_t>());
+  for (std::string& name : m.simulation.not_periodic) name = in.text();
+}
+
+EngineOptions engine_options(const SimulateOptions& options) {
+  EngineOptions engine;
+  engine.steady_state = !options.exact_full;
+  return engine;
+}
+
+ModeRun run_mode_here(Mode mode, Schedule schedule, const Scenario& sc, const SimulateOptions& options) {
+  ModeRun run;
+  MetricsAccumulator metrics(mode, schedule, sc.execution);
+  LogCollector log;
+  Tee both(metrics, options.keep_log ? &log : nullptr);
+  const RunSummary summary = run_engine_in_process(schedule, sc.hardware, both, engine_options(options));
+  run.metrics = metrics.finish(summary);
+  run.log = make_log(std::move(log.events), std::move(log.transfers), summary);
+  run.schedule = std::move(schedule);
+  return run;
+}
+
+// Simulates in a forked child that computes the metrics itself and sends them back, with
+// the events and transfers as they happen when the log is kept.
+ModeRun run_mode(Mode mode, Schedule schedule, const Scenario& sc, const SimulateOptions& options) {
+  ModeRun run;
+  std::vector<Event> events;
+  std::vector<TransferRecord> transfers;
+  RunSummary summary;
+  run.metrics = MetricsAccumulator(mode, schedule, sc.execution).finish(RunSummary{});  // the parent's share
+  run_forked(
+      [&](ByteWriter& out) {
+        MetricsAccumulator metrics(mode, schedule, sc.execution);
+        LogSender sender(out);
+        Tee both(metrics, options.keep_log ? &sender : nullptr);
+        const RunSummary s = run_engine_in_process(schedule, sc.hardware, both, engine_options(options));
+        send_metrics(out, metrics.finish(s));
+        send_summary(out, s);
+      },
+      [&](ByteReader& in) {
+        for (char tag = in.tag(); tag != 'S'; tag = in.tag()) {
+          if (tag == 'E') events.push_back(receive_event(in));
+          else if (tag == 'T') transfers.push_back(receive_transfer(in));
+          else if (tag == 'M') receive_metrics(in, run.metrics);
+          else throw EngineError("the simulation process sent an unreadable result");
+        }
+        summary = receive_summary(in);
+      });
+  run.log = make_log(std::move(events), std::move(transfers), summary);
+  run.schedule = std::move(schedule);
+  return run;
+}
+
+// Runs larger than this, or longer when simulated in full, are announced before they start.
 constexpr double kNoteBytes = 1024.0 * 1024 * 1024;
 constexpr double kNoteSeconds = 60;
+
 } // namespace
 
-Simulation simulate(const Scenario& scenario, const std::vector<Mode>& modes, bool trace, std::ostream* notes) {
+Simulation simulate(const Scenario& scenario, const std::vector<Mode>& modes, const SimulateOptions& options) {
   Simulation sim;
   sim.graph = build_graph(scenario.model);
   sim.plan = make_plan(scenario, sim.graph);
   check_connected(scenario.hardware);  // a disconnected system is bad input, reported before simulating
-  sim.estimate = estimate_run(scenario, sim.plan, modes, trace);
-  if (notes != nullptr && (sim.estimate.peak_bytes > kNoteBytes || sim.estimate.seconds > kNoteSeconds))
-    *notes << "ipusim: note: this run needs " << describe_estimate(sim.estimate) << "\n" << std::flush;
+  sim.estimate = estimate_run(scenario, sim.plan, modes, options.keep_log);
+  // The time estimate is for the full simulation; the steady state's is usually far less.
+  if (options.notes != nullptr &&
+      (sim.estimate.peak_bytes > kNoteBytes || (options.exact_full && sim.estimate.seconds > kNoteSeconds)))
+    *options.notes << "ipusim: note: this run needs " << describe_estimate(sim.estimate) << "\n" << std::flush;
   std::vector<Schedule> schedules;
   for (Mode mode : modes) schedules.push_back(make_schedule(mode, scenario, sim.plan));
   for (std::size_t i = 0; i < modes.size(); ++i) {
-    ModeRun run;
-    run.log = run_engine(schedules[i], scenario.hardware);
-    run.metrics = compute_metrics(modes[i], schedules[i], run.log, scenario.execution);
-    run.metrics.memory = estimate_memory(scenario, sim.plan, schedules[i].stash_depth, schedules[i].recompute);
-    run.schedule = std::move(schedules[i]);
+    const bool here = options.last_in_process && i + 1 == modes.size();
+    ModeRun run = (here ? run_mode_here : run_mode)(modes[i], std::move(schedules[i]), scenario, options);
+    run.metrics.memory = estimate_memory(scenario, sim.plan, run.schedule.stash_depth, run.schedule.recompute);
     sim.runs.push_back(std::move(run));
   }
   return sim;

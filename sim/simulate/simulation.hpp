@@ -16,7 +16,7 @@ namespace ipusim {
 
 struct ModeRun {
   Schedule schedule;
-  RunLog log;
+  RunLog log;  // events and transfers only when SimulateOptions::keep_log
   RunMetrics metrics;
 };
 
@@ -27,10 +27,24 @@ struct Simulation {
   std::vector<ModeRun> runs;  // in the order of the modes asked for
 };
 
+struct SimulateOptions {
+  // Keep every event and transfer (for a trace). Without it a run's memory does not grow
+  // with its number of micro-batches: metrics are computed as the simulation goes.
+  bool keep_log = true;
+  // Simulate every iteration of every loop instead of skipping repeated periods (the
+  // figures are the same; this is the check, and the baseline for benchmarks).
+  bool exact_full = false;
+  // This process simulates nothing else (a sweep's point): the last mode runs here rather
+  // than in a forked child, sparing a process. A failure of SimGrid itself then ends this
+  // process instead of being reported.
+  bool last_in_process = false;
+  // Where a run estimated at over 1 GiB, or over a minute with exact_full, is announced
+  // before it starts (none: not announced).
+  std::ostream* notes = nullptr;
+};
+
 // Checks everything before simulating anything, so bad input fails fast, and refuses a
-// run too large for the machine (run_estimate.hpp; `trace`: a trace will be written).
-// A run estimated at over 1 GiB or a minute is announced on `notes` before it starts.
-Simulation simulate(const Scenario& scenario, const std::vector<Mode>& modes, bool trace = false,
-                    std::ostream* notes = nullptr);
+// run too large for the machine (run_estimate.hpp).
+Simulation simulate(const Scenario& scenario, const std::vector<Mode>& modes, const SimulateOptions& options = {});
 
 } // namespace ipusim

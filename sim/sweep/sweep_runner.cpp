@@ -3,18 +3,23 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
+#include <poll.h>
+#include <sys/mman.h>
+
+#include <cerrno>
 #include <chrono>
-#include <condition_variable>
 #include <cstdio>
+#include <cstring>
 #include <cstdlib>
 #include <exception>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
+#include <list>
 #include <memory>
-#include <mutex>
 #include <ostream>
 #include <sstream>
+#include <stdexcept>
 #include <thread>
 #include <vector>
 
@@ -179,18 +184,7 @@ public:
     const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
     jobs_ = std::min<std::size_t>(o_.jobs ? o_.jobs : hw, std::max<std::size_t>(todo_.size(), 1));
     start_ = Clock::now();
-    {
-      std::vector<std::thread> workers;
-      for (std::size_t i = 0; i < jobs_ && i < todo_.size(); ++i) workers.emplace_back([this] { work(); });
-      std::unique_lock lock(mutex_);
-      while (finished_ + interrupted_ < todo_.size() && !failure_) {
-        changed_.wait_for(lock, std::chrono::milliseconds(250));
-        if (o_.progress) draw_progress();
-      }
-      lock.unlock();
-      for (auto& w : workers) w.join();
-    }
-    if (failure_) std::rethrow_exception(failure_);
+    run_points();
     // Pick up what other shards finished meanwhile, then write the final results.
     for (const Point& p : points_)
       if (!rows_[p.index].present)
@@ -203,44 +197,134 @@ public:
 private:
   std::string point_file(const Point& p) const { return (fs::path(dir_) / "points" / (p.id + ".json")).string(); }
 
-  void work() {
-    while (true) {
-      const std::size_t slot = next_++;
-      if (slot >= todo_.size() || stop_) return;
-      const Point& p = points_[todo_[slot]];
-      try {
-        const std::vector<std::string> args = run_arguments(spec_, p);
-        const ChildResult child = run_child(o_.program, "ipusim", args);
-        if (interrupted(child)) {
-          std::lock_guard lock(mutex_);
-          ++interrupted_;
-          changed_.notify_all();
+  // One thread keeps up to jobs_ points running, each a child forked from this process
+  // (so forking is safe: nothing else runs here), and takes in each record as it ends.
+  void run_points() {
+    struct Running {
+      std::size_t index;
+      sweep::ChildProcess child;
+      bool computing = true;  // until its record line arrives; then it only writes the record durably
+    };
+    std::list<Running> running;  // erased from the middle as points end
+    std::size_t next = 0;
+    std::vector<pollfd> fds;
+    auto last_draw = Clock::now();
+    while (next < todo_.size() || !running.empty()) {
+      // A point takes one of the -j slots while it computes; its durable write overlaps the next points.
+      const auto computing = [&] {
+        return static_cast<std::size_t>(std::count_if(running.begin(), running.end(), [](const Running& r) { return r.computing; }));
+      };
+      while (computing() < jobs_ && next < todo_.size()) {
+        const std::size_t index = todo_[next++];
+        const std::vector<std::string> args = run_arguments(spec_, points_[index]);
+        sweep::ChildProcess child("", "ipusim", args,
+                                  [this, index](const std::vector<std::string>& a) { return run_point(index, a); });
+        running.push_back({index, std::move(child), true});
+      }
+      fds.clear();
+      for (const Running& r : running) r.child.poll_fds(fds);
+      if (!fds.empty() && ::poll(fds.data(), fds.size(), 250) < 0 && errno != EINTR)
+        throw std::runtime_error(std::string("poll: ") + std::strerror(errno));
+      for (auto r = running.begin(); r != running.end();) {
+        r->child.read_ready(fds);
+        if (r->computing && r->child.output().find('\n') != std::string::npos) r->computing = false;
+        if (!r->child.output_closed()) {
+          ++r;
           continue;
         }
-        std::vector<std::string> command = {"ipusim"};
-        command.insert(command.end(), args.begin(), args.end());
-        const Json record = point_record(p, command, child);
-        replace_file(point_file(p), record.dump(2, ' ', false, Json::error_handler_t::replace) + "\n", /*durable=*/true);
-        Row row = row_of(p, record);
-        std::lock_guard lock(mutex_);
-        if (!row.ok) failed_.push_back(p.index);
-        rows_[p.index] = std::move(row);
-        ++finished_;
-        // Rewrite the results after each point, unless rewriting them has become a
-        // large share of the time (big sweeps): then at most every 4x its cost.
-        if (Clock::now() - last_write_ >= 4 * last_write_cost_) write_results();
-        changed_.notify_all();
-      } catch (...) {
-        std::lock_guard lock(mutex_);
-        if (!failure_) failure_ = std::current_exception();
-        stop_ = true;
-        changed_.notify_all();
-        return;
+        take(points_[r->index], r->child.finish());
+        r = running.erase(r);
+      }
+      if (o_.progress && Clock::now() - last_draw >= std::chrono::milliseconds(250)) {
+        draw_progress();
+        last_draw = Clock::now();
       }
     }
   }
 
-  // Called with mutex_ held (or from the only thread left).
+  std::vector<std::string> command_of(const Point& p) const {
+    std::vector<std::string> command = {"ipusim"};
+    const std::vector<std::string> args = run_arguments(spec_, p);
+    command.insert(command.end(), args.begin(), args.end());
+    return command;
+  }
+
+  // In the point's own process: runs it with what it prints captured, hands its record to
+  // the sweep on standard output (one line), then writes it durably (alongside the other
+  // points' processes). Exits 2 when the record cannot be written; the sweep counts the
+  // point only once this process has exited 0.
+  int run_point(std::size_t index, const std::vector<std::string>& args) {
+    const Point& p = points_[index];
+    const int to_sweep = ::dup(1);
+    const int saved_err = ::dup(2);
+    const int out = ::memfd_create("ipusim-out", 0), err = ::memfd_create("ipusim-err", 0);
+    if (to_sweep < 0 || saved_err < 0 || out < 0 || err < 0 || ::dup2(out, 1) < 0 || ::dup2(err, 2) < 0) return 2;
+    const auto start = Clock::now();
+    sweep::ChildResult result;
+    result.exit_code = o_.run_point(args);
+    std::cout.flush();
+    std::cerr.flush();
+    std::fflush(nullptr);
+    result.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    result.out = read_back(out);
+    result.err = read_back(err);
+    ::dup2(saved_err, 2);
+    try {
+      const Json record = point_record(p, command_of(p), result);
+      const std::string line = record.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n";
+      for (std::size_t done = 0; done < line.size();) {
+        const ssize_t n = ::write(to_sweep, line.data() + done, line.size() - done);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return 2;
+        done += static_cast<std::size_t>(n);
+      }
+      replace_file(point_file(p), record.dump(2, ' ', false, Json::error_handler_t::replace) + "\n", /*durable=*/true);
+    } catch (const std::exception& e) {
+      std::cerr << e.what() << std::flush;
+      return 2;
+    }
+    return 0;
+  }
+
+  static std::string read_back(int fd) {
+    std::string text;
+    char buffer[65536];
+    for (off_t at = 0;;) {
+      const ssize_t n = ::pread(fd, buffer, sizeof buffer, at);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      text.append(buffer, static_cast<std::size_t>(n));
+      at += n;
+    }
+    return text;
+  }
+
+  void take(const Point& p, const sweep::ChildResult& child) {
+    if (interrupted(child)) {
+      ++interrupted_;
+      return;
+    }
+    Json record;
+    if (child.signal != 0) {  // the point's process died before it could record anything
+      record = point_record(p, command_of(p), child);
+      replace_file(point_file(p), record.dump(2, ' ', false, Json::error_handler_t::replace) + "\n", /*durable=*/true);
+    } else if (child.exit_code != 0) {
+      throw InputError(point_file(p), "", "output.unwritable",
+                       "cannot record the point: " + (child.err.empty() ? "its process exited with code " +
+                                                                              std::to_string(child.exit_code)
+                                                                        : child.err));
+    } else {
+      record = Json::parse(child.out);
+    }
+    Row row = row_of(p, record);
+    if (!row.ok) failed_.push_back(p.index);
+    rows_[p.index] = std::move(row);
+    ++finished_;
+    // Rewrite the results after each point, unless rewriting them has become a
+    // large share of the time (big sweeps): then at most every 4x its cost.
+    if (Clock::now() - last_write_ >= 4 * last_write_cost_) write_results();
+  }
+
   void write_results() {
     const auto begin = Clock::now();
     std::string jsonl, csv = csv_header(spec_);
@@ -337,11 +421,6 @@ private:
   std::vector<Row> rows_;
   std::vector<std::size_t> mine_, todo_, failed_;
   std::size_t skipped_ = 0, jobs_ = 1, finished_ = 0, interrupted_ = 0;
-  std::atomic<std::size_t> next_{0};
-  std::atomic<bool> stop_{false};
-  std::exception_ptr failure_;
-  std::mutex mutex_;
-  std::condition_variable changed_;
   Clock::time_point start_, last_write_{};
   Clock::duration last_write_cost_{};
 };

@@ -1,6 +1,8 @@
 #pragma once
 // `ipusim sweep`: runs every point of a sweep in its own process (SimGrid allows one
-// simulation per process), several at once, into an output folder it can resume:
+// simulation per process), several at once, into an output folder it can resume. Each
+// point's process is forked from the sweep's, which has loaded everything already, and
+// runs the point without exec'ing a new program (no start-up per point):
 //   DIR/sweep.json          a byte copy of the sweep file as run
 //   DIR/points/<id>.json    one record per finished point, written atomically
 //   DIR/results.jsonl, .csv every finished point in index order, rewritten atomically
@@ -9,6 +11,8 @@
 #include <iosfwd>
 #include <optional>
 #include <string>
+
+#include "sim/sweep/child_process.hpp"
 
 namespace ipusim::sweep {
 
@@ -37,7 +41,9 @@ struct Options {
   bool retry_failed = false;
   bool fail_on_oom = false;  // exit kExitOutOfMemory when a point does not fit (status "oom")
   bool progress = false;    // draw a progress bar on `log` (a terminal)
-  std::string program = "/proc/self/exe";  // the ipusim binary each point runs
+  // Runs `ipusim ARGS` (the point's `run` command) in the forked child, returning its exit
+  // code; what it prints is the point's output.
+  InProcess run_point;
 };
 
 // Returns the exit code; throws InputError for a bad sweep file, flag or folder.

@@ -1,0 +1,148 @@
+#pragma once
+// Engine internals shared by engine.cpp (the IPU actors running their programs) and
+// steady_state.cpp (finding a loop's period and reporting the repeated periods without
+// simulating them). Includes SimGrid.
+#include <simgrid/s4u.hpp>
+
+#include <deque>
+#include <map>
+#include <memory>
+#include <variant>
+#include <vector>
+
+#include "sim/engine/engine.hpp"
+#include "sim/engine/platform.hpp"
+#include "sim/schedule/program_cursor.hpp"
+
+namespace ipusim::engine_detail {
+
+namespace sg4 = simgrid::s4u;
+
+// A transfer this IPU started and has not reported yet.
+struct Pending {
+  sg4::CommPtr comm;
+  int src = 0, dst = 0, copy = -1;
+  double bytes = 0;
+  int tag = 0;  // which transfer of its step (or the copy): states compare by it
+  const std::vector<int>* slots = nullptr;
+};
+
+enum class Doing { Nothing, Timed, Comms, Barrier, Receive };
+
+struct ActorState {
+  explicit ActorState(const Program& p) : program(&p), cursor(p) {}
+  const Program* program;
+  ProgramCursor cursor;
+  std::int64_t executed = 0;  // steps run (simulated)
+  Event current;              // the step under way, in SimGrid's clock
+  bool running = false;       // `current` is a started step
+  Doing doing = Doing::Nothing;
+  double timed_start = 0;     // of the exec or sleep under way
+  std::size_t taken = 0;      // copies of the current Receive already taken
+  std::vector<Pending> waiting_on;  // blocking transfers it sends: a host stream, state, an exchange's sends
+  std::deque<Pending> sends;        // asynchronous copies in flight or not yet reported
+  std::deque<Pending> streams;      // host streams left running on the I/O tiles
+  EventKind stream_kind = EventKind::HostInput;  // of the first such stream since the last sync
+  bool finished = false;
+};
+
+// What the run reported, kept while a loop's period is being looked for, so that its
+// periods can be reported again later. Times are the reported ones (the full run's).
+struct TransferNote {
+  int src = 0, dst = 0, copy = -1;
+  double start = 0, end = 0, bytes = 0;
+  const std::vector<int>* slots = nullptr;
+};
+struct ReplayNote;
+using Note = std::variant<Event, TransferNote, std::shared_ptr<const ReplayNote>>;
+// `window` again `times` times, the k-th copy `k * period` later and its micro-batches `k * label_shift` further.
+struct ReplayNote {
+  std::vector<Note> window;
+  std::int64_t times = 0;
+  double period = 0;
+  std::int64_t label_shift = 0;
+};
+
+// The state of one IPU at a snapshot, relative to the snapshot's time.
+struct ActorSnapshot {
+  std::size_t index = 0;
+  std::vector<ProgramCursor::Frame> frames;
+  Doing doing = Doing::Nothing;
+  bool running = false;
+  std::size_t taken = 0;
+  double step_age = 0;   // since the step under way began: its event's start, reported later
+  double timed_age = 0;
+  struct Activity {
+    int tag;
+    double started_ago, finished_ago, remaining;  // finished_ago < 0: still running
+  };
+  std::vector<Activity> activities;
+};
+
+struct Snapshot {
+  int loop = 0;
+  double raw_time = 0, time = 0;  // SimGrid's clock, and the full run's
+  std::uint64_t mark = 0;         // notes reported before it
+  std::uint64_t activities = 0;
+  std::vector<ActorSnapshot> actors;
+  std::vector<std::int64_t> backlog;  // per copy mailbox: sent, not yet taken
+};
+
+class Run {
+public:
+  Run(const Schedule& schedule, const HardwareConfig& hardware, RunObserver& observer, const EngineOptions& options);
+  RunSummary run();
+
+  // The actor of program `a`.
+  void actor_main(std::size_t a);
+
+private:
+  // engine.cpp
+  void execute(ActorState& st, const Step& step);
+  void reap(ActorState& st);  // reports the transfers of `st` that have finished, oldest first
+  void report(const Pending& p);
+  void wait_for(ActorState& st, const Pending& p);  // a blocking transfer: wait, then report it
+  void finish_streams(ActorState& st, const Event& next);
+  void emit(const Event& raw);
+  void deliver(const Event& e, bool keep);
+  void deliver(const TransferNote& t, bool keep);
+  double now() const { return sg4::Engine::get_clock(); }
+
+  // steady_state.cpp
+  void on_iterations_begun(ActorState& reference);
+  Snapshot take_snapshot(int loop) const;
+  // The iterations of `loop` every IPU moved on from `older` to `newer` (0: the states differ).
+  std::int64_t period_between(const Snapshot& older, const Snapshot& newer, int loop) const;
+  // Skips the whole periods that fit before an IPU would leave the loop; false when none fits.
+  bool skip_periods(const Snapshot& older, const Snapshot& newer, std::int64_t period);
+  void expand(const ReplayNote& replay, double time_shift, std::int64_t label_shift);
+  void trim_notes();
+  bool keeping_notes() const { return !snapshots_.empty(); }
+
+  const Schedule& schedule_;
+  RunObserver& observer_;
+  const EngineOptions options_;
+  const bool transfers_wanted_;
+  Platform platform_;
+  std::vector<ActorState> actors_;
+  std::vector<sg4::Mailbox*> mailboxes_;  // by copy id
+  std::vector<std::int64_t> sent_, taken_;
+  sg4::BarrierPtr barrier_;
+  std::vector<double> link_bytes_;
+  std::uint64_t activities_ = 0;
+  double offset_ = 0;  // the full run's time minus SimGrid's, after skipped periods
+
+  // Steady state.
+  std::vector<bool> every_program_loops_;  // by loop id: every program has a Repeat of it
+  std::map<int, std::deque<Snapshot>> snapshots_;  // by loop, oldest first
+  std::deque<Note> notes_;
+  std::uint64_t notes_base_ = 0;  // number of notes dropped from the front
+  struct Instance {
+    int loop;
+    std::int64_t times;
+    bool skipped = false;
+  };
+  std::vector<Instance> instances_;  // loops the reference IPU entered, in order
+};
+
+} // namespace ipusim::engine_detail

@@ -1,0 +1,132 @@
+#include "sim/engine/platform.hpp"
+
+#include <xbt/log.h>
+
+#include <set>
+#include <utility>
+
+#include "sim/plan/routes.hpp"
+
+namespace sg4 = simgrid::s4u;
+
+namespace ipusim {
+
+#if defined(__SANITIZE_ADDRESS__)
+#define IPUSIM_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define IPUSIM_ASAN 1
+#endif
+#endif
+
+sg4::Engine* start_engine() {
+  char name[] = "ipusim";
+#ifdef IPUSIM_ASAN
+  // Chosen on the command line, before the engine sets up its contexts.
+  char quiet[] = "--log=xbt_cfg.thres:warning";  // SimGrid announces every setting it is given
+  char factory[] = "--cfg=contexts/factory:thread";
+  int argc = 3;
+  char* argv[] = {name, quiet, factory, nullptr};
+#else
+  int argc = 1;
+  char* argv[] = {name, nullptr};
+#endif
+  auto* engine = new sg4::Engine(&argc, argv);
+  xbt_log_control_set("root.thres:critical");
+  // Exact analytic timing: transfer = latency + bytes / bandwidth (simgrid-notes.md).
+  sg4::Engine::set_config("network/model:CM02");
+  sg4::Engine::set_config("network/crosstraffic:0");
+  sg4::Engine::set_config("network/TCP-gamma:0");
+  sg4::Engine::set_config("surf/precision:1e-15");
+  return engine;
+}
+
+Platform build_platform(const HardwareConfig& hw, const Schedule& schedule) {
+  Platform p;
+  p.stride = hw.ipu_count + 1;
+  auto* zone = sg4::create_full_zone("system");
+  for (const Program& program : schedule.programs)
+    p.ipus.emplace(program.ipu, zone->create_host("ipu" + std::to_string(program.ipu), kHostSpeed));
+  p.host = zone->create_host("host", kHostSpeed);
+
+  std::vector<sg4::SplitDuplexLink*> links;
+  for (std::size_t i = 0; i < hw.links.size(); ++i) {
+    const LinkSpec& spec = hw.links[i];
+    auto* link = zone->create_split_duplex_link("link" + std::to_string(i), spec.bandwidth_bytes_per_s);
+    link->set_latency(spec.latency_s)->seal();
+    links.push_back(link);
+    p.link_names.push_back(directed_link_name(hw, {static_cast<int>(i), true}));
+    p.link_names.push_back(directed_link_name(hw, {static_cast<int>(i), false}));
+  }
+  RouteFinder finder(hw);
+  std::set<std::pair<int, int>> pairs;
+  for (const Program& program : schedule.programs)
+    for (const Step& step : program.steps)
+      for (const Transfer& t : step.transfers) pairs.insert({t.src_ipu, t.dst_ipu});
+  for (const auto& [a, b] : pairs) {
+    if (a == b) continue;
+    std::vector<sg4::LinkInRoute> path;
+    std::vector<int> slots;
+    for (const Hop& hop : finder.route(a, b)) {
+      path.emplace_back(links[hop.link], hop.forward ? sg4::LinkInRoute::Direction::UP
+                                                     : sg4::LinkInRoute::Direction::DOWN);
+      slots.push_back(2 * hop.link + (hop.forward ? 0 : 1));
+    }
+    zone->add_route(p.ipus.at(a)->get_netpoint(), p.ipus.at(b)->get_netpoint(), nullptr, nullptr, path, false);
+    p.route_slots[p.key(a, b)] = slots;
+  }
+  // One host link per group of `shared_by` IPUs (an M2000's IPU-Gateway): their streams share it.
+  // Every group gets its link (and its name in the log), used or not, as the config lists them.
+  const int group = hw.host_link.shared_by;
+  const int host_slot0 = static_cast<int>(p.link_names.size());
+  std::map<int, sg4::SplitDuplexLink*> host_links;
+  for (int first = 0; first < hw.ipu_count; first += group) {
+    const std::string who = group == 1 ? "ipu" + std::to_string(first)
+                                       : "ipu" + std::to_string(first) + "-" + std::to_string(first + group - 1);
+    p.link_names.push_back("host->" + who);
+    p.link_names.push_back(who + "->host");
+  }
+  for (const auto& [i, ipu] : p.ipus) {
+    const int g = i / group;
+    sg4::SplitDuplexLink*& link = host_links[g];
+    if (link == nullptr) {
+      link = zone->create_split_duplex_link("host" + std::to_string(g), hw.host_link.bandwidth_bytes_per_s);
+      link->set_latency(hw.host_link.latency_s)->seal();
+    }
+    zone->add_route(p.host->get_netpoint(), ipu->get_netpoint(), nullptr, nullptr,
+                    {{link, sg4::LinkInRoute::Direction::UP}}, false);
+    zone->add_route(ipu->get_netpoint(), p.host->get_netpoint(), nullptr, nullptr,
+                    {{link, sg4::LinkInRoute::Direction::DOWN}}, false);
+    p.route_slots[p.key(-1, i)] = {host_slot0 + 2 * g};
+    p.route_slots[p.key(i, -1)] = {host_slot0 + 2 * g + 1};
+  }
+  // One Streaming Memory per group of `shared_by` IPUs: reads and writes share its bandwidth.
+  if (hw.streaming_memory.present) {
+    // Every group is named in the log, as the host links; only the groups a run uses are built.
+    const int per = hw.streaming_memory.shared_by;
+    const int memory_slot0 = static_cast<int>(p.link_names.size());
+    for (int first = 0; first < hw.ipu_count; first += per) {
+      const std::string who = per == 1 ? "ipu" + std::to_string(first)
+                                       : "ipu" + std::to_string(first) + "-" + std::to_string(first + per - 1);
+      p.link_names.push_back("streaming-memory(" + who + ")");
+    }
+    std::map<int, std::pair<sg4::Host*, sg4::Link*>> memories;
+    for (const auto& [i, ipu] : p.ipus) {
+      const int g = i / per;
+      auto& [memory, channel] = memories[g];
+      if (memory == nullptr) {
+        memory = zone->create_host("memory" + std::to_string(g), kHostSpeed);
+        channel = zone->create_link("memory-channel" + std::to_string(g), hw.streaming_memory.bandwidth_bytes_per_s)
+                      ->set_latency(hw.streaming_memory.latency_s)
+                      ->seal();
+      }
+      zone->add_route(memory->get_netpoint(), ipu->get_netpoint(), nullptr, nullptr, {sg4::LinkInRoute(channel)}, true);
+      p.memory_of_ipu[i] = memory;
+      p.memory_slots_of_ipu[i] = {memory_slot0 + g};
+    }
+  }
+  zone->seal();
+  return p;
+}
+
+} // namespace ipusim

@@ -1,0 +1,231 @@
+// Steady state: a loop's periods reported without simulating them.
+//
+// Whenever the reference IPU (the first program's) begins an iteration of a loop that
+// every program has, the engine takes a snapshot of the whole simulation: each IPU's
+// position (step, loop iterations), what it is doing and since when (the step, and the
+// exec or sleep under way: the step's start is part of what it will report), every transfer it
+// started and has not reported (how long ago it started and finished, bytes left), and
+// the copies sent but not yet taken. SimGrid's future is a function of that state and
+// of the programs' remaining steps. When a snapshot equals an earlier one of the same
+// loop instance except that every IPU is P iterations further and everything happened
+// T seconds later, each of the next periods repeats the last one T later, for as long as
+// every IPU stays inside the loop. So the engine reports the notes (events, transfers)
+// of the last period again, k*T later and k*P micro-batches further for each skipped
+// period, moves every IPU's loop on by the skipped iterations, and carries on simulating
+// with its clock T*periods behind the reported one. Snapshots of loops whose state never
+// repeats (rates that differ between IPUs, contention that does not settle) never match,
+// and those loops are simulated in full.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "sim/engine/engine_run.hpp"
+
+namespace ipusim::engine_detail {
+
+namespace {
+
+// Snapshots kept per loop: periods of up to this many iterations minus one are found.
+constexpr std::size_t kSnapshotsKept = 5;
+// Notes kept while looking for a period; past it the oldest snapshots are dropped.
+constexpr std::size_t kMaxNotes = 1 << 16;
+
+// Rounding in SimGrid's clock differs between two equal periods by a few units in the
+// last place of the clock; anything larger is a real difference.
+bool same_time(double a, double b, double clock) {
+  const double ulp = std::nextafter(clock, std::numeric_limits<double>::infinity()) - clock;
+  return std::fabs(a - b) <= 32 * ulp + 1e-15;
+}
+
+bool same_amount(double a, double b) { return std::fabs(a - b) <= 1e-12 * std::max(std::fabs(a), std::fabs(b)) + 1e-9; }
+
+std::size_t depth_of(const Program& program, const std::vector<ProgramCursor::Frame>& frames, int loop) {
+  for (std::size_t d = 0; d < frames.size(); ++d)
+    if (program.repeats[frames[d].repeat].loop == loop) return d;
+  return frames.size();
+}
+
+} // namespace
+
+void Run::on_iterations_begun(ActorState& reference) {
+  const ProgramCursor& cursor = reference.cursor;
+  for (std::size_t d = cursor.first_new_frame(); d < cursor.frames().size(); ++d) {
+    const Repeat& r = cursor.repeat_of(d);
+    if (cursor.frames()[d].iteration == 0) {
+      instances_.push_back({r.loop, r.times});
+      snapshots_.erase(r.loop);  // another instance of the loop: its old snapshots cannot match
+    }
+    if (!options_.steady_state || !every_program_loops_[static_cast<std::size_t>(r.loop)]) continue;
+    Snapshot now_state = take_snapshot(r.loop);
+    auto& kept = snapshots_[r.loop];
+    for (auto older = kept.rbegin(); older != kept.rend(); ++older) {
+      const std::int64_t period = period_between(*older, now_state, r.loop);
+      if (period <= 0) continue;
+      const Snapshot first = *older;
+      if (!skip_periods(first, now_state, period)) break;
+      snapshots_.erase(r.loop);
+      trim_notes();
+      return;
+    }
+    kept.push_back(std::move(now_state));
+    if (kept.size() > kSnapshotsKept) kept.pop_front();
+    trim_notes();
+  }
+}
+
+Snapshot Run::take_snapshot(int loop) const {
+  Snapshot s;
+  s.loop = loop;
+  s.raw_time = now();
+  s.time = s.raw_time + offset_;
+  s.mark = notes_base_ + notes_.size();
+  s.activities = activities_;
+  for (std::size_t c = 0; c < sent_.size(); ++c) s.backlog.push_back(sent_[c] - taken_[c]);
+  for (const ActorState& st : actors_) {
+    ActorSnapshot a;
+    a.index = st.cursor.index();
+    a.frames = st.cursor.frames();
+    a.doing = st.doing;
+    a.running = st.running;
+    a.taken = st.taken;
+    a.step_age = st.running ? s.raw_time - st.current.start : 0;
+    a.timed_age = st.doing == Doing::Timed ? s.raw_time - st.timed_start : 0;
+    auto add = [&](const Pending& p) {
+      const double finished = p.comm->get_finish_time();
+      a.activities.push_back({p.tag, s.raw_time - p.comm->get_start_time(), finished >= 0 ? s.raw_time - finished : -1,
+                              p.comm->get_remaining()});
+    };
+    for (const Pending& p : st.waiting_on) add(p);
+    for (const Pending& p : st.sends) add(p);
+    for (const Pending& p : st.streams) add(p);
+    s.actors.push_back(std::move(a));
+  }
+  return s;
+}
+
+std::int64_t Run::period_between(const Snapshot& older, const Snapshot& newer, int loop) const {
+  if (!(newer.raw_time > older.raw_time) || older.backlog != newer.backlog) return 0;
+  const double clock = newer.raw_time;
+  std::int64_t period = 0, stride = -1;
+  for (std::size_t i = 0; i < actors_.size(); ++i) {
+    const Program& program = *actors_[i].program;
+    const ActorSnapshot& a = older.actors[i];
+    const ActorSnapshot& b = newer.actors[i];
+    if (a.index != b.index || a.frames.size() != b.frames.size() || a.doing != b.doing || a.running != b.running ||
+        a.taken != b.taken || a.activities.size() != b.activities.size() || !same_time(a.timed_age, b.timed_age, clock) ||
+        !same_time(a.step_age, b.step_age, clock))
+      return 0;
+    bool inside = false;
+    for (std::size_t d = 0; d < a.frames.size(); ++d) {
+      if (a.frames[d].repeat != b.frames[d].repeat) return 0;
+      const Repeat& r = program.repeats[a.frames[d].repeat];
+      const std::int64_t moved = b.frames[d].iteration - a.frames[d].iteration;
+      if (r.loop != loop) {
+        if (moved != 0) return 0;
+        continue;
+      }
+      if (moved <= 0 || (period != 0 && moved != period) || (stride >= 0 && r.stride != stride)) return 0;
+      period = moved;
+      stride = r.stride;
+      inside = true;
+    }
+    if (!inside) return 0;
+    for (std::size_t k = 0; k < a.activities.size(); ++k) {
+      const auto& x = a.activities[k];
+      const auto& y = b.activities[k];
+      if (x.tag != y.tag || !same_time(x.started_ago, y.started_ago, clock) || (x.finished_ago < 0) != (y.finished_ago < 0) ||
+          !same_time(x.finished_ago, y.finished_ago, clock) || !same_amount(x.remaining, y.remaining))
+        return 0;
+    }
+  }
+  return period;
+}
+
+bool Run::skip_periods(const Snapshot& older, const Snapshot& newer, std::int64_t period) {
+  // Whole periods that fit before the first IPU would reach its loop's last iteration.
+  std::int64_t room = std::numeric_limits<std::int64_t>::max(), stride = 0;
+  std::vector<std::size_t> depth(actors_.size());
+  for (std::size_t i = 0; i < actors_.size(); ++i) {
+    const ActorState& st = actors_[i];
+    depth[i] = depth_of(*st.program, st.cursor.frames(), older.loop);
+    const Repeat& r = st.program->repeats[st.cursor.frames()[depth[i]].repeat];
+    room = std::min(room, r.times - 1 - st.cursor.frames()[depth[i]].iteration);
+    stride = r.stride;
+  }
+  const std::int64_t periods = room / period;
+  if (periods < 1) return false;
+  auto replay = std::make_shared<ReplayNote>();
+  replay->window.assign(notes_.begin() + static_cast<std::ptrdiff_t>(older.mark - notes_base_),
+                        notes_.begin() + static_cast<std::ptrdiff_t>(newer.mark - notes_base_));
+  replay->times = periods;
+  replay->period = newer.time - older.time;
+  replay->label_shift = period * stride;
+  expand(*replay, 0, 0);
+  activities_ += static_cast<std::uint64_t>(periods) * (newer.activities - older.activities);
+  offset_ += static_cast<double>(periods) * replay->period;
+  const std::int64_t skipped = periods * period;
+  for (std::size_t i = 0; i < actors_.size(); ++i) {
+    ActorState& st = actors_[i];
+    st.cursor.skip_iterations(depth[i], skipped);
+    if (st.running && st.current.micro_batch >= 0) st.current.micro_batch += skipped * stride;
+  }
+  for (auto i = instances_.rbegin(); i != instances_.rend(); ++i)
+    if (i->loop == older.loop) {
+      i->skipped = true;
+      break;
+    }
+  if (keeping_notes()) notes_.emplace_back(std::shared_ptr<const ReplayNote>(std::move(replay)));
+  return true;
+}
+
+void Run::expand(const ReplayNote& replay, double time_shift, std::int64_t label_shift) {
+  for (std::int64_t k = 1; k <= replay.times; ++k) {
+    const double dt = time_shift + static_cast<double>(k) * replay.period;
+    const std::int64_t dl = label_shift + k * replay.label_shift;
+    for (const Note& note : replay.window) {
+      if (const auto* e = std::get_if<Event>(&note)) {
+        Event copy = *e;
+        copy.start += dt;
+        copy.end += dt;
+        if (copy.micro_batch >= 0) copy.micro_batch += dl;
+        deliver(copy, false);
+      } else if (const auto* t = std::get_if<TransferNote>(&note)) {
+        TransferNote copy = *t;
+        copy.start += dt;
+        copy.end += dt;
+        deliver(copy, false);
+      } else {
+        expand(*std::get<std::shared_ptr<const ReplayNote>>(note), dt, dl);
+      }
+    }
+  }
+}
+
+void Run::trim_notes() {
+  for (auto i = snapshots_.begin(); i != snapshots_.end();) i = i->second.empty() ? snapshots_.erase(i) : std::next(i);
+  auto oldest_mark = [&] {
+    std::uint64_t mark = notes_base_ + notes_.size();
+    for (const auto& [loop, kept] : snapshots_) mark = std::min(mark, kept.front().mark);
+    return mark;
+  };
+  // Bounded memory: a period longer than the notes kept is not looked for.
+  while (notes_.size() > kMaxNotes && !snapshots_.empty()) {
+    auto oldest = snapshots_.begin();
+    for (auto i = snapshots_.begin(); i != snapshots_.end(); ++i)
+      if (i->second.front().mark < oldest->second.front().mark) oldest = i;
+    oldest->second.pop_front();
+    if (oldest->second.empty()) snapshots_.erase(oldest);
+    const std::uint64_t mark = oldest_mark();
+    while (notes_base_ < mark && !notes_.empty()) {
+      notes_.pop_front();
+      ++notes_base_;
+    }
+  }
+  const std::uint64_t mark = oldest_mark();
+  while (notes_base_ < mark && !notes_.empty()) {
+    notes_.pop_front();
+    ++notes_base_;
+  }
+}
+
+} // namespace ipusim::engine_detail
