@@ -250,3 +250,85 @@ TEST_CASE("cli: a sweep marks points that do not fit as oom, and --fail-on-oom e
   CHECK_THAT(large, Contains(",ok,638976,"));
   CHECK_THAT(large, Contains(",true,"));
 }
+
+namespace {
+
+// A CSV document without quoted cells: rows of cells, and a cell by column name.
+struct Csv {
+  std::vector<std::string> header;
+  std::vector<std::vector<std::string>> rows;
+  std::string at(std::size_t row, const std::string& column) const {
+    for (std::size_t c = 0; c < header.size(); ++c)
+      if (header[c] == column) return rows.at(row).at(c);
+    FAIL("no column " << column);
+    return "";
+  }
+};
+
+Csv parse_csv(const std::string& text) {
+  Csv out;
+  std::size_t start = 0;
+  for (std::size_t end; (end = text.find('\n', start)) != std::string::npos; start = end + 1) {
+    std::vector<std::string> cells;
+    const std::string line = text.substr(start, end - start);
+    for (std::size_t a = 0, b;; a = b + 1) {
+      b = line.find(',', a);
+      cells.push_back(line.substr(a, b == std::string::npos ? std::string::npos : b - a));
+      if (b == std::string::npos) break;
+    }
+    if (out.header.empty()) out.header = cells;
+    else out.rows.push_back(cells);
+  }
+  return out;
+}
+
+} // namespace
+
+TEST_CASE("cli: run --csv writes one row per mode with per-IPU columns", "[cli][csv]") {
+  // The unequal-stages pipeline of test_attribution.cpp (IPU0 1 ms, IPU1 2 ms, 4 micro-batches,
+  // 1 us copies): pipelined step 4 x 2 ms + 1 ms + 5 x 1 us = 9.005 ms, IPU0 1 ms flush and
+  // 4 ms imbalance, IPU1 1 ms fill; sharded 4 x (1 ms + 1 us + 2 ms) = 12.004 ms, IPU0 waits
+  // 4 x 2 ms for its turn.
+  const TempDir dir;
+  const Json scenario = {{"name", "csv"},
+                         {"model", ipusim::test::chain_model({{0, 1e6}, {1, 2e6}}, 250)},
+                         {"config", ipusim::test::zero_overhead_config(2)},
+                         {"execution",
+                          {{"training", false}, {"batchesPerStep", 4}, {"hostIo", false}, {"costModel", "compute"}}}};
+  const std::string file = dir.write("csv.json", scenario);
+  const std::string out = dir.path("csv.csv");
+  const Result r = run_ipusim({"run", file, "--csv", "-o", out});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  std::ifstream in(out);
+  const Csv csv = parse_csv(std::string(std::istreambuf_iterator<char>(in), {}));
+  REQUIRE(csv.rows.size() == 2);
+  REQUIRE(csv.header.size() == csv.rows[0].size());
+  const std::size_t sharded = csv.at(0, "mode") == "sharded" ? 0 : 1, pipelined = 1 - sharded;
+  CHECK(csv.at(pipelined, "mode") == "pipelined");
+  CHECK(csv.at(pipelined, "scenario") == "csv");
+  CHECK(csv.at(pipelined, "schedule") == "popart");
+  const auto number = [&](std::size_t row, const std::string& column) { return std::stod(csv.at(row, column)); };
+  CHECK(number(pipelined, "step_time_s") == Approx(9.005e-3).epsilon(1e-9));
+  CHECK(number(pipelined, "ipu0.idle.fill_flush_s") == Approx(1e-3).epsilon(1e-9));
+  CHECK(number(pipelined, "ipu0.idle.imbalance_s") == Approx(4e-3).epsilon(1e-9));
+  CHECK(number(pipelined, "ipu1.idle.fill_flush_s") == Approx(1e-3).epsilon(1e-9));
+  CHECK(number(pipelined, "ipu1.busy_s") == Approx(8e-3).epsilon(1e-9));
+  CHECK(csv.at(pipelined, "bottleneck.ipu") == "1");
+  CHECK(csv.at(pipelined, "memory.ipu1.fits") == "true");
+  // 250 floats (1000 bytes) in each of the 5 cycles' copy phases: PopART copies every cycle.
+  CHECK(number(pipelined, "links.ipu0->ipu1.bytes") == 5 * 1000);
+  CHECK(number(sharded, "step_time_s") == Approx(12.004e-3).epsilon(1e-9));
+  CHECK(number(sharded, "ipu0.idle.turn_wait_s") == Approx(8e-3).epsilon(1e-9));
+  // The cells are the JSON's numbers, digit for digit.
+  const Json doc = run_json({"run", file});
+  for (const Json& run : doc.at("runs")) {
+    const std::size_t row = run.at("mode") == "sharded" ? sharded : pipelined;
+    CHECK(csv.at(row, "step_time_s") == run.at("step_time_s").dump());
+    CHECK(csv.at(row, "time_shares.idle_imbalance") == run.at("time_shares").at("idle_imbalance").dump());
+  }
+
+  const Result both = run_ipusim({"run", file, "--csv", "--json"});
+  CHECK(both.exit_code == 2);
+  CHECK_THAT(both.err, Contains("--csv"));
+}

@@ -7,6 +7,7 @@
 #include "sim/cli/commands.hpp"
 #include "sim/io/input_error.hpp"
 #include "sim/io/scenario_loader.hpp"
+#include "sim/output/csv.hpp"
 #include "sim/output/output_file.hpp"
 #include "sim/output/json_report.hpp"
 #include "sim/output/table.hpp"
@@ -28,7 +29,7 @@ namespace {
 struct RunOptions {
   std::string input, config, mode, output, trace;
   std::vector<std::string> sets;
-  bool json = false, force = false, fail_on_oom = false, exact_full = false;
+  bool json = false, csv = false, force = false, fail_on_oom = false, exact_full = false;
 };
 
 std::vector<Mode> modes_for(const Scenario& sc, const std::string& flag) {
@@ -68,8 +69,9 @@ int run(const RunOptions& o) {
   options.notes = &std::cerr;
   const Simulation sim = simulate(sc, modes_for(sc, o.mode), options);
   if (!o.trace.empty()) write_output(o.trace, [&](std::ostream& out) { write_trace(out, sc, sim); }, o.force);
-  const std::string text = o.json ? report_json(sc, sim).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n"
-                                  : render_table(sc, sim);
+  const std::string text = o.json  ? report_json(sc, sim).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n"
+                           : o.csv ? render_run_csv(report_json(sc, sim))
+                                   : render_table(sc, sim);
   write_output(o.output.empty() ? "-" : o.output, text, o.force);
   if (o.fail_on_oom)
     for (const ModeRun& run : sim.runs)
@@ -98,7 +100,11 @@ Command add_run_command(CLI::App& app) {
                   "Override a field: path=value (execution.microBatchSize=8, config.ipu.clockHz=1.85e9, "
                   "model.ops.0.flops=1e9); repeatable")
       ->allow_extra_args(false);
-  cmd->add_flag("--json", o->json, "Print one JSON document instead of the table");
+  auto* json = cmd->add_flag("--json", o->json, "Print one JSON document instead of the table");
+  cmd->add_flag("--csv", o->csv,
+                "Print CSV instead of the table: one row per mode, a column per figure of the JSON, per-IPU "
+                "columns (docs/formats.md)")
+      ->excludes(json);
   cmd->add_option("-o,--output", o->output,
                   "Write to this file (atomically; a device or FIFO is written through; - is standard output) "
                   "instead of standard output");

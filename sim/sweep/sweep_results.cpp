@@ -117,16 +117,6 @@ std::string jsonl_line(const Point& point, const Json& record) {
   return line.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n";
 }
 
-std::string csv_field(const std::string& text) {
-  if (text.find_first_of(",\"\r\n") == std::string::npos) return text;
-  std::string out = "\"";
-  for (char c : text) {
-    if (c == '"') out += '"';
-    out += c;
-  }
-  return out + "\"";
-}
-
 std::string csv_header(const Spec& spec) {
   std::string line = "point,id,status";
   for (const auto& path : spec.axis_paths()) line += "," + csv_field(path);

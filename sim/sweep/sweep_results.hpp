@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/output/csv.hpp"
 #include "sim/sweep/child_process.hpp"
 #include "sim/sweep/sweep_spec.hpp"
 
@@ -34,7 +35,5 @@ std::string jsonl_line(const Point& point, const Json& record);
 
 std::string csv_header(const Spec& spec);
 std::string csv_row(const Point& point, const Json& record);
-// RFC 4180: quoted when it holds a comma, a quote or a line break.
-std::string csv_field(const std::string& text);
 
 } // namespace ipusim::sweep
