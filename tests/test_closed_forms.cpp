@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "sim/simulate/simulation.hpp"
+#include "run_metrics.hpp"
 #include "support.hpp"
 
 using namespace ipusim;
@@ -11,13 +12,6 @@ using namespace ipusim::test;
 namespace {
 
 constexpr double ms = 1e-3, us = 1e-6;
-
-const RunMetrics& run_of(const Simulation& sim, Mode mode) {
-  for (const auto& r : sim.runs)
-    if (r.metrics.mode == mode) return r.metrics;
-  FAIL("no run for the mode");
-  throw;
-}
 
 Simulation simulate_both(const Json& model, const Json& config, const Json& execution) {
   return simulate(make_scenario(model, config, execution), {Mode::Sharded, Mode::Pipelined});

@@ -39,6 +39,22 @@ std::vector<std::int64_t> walk(const Program& p) {
   return labels;
 }
 
+// The idle time by cause (attribution.hpp) to 1e-9 relative; parts near zero within the
+// clock's rounding (1e-12 of the step time).
+void check_same_attribution(const IpuMetrics& fast, const IpuMetrics& full, double step) {
+  const auto same = [&](double a, double b) {
+    return std::fabs(a - b) <= 1e-9 * std::max(std::fabs(a), std::fabs(b)) + 1e-12 * step;
+  };
+  INFO("IPU " << full.id);
+  CHECK(same(fast.idle.fill_flush_s, full.idle.fill_flush_s));
+  CHECK(same(fast.idle.imbalance_s, full.idle.imbalance_s));
+  CHECK(same(fast.idle.copy_wait_s, full.idle.copy_wait_s));
+  CHECK(same(fast.idle.update_wait_s, full.idle.update_wait_s));
+  CHECK(same(fast.idle.turn_wait_s, full.idle.turn_wait_s));
+  CHECK(same(fast.update_s, full.update_s));
+  CHECK(same(fast.pipeline_work_s, full.pipeline_work_s));
+}
+
 // Times within 1e-9 of the step time: durations of nanoseconds summed over a clock of
 // seconds carry rounding of that order in the full simulation itself.
 void check_same(const RunMetrics& fast, const RunMetrics& full) {
@@ -66,7 +82,10 @@ void check_same(const RunMetrics& fast, const RunMetrics& full) {
     CHECK(same_time(a.sync_s, b.sync_s));
     CHECK(same_time(a.idle_s, b.idle_s));
     CHECK(std::fabs(a.utilization - b.utilization) <= 1e-9);
+    check_same_attribution(a, b, step);
   }
+  CHECK(fast.bottleneck_ipu == full.bottleneck_ipu);
+  CHECK(fast.bottleneck_stage == full.bottleneck_stage);
   REQUIRE(fast.links.size() == full.links.size());
   for (std::size_t i = 0; i < full.links.size(); ++i) {
     CHECK(fast.links[i].name == full.links[i].name);

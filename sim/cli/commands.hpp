@@ -28,6 +28,7 @@ Command add_validation_command(CLI::App& app);
 Command add_convert_command(CLI::App& app);
 Command add_annotate_command(CLI::App& app);
 Command add_plan_command(CLI::App& app);
+Command add_compare_command(CLI::App& app);
 
 std::vector<Override> parse_overrides(const std::vector<std::string>& sets);
 

@@ -1,5 +1,6 @@
 // ipusim: simulate sharded and pipelined execution of annotated models on IPU systems.
-// Exit codes: 0 success, 2 bad input (files, flags, rules), 3 internal fault.
+// Exit codes: 0 success, 2 bad input (files, flags, rules), 3 internal fault, 4 and 6 from
+// sweeps, 5 out of memory with --fail-on-oom.
 #include <iostream>
 
 #include "sim/cli/commands.hpp"
@@ -37,13 +38,25 @@ ipusim::InputError command_line_error(const CLI::ParseError& e, const std::strin
                             message + " (ipusim " + (command == "ipusim" ? "" : command + " ") + "--help lists the options)");
 }
 
+// "--set a 8": the usual slip behind an unexpected argument; the hint shows the form.
+std::string set_hint(int argc, char** argv) {
+  for (int i = 1; i + 2 < argc; ++i) {
+    const std::string flag = argv[i], path = argv[i + 1], value = argv[i + 2];
+    if (flag == "--set" && path.find('=') == std::string::npos && !value.empty() && value[0] != '-')
+      return " (--set takes one argument, path=value: --set " + path + "=" + value + ")";
+  }
+  return "";
+}
+
 } // namespace
 
 namespace ipusim::cli {
 
 int run_cli(int argc, char** argv) {
   CLI::App app{"ipusim: simulate sharded and pipelined execution of PopART-annotated models on Graphcore IPU "
-               "systems.\nExit codes: 0 success, 2 bad input, 3 internal fault."};
+               "systems.\nExit codes: 0 success, 2 bad input, 3 internal fault, 4 some sweep points failed, 5 out "
+               "of memory (run --fail-on-oom), 6 sweep points still missing."};
+  app.set_version_flag("--version", std::string("ipusim ") + IPUSIM_VERSION);
   app.require_subcommand(1);
   const std::vector<std::pair<CLI::App*, Command>> commands = [&] {
     std::vector<std::pair<CLI::App*, Command>> list;
@@ -61,6 +74,7 @@ int run_cli(int argc, char** argv) {
     add(&add_convert_command);
     add(&add_annotate_command);
     add(&add_plan_command);
+    add(&add_compare_command);
     return list;
   }();
 
@@ -71,7 +85,13 @@ int run_cli(int argc, char** argv) {
     std::string command = "ipusim";
     for (const auto& [sub, ignored] : commands)
       if (sub->parsed()) command = sub->get_name();
-    std::cerr << "ipusim: error: " << command_line_error(e, command).what() << "\n";
+    const ipusim::InputError error = command_line_error(e, command);
+    std::string hint;
+    if (error.rule() == "cli.unknown-argument") hint = set_hint(argc, argv);
+    std::cerr << "ipusim: error: "
+              << (hint.empty() ? error : ipusim::InputError(error.file(), error.pointer(), error.rule(), error.message() + hint))
+                     .what()
+              << "\n";
     return kExitBadInput;
   }
   try {

@@ -1,4 +1,5 @@
-// ipusim run SCENARIO: simulate and compare sharded with pipelined execution.
+// ipusim run SCENARIO, or ipusim run MODEL --config CONFIG: simulate and compare sharded
+// with pipelined execution.
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -6,6 +7,7 @@
 #include "sim/cli/commands.hpp"
 #include "sim/io/input_error.hpp"
 #include "sim/io/scenario_loader.hpp"
+#include "sim/output/csv.hpp"
 #include "sim/output/output_file.hpp"
 #include "sim/output/json_report.hpp"
 #include "sim/output/table.hpp"
@@ -25,9 +27,9 @@ std::vector<Override> parse_overrides(const std::vector<std::string>& sets) {
 namespace {
 
 struct RunOptions {
-  std::string scenario, mode, output, trace;
+  std::string input, config, mode, output, trace;
   std::vector<std::string> sets;
-  bool json = false, force = false, fail_on_oom = false, exact_full = false;
+  bool json = false, csv = false, force = false, fail_on_oom = false, exact_full = false;
 };
 
 std::vector<Mode> modes_for(const Scenario& sc, const std::string& flag) {
@@ -35,6 +37,17 @@ std::vector<Mode> modes_for(const Scenario& sc, const std::string& flag) {
   if (flag == "both") return {Mode::Sharded, Mode::Pipelined};
   if (flag == "sharded") return {Mode::Sharded};
   return {Mode::Pipelined};
+}
+
+// A scenario without a file: the model and the config as given, batchesPerStep 64 (the
+// default 1 is too shallow for any inference pipeline: PopART's depth rule), every other
+// setting at its default; docs/formats.md ("Without a scenario file") states it.
+Scenario scenario_of_model(const std::string& model, const std::string& config, const std::vector<Override>& sets) {
+  const nlohmann::json document = {{"name", std::filesystem::path(model).stem().string()},
+                                   {"model", std::filesystem::absolute(model).lexically_normal().string()},
+                                   {"config", std::filesystem::absolute(config).lexically_normal().string()},
+                                   {"execution", {{"batchesPerStep", 64}}}};
+  return scenario_from_json(document, "command line", sets);
 }
 
 int run(const RunOptions& o) {
@@ -47,7 +60,8 @@ int run(const RunOptions& o) {
         std::filesystem::weakly_canonical(o.trace, ignored) == std::filesystem::weakly_canonical(o.output, ignored))
       throw InputError(o.trace, "/", "output.same-file", "--trace and --output name the same file");
   }
-  const Scenario sc = load_scenario(o.scenario, parse_overrides(o.sets));
+  const Scenario sc = o.config.empty() ? load_scenario(o.input, parse_overrides(o.sets))
+                                        : scenario_of_model(o.input, o.config, parse_overrides(o.sets));
   SimulateOptions options;
   options.keep_log = !o.trace.empty();
   options.exact_full = o.exact_full;
@@ -55,8 +69,9 @@ int run(const RunOptions& o) {
   options.notes = &std::cerr;
   const Simulation sim = simulate(sc, modes_for(sc, o.mode), options);
   if (!o.trace.empty()) write_output(o.trace, [&](std::ostream& out) { write_trace(out, sc, sim); }, o.force);
-  const std::string text = o.json ? report_json(sc, sim).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n"
-                                  : render_table(sc, sim);
+  const std::string text = o.json  ? report_json(sc, sim).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n"
+                           : o.csv ? render_run_csv(report_json(sc, sim))
+                                   : render_table(sc, sim);
   write_output(o.output.empty() ? "-" : o.output, text, o.force);
   if (o.fail_on_oom)
     for (const ModeRun& run : sim.runs)
@@ -71,15 +86,25 @@ int run(const RunOptions& o) {
 
 Command add_run_command(CLI::App& app) {
   auto o = std::make_shared<RunOptions>();
-  auto* cmd = app.add_subcommand("run", "Simulate a scenario and compare sharded with pipelined execution");
-  cmd->add_option("scenario", o->scenario, "Scenario file (scenarios/*.json)")->required();
+  auto* cmd = app.add_subcommand("run", "Simulate a scenario (or a model on a config) and compare sharded with "
+                                        "pipelined execution");
+  cmd->add_option("scenario", o->input,
+                  "Scenario file (scenarios/*.json); with --config, a model file (models/*.json or .onnx)")
+      ->required();
+  cmd->add_option("--config", o->config,
+                  "Run the model INPUT on this IPU system (configs/*.json) without a scenario file: every "
+                  "execution setting at its default (docs/formats.md), changed with --set execution.x=...");
   cmd->add_option("--mode", o->mode, "Run one mode only, or both (default: the scenario's mode, else both)")
       ->check(CLI::IsMember({"sharded", "pipelined", "both"}));
   cmd->add_option("--set", o->sets,
                   "Override a field: path=value (execution.microBatchSize=8, config.ipu.clockHz=1.85e9, "
                   "model.ops.0.flops=1e9); repeatable")
       ->allow_extra_args(false);
-  cmd->add_flag("--json", o->json, "Print one JSON document instead of the table");
+  auto* json = cmd->add_flag("--json", o->json, "Print one JSON document instead of the table");
+  cmd->add_flag("--csv", o->csv,
+                "Print CSV instead of the table: one row per mode, a column per figure of the JSON, per-IPU "
+                "columns (docs/formats.md)")
+      ->excludes(json);
   cmd->add_option("-o,--output", o->output,
                   "Write to this file (atomically; a device or FIFO is written through; - is standard output) "
                   "instead of standard output");

@@ -27,7 +27,8 @@ Command add_sweep_command(CLI::App& app) {
       "sweep",
       "Run a scenario over a grid of overrides (a sweep file), one process per point (forked, no start-up), "
       "resumable.\n"
-      "Exit codes: 0 every point ran and succeeded, 4 some points failed (recorded with their error), "
+      "Exit codes: 0 every point ran and succeeded, 4 some points failed (recorded with their error), 5 with "
+      "--fail-on-oom: some points do not fit in memory, "
       "6 some points have no result yet (interrupted, or other shards still to run), 2 bad sweep file, flag or "
       "output folder.");
   cmd->add_option("sweep_file", f->options.sweep_file, "Sweep file (sweeps/*.json)")->required();
@@ -44,6 +45,8 @@ Command add_sweep_command(CLI::App& app) {
   cmd->add_flag("--force", f->options.force,
                 "Use an output folder that holds another sweep's results (adds to it, deletes nothing)");
   cmd->add_flag("--retry-failed", f->options.retry_failed, "Run again the points recorded as failed");
+  cmd->add_flag("--fail-on-oom", f->options.fail_on_oom,
+                "Exit with code 5 when every point ran but some do not fit in memory (status oom)");
   return [f] {
     sweep::Options o = f->options;
     if (o.dir == "-")

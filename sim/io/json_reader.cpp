@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "sim/io/aliases.hpp"
 #include "sim/io/input_file.hpp"
 
 namespace ipusim {
@@ -141,6 +142,7 @@ InputError ObjectReader::error(const std::string& key, const std::string& rule, 
 }
 
 const Json& ObjectReader::required_value(const std::string& key) {
+  asked_.insert(key);
   auto it = object_.find(key);
   if (it == object_.end()) throw InputError(file_, pointer_, "json.missing-key", "missing required key \"" + key + "\"");
   used_.insert(key);
@@ -148,6 +150,7 @@ const Json& ObjectReader::required_value(const std::string& key) {
 }
 
 const Json* ObjectReader::maybe_value(const std::string& key) {
+  asked_.insert(key);
   auto it = object_.find(key);
   if (it == object_.end()) return nullptr;
   used_.insert(key);
@@ -278,8 +281,12 @@ std::vector<std::int64_t> ObjectReader::int_list(const std::string& key, bool re
 
 void ObjectReader::finish() const {
   for (auto it = object_.begin(); it != object_.end(); ++it) {
-    if (!used_.count(it.key()))
-      throw InputError(file_, pointer_of(it.key()), "json.unknown-key", "unknown key \"" + it.key() + "\"");
+    if (used_.count(it.key())) continue;
+    std::string message = "unknown key \"" + it.key() + "\"";
+    const std::string hint = popart_key_hint(format_, pointer_, it.key());
+    if (!hint.empty()) message += " (PopART/PopTorch option: " + hint + ")";
+    else message += did_you_mean(it.key(), std::vector<std::string>(asked_.begin(), asked_.end()));
+    throw InputError(file_, pointer_of(it.key()), "json.unknown-key", message);
   }
 }
 

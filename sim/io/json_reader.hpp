@@ -65,7 +65,8 @@ public:
   ObjectReader object(const std::string& key);
 
   InputError error(const std::string& key, const std::string& rule, const std::string& message) const;
-  // Rejects keys never asked for, naming each with its location.
+  // Rejects keys never asked for, naming each with its location and the closest key
+  // asked for ("did you mean ...", aliases.hpp for PopART's and PopTorch's names).
   void finish() const;
 
 private:
@@ -76,6 +77,7 @@ private:
   std::string pointer_;
   Format format_;
   std::set<std::string> used_;
+  std::set<std::string> asked_;  // every key looked up, present or not: the keys this object may have
 };
 
 } // namespace ipusim

@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <map>
 #include <optional>
 
+#include "sim/io/aliases.hpp"
 #include "sim/io/hardware_loader.hpp"
 #include "sim/io/json_reader.hpp"
 #include "sim/io/model_loader.hpp"
@@ -69,7 +71,8 @@ void read_weight_update_settings(ObjectReader r, Execution& e) {
   else
     throw r.error("schedule", "scenario.bad-weight-update-schedule",
                   "unknown accumulate outer fragment schedule \"" + schedule +
-                      "\" (expected Serial, OverlapCycleOptimized or OverlapMemoryOptimized, as PopART spells them)");
+                      "\" (expected Serial, OverlapCycleOptimized or OverlapMemoryOptimized, as PopART spells them)" +
+                      did_you_mean(schedule, {"Serial", "OverlapCycleOptimized", "OverlapMemoryOptimized"}));
   e.weight_update_excluded_ipus = r.int_list("excludedVirtualGraphs", false);
   r.finish();
 }
@@ -103,14 +106,17 @@ Referenced resolve(ObjectReader& root, const std::string& key, const std::string
 
 } // namespace
 
-Execution execution_from_json(const Json& execution, const std::string& origin) {
+namespace {
+
+Execution read_execution(const Json& execution, const std::string& origin) {
   ObjectReader r(execution, origin, "/execution", Format::Scenario);
   Execution e;
   const std::string mode = r.optional_string("mode", "both");
   if (mode == "both") e.modes = {Mode::Sharded, Mode::Pipelined};
   else if (mode == "sharded") e.modes = {Mode::Sharded};
   else if (mode == "pipelined") e.modes = {Mode::Pipelined};
-  else throw r.error("mode", "scenario.bad-mode", "unknown mode \"" + mode + "\" (expected sharded, pipelined or both)");
+  else throw r.error("mode", "scenario.bad-mode", "unknown mode \"" + mode + "\" (expected sharded, pipelined or both)" +
+                                                       did_you_mean(mode, {"sharded", "pipelined", "both"}));
   e.schedule = r.optional_string("schedule", e.schedule);
   e.training = r.optional_bool("training", false);
   e.micro_batch_size = r.optional_int("microBatchSize", 1);
@@ -120,11 +126,16 @@ Execution execution_from_json(const Json& execution, const std::string& origin) 
   e.cost_model = r.optional_string("costModel", e.cost_model);
   e.replicas = r.optional_int("replicas", 1);
   e.placement = r.int_list("placement", false);
+  if (const Json* flag = r.maybe_value("recomputation"); flag && flag->is_boolean())
+    throw r.error("recomputation", "scenario.bad-recomputation",
+                  std::string("recomputation is \"pipeline\" or \"none\", not ") + (flag->get<bool>() ? "true" : "false") +
+                      " (did you mean \"" + (flag->get<bool>() ? "pipeline" : "none") + "\"?)");
   const std::string recompute = r.optional_string("recomputation", "none");
   if (recompute == "none") e.recomputation = Recomputation::None;
   else if (recompute == "pipeline") e.recomputation = Recomputation::Pipeline;
   else throw r.error("recomputation", "scenario.bad-recomputation",
-                     "unknown recomputation \"" + recompute + "\" (expected none or pipeline)");
+                     "unknown recomputation \"" + recompute + "\" (expected none or pipeline)" +
+                         did_you_mean(recompute, {"none", "pipeline"}));
   if (r.has("optimizer")) {
     ObjectReader o = r.object("optimizer");
     const std::string type = o.optional_string("type", "sgd");
@@ -133,7 +144,8 @@ Execution execution_from_json(const Json& execution, const std::string& origin) 
     else if (type == "adam") e.optimizer = Optimizer::Adam;
     else if (type == "lamb") e.optimizer = Optimizer::Lamb;
     else throw o.error("type", "scenario.bad-optimizer",
-                       "unknown optimizer \"" + type + "\" (expected sgd, momentum, adam or lamb)");
+                       "unknown optimizer \"" + type + "\" (expected sgd, momentum, adam or lamb)" +
+                           did_you_mean(type, {"sgd", "momentum", "adam", "lamb"}));
     const std::string dtype = o.optional_string("stateDtype", "float32");
     auto parsed = parse_dtype(dtype);
     if (!parsed || (*parsed != DType::Float16 && *parsed != DType::Float32))
@@ -143,7 +155,8 @@ Execution execution_from_json(const Json& execution, const std::string& origin) 
     if (location == "streaming-memory") e.optimizer_state_off_chip = true;
     else if (location != "on-chip")
       throw o.error("stateLocation", "scenario.bad-optimizer",
-                    "stateLocation must be on-chip or streaming-memory, got \"" + location + "\"");
+                    "stateLocation must be on-chip or streaming-memory, got \"" + location + "\"" +
+                        did_you_mean(location, {"on-chip", "streaming-memory"}));
     e.replicated_tensor_sharding = o.optional_bool("replicatedTensorSharding", false);
     o.finish();
   }
@@ -153,7 +166,8 @@ Execution execution_from_json(const Json& execution, const std::string& origin) 
   if (partials == "float") e.partials_type = DType::Float32;
   else if (partials == "half") e.partials_type = DType::Float16;
   else throw r.error("partialsTypeMatMuls", "scenario.bad-partials-type",
-                     "partialsTypeMatMuls is \"float\" or \"half\" (as PopART spells it), got \"" + partials + "\"");
+                     "partialsTypeMatMuls is \"float\" or \"half\" (as PopART spells it), got \"" + partials + "\"" +
+                         did_you_mean(partials, {"float", "half"}));
   e.available_memory_proportion = available_memory_proportion(r);
   e.io_tiles = r.optional_int("numIOTiles", 0);
   e.sequences_per_sample = r.optional_number("sequencesPerSample", 1);
@@ -164,11 +178,39 @@ Execution execution_from_json(const Json& execution, const std::string& origin) 
   return e;
 }
 
+} // namespace
+
+Execution execution_from_json(const Json& execution, const std::string& origin) {
+  // PopART/PopTorch names are read as ipusim's keys; errors point at the name written.
+  std::map<std::string, std::string> renamed;
+  const Json resolved = resolve_key_aliases(execution, Format::Scenario, origin, "/execution", renamed);
+  try {
+    return read_execution(resolved, origin);
+  } catch (const InputError& e) {
+    for (const auto& [key, alias] : renamed) {
+      const std::string at = "/execution/" + key;
+      if (e.pointer() == at || e.pointer().rfind(at + "/", 0) == 0)
+        throw InputError(e.file(), "/execution/" + alias + e.pointer().substr(at.size()), e.rule(),
+                         e.message() + " (\"" + alias + "\" is read as \"" + key + "\")");
+    }
+    throw;
+  }
+}
+
 Scenario load_scenario(const std::string& path, const std::vector<Override>& overrides) {
   return scenario_from_json(read_json_file(path), path, overrides);
 }
 
-Scenario scenario_from_json(Json document, const std::string& path, const std::vector<Override>& overrides) {
+namespace {
+
+// Where each document came from, for naming --set in errors: the scenario, model and config origins.
+struct Origins {
+  std::string scenario, model, config;
+};
+
+Scenario build_scenario(Json document, const std::string& path, const std::vector<Override>& overrides,
+                        Origins& origins) {
+  origins.scenario = path;
   if (!document.is_object()) throw InputError(path, "/", "json.type", "a scenario is a JSON object");
   for (const auto& o : overrides)
     if (o.path.rfind("model.", 0) != 0 && o.path.rfind("config.", 0) != 0)
@@ -181,8 +223,14 @@ Scenario scenario_from_json(Json document, const std::string& path, const std::v
   root.optional_string("description", "");
   OnnxImportOptions onnx;
   if (root.has("modelBatchSize")) onnx.batch_size = root.required_int("modelBatchSize");
+  if (!root.has("model") && document.contains("ops") && document.contains("tensors"))
+    throw InputError(path, "/", "scenario.is-a-model",
+                     "this is a model, not a scenario: run it on a system with --config (ipusim run " + path +
+                         " --config configs/ipu-m2000.json), or name it as \"model\" in a scenario file");
   Referenced model = resolve(root, "model", path, onnx);
+  origins.model = model.origin;
   Referenced config = resolve(root, "config", path);
+  origins.config = config.origin;
   // Overrides address the config as run, its "extends" chain merged in.
   config.document = resolve_config_extends(config.document, config.origin);
   for (const auto& o : overrides) {
@@ -201,6 +249,35 @@ Scenario scenario_from_json(Json document, const std::string& path, const std::v
   s.model_document = model.document;
   s.config_document = config.document;
   return s;
+}
+
+// "a.b.0" -> "/a/b/0"
+std::string pointer_of_path(const std::string& path) {
+  std::string pointer = "/" + path;
+  std::replace(pointer.begin(), pointer.end(), '.', '/');
+  return pointer;
+}
+
+} // namespace
+
+Scenario scenario_from_json(Json document, const std::string& path, const std::vector<Override>& overrides) {
+  Origins origins;
+  try {
+    return build_scenario(std::move(document), path, overrides, origins);
+  } catch (const InputError& e) {
+    // An error in a value --set wrote, or under a key it added, is the flag's, not the file's.
+    for (const Override& o : overrides) {
+      std::string origin = origins.scenario, field = o.path;
+      if (o.path.rfind("model.", 0) == 0) origin = origins.model, field = o.path.substr(6);
+      else if (o.path.rfind("config.", 0) == 0) origin = origins.config, field = o.path.substr(7);
+      const std::string at = pointer_of_path(field);
+      if (e.file() == origin && !origin.empty() && (e.pointer() == at || e.pointer().rfind(at + "/", 0) == 0))
+        throw InputError("--set", o.path, e.rule(),
+                         e.message() + " (the value --set " + o.path + " wrote; " + e.file() + " at " + e.pointer() +
+                             " as changed by the flag)");
+    }
+    throw;
+  }
 }
 
 } // namespace ipusim

@@ -17,7 +17,27 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 
 } // namespace
 
-MetricsAccumulator::MetricsAccumulator(Mode mode, const Schedule& schedule, const Execution& ex) {
+TimeShares time_shares(const RunMetrics& r) {
+  TimeShares s;
+  const double total = r.step_time_s * static_cast<double>(r.ipus.size());
+  if (total <= 0) return s;
+  for (const IpuMetrics& m : r.ipus) {
+    s.compute += m.busy_s / total;
+    s.host_io += m.host_io_s / total;
+    s.streaming_memory += m.streaming_memory_s / total;
+    s.exchange += m.exchange_s / total;
+    s.sync += m.sync_s / total;
+    s.idle.fill_flush_s += m.idle.fill_flush_s / total;
+    s.idle.imbalance_s += m.idle.imbalance_s / total;
+    s.idle.copy_wait_s += m.idle.copy_wait_s / total;
+    s.idle.update_wait_s += m.idle.update_wait_s / total;
+    s.idle.turn_wait_s += m.idle.turn_wait_s / total;
+  }
+  return s;
+}
+
+MetricsAccumulator::MetricsAccumulator(Mode mode, const Schedule& schedule, const Execution& ex)
+    : attribution_(schedule, mode) {
   r_.mode = mode;
   r_.schedule = schedule.name;
   r_.micro_batches = schedule.micro_batches;
@@ -41,6 +61,7 @@ MetricsAccumulator::MetricsAccumulator(Mode mode, const Schedule& schedule, cons
 }
 
 void MetricsAccumulator::on_event(const Event& e) {
+  attribution_.on_event(e);
   auto found = ipus_.find(e.ipu);
   if (found == ipus_.end()) {
     found = ipus_.emplace(e.ipu, Totals{}).first;
@@ -119,6 +140,16 @@ RunMetrics MetricsAccumulator::finish(const RunSummary& summary) {
     r.allreduce_s = std::max(r.allreduce_s, t.allreduce);
     r.ipus.push_back(m);
   }
+  const Attribution attribution = attribution_.finish(r.step_time_s);
+  for (IpuMetrics& m : r.ipus)
+    for (const IpuAttribution& a : attribution.ipus)
+      if (a.ipu == m.id) {
+        m.idle = a.idle;
+        m.update_s = a.update_s;
+        m.pipeline_work_s = a.pipeline_work_s;
+      }
+  r.bottleneck_ipu = attribution.bottleneck_ipu;
+  r.bottleneck_stage = attribution.bottleneck_stage;
   if (r.step_time_s > 0 && !ipus_.empty())
     r.bubble_fraction = idle / (r.step_time_s * static_cast<double>(ipus_.size()));
   for (const LinkTraffic& l : summary.links)
@@ -129,6 +160,8 @@ RunMetrics MetricsAccumulator::finish(const RunSummary& summary) {
 
 RunMetrics compute_metrics(Mode mode, const Schedule& schedule, const RunLog& log, const Execution& execution) {
   MetricsAccumulator metrics(mode, schedule, execution);
+  if (metrics.wants_transfers())
+    for (const TransferRecord& t : log.transfers) metrics.on_transfer(t);
   for (const Event& e : log.events) metrics.on_event(e);
   RunSummary summary;
   summary.end_time = log.end_time;

@@ -12,6 +12,7 @@
 #include "sim/engine/engine.hpp"
 #include "sim/io/scenario.hpp"
 #include "sim/memory/memory.hpp"
+#include "sim/metrics/attribution.hpp"
 #include "sim/plan/plan.hpp"
 #include "sim/schedule/program.hpp"
 
@@ -25,6 +26,9 @@ struct IpuMetrics {
   double exchange_s = 0;   // in inter-IPU copy phases with copies of its own
   double sync_s = 0;       // paying inter-IPU syncs
   double idle_s = 0;       // waiting for other IPUs: the bubble
+  IdleBreakdown idle;      // idle_s by cause (attribution.hpp)
+  double update_s = 0;     // the part of busy_s spent updating weights
+  double pipeline_work_s = 0;  // forward/backward compute and host I/O of its stages: what paces a pipeline
   double utilization = 0;  // busy_s / step time
 };
 
@@ -54,19 +58,33 @@ struct RunMetrics {
   int cycles = 0;
   double sync_seconds = 0;
   std::vector<IpuMetrics> ipus;
+  int bottleneck_ipu = -1;           // the IPU with the most forward/backward work and host I/O
+  int bottleneck_stage = -1;         // its heaviest stage
   std::vector<LinkTraffic> links;    // only links that carried traffic
   std::uint64_t activities = 0;
   SimulationStats simulation;
   MemoryReport memory;               // filled by simulate(); memory does not depend on timing
 };
 
+// Shares of IPU-time (IPUs x step time); they sum to 1.
+struct TimeShares {
+  double compute = 0, host_io = 0, streaming_memory = 0, exchange = 0, sync = 0;
+  IdleBreakdown idle;
+  double idle_total() const {
+    return idle.fill_flush_s + idle.imbalance_s + idle.copy_wait_s + idle.update_wait_s + idle.turn_wait_s;
+  }
+};
+
+TimeShares time_shares(const RunMetrics& run);
+
 // Takes a run's events as the engine reports them and keeps what the metrics need.
+// `schedule` must outlive it.
 class MetricsAccumulator : public RunObserver {
 public:
   MetricsAccumulator(Mode mode, const Schedule& schedule, const Execution& execution);
   void on_event(const Event& e) override;
-  void on_transfer(const TransferRecord&) override {}
-  bool wants_transfers() const override { return false; }
+  void on_transfer(const TransferRecord& t) override { attribution_.on_transfer(t); }
+  bool wants_transfers() const override { return attribution_.wants_transfers(); }
   RunMetrics finish(const RunSummary& summary);
 
 private:
@@ -82,6 +100,7 @@ private:
 
   RunMetrics r_;
   std::map<int, Totals> ipus_;
+  TimeAttribution attribution_;
   // Latency: spans of the micro-batches still open, from `open_base_` on. A program never
   // runs a micro-batch more than its label_lag below the largest it has run, so every
   // micro-batch below min over programs of (largest run - lag) is complete.
@@ -94,7 +113,7 @@ private:
   double sequences_per_sample_ = 1;
 };
 
-// The metrics of a whole log (tests and tools that keep one).
+// The metrics of a whole log (tests and tools that keep one): its transfers, then its events.
 RunMetrics compute_metrics(Mode mode, const Schedule& schedule, const RunLog& log, const Execution& execution);
 
 } // namespace ipusim

@@ -62,6 +62,28 @@ Json memory_json(const MemoryReport& memory) {
   return {{"fits", memory.fits}, {"ipus", ipus}, {"stashes", stashes}, {"verdicts", verdicts}};
 }
 
+Json time_shares_json(const RunMetrics& r) {
+  const TimeShares s = time_shares(r);
+  return {{"compute", s.compute},
+          {"host_io", s.host_io},
+          {"streaming_memory", s.streaming_memory},
+          {"exchange", s.exchange},
+          {"sync", s.sync},
+          {"idle_fill_flush", s.idle.fill_flush_s},
+          {"idle_imbalance", s.idle.imbalance_s},
+          {"idle_copy_wait", s.idle.copy_wait_s},
+          {"idle_update_wait", s.idle.update_wait_s},
+          {"idle_turn_wait", s.idle.turn_wait_s}};
+}
+
+Json idle_json(const IdleBreakdown& b) {
+  return {{"fill_flush_s", b.fill_flush_s},
+          {"imbalance_s", b.imbalance_s},
+          {"copy_wait_s", b.copy_wait_s},
+          {"update_wait_s", b.update_wait_s},
+          {"turn_wait_s", b.turn_wait_s}};
+}
+
 Json run_json(const RunMetrics& r) {
   Json ipus = Json::array();
   for (const IpuMetrics& m : r.ipus)
@@ -72,7 +94,9 @@ Json run_json(const RunMetrics& r) {
                     {"streaming_memory_s", m.streaming_memory_s},
                     {"exchange_s", m.exchange_s},
                     {"sync_s", m.sync_s},
-                    {"idle_s", m.idle_s}});
+                    {"idle_s", m.idle_s},
+                    {"update_s", m.update_s},
+                    {"idle", idle_json(m.idle)}});
   Json links = Json::array();
   for (const LinkTraffic& l : r.links) links.push_back({{"name", l.name}, {"bytes", l.bytes}});
   return {{"mode", mode_name(r.mode)},
@@ -90,6 +114,8 @@ Json run_json(const RunMetrics& r) {
           {"cycles", r.cycles},
           {"sync_s", r.sync_seconds},
           {"ipus", ipus},
+          {"time_shares", time_shares_json(r)},
+          {"bottleneck", {{"ipu", r.bottleneck_ipu}, {"stage", r.bottleneck_stage}}},
           {"links", links},
           {"simulation",
            {{"program_steps", r.simulation.steps_total},

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <sstream>
 
+#include "sim/output/explanation.hpp"
 #include "sim/output/units.hpp"
 
 namespace ipusim {
@@ -11,25 +12,6 @@ namespace {
 
 std::string pad(const std::string& s, std::size_t width) {
   return s.size() >= width ? s + " " : s + std::string(width - s.size(), ' ');
-}
-
-struct Shares {
-  double busy = 0, host = 0, memory = 0, exchange = 0, sync = 0, idle = 0;
-};
-
-Shares shares(const RunMetrics& r) {
-  Shares s;
-  const double total = r.step_time_s * static_cast<double>(r.ipus.size());
-  if (total <= 0) return s;
-  for (const IpuMetrics& m : r.ipus) {
-    s.busy += m.busy_s / total;
-    s.host += m.host_io_s / total;
-    s.memory += m.streaming_memory_s / total;
-    s.exchange += m.exchange_s / total;
-    s.sync += m.sync_s / total;
-    s.idle += m.idle_s / total;
-  }
-  return s;
 }
 
 void plan_section(std::ostringstream& out, const Scenario& sc, const Plan& plan) {
@@ -103,13 +85,28 @@ std::string render_table(const Scenario& sc, const Simulation& sim) {
       return format_seconds(r.allreduce_s) + " (" + format_percent(r.allreduce_s / r.step_time_s) + ")";
     });
   }
-  row("IPU time computing", [](const RunMetrics& r) { return format_percent(shares(r).busy); });
+  row("IPU time computing", [](const RunMetrics& r) { return format_percent(time_shares(r).compute); });
   row("IPU time idle (bubble)", [](const RunMetrics& r) { return format_percent(r.bubble_fraction); });
-  row("IPU time in copies", [](const RunMetrics& r) { return format_percent(shares(r).exchange); });
-  row("IPU time in syncs", [](const RunMetrics& r) { return format_percent(shares(r).sync); });
-  row("IPU time in host I/O", [](const RunMetrics& r) { return format_percent(shares(r).host); });
+  bool update_waits = false, turn_waits = false;
+  for (const ModeRun& run : sim.runs) {
+    update_waits = update_waits || time_shares(run.metrics).idle.update_wait_s > 0;
+    turn_waits = turn_waits || time_shares(run.metrics).idle.turn_wait_s > 0;
+  }
+  row("  fill and flush", [](const RunMetrics& r) { return format_percent(time_shares(r).idle.fill_flush_s); });
+  row("  imbalance", [](const RunMetrics& r) { return format_percent(time_shares(r).idle.imbalance_s); });
+  row("  waiting on copies", [](const RunMetrics& r) { return format_percent(time_shares(r).idle.copy_wait_s); });
+  if (update_waits)
+    row("  waiting on updates", [](const RunMetrics& r) { return format_percent(time_shares(r).idle.update_wait_s); });
+  if (turn_waits)
+    row("  waiting for its turn", [](const RunMetrics& r) { return format_percent(time_shares(r).idle.turn_wait_s); });
+  row("IPU time in copies", [](const RunMetrics& r) { return format_percent(time_shares(r).exchange); });
+  row("IPU time in syncs", [](const RunMetrics& r) { return format_percent(time_shares(r).sync); });
+  row("IPU time in host I/O", [](const RunMetrics& r) { return format_percent(time_shares(r).host_io); });
   if (sc.execution.training && sc.execution.optimizer_state_off_chip)
-    row("IPU time in Streaming Mem", [](const RunMetrics& r) { return format_percent(shares(r).memory); });
+    row("IPU time in Streaming Mem", [](const RunMetrics& r) { return format_percent(time_shares(r).streaming_memory); });
+  row("bottleneck", [](const RunMetrics& r) {
+    return "IPU " + std::to_string(r.bottleneck_ipu) + ", stage " + std::to_string(r.bottleneck_stage);
+  });
   if (sharded && pipelined)
     row("speed-up over sharded", [&](const RunMetrics& r) {
       return format_fixed(sharded->step_time_s / r.step_time_s, 2) + "x";
@@ -154,24 +151,8 @@ std::string render_table(const Scenario& sc, const Simulation& sim) {
     for (const IpuMemory& m : run.metrics.memory.ipus)
       if (!m.fits)
         out << "\nOUT OF MEMORY (" << mode_name(run.metrics.mode) << "): " << out_of_memory_verdict(m) << "\n";
-  if (sharded && pipelined) {
-    const Shares s = shares(*sharded), p = shares(*pipelined);
-    const double speedup = sharded->step_time_s / pipelined->step_time_s;
-    out << "\nWhy: ";
-    if (speedup >= 1) out << "pipelining is " << format_fixed(speedup, 2) << "x faster than sharding. ";
-    else out << "pipelining is " << format_fixed(1 / speedup, 2) << "x slower than sharding. ";
-    out << "Sharded, only one IPU works at a time, so the IPUs sit idle " << format_percent(sharded->bubble_fraction)
-        << " of the time; pipelined, stages work on different micro-batches at once and idle time falls to "
-        << format_percent(pipelined->bubble_fraction);
-    if (pipelined->cycles > 0)
-      out << " (fill and flush of " << pipelined->cycles << " lockstep steps, each as long as its slowest IPU). ";
-    else
-      out << " (the fill and drain of the asynchronous pipeline). ";
-    out << "Copies take " << format_percent(p.exchange) << " of IPU time pipelined against "
-        << format_percent(s.exchange) << " sharded"
-        << (pipelined->schedule == "popart" ? ": PopART's copy phase runs every cycle for every stage boundary" : "");
-    out << "; syncs take " << format_percent(p.sync) << " against " << format_percent(s.sync) << ".\n";
-  }
+  const std::string why = explain_runs(sc, sim);
+  if (!why.empty()) out << "\nWhy: " << why << "\n";
   for (const ModeRun& run : sim.runs)
     if (!run.metrics.simulation.not_periodic.empty()) {
       out << "\nNote (" << mode_name(run.metrics.mode) << "): the state of ";

@@ -1,6 +1,6 @@
 #pragma once
 // The readable comparison `ipusim run` prints: the plan, one column per mode, and a
-// few sentences on why the faster mode wins (bubble, copies, syncs).
+// few sentences on why (explanation.hpp).
 #include <string>
 
 #include "sim/io/scenario.hpp"

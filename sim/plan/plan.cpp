@@ -5,6 +5,7 @@
 #include <set>
 
 #include "sim/cost/cost_model.hpp"
+#include "sim/io/aliases.hpp"
 #include "sim/io/input_error.hpp"
 
 namespace ipusim {
@@ -216,7 +217,11 @@ Plan make_plan(const Scenario& sc, const ModelGraph& g) {
   check_weights_local(m, g);
   if (!make_cost_model(ex.cost_model, sc.hardware.ipu))
     throw InputError(sc.file, sc.execution_pointer("costModel"), "scenario.unknown-cost-model",
-                     "unknown cost model \"" + ex.cost_model + "\" (known: " + cost_model_names() + ")");
+                     "unknown cost model \"" + ex.cost_model + "\"" + did_you_mean(ex.cost_model, [] {
+                       std::vector<std::string> names;
+                       for (const auto& info : cost_models()) names.push_back(info.name);
+                       return names;
+                     }()) + " (known: " + cost_model_names() + ")");
   std::map<int, std::unique_ptr<CostModel>> cost_of_ipu;
   auto cost = [&](int ipu) -> const CostModel& {
     auto& c = cost_of_ipu[ipu];

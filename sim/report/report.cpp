@@ -16,6 +16,7 @@
 #include "sim/output/output_file.hpp"
 #include "sim/output/units.hpp"
 #include "sim/report/svg_chart.hpp"
+#include "sim/sweep/sweep_results.hpp"
 
 namespace ipusim::report {
 
@@ -122,7 +123,7 @@ Input load_input(const std::string& path) {
       SweepPoint pt;
       pt.index = j.value("point", static_cast<std::int64_t>(in.points.size()));
       pt.id = j.contains("id") && j["id"].is_string() ? j["id"].get<std::string>() : std::to_string(pt.index);
-      pt.ok = j["status"] == "ok";
+      pt.ok = j["status"] == "ok" || j["status"] == "oom";  // oom: the run succeeded, and does not fit
       if (j.contains("axes") && j["axes"].is_object()) pt.axes = j["axes"];
       if (pt.ok) {
         if (!j.contains("report") || !is_run(j["report"]))
@@ -892,7 +893,7 @@ void sweep_section(Builder& b, const Input& in, std::size_t number, const std::s
   for (const SweepPoint& p : in.points) {
     std::vector<std::string> cells{std::to_string(p.index), p.id};
     for (const AxisInfo& a : axes) cells.push_back(p.axes.contains(a.key) ? scalar_text(p.axes[a.key]) : "-");
-    cells.push_back(p.ok ? "ok" : "error");
+    cells.push_back(p.ok ? (sweep::out_of_memory(p.report) ? "out of memory" : "ok") : "error");
     for (const std::string& m : modes) {
       const Json* r = p.ok ? run_of(p.report, m) : nullptr;
       cells.push_back(r ? seconds(num(*r, "step_time_s")) : "-");

@@ -77,6 +77,7 @@ struct Schedule {
   // schedule's own rule (popart-semantics.md); indexed by forward stage.
   std::vector<int> stash_depth;
   bool recompute = false;  // backward stages re-run their forward: stashes hold what crosses an IPU boundary
+  bool one_stage_at_a_time = false;  // sharded and tf-sequential: an IPU waits while another runs its stage
 };
 
 } // namespace ipusim

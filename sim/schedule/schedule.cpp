@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <set>
 
+#include "sim/io/aliases.hpp"
 #include "sim/io/input_error.hpp"
 #include "sim/io/json_reader.hpp"
 
@@ -49,11 +50,15 @@ void check_schedule_name(const Scenario& sc) {
     for (const auto& s : schedules())
       if (s.name == name) return;
   std::string known;
+  std::vector<std::string> names;
   for (const auto& s : schedules())
-    if (s.name != "sharded") known += (known.empty() ? "" : ", ") + s.name;
+    if (s.name != "sharded") {
+      known += (known.empty() ? "" : ", ") + s.name;
+      names.push_back(s.name);
+    }
   throw InputError(sc.file, sc.execution_pointer("schedule"), "scenario.unknown-schedule",
                    (name == "sharded" ? std::string("\"sharded\" is a mode, not a pipeline schedule")
-                                      : "unknown pipeline schedule \"" + name + "\"") +
+                                      : "unknown pipeline schedule \"" + name + "\"" + did_you_mean(name, names)) +
                        " (known: " + known + ")");
 }
 

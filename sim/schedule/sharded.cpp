@@ -33,7 +33,9 @@ Schedule build_sharded(const ScheduleContext& ctx) {
   std::vector<int> stash(static_cast<std::size_t>(ctx.plan.forward_stage_count), 0);
   if (ex.training)
     for (int s = 0; s < ctx.plan.loss_stage; ++s) stash[s] = 1;
-  return b.finish(batches * per_batch, 0, stash);
+  Schedule schedule = b.finish(batches * per_batch, 0, stash);
+  schedule.one_stage_at_a_time = true;
+  return schedule;
 }
 
 } // namespace ipusim

@@ -233,7 +233,9 @@ Schedule build_tf_sequential(const ScheduleContext& ctx) {
   std::vector<int> stash(static_cast<std::size_t>(N), 0);
   if (plan.training)
     for (int s = 0; s + 1 < N; ++s) stash[s] = 1;
-  return b.finish(ctx.batches() * depth, 0, stash);
+  Schedule schedule = b.finish(ctx.batches() * depth, 0, stash);
+  schedule.one_stage_at_a_time = true;
+  return schedule;
 }
 
 } // namespace ipusim

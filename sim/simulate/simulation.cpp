@@ -40,6 +40,8 @@ void send_metrics(ByteWriter& out, const RunMetrics& m) {
   out.value(m.bubble_fraction);
   out.value(m.allreduce_s);
   out.value(m.activities);
+  out.value(m.bottleneck_ipu);
+  out.value(m.bottleneck_stage);
   out.value<std::uint64_t>(m.ipus.size());
   for (const IpuMetrics& i : m.ipus) out.value(i);
   out.value<std::uint64_t>(m.links.size());
@@ -62,6 +64,8 @@ void receive_metrics(ByteReader& in, RunMetrics& m) {
   m.bubble_fraction = in.value<double>();
   m.allreduce_s = in.value<double>();
   m.activities = in.value<std::uint64_t>();
+  m.bottleneck_ipu = in.value<int>();
+  m.bottleneck_stage = in.value<int>();
   m.ipus.resize(in.value<std::uint64_t>());
   for (IpuMetrics& i : m.ipus) i = in.value<IpuMetrics>();
   m.links.resize(in.value<std::uint64_t>());

@@ -51,6 +51,17 @@ std::string signal_name(int signal) {
 
 } // namespace
 
+bool out_of_memory(const Json& report) {
+  const Json* runs = find(report, "runs");
+  if (runs == nullptr || !runs->is_array()) return false;
+  for (const Json& run : *runs) {
+    const Json* memory = find(run, "memory");
+    const Json* fits = memory ? find(*memory, "fits") : nullptr;
+    if (fits && fits->is_boolean() && !fits->get<bool>()) return true;
+  }
+  return false;
+}
+
 bool interrupted(const ChildResult& child) {
   return child.signal == SIGINT || child.signal == SIGTERM || child.signal == SIGHUP || child.signal == SIGKILL;
 }
@@ -66,7 +77,7 @@ Json point_record(const Point& point, const std::vector<std::string>& command, c
   if (child.exit_code == 0 && child.signal == 0) {
     Json report = Json::parse(child.out, nullptr, /*allow_exceptions=*/false);
     if (!report.is_discarded() && report.is_object()) {
-      record["status"] = "ok";
+      record["status"] = out_of_memory(report) ? "oom" : "ok";
       record["report"] = std::move(report);
       if (!error.empty()) record["stderr"] = error;
       return record;
@@ -93,7 +104,7 @@ std::optional<Json> read_point_file(const std::string& path, const Point& point)
   }
   const Json* id = find(record, "id");
   const Json* status = find(record, "status");
-  if (id == nullptr || *id != point.id || status == nullptr || (*status != "ok" && *status != "error"))
+  if (id == nullptr || *id != point.id || status == nullptr || (*status != "ok" && *status != "oom" && *status != "error"))
     throw InputError(path, "", "sweep.bad-point-file",
                      "not the record of point " + point.id + "; delete it to run the point again");
   return record;
@@ -106,21 +117,11 @@ std::string jsonl_line(const Point& point, const Json& record) {
   return line.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n";
 }
 
-std::string csv_field(const std::string& text) {
-  if (text.find_first_of(",\"\r\n") == std::string::npos) return text;
-  std::string out = "\"";
-  for (char c : text) {
-    if (c == '"') out += '"';
-    out += c;
-  }
-  return out + "\"";
-}
-
 std::string csv_header(const Spec& spec) {
   std::string line = "point,id,status";
   for (const auto& path : spec.axis_paths()) line += "," + csv_field(path);
   for (const char* mode : kModes)
-    for (const char* metric : {"step_time_s", "throughput_samples_per_s", "latency_mean_s", "bubble_fraction"})
+    for (const char* metric : {"step_time_s", "throughput_samples_per_s", "latency_mean_s", "bubble_fraction", "fits"})
       line += std::string(",") + mode + "." + metric;
   return line + ",speedup,error\n";
 }
@@ -139,6 +140,8 @@ std::string csv_row(const Point& point, const Json& record) {
     line += "," + cell(run ? find(*run, "throughput_samples_per_s") : nullptr);
     line += "," + cell(latency ? find(*latency, "mean") : nullptr);
     line += "," + cell(run ? find(*run, "bubble_fraction") : nullptr);
+    const Json* memory = run ? find(*run, "memory") : nullptr;
+    line += "," + cell(memory ? find(*memory, "fits") : nullptr);
   }
   line += "," + cell(report ? find(*report, "speedup_pipelined_over_sharded") : nullptr);
   // One physical line per row: the error's line breaks become spaces.

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/output/csv.hpp"
 #include "sim/sweep/child_process.hpp"
 #include "sim/sweep/sweep_spec.hpp"
 
@@ -14,10 +15,13 @@ namespace ipusim::sweep {
 // A run ended by SIGINT, SIGTERM, SIGHUP or SIGKILL was stopped, not failed: it is not
 // recorded, so the next run of the sweep does it again. Any other end is a result.
 bool interrupted(const ChildResult& child);
+// True when some run of a `run --json` document does not fit in memory.
+bool out_of_memory(const Json& report);
 
-// {"point", "id", "status": "ok"|"error", "axes": {path: value}, "exit_code",
-//  "seconds", "command", then "report" (the `run --json` document) when ok, or
-//  "error" (what the run printed on stderr) when not}.
+// {"point", "id", "status": "ok"|"oom"|"error", "axes": {path: value}, "exit_code",
+//  "seconds", "command", then "report" (the `run --json` document) when the run
+//  succeeded ("oom": some mode does not fit in memory), or "error" (what the run
+//  printed on stderr) when not}.
 Json point_record(const Point& point, const std::vector<std::string>& command, const ChildResult& child);
 
 // The record in points/<id>.json, or nullopt when there is none. Throws InputError
@@ -31,7 +35,5 @@ std::string jsonl_line(const Point& point, const Json& record);
 
 std::string csv_header(const Spec& spec);
 std::string csv_row(const Point& point, const Json& record);
-// RFC 4180: quoted when it holds a comma, a quote or a line break.
-std::string csv_field(const std::string& text);
 
 } // namespace ipusim::sweep

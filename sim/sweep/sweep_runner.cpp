@@ -142,12 +142,14 @@ void release_dir(FolderLock& lock, const std::string& dir) {
 }
 
 struct Row {
-  bool present = false, ok = false;
+  bool present = false, ok = false;  // ok: the run succeeded, whether or not it fits in memory
+  bool oom = false;
   std::string jsonl, csv;
 };
 
 Row row_of(const Point& p, const Json& record) {
-  return {true, record.value("status", "") == "ok", jsonl_line(p, record), csv_row(p, record)};
+  const std::string status = record.value("status", "");
+  return {true, status == "ok" || status == "oom", status == "oom", jsonl_line(p, record), csv_row(p, record)};
 }
 
 class Sweep {
@@ -357,16 +359,17 @@ private:
 
   int merge() {
     write_results();
-    std::size_t present = 0, ok = 0;
+    std::size_t present = 0, ok = 0, oom = 0;
     for (const Row& r : rows_) {
       present += r.present;
       ok += r.ok;
+      oom += r.oom;
     }
     log_ << "ipusim sweep: " << spec_.name << ": merged " << present << " of " << points_.size() << " points ("
-         << ok << " ok, " << present - ok << " failed, " << points_.size() - present << " missing) into "
+         << ok << " ok" << (oom ? " (" + std::to_string(oom) + " out of memory)" : std::string()) << ", "
+         << present - ok << " failed, " << points_.size() - present << " missing) into "
          << (fs::path(dir_) / "results.csv").string() << " and results.jsonl\n";
-    if (present < points_.size()) return kExitIncomplete;
-    return ok < present ? kExitPointsFailed : 0;
+    return exit_code(present < points_.size(), ok < present, oom > 0);
   }
 
   int summarize(const Shard& shard) {
@@ -375,10 +378,11 @@ private:
       log_ << "\n";
     }
     const double elapsed = std::chrono::duration<double>(Clock::now() - start_).count();
-    std::size_t present = 0, ok = 0;
+    std::size_t present = 0, ok = 0, oom = 0;
     for (std::size_t i : mine_) {
       present += rows_[i].present;
       ok += rows_[i].ok;
+      oom += rows_[i].oom;
     }
     char rate[64] = "";
     if (finished_ > 0 && elapsed > 0)
@@ -389,7 +393,9 @@ private:
     if (!todo_.empty()) log_ << " in " << duration(elapsed) << rate << " with -j" << jobs_;
     log_ << ", " << skipped_ << " already done";
     if (interrupted_) log_ << ", " << interrupted_ << " interrupted (run the sweep again)";
-    log_ << "; " << ok << " ok, " << present - ok << " failed; results in " << (fs::path(dir_) / "results.csv").string()
+    log_ << "; " << ok << " ok";
+    if (oom) log_ << " (" << oom << " out of memory" << (o_.fail_on_oom ? ", --fail-on-oom" : "") << ")";
+    log_ << ", " << present - ok << " failed; results in " << (fs::path(dir_) / "results.csv").string()
          << "\n";
     std::sort(failed_.begin(), failed_.end());
     for (std::size_t i = 0; i < failed_.size() && i < 10; ++i) {
@@ -397,8 +403,13 @@ private:
       log_ << "  failed: point " << p.index << " (" << point_file(p) << ")\n";
     }
     if (failed_.size() > 10) log_ << "  ... and " << failed_.size() - 10 << " more\n";
-    if (present < mine_.size()) return kExitIncomplete;
-    return ok < present ? kExitPointsFailed : 0;
+    return exit_code(present < mine_.size(), ok < present, oom > 0);
+  }
+
+  int exit_code(bool incomplete, bool failed, bool out_of_memory) const {
+    if (incomplete) return kExitIncomplete;
+    if (failed) return kExitPointsFailed;
+    return o_.fail_on_oom && out_of_memory ? kExitOutOfMemory : 0;
   }
 
   const Options& o_;

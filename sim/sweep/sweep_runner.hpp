@@ -18,6 +18,7 @@ namespace ipusim::sweep {
 
 // Exit codes beyond the CLI's 0 (all points ok), 2 (bad input) and 3 (internal fault).
 constexpr int kExitPointsFailed = 4;  // every point has a record, and some records are errors
+constexpr int kExitOutOfMemory = 5;  // with fail_on_oom: every point ran, and some do not fit in memory
 constexpr int kExitIncomplete = 6;    // some points have no record (interrupted; or, for a merge, not run yet)
 // (5 is `run --fail-on-oom`'s "out of memory"; a point exiting 5 is a failed point, exit 4.)
 
@@ -38,6 +39,7 @@ struct Options {
   bool merge = false;       // no simulation: rebuild results.jsonl/.csv from points/
   bool force = false;       // use a DIR that holds another sweep's results (deletes nothing)
   bool retry_failed = false;
+  bool fail_on_oom = false;  // exit kExitOutOfMemory when a point does not fit (status "oom")
   bool progress = false;    // draw a progress bar on `log` (a terminal)
   // Runs `ipusim ARGS` (the point's `run` command) in the forked child, returning its exit
   // code; what it prints is the point's output.

@@ -1,0 +1,70 @@
+#pragma once
+// Why an IPU was idle: its idle time split by cause, and the IPU that paced the step.
+// docs/step-time.md states each rule; in short:
+//  - an IPU waits at a barrier (a sync) or for an asynchronous copy; nothing else idles it;
+//  - a wait closing a copy phase, or for a copy in flight, is waiting on copies;
+//  - a wait closing a weight-update phase is waiting on the updates of other IPUs;
+//  - in runs that work one IPU at a time (sharded, tf-sequential) a wait with no work of
+//    its own is waiting for its turn;
+//  - in pipelines, a wait in a cycle where some of its stages are not yet started or
+//    already finished for this batch is fill and flush, up to those stages' work per
+//    micro-batch; the rest, waiting for the slowest IPU of the cycle, is imbalance.
+//
+// Computed from the engine's events as they come, replayed steady-state periods included:
+// what the stretch between two barriers holds comes from the programs (ProgramCursor), and
+// a wait is kept only until it is known which stages it lacks, so memory does not grow
+// with the number of micro-batches.
+#include <memory>
+#include <vector>
+
+#include "sim/engine/engine.hpp"
+#include "sim/io/scenario.hpp"
+#include "sim/schedule/program.hpp"
+
+namespace ipusim {
+
+// Sums to the IPU's idle time.
+struct IdleBreakdown {
+  double fill_flush_s = 0;
+  double imbalance_s = 0;
+  double copy_wait_s = 0;
+  double update_wait_s = 0;
+  double turn_wait_s = 0;
+};
+
+struct IpuAttribution {
+  int ipu = 0;
+  IdleBreakdown idle;
+  double update_s = 0;         // computing weight updates (part of busy time)
+  double pipeline_work_s = 0;  // forward/backward compute and host I/O: the work that paces a pipeline
+  int heaviest_stage = -1;     // the stage with the most compute and host I/O on this IPU
+};
+
+struct Attribution {
+  std::vector<IpuAttribution> ipus;  // in the order of schedule.programs
+  int bottleneck_ipu = -1;           // the IPU with the most pipeline work
+  int bottleneck_stage = -1;         // its heaviest stage
+};
+
+// Takes a run's events (and, for asynchronous copies, its transfers) in the order the
+// engine reports them. `schedule` must outlive it.
+class TimeAttribution : public RunObserver {
+public:
+  TimeAttribution(const Schedule& schedule, Mode mode);
+  ~TimeAttribution() override;
+  TimeAttribution(const TimeAttribution&) = delete;
+  TimeAttribution& operator=(const TimeAttribution&) = delete;
+
+  void on_event(const Event& event) override;
+  void on_transfer(const TransferRecord& transfer) override;
+  // Only schedules with asynchronous copies need the transfers (when their senders started).
+  bool wants_transfers() const override;
+  // `end_time`: the step's end, which closes the stretch after the last barrier.
+  Attribution finish(double end_time);
+
+private:
+  class State;
+  std::unique_ptr<State> state_;
+};
+
+} // namespace ipusim

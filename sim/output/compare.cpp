@@ -1,0 +1,260 @@
+#include "sim/output/compare.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <optional>
+#include <sstream>
+
+#include "sim/io/input_error.hpp"
+#include "sim/output/units.hpp"
+
+namespace ipusim {
+
+using Json = nlohmann::json;
+
+namespace {
+
+[[noreturn]] void not_a_run(const std::string& file, const std::string& pointer, const std::string& what) {
+  throw InputError(file, pointer, "compare.not-a-run",
+                   what + "; compare reads the documents `ipusim run --json` writes");
+}
+
+std::string label(std::size_t i) { return std::string(1, static_cast<char>('A' + i % 26)) + (i >= 26 ? std::to_string(i / 26) : ""); }
+
+std::string pad(const std::string& s, std::size_t width) {
+  return s.size() >= width ? s + " " : s + std::string(width - s.size(), ' ');
+}
+
+// A number at a JSON pointer of a run, if the document has it.
+std::optional<double> number(const Json& run, const char* pointer) {
+  const Json::json_pointer p(pointer);
+  if (!run.contains(p) || !run.at(p).is_number()) return std::nullopt;
+  return run.at(p).get<double>();
+}
+
+enum class Kind { Seconds, Rate, Share, Count };
+
+struct Figure {
+  const char* name;
+  const char* pointer;
+  Kind kind;
+};
+
+// Every figure of a run in the order of `ipusim run`'s table.
+constexpr Figure kFigures[] = {
+    {"step time", "/step_time_s", Kind::Seconds},
+    {"throughput", "/throughput_samples_per_s", Kind::Rate},
+    {"samples per step", "/samples_per_step", Kind::Count},
+    {"latency mean", "/latency_s/mean", Kind::Seconds},
+    {"latency max", "/latency_s/max", Kind::Seconds},
+    {"IPU time computing", "/time_shares/compute", Kind::Share},
+    {"IPU time idle (bubble)", "/bubble_fraction", Kind::Share},
+    {"  fill and flush", "/time_shares/idle_fill_flush", Kind::Share},
+    {"  imbalance", "/time_shares/idle_imbalance", Kind::Share},
+    {"  waiting on copies", "/time_shares/idle_copy_wait", Kind::Share},
+    {"  waiting on updates", "/time_shares/idle_update_wait", Kind::Share},
+    {"  waiting for its turn", "/time_shares/idle_turn_wait", Kind::Share},
+    {"IPU time in copies", "/time_shares/exchange", Kind::Share},
+    {"IPU time in syncs", "/time_shares/sync", Kind::Share},
+    {"IPU time in host I/O", "/time_shares/host_io", Kind::Share},
+    {"IPU time in Streaming Mem", "/time_shares/streaming_memory", Kind::Share},
+    {"gradient all-reduce", "/allreduce_s", Kind::Seconds},
+};
+
+std::string value_text(double v, Kind kind) {
+  switch (kind) {
+  case Kind::Seconds: return format_seconds(v);
+  case Kind::Rate: return format_rate(v, "samples/s");
+  case Kind::Share: return format_percent(v);
+  case Kind::Count: return format_fixed(v, 0);
+  }
+  return "";
+}
+
+std::string delta_text(double base, double v, Kind kind) {
+  const double d = v - base;
+  const std::string sign = d > 0 ? "+" : (d < 0 ? "-" : "");
+  switch (kind) {
+  case Kind::Seconds: return sign + format_seconds(std::fabs(d));
+  case Kind::Rate: return sign + format_rate(std::fabs(d), "samples/s");
+  case Kind::Share: return sign + format_fixed(100 * std::fabs(d), 1) + " pts";
+  case Kind::Count: return sign + format_fixed(std::fabs(d), 0);
+  }
+  return "";
+}
+
+std::string ratio_text(double base, double v) {
+  if (base == 0) return v == 0 ? "1.00x" : "-";
+  return format_fixed(v / base, 2) + "x";
+}
+
+const Json* run_of(const Json& doc, const std::string& mode) {
+  for (const Json& r : doc.at("runs"))
+    if (r.at("mode") == mode) return &r;
+  return nullptr;
+}
+
+std::string bottleneck_text(const Json& run) {
+  const Json::json_pointer ipu("/bottleneck/ipu"), stage("/bottleneck/stage");
+  if (!run.contains(ipu) || !run.at(ipu).is_number_integer()) return "-";
+  return "IPU " + std::to_string(run.at(ipu).get<int>()) + ", stage " + std::to_string(run.at(stage).get<int>());
+}
+
+std::string fits_text(const Json& run) {
+  const Json::json_pointer fits("/memory/fits");
+  if (!run.contains(fits) || !run.at(fits).is_boolean()) return "-";
+  return run.at(fits).get<bool>() ? "yes" : "no";
+}
+
+// The settings that differ from the first document's: "gradient_accumulation 16 -> 64".
+std::vector<std::string> setting_differences(const Json& base, const Json& other) {
+  std::vector<std::string> out;
+  for (const char* key : {"model", "config"})
+    if (base.value(key, Json()) != other.value(key, Json()))
+      out.push_back(std::string(key) + " " + base.value(key, Json()).dump() + " -> " + other.value(key, Json()).dump());
+  const Json a = base.value("execution", Json::object()), b = other.value("execution", Json::object());
+  if (!a.is_object() || !b.is_object()) return out;
+  std::vector<std::string> keys;
+  for (auto it = a.begin(); it != a.end(); ++it) keys.push_back(it.key());
+  for (auto it = b.begin(); it != b.end(); ++it)
+    if (!a.contains(it.key())) keys.push_back(it.key());
+  for (const std::string& k : keys)
+    if (a.value(k, Json()) != b.value(k, Json()))
+      out.push_back(k + " " + a.value(k, Json()).dump() + " -> " + b.value(k, Json()).dump());
+  return out;
+}
+
+struct Part {
+  const char* name;
+  const char* pointer;
+};
+
+// Where the IPU time goes, in IPU-seconds per step: share x IPUs x step time.
+constexpr Part kParts[] = {
+    {"computing", "/time_shares/compute"},
+    {"host I/O", "/time_shares/host_io"},
+    {"copies", "/time_shares/exchange"},
+    {"syncs", "/time_shares/sync"},
+    {"Streaming Memory", "/time_shares/streaming_memory"},
+    {"fill and flush", "/time_shares/idle_fill_flush"},
+    {"imbalance", "/time_shares/idle_imbalance"},
+    {"waiting on copies", "/time_shares/idle_copy_wait"},
+    {"waiting on updates", "/time_shares/idle_update_wait"},
+    {"waiting for turns", "/time_shares/idle_turn_wait"},
+};
+
+std::optional<double> ipu_seconds(const Json& run, const char* pointer) {
+  const auto share = number(run, pointer);
+  const auto step = number(run, "/step_time_s");
+  if (!share || !step || !run.contains("ipus") || !run.at("ipus").is_array()) return std::nullopt;
+  return *share * *step * static_cast<double>(run.at("ipus").size());
+}
+
+void explain(std::ostringstream& out, const std::string& mode, const Json& base, const Json& other,
+             const std::string& name) {
+  const double a = base.at("step_time_s").get<double>(), b = other.at("step_time_s").get<double>();
+  out << name << ", " << mode << ": ";
+  if (a == b) out << "the same step time (" << format_seconds(a) << ")";
+  else
+    out << "the step is " << format_fixed(b > a ? b / a : a / b, 2) << "x " << (b > a ? "longer" : "shorter") << " ("
+        << format_seconds(a) << " -> " << format_seconds(b) << ")";
+  const auto ta = number(base, "/throughput_samples_per_s"), tb = number(other, "/throughput_samples_per_s");
+  if (ta && tb && *ta > 0) out << ", throughput x" << format_fixed(*tb / *ta, 2);
+  std::vector<std::pair<double, const char*>> changes;
+  for (const Part& p : kParts) {
+    const auto sa = ipu_seconds(base, p.pointer), sb = ipu_seconds(other, p.pointer);
+    if (sa && sb && *sb != *sa) changes.emplace_back(*sb - *sa, p.name);
+  }
+  std::stable_sort(changes.begin(), changes.end(),
+                   [](const auto& x, const auto& y) { return std::fabs(x.first) > std::fabs(y.first); });
+  const char* separator = ". IPU time (summed over IPUs) changed most in ";
+  std::size_t shown = 0;
+  for (const auto& [delta, part] : changes) {
+    if (shown == 3) break;
+    out << separator << part << " " << (delta > 0 ? "+" : "-") << format_seconds(std::fabs(delta));
+    separator = ", ";
+    ++shown;
+  }
+  const std::string ba = bottleneck_text(base), bb = bottleneck_text(other);
+  if (ba != bb) out << "; the bottleneck moves from " << ba << " to " << bb;
+  if (fits_text(base) != fits_text(other))
+    out << "; " << (fits_text(other) == "yes" ? "it now fits in memory" : "it no longer fits in memory");
+  out << ".\n";
+}
+
+} // namespace
+
+void check_run_document(const Json& doc, const std::string& file) {
+  if (!doc.is_object()) not_a_run(file, "/", "expected a JSON object");
+  if (!doc.contains("runs") || !doc.at("runs").is_array() || doc.at("runs").empty())
+    not_a_run(file, "/runs", "expected a non-empty array of runs");
+  for (std::size_t i = 0; i < doc.at("runs").size(); ++i) {
+    const Json& run = doc.at("runs")[i];
+    const std::string at = "/runs/" + std::to_string(i);
+    if (!run.is_object() || !run.contains("mode") || !run.at("mode").is_string())
+      not_a_run(file, at, "expected a run with a \"mode\"");
+    if (!run.contains("step_time_s") || !run.at("step_time_s").is_number() || !(run.at("step_time_s").get<double>() > 0))
+      not_a_run(file, at + "/step_time_s", "expected a positive step time");
+  }
+}
+
+std::string render_comparison(const std::vector<RunDocument>& runs) {
+  std::ostringstream out;
+  for (std::size_t i = 0; i < runs.size(); ++i)
+    out << label(i) << ": " << runs[i].file << " (scenario " << runs[i].document.value("scenario", Json("?")).dump()
+        << ")\n";
+  for (std::size_t i = 1; i < runs.size(); ++i) {
+    const auto diffs = setting_differences(runs[0].document, runs[i].document);
+    out << label(i) << " differs from A in: ";
+    if (diffs.empty()) out << "nothing recorded (same model, config and execution)";
+    for (std::size_t k = 0; k < diffs.size(); ++k) out << (k ? "; " : "") << diffs[k];
+    out << "\n";
+  }
+
+  // Modes in the order of the first document; a mode some document lacks shows "-".
+  std::vector<std::string> modes;
+  for (const Json& r : runs[0].document.at("runs")) modes.push_back(r.at("mode").get<std::string>());
+  const std::size_t label_width = 27, column = 17;
+  for (const std::string& mode : modes) {
+    out << "\n" << pad(mode, label_width);
+    for (std::size_t i = 0; i < runs.size(); ++i) out << pad(label(i), column);
+    for (std::size_t i = 1; i < runs.size(); ++i) out << pad(label(i) + "-A", column) << pad(label(i) + "/A", 8);
+    out << "\n";
+    std::vector<const Json*> columns;
+    for (const RunDocument& r : runs) columns.push_back(run_of(r.document, mode));
+    for (const Figure& f : kFigures) {
+      std::vector<std::optional<double>> values;
+      bool any = false;
+      for (const Json* run : columns) {
+        values.push_back(run ? number(*run, f.pointer) : std::nullopt);
+        any = any || (values.back() && *values.back() != 0);
+      }
+      if (!any) continue;  // a figure no run has (or all zero): no row
+      out << pad(f.name, label_width);
+      for (const auto& v : values) out << pad(v ? value_text(*v, f.kind) : "-", column);
+      for (std::size_t i = 1; i < values.size(); ++i) {
+        const bool both = values[0] && values[i];
+        out << pad(both ? delta_text(*values[0], *values[i], f.kind) : "-", column)
+            << pad(both && f.kind != Kind::Share ? ratio_text(*values[0], *values[i]) : "", 8);
+      }
+      out << "\n";
+    }
+    out << pad("bottleneck", label_width);
+    for (const Json* run : columns) out << pad(run ? bottleneck_text(*run) : "-", column);
+    out << "\n" << pad("fits in memory", label_width);
+    for (const Json* run : columns) out << pad(run ? fits_text(*run) : "-", column);
+    out << "\n";
+  }
+
+  out << "\nWhat changed:\n";
+  for (std::size_t i = 1; i < runs.size(); ++i)
+    for (const std::string& mode : modes) {
+      const Json* base = run_of(runs[0].document, mode);
+      const Json* other = run_of(runs[i].document, mode);
+      if (base && other) explain(out, mode, *base, *other, label(i) + " against A");
+    }
+  return out.str();
+}
+
+} // namespace ipusim

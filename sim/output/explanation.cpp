@@ -1,0 +1,135 @@
+#include "sim/output/explanation.hpp"
+
+#include <algorithm>
+#include <sstream>
+#include <utility>
+#include <vector>
+
+#include "sim/output/units.hpp"
+
+namespace ipusim {
+
+namespace {
+
+// Losses smaller than this share of IPU-time are not worth a suggestion.
+constexpr double kWorthMentioning = 0.05;
+
+std::string run_name(const RunMetrics& r) {
+  return r.mode == Mode::Pipelined ? "Pipelined (" + r.schedule + ")" : "Sharded";
+}
+
+void where_time_goes(std::ostringstream& out, const RunMetrics& r) {
+  const TimeShares s = time_shares(r);
+  out << run_name(r) << ", IPU time is " << format_percent(s.compute) << " computing, " << format_percent(s.host_io)
+      << " host I/O, " << format_percent(s.exchange) << " copies, " << format_percent(s.sync) << " syncs, ";
+  if (s.streaming_memory > 0) out << format_percent(s.streaming_memory) << " Streaming Memory, ";
+  out << format_percent(s.idle_total()) << " idle";
+  std::vector<std::pair<double, const char*>> idle = {
+      {s.idle.fill_flush_s, "fill and flush"},
+      {s.idle.imbalance_s, "imbalance (waiting for the slowest IPU)"},
+      {s.idle.copy_wait_s, "waiting on copies"},
+      {s.idle.update_wait_s, "waiting on other IPUs' weight updates"},
+      {s.idle.turn_wait_s, "waiting while another IPU runs its stage"}};
+  std::stable_sort(idle.begin(), idle.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  const char* separator = ": ";
+  for (const auto& [share, cause] : idle)
+    if (share >= 0.0005) {
+      out << separator << format_percent(share) << " " << cause;
+      separator = ", ";
+    }
+  out << ". ";
+}
+
+const IpuMetrics* lightest_ipu(const RunMetrics& r) {
+  const IpuMetrics* lightest = nullptr;
+  for (const IpuMetrics& m : r.ipus)
+    if (!lightest || m.pipeline_work_s < lightest->pipeline_work_s) lightest = &m;
+  return lightest;
+}
+
+const IpuMetrics* ipu_of(const RunMetrics& r, int id) {
+  for (const IpuMetrics& m : r.ipus)
+    if (m.id == id) return &m;
+  return nullptr;
+}
+
+void bottleneck(std::ostringstream& out, const RunMetrics& r) {
+  const IpuMetrics* slowest = ipu_of(r, r.bottleneck_ipu);
+  const IpuMetrics* lightest = lightest_ipu(r);
+  if (!slowest || !lightest) return;
+  out << "The bottleneck is IPU " << slowest->id << ", stage " << r.bottleneck_stage
+      << ": its stages compute and stream " << format_seconds(slowest->pipeline_work_s) << " per step";
+  if (lightest->id != slowest->id)
+    out << " against " << format_seconds(lightest->pipeline_work_s) << " on the lightest, IPU " << lightest->id;
+  out << ". ";
+}
+
+// One suggestion per loss of at least kWorthMentioning of IPU-time, largest first.
+void what_would_help(std::ostringstream& out, const Scenario& sc, const RunMetrics& r) {
+  const TimeShares s = time_shares(r);
+  const Execution& ex = sc.execution;
+  const IpuMetrics* slowest = ipu_of(r, r.bottleneck_ipu);
+  const IpuMetrics* lightest = lightest_ipu(r);
+  std::vector<std::pair<double, std::string>> advice;
+  if (r.mode == Mode::Pipelined && slowest && lightest && slowest->id != lightest->id)
+    advice.emplace_back(s.idle.imbalance_s, "moving ops from stage " + std::to_string(r.bottleneck_stage) + " (IPU " +
+                                                std::to_string(slowest->id) + ") towards the lightest IPU (IPU " +
+                                                std::to_string(lightest->id) + ") evens the cycles (imbalance " +
+                                                format_percent(s.idle.imbalance_s) + ")");
+  if (r.mode == Mode::Pipelined)
+    advice.emplace_back(s.idle.fill_flush_s,
+                        (ex.training && ex.gradient_accumulation > 1
+                             ? "a larger gradientAccumulation (now " + std::to_string(ex.gradient_accumulation) + ")"
+                             : "a larger batchesPerStep (now " + std::to_string(ex.batches_per_step) + ")") +
+                            " spreads fill and flush (" + format_percent(s.idle.fill_flush_s) +
+                            ") over more micro-batches");
+  if (s.host_io > s.compute)
+    advice.emplace_back(s.host_io, "host I/O (" + format_percent(s.host_io) +
+                                       ") outweighs computing: " +
+                                       (ex.io_tiles > 0 ? std::string("larger micro-batches stream fewer, larger transfers")
+                                                        : std::string("numIOTiles overlaps host streams with compute")));
+  if (ex.weight_update_schedule == WeightUpdateSchedule::Serial)
+    advice.emplace_back(s.idle.update_wait_s, "accumulateOuterFragmentSettings OverlapCycleOptimized updates the IPUs' "
+                                              "weights at once instead of one after another (" +
+                                                  format_percent(s.idle.update_wait_s) + ")");
+  if (r.mode == Mode::Sharded)
+    advice.emplace_back(s.idle.turn_wait_s, "pipelining lets the IPUs work on different micro-batches at once");
+  if (!r.memory.fits && ex.training && ex.recomputation == Recomputation::None)
+    advice.emplace_back(1.0, "recomputation \"pipeline\" stashes only what crosses an IPU boundary, for the IPUs "
+                             "that run out of memory");
+  std::stable_sort(advice.begin(), advice.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  const char* separator = "What would help: ";
+  bool any = false;
+  for (const auto& [share, text] : advice)
+    if (share >= kWorthMentioning) {
+      out << separator << text;
+      separator = "; ";
+      any = true;
+    }
+  if (any) out << ".";
+  else out << "No loss reaches " << format_percent(kWorthMentioning) << " of IPU time.";
+}
+
+} // namespace
+
+std::string explain_runs(const Scenario& sc, const Simulation& sim) {
+  const RunMetrics* sharded = nullptr;
+  const RunMetrics* pipelined = nullptr;
+  for (const ModeRun& run : sim.runs) (run.metrics.mode == Mode::Sharded ? sharded : pipelined) = &run.metrics;
+  std::ostringstream out;
+  if (sharded && pipelined && pipelined->step_time_s > 0) {
+    const double speedup = sharded->step_time_s / pipelined->step_time_s;
+    out << "pipelining is " << format_fixed(speedup >= 1 ? speedup : 1 / speedup, 2) << "x "
+        << (speedup >= 1 ? "faster" : "slower") << " than sharding. ";
+  }
+  for (const RunMetrics* r : {sharded, pipelined})
+    if (r) where_time_goes(out, *r);
+  // The mode a user would keep: pipelined when it ran, else sharded.
+  const RunMetrics* chosen = pipelined ? pipelined : sharded;
+  if (!chosen) return "";
+  bottleneck(out, *chosen);
+  what_would_help(out, sc, *chosen);
+  return out.str();
+}
+
+} // namespace ipusim
