@@ -204,7 +204,9 @@ TEST_CASE("cli: compare puts two runs side by side with differences, ratios and 
   CHECK_THAT(r.out, Contains("A: " + a + " (scenario \"a\")"));
   CHECK_THAT(r.out, Contains("B differs from A in: nothing recorded"));  // the models differ inline only
   // 10.005 ms is a tie at four digits: printed 10.00 or 10.01 by the last bit of the sum.
-  const auto b_step = Contains("10.00 ms") || Contains("10.01 ms");
+  // Catch2's || keeps references to its operands: they must outlive b_step.
+  const auto rounded_down = Contains("10.00 ms"), rounded_up = Contains("10.01 ms");
+  const auto b_step = rounded_down || rounded_up;
   CHECK_THAT(r.out, Contains("step time                  9.005 ms         10.0") && b_step &&
                         Contains(" ms         +1000.0 us       1.11x"));
   CHECK_THAT(r.out, Contains("  imbalance                22.2 %           0.0 %            -22.2 pts"));
