@@ -290,7 +290,7 @@ void schedules(const Options& o) {
     std::cerr << "bench: cannot generate " << model << "\n";
     return;
   }
-  const std::string scenario = scenario_variant(o, "bert-large-training.json", "bert-large-heads-last", [&](Json& d) {
+  const std::string scenario = scenario_variant(o, "bert-large-training.json", "bert-large-heads-last-scenario", [&](Json& d) {
     d["model"] = model;
     d["execution"]["availableMemoryProportion"] = 0.25;
   });

@@ -124,7 +124,8 @@ void Run::deliver(const TransferNote& t, bool keep) {
 
 void Run::report(const Pending& p) {
   ++activities_;
-  deliver(TransferNote{p.src, p.dst, p.copy, p.comm->get_start_time() + offset_, p.comm->get_finish_time() + offset_,
+  deliver(TransferNote{p.src, p.dst, p.copy, p.comm->get_start_time() + offset_ + p.shift,
+                       p.comm->get_finish_time() + offset_ + p.shift,
                        p.bytes, p.slots},
           true);
 }
@@ -277,7 +278,7 @@ void Run::actor_main(std::size_t a) {
   ProgramCursor& cursor = st.cursor;
   while (!cursor.done()) {
     reap(st);
-    if (a == 0 && cursor.first_new_frame() < cursor.frames().size()) on_iterations_begun(st);
+    if (cursor.first_new_frame() < cursor.frames().size()) on_iterations_begun(st, a);
     const Step& step = cursor.step();
     Event& e = st.current;
     e = Event{};

@@ -25,6 +25,9 @@ struct Pending {
   double bytes = 0;
   int tag = 0;  // which transfer of its step (or the copy): states compare by it
   const std::vector<int>* slots = nullptr;
+  // Added to its reported times: the transfers of an IPU that waited through skipped
+  // periods happened before them.
+  double shift = 0;
 };
 
 enum class Doing { Nothing, Timed, Comms, Barrier, Receive };
@@ -86,6 +89,15 @@ struct Snapshot {
   std::uint64_t activities = 0;
   std::vector<ActorSnapshot> actors;
   std::vector<std::int64_t> backlog;  // per copy mailbox: sent, not yet taken
+  std::vector<std::int64_t> sent;     // per copy mailbox
+};
+
+// Two snapshots a whole number of periods apart, and how many periods may be skipped
+// before a mailbox that only drains runs dry.
+struct Period {
+  std::int64_t iterations = 0;  // 0: the states differ
+  std::int64_t max_periods = 0;
+  std::vector<std::pair<std::size_t, std::int64_t>> drained;  // copies taken per period from queues nothing adds to
 };
 
 class Run {
@@ -109,12 +121,17 @@ private:
   double now() const { return sg4::Engine::get_clock(); }
 
   // steady_state.cpp
-  void on_iterations_begun(ActorState& reference);
+  // Actor `a` began iterations of loops; the first actor inside a loop takes its snapshots.
+  void on_iterations_begun(ActorState& st, std::size_t a);
+  // Whether actor `a` is the lowest-numbered actor inside an instance of `loop` (the one
+  // whose iterations mark the loop's periods); a new reference forgets the old snapshots.
+  bool is_reference(std::size_t a, int loop);
   Snapshot take_snapshot(int loop) const;
-  // The iterations of `loop` every IPU moved on from `older` to `newer` (0: the states differ).
-  std::int64_t period_between(const Snapshot& older, const Snapshot& newer, int loop) const;
+  // The iterations of `loop` every IPU inside it moved on from `older` to `newer`, the IPUs
+  // outside it waiting unchanged.
+  Period period_between(const Snapshot& older, const Snapshot& newer, int loop) const;
   // Skips the whole periods that fit before an IPU would leave the loop; false when none fits.
-  bool skip_periods(const Snapshot& older, const Snapshot& newer, std::int64_t period);
+  bool skip_periods(const Snapshot& older, const Snapshot& newer, const Period& period);
   void expand(const ReplayNote& replay, double time_shift, std::int64_t label_shift);
   void trim_notes();
   bool keeping_notes() const { return !snapshots_.empty(); }
@@ -135,6 +152,7 @@ private:
   // Steady state.
   std::vector<bool> every_program_loops_;  // by loop id: every program has a Repeat of it
   std::map<int, std::deque<Snapshot>> snapshots_;  // by loop, oldest first
+  std::map<int, std::size_t> reference_;           // by loop: the actor taking its snapshots
   std::deque<Note> notes_;
   std::uint64_t notes_base_ = 0;  // number of notes dropped from the front
   struct Instance {

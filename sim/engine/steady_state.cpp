@@ -1,20 +1,25 @@
 // Steady state: a loop's periods reported without simulating them.
 //
-// Whenever the reference IPU (the first program's) begins an iteration of a loop that
-// every program has, the engine takes a snapshot of the whole simulation: each IPU's
-// position (step, loop iterations), what it is doing and since when (the step, and the
-// exec or sleep under way: the step's start is part of what it will report), every transfer it
-// started and has not reported (how long ago it started and finished, bytes left), and
-// the copies sent but not yet taken. SimGrid's future is a function of that state and
-// of the programs' remaining steps. When a snapshot equals an earlier one of the same
-// loop instance except that every IPU is P iterations further and everything happened
-// T seconds later, each of the next periods repeats the last one T later, for as long as
-// every IPU stays inside the loop. So the engine reports the notes (events, transfers)
-// of the last period again, k*T later and k*P micro-batches further for each skipped
-// period, moves every IPU's loop on by the skipped iterations, and carries on simulating
-// with its clock T*periods behind the reported one. Snapshots of loops whose state never
-// repeats (rates that differ between IPUs, contention that does not settle) never match,
-// and those loops are simulated in full.
+// Whenever the first IPU inside a loop (the reference) begins an iteration of it, and
+// every program has that loop, the engine takes a snapshot of the whole simulation: each
+// IPU's position (step, loop iterations), what it is doing and since when (the step, and
+// the exec or sleep under way: the step's start is part of what it will report), every
+// transfer it started and has not reported (how long ago it started and finished, bytes
+// left), and the copies sent and not yet taken. SimGrid's future is a function of that
+// state and of the programs' remaining steps. When a snapshot equals an earlier one of
+// the same loop instance except that every IPU inside the loop is P iterations further
+// and everything happened T seconds later, each of the next periods repeats the last one
+// T later, for as long as every such IPU stays inside the loop. IPUs outside the loop
+// may take part only by waiting, unchanged, for a copy or a barrier that no period gives
+// them (GPipe's fast stages, done with their forwards while the slowest works through its
+// queue); a queue of copies may shrink from period to period only while nothing is added
+// to it (then at most as many periods as it lasts), or grow while nothing is taken. So
+// the engine reports the notes (events, transfers) of the last period again, k*T later
+// and k*P micro-batches further for each skipped period, moves every IPU inside the loop
+// on by the skipped iterations, dates the waits of the others from before the skip, and
+// carries on simulating with its clock T*periods behind the reported one. Snapshots of
+// loops whose state never repeats (IPUs inside the loop at different rates, contention
+// that does not settle) never match, and those loops are simulated in full.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -47,20 +52,20 @@ std::size_t depth_of(const Program& program, const std::vector<ProgramCursor::Fr
 
 } // namespace
 
-void Run::on_iterations_begun(ActorState& reference) {
-  const ProgramCursor& cursor = reference.cursor;
+void Run::on_iterations_begun(ActorState& st, std::size_t a) {
+  const ProgramCursor& cursor = st.cursor;
   for (std::size_t d = cursor.first_new_frame(); d < cursor.frames().size(); ++d) {
     const Repeat& r = cursor.repeat_of(d);
-    if (cursor.frames()[d].iteration == 0) {
-      instances_.push_back({r.loop, r.times});
-      snapshots_.erase(r.loop);  // another instance of the loop: its old snapshots cannot match
-    }
+    const bool first_iteration = cursor.frames()[d].iteration == 0;
+    if (a == 0 && first_iteration) instances_.push_back({r.loop, r.times});
     if (!options_.steady_state || !every_program_loops_[static_cast<std::size_t>(r.loop)]) continue;
+    if (!is_reference(a, r.loop)) continue;
+    if (first_iteration) snapshots_.erase(r.loop);  // another instance of the loop: its old snapshots cannot match
     Snapshot now_state = take_snapshot(r.loop);
     auto& kept = snapshots_[r.loop];
     for (auto older = kept.rbegin(); older != kept.rend(); ++older) {
-      const std::int64_t period = period_between(*older, now_state, r.loop);
-      if (period <= 0) continue;
+      const Period period = period_between(*older, now_state, r.loop);
+      if (period.iterations <= 0) continue;
       const Snapshot first = *older;
       if (!skip_periods(first, now_state, period)) break;
       snapshots_.erase(r.loop);
@@ -73,6 +78,26 @@ void Run::on_iterations_begun(ActorState& reference) {
   }
 }
 
+bool Run::is_reference(std::size_t a, int loop) {
+  const auto inside = [&](std::size_t i) {
+    const ActorState& other = actors_[i];
+    return depth_of(*other.program, other.cursor.frames(), loop) < other.cursor.frames().size();
+  };
+  auto found = reference_.find(loop);
+  if (found != reference_.end() && found->second < a && inside(found->second)) return false;
+  std::size_t first = a;
+  for (std::size_t i = 0; i < a; ++i)
+    if (inside(i)) {
+      first = i;
+      break;
+    }
+  if (found == reference_.end() || found->second != first) {
+    reference_[loop] = first;
+    snapshots_.erase(loop);
+  }
+  return first == a;
+}
+
 Snapshot Run::take_snapshot(int loop) const {
   Snapshot s;
   s.loop = loop;
@@ -81,6 +106,7 @@ Snapshot Run::take_snapshot(int loop) const {
   s.mark = notes_base_ + notes_.size();
   s.activities = activities_;
   for (std::size_t c = 0; c < sent_.size(); ++c) s.backlog.push_back(sent_[c] - taken_[c]);
+  s.sent = sent_;
   for (const ActorState& st : actors_) {
     ActorSnapshot a;
     a.index = st.cursor.index();
@@ -103,56 +129,78 @@ Snapshot Run::take_snapshot(int loop) const {
   return s;
 }
 
-std::int64_t Run::period_between(const Snapshot& older, const Snapshot& newer, int loop) const {
-  if (!(newer.raw_time > older.raw_time) || older.backlog != newer.backlog) return 0;
+Period Run::period_between(const Snapshot& older, const Snapshot& newer, int loop) const {
+  if (!(newer.raw_time > older.raw_time)) return {};
   const double clock = newer.raw_time;
+  Period result;
+  result.max_periods = std::numeric_limits<std::int64_t>::max();
+  // A mailbox's backlog may change from period to period only where nothing is sent to it:
+  // its receiver takes what is already there without waiting, for at most backlog / taken
+  // more periods.
+  for (std::size_t c = 0; c < newer.backlog.size(); ++c) {
+    const std::int64_t grown = newer.backlog[c] - older.backlog[c];
+    if (grown == 0) continue;
+    if (newer.sent[c] != older.sent[c]) return {};
+    result.max_periods = std::min(result.max_periods, newer.backlog[c] / -grown);
+    result.drained.emplace_back(c, -grown);
+  }
   std::int64_t period = 0, stride = -1;
   for (std::size_t i = 0; i < actors_.size(); ++i) {
     const Program& program = *actors_[i].program;
     const ActorSnapshot& a = older.actors[i];
     const ActorSnapshot& b = newer.actors[i];
     if (a.index != b.index || a.frames.size() != b.frames.size() || a.doing != b.doing || a.running != b.running ||
-        a.taken != b.taken || a.activities.size() != b.activities.size() || !same_time(a.timed_age, b.timed_age, clock) ||
-        !same_time(a.step_age, b.step_age, clock))
-      return 0;
-    bool inside = false;
+        a.taken != b.taken || a.activities.size() != b.activities.size())
+      return {};
+    if (depth_of(program, a.frames, loop) == a.frames.size()) {
+      // Outside the loop: it must be waiting for a copy or at a barrier that none of the
+      // loop's periods gives it, with nothing of its own still moving.
+      if (a.frames != b.frames || !a.running || (a.doing != Doing::Receive && a.doing != Doing::Barrier)) return {};
+      for (std::size_t k = 0; k < a.activities.size(); ++k)
+        if (a.activities[k].tag != b.activities[k].tag || a.activities[k].finished_ago < 0 ||
+            b.activities[k].finished_ago < 0)
+          return {};
+      continue;
+    }
+    if (!same_time(a.timed_age, b.timed_age, clock) || !same_time(a.step_age, b.step_age, clock)) return {};
     for (std::size_t d = 0; d < a.frames.size(); ++d) {
-      if (a.frames[d].repeat != b.frames[d].repeat) return 0;
+      if (a.frames[d].repeat != b.frames[d].repeat) return {};
       const Repeat& r = program.repeats[a.frames[d].repeat];
       const std::int64_t moved = b.frames[d].iteration - a.frames[d].iteration;
       if (r.loop != loop) {
-        if (moved != 0) return 0;
+        if (moved != 0) return {};
         continue;
       }
-      if (moved <= 0 || (period != 0 && moved != period) || (stride >= 0 && r.stride != stride)) return 0;
+      if (moved <= 0 || (period != 0 && moved != period) || (stride >= 0 && r.stride != stride)) return {};
       period = moved;
       stride = r.stride;
-      inside = true;
     }
-    if (!inside) return 0;
     for (std::size_t k = 0; k < a.activities.size(); ++k) {
       const auto& x = a.activities[k];
       const auto& y = b.activities[k];
       if (x.tag != y.tag || !same_time(x.started_ago, y.started_ago, clock) || (x.finished_ago < 0) != (y.finished_ago < 0) ||
           !same_time(x.finished_ago, y.finished_ago, clock) || !same_amount(x.remaining, y.remaining))
-        return 0;
+        return {};
     }
   }
-  return period;
+  result.iterations = period;
+  return result;
 }
 
-bool Run::skip_periods(const Snapshot& older, const Snapshot& newer, std::int64_t period) {
+bool Run::skip_periods(const Snapshot& older, const Snapshot& newer, const Period& found) {
+  const std::int64_t period = found.iterations;
   // Whole periods that fit before the first IPU would reach its loop's last iteration.
   std::int64_t room = std::numeric_limits<std::int64_t>::max(), stride = 0;
   std::vector<std::size_t> depth(actors_.size());
   for (std::size_t i = 0; i < actors_.size(); ++i) {
     const ActorState& st = actors_[i];
     depth[i] = depth_of(*st.program, st.cursor.frames(), older.loop);
+    if (depth[i] == st.cursor.frames().size()) continue;  // waiting outside the loop
     const Repeat& r = st.program->repeats[st.cursor.frames()[depth[i]].repeat];
     room = std::min(room, r.times - 1 - st.cursor.frames()[depth[i]].iteration);
     stride = r.stride;
   }
-  const std::int64_t periods = room / period;
+  const std::int64_t periods = std::min(room / period, found.max_periods);
   if (periods < 1) return false;
   auto replay = std::make_shared<ReplayNote>();
   replay->window.assign(notes_.begin() + static_cast<std::ptrdiff_t>(older.mark - notes_base_),
@@ -162,10 +210,26 @@ bool Run::skip_periods(const Snapshot& older, const Snapshot& newer, std::int64_
   replay->label_shift = period * stride;
   expand(*replay, 0, 0);
   activities_ += static_cast<std::uint64_t>(periods) * (newer.activities - older.activities);
-  offset_ += static_cast<double>(periods) * replay->period;
+  const double skipped_time = static_cast<double>(periods) * replay->period;
+  offset_ += skipped_time;
   const std::int64_t skipped = periods * period;
+  // The copies the skipped periods took, taken now (they are there: no time passes).
+  for (const auto& [copy, per_period] : found.drained)
+    for (std::int64_t k = 0; k < periods * per_period; ++k) {
+      int* data = nullptr;
+      mailboxes_[copy]->get_async<int>(&data)->wait();
+      ++taken_[copy];
+    }
   for (std::size_t i = 0; i < actors_.size(); ++i) {
     ActorState& st = actors_[i];
+    if (depth[i] == st.cursor.frames().size()) {
+      // Its wait and its finished transfers began before the skipped periods.
+      st.current.start -= skipped_time;
+      for (auto* queue : {&st.sends, &st.streams})
+        for (Pending& p : *queue) p.shift -= skipped_time;
+      for (Pending& p : st.waiting_on) p.shift -= skipped_time;
+      continue;
+    }
     st.cursor.skip_iterations(depth[i], skipped);
     if (st.running && st.current.micro_batch >= 0) st.current.micro_batch += skipped * stride;
   }

@@ -13,6 +13,7 @@ public:
   struct Frame {
     std::size_t repeat = 0;  // index into Program::repeats
     std::int64_t iteration = 0;
+    bool operator==(const Frame&) const = default;
   };
 
   // Throws std::logic_error when the repeats are not properly nested ranges listed outer
