@@ -310,17 +310,30 @@ TEST_CASE("steady state gives the full simulation's figures on random plans", "[
   CHECK(runs_skipping >= 40);
 }
 
+namespace {
+
+// GPipe training on two IPUs, G = 64: stage 0 of 1e6 FLOPs, stage 1 of `stage1_flops`.
+Scenario gpipe_two_stages(double stage1_flops) {
+  const Json model = chain_model({{0, 1e6}, {1, stage1_flops}}, 250);
+  const Json execution = {{"training", true}, {"gradientAccumulation", 64}, {"hostIo", false},
+                          {"costModel", "compute"}, {"schedule", "gpipe"}, {"mode", "pipelined"}};
+  return make_scenario(model, zero_overhead_config(2), execution);
+}
+
+Simulation simulate_lean(const Scenario& sc) {
+  SimulateOptions lean;
+  lean.keep_log = false;
+  return simulate(sc, {Mode::Pipelined}, lean);
+}
+
+} // namespace
+
 TEST_CASE("a loop whose state never repeats is simulated in full, and the run says so", "[steady-state]") {
   // GPipe with stage 1 1 % slower than stage 0: while both run their forwards,
   // stage 1's queue of copies grows, so no two states are alike; stage 0 finishes its 64
   // forwards when stage 1 is at its 64th, with no period left to skip alone.
-  const Json model = chain_model({{0, 1e6}, {1, 1.01e6}}, 250);
-  const Json execution = {{"training", true}, {"gradientAccumulation", 64}, {"hostIo", false},
-                          {"costModel", "compute"}, {"schedule", "gpipe"}, {"mode", "pipelined"}};
-  const Scenario sc = make_scenario(model, zero_overhead_config(2), execution);
-  SimulateOptions lean;
-  lean.keep_log = false;
-  const Simulation sim = simulate(sc, {Mode::Pipelined}, lean);
+  const Scenario sc = gpipe_two_stages(1.01e6);
+  const Simulation sim = simulate_lean(sc);
   const RunMetrics& r = sim.runs.at(0).metrics;
   CHECK(r.simulation.not_periodic == std::vector<std::string>{"forwards"});
   CHECK(render_table(sc, sim).find("\"forwards\" never repeated") != std::string::npos);
@@ -334,13 +347,8 @@ TEST_CASE("IPUs waiting outside a loop let the others' periods be skipped", "[st
   // (state never repeats meanwhile) and then waits for its first gradient while stage 1,
   // about 21 forwards in, works through its queue alone: those periods are skipped, stage
   // 1 taking the queued copies, stage 0's wait dated from before the skip.
-  const Json model = chain_model({{0, 1e6}, {1, 3e6}}, 250);
-  const Json execution = {{"training", true}, {"gradientAccumulation", 64}, {"hostIo", false},
-                          {"costModel", "compute"}, {"schedule", "gpipe"}, {"mode", "pipelined"}};
-  const Scenario sc = make_scenario(model, zero_overhead_config(2), execution);
-  SimulateOptions lean;
-  lean.keep_log = false;
-  const Simulation sim = simulate(sc, {Mode::Pipelined}, lean);
+  const Scenario sc = gpipe_two_stages(3e6);
+  const Simulation sim = simulate_lean(sc);
   const RunMetrics& r = sim.runs.at(0).metrics;
   CHECK(r.simulation.not_periodic.empty());
   INFO("simulated " << r.simulation.steps_simulated << " of " << r.simulation.steps_total);
