@@ -33,7 +33,11 @@ Run::Run(const Schedule& schedule, const HardwareConfig& hw, RunObserver& observ
   for (const Program& p : schedule.programs)
     for (const Step& s : p.steps)
       for (const Transfer& t : s.transfers) copies = std::max(copies, t.copy + 1);
-  for (int c = 0; c < copies; ++c) mailboxes_.push_back(sg4::Mailbox::by_name("copy" + std::to_string(c)));
+  for (int c = 0; c < copies; ++c) {
+    mailboxes_.emplace_back();
+    for (std::size_t slot = 0; slot < kMailboxesPerCopy; ++slot)
+      mailboxes_.back().push_back(sg4::Mailbox::by_name("copy" + std::to_string(c) + "." + std::to_string(slot)));
+  }
   sent_.assign(mailboxes_.size(), 0);
   taken_.assign(mailboxes_.size(), 0);
   barrier_ = sg4::Barrier::create(static_cast<unsigned>(schedule.programs.size()));
@@ -62,12 +66,14 @@ RunSummary Run::run() {
   }
   for (const Program& p : schedule_.programs)
     for (const Step& s : p.steps)
-      for (const Transfer& t : s.transfers) mailboxes_[t.copy]->set_receiver(actor_of_ipu.at(t.dst_ipu));
+      for (const Transfer& t : s.transfers)
+        for (sg4::Mailbox* m : mailboxes_[t.copy]) m->set_receiver(actor_of_ipu.at(t.dst_ipu));
 
   bool deadlocked = false;
   sg4::Engine::on_deadlock_cb([&deadlocked] { deadlocked = true; });
   sg4::Engine::get_instance()->run();
-  for (sg4::Mailbox* m : mailboxes_) m->set_receiver(nullptr);
+  for (const auto& slots : mailboxes_)
+    for (sg4::Mailbox* m : slots) m->set_receiver(nullptr);
 
   std::string stuck;
   for (const ActorState& st : actors_)
@@ -169,8 +175,19 @@ void Run::finish_streams(ActorState& st, const Event& next) {
   if (wait.end > wait.start) emit(wait);
 }
 
-void Run::execute(ActorState& st, const Step& step) {
+sg4::CommPtr Run::put(int copy, double bytes) {
   static int payload = 0;
+  const auto c = static_cast<std::size_t>(copy);
+  return mailboxes_[c][static_cast<std::size_t>(sent_[c]++) % kMailboxesPerCopy]->put_async(&payload,
+                                                                                             static_cast<std::uint64_t>(bytes));
+}
+
+sg4::CommPtr Run::take(int copy, int** data) {
+  const auto c = static_cast<std::size_t>(copy);
+  return mailboxes_[c][static_cast<std::size_t>(taken_[c]++) % kMailboxesPerCopy]->get_async<int>(data);
+}
+
+void Run::execute(ActorState& st, const Step& step) {
   const int ipu = st.program->ipu;
   sg4::Host* me = platform_.ipus.at(ipu);
   Event& e = st.current;
@@ -220,16 +237,14 @@ void Run::execute(ActorState& st, const Step& step) {
     for (std::size_t i = 0; i < step.transfers.size(); ++i) {
       const Transfer& t = step.transfers[i];
       if (t.dst_ipu != ipu) continue;
-      comms.push_back(mailboxes_[t.copy]->get_async<int>(&received[i]));
-      ++taken_[t.copy];
+      comms.push_back(take(t.copy, &received[i]));
     }
     st.waiting_on.clear();
     for (std::size_t i = 0; i < step.transfers.size(); ++i) {
       const Transfer& t = step.transfers[i];
       if (t.src_ipu != ipu) continue;
-      st.waiting_on.push_back({mailboxes_[t.copy]->put_async(&payload, static_cast<std::uint64_t>(t.bytes)), t.src_ipu,
-                               t.dst_ipu, t.copy, t.bytes, static_cast<int>(i), &platform_.slots(t.src_ipu, t.dst_ipu)});
-      ++sent_[t.copy];
+      st.waiting_on.push_back({put(t.copy, t.bytes), t.src_ipu, t.dst_ipu, t.copy, t.bytes, static_cast<int>(i),
+                               &platform_.slots(t.src_ipu, t.dst_ipu)});
       comms.push_back(st.waiting_on.back().comm);
       e.bytes += t.bytes;
     }
@@ -242,9 +257,8 @@ void Run::execute(ActorState& st, const Step& step) {
   case StepKind::Send:
     e.kind = EventKind::Exchange;
     for (const Transfer& t : step.transfers) {
-      st.sends.push_back({mailboxes_[t.copy]->put_async(&payload, static_cast<std::uint64_t>(t.bytes)), t.src_ipu,
-                          t.dst_ipu, t.copy, t.bytes, t.copy, &platform_.slots(t.src_ipu, t.dst_ipu)});
-      ++sent_[t.copy];
+      st.sends.push_back(
+          {put(t.copy, t.bytes), t.src_ipu, t.dst_ipu, t.copy, t.bytes, t.copy, &platform_.slots(t.src_ipu, t.dst_ipu)});
     }
     break;
   case StepKind::Receive:
@@ -253,8 +267,7 @@ void Run::execute(ActorState& st, const Step& step) {
     for (st.taken = 0; st.taken < step.transfers.size(); ++st.taken) {
       const Transfer& t = step.transfers[st.taken];
       int* data = nullptr;
-      mailboxes_[t.copy]->get_async<int>(&data)->wait();
-      ++taken_[t.copy];
+      take(t.copy, &data)->wait();
     }
     break;
   case StepKind::Sync:

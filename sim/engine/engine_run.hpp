@@ -142,7 +142,14 @@ private:
   const bool transfers_wanted_;
   Platform platform_;
   std::vector<ActorState> actors_;
-  std::vector<sg4::Mailbox*> mailboxes_;  // by copy id
+  // A copy's transfers go round this many mailboxes, the n-th sent and the n-th taken
+  // through mailbox n % k: SimGrid searches a mailbox's queue of arrived transfers from
+  // the front at every receive, which a deep queue (GPipe's slowest stage) makes linear.
+  static constexpr std::size_t kMailboxesPerCopy = 16;
+  std::vector<std::vector<sg4::Mailbox*>> mailboxes_;  // by copy id, then round
+  // Sends copy `copy` (asynchronously) / takes its next arrival, counting them.
+  sg4::CommPtr put(int copy, double bytes);
+  sg4::CommPtr take(int copy, int** data);
   std::vector<std::int64_t> sent_, taken_;
   sg4::BarrierPtr barrier_;
   std::vector<double> link_bytes_;

@@ -217,8 +217,7 @@ bool Run::skip_periods(const Snapshot& older, const Snapshot& newer, const Perio
   for (const auto& [copy, per_period] : found.drained)
     for (std::int64_t k = 0; k < periods * per_period; ++k) {
       int* data = nullptr;
-      mailboxes_[copy]->get_async<int>(&data)->wait();
-      ++taken_[copy];
+      take(static_cast<int>(copy), &data)->wait();
     }
   for (std::size_t i = 0; i < actors_.size(); ++i) {
     ActorState& st = actors_[i];
