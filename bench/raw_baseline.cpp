@@ -24,13 +24,24 @@ struct Op {
 
 struct World {
   Platform platform;
-  std::vector<sg4::Mailbox*> mailboxes;
+  std::vector<std::vector<sg4::Mailbox*>> mailboxes;  // by copy, then round: as the engine's
+  std::vector<std::uint64_t> sent, taken;              // by copy
   sg4::BarrierPtr barrier;
   std::uint64_t activities = 0;
+
+  sg4::CommPtr put(int copy, double bytes) {
+    static int payload = 0;
+    auto& rounds = mailboxes[static_cast<std::size_t>(copy)];
+    return rounds[sent[static_cast<std::size_t>(copy)]++ % rounds.size()]->put_async(&payload,
+                                                                                       static_cast<std::uint64_t>(bytes));
+  }
+  sg4::CommPtr take(int copy, int** data) {
+    auto& rounds = mailboxes[static_cast<std::size_t>(copy)];
+    return rounds[taken[static_cast<std::size_t>(copy)]++ % rounds.size()]->get_async<int>(data);
+  }
 };
 
 void run_ops(World& w, int ipu, const std::vector<Op>& ops) {
-  static int payload = 0;
   sg4::Host* me = w.platform.ipus.at(ipu);
   std::deque<sg4::CommPtr> sends, streams;
   auto reap = [&](std::deque<sg4::CommPtr>& q) {
@@ -78,10 +89,10 @@ void run_ops(World& w, int ipu, const std::vector<Op>& ops) {
       std::size_t puts = 0;
       for (std::size_t i = 0; i < op.transfers->size(); ++i)
         if ((*op.transfers)[i].dst_ipu == ipu)
-          comms.push_back(w.mailboxes[(*op.transfers)[i].copy]->get_async<int>(&received[i]));
+          comms.push_back(w.take((*op.transfers)[i].copy, &received[i]));
       for (const Transfer& t : *op.transfers)
         if (t.src_ipu == ipu) {
-          comms.push_back(w.mailboxes[t.copy]->put_async(&payload, static_cast<std::uint64_t>(t.bytes)));
+          comms.push_back(w.put(t.copy, t.bytes));
           ++puts;
         }
       sg4::Comm::wait_all(comms);
@@ -90,12 +101,12 @@ void run_ops(World& w, int ipu, const std::vector<Op>& ops) {
     }
     case StepKind::Send:
       for (const Transfer& t : *op.transfers)
-        sends.push_back(w.mailboxes[t.copy]->put_async(&payload, static_cast<std::uint64_t>(t.bytes)));
+        sends.push_back(w.put(t.copy, t.bytes));
       break;
     case StepKind::Receive:
       for (const Transfer& t : *op.transfers) {
         int* data = nullptr;
-        w.mailboxes[t.copy]->get_async<int>(&data)->wait();
+        w.take(t.copy, &data)->wait();
       }
       break;
     case StepKind::Sync:
@@ -127,8 +138,15 @@ RawResult run_raw(const Schedule& schedule, const HardwareConfig& hw) {
   for (const Program& p : schedule.programs)
     for (const Step& s : p.steps)
       for (const Transfer& t : s.transfers) copies = std::max(copies, t.copy + 1);
-  World w{build_platform(hw, schedule), {}, sg4::Barrier::create(static_cast<unsigned>(schedule.programs.size())), 0};
-  for (int c = 0; c < copies; ++c) w.mailboxes.push_back(sg4::Mailbox::by_name("copy" + std::to_string(c)));
+  World w{build_platform(hw, schedule), {}, {}, {}, sg4::Barrier::create(static_cast<unsigned>(schedule.programs.size())), 0};
+  constexpr int kMailboxesPerCopy = 16;  // sim/engine/engine_run.hpp
+  for (int c = 0; c < copies; ++c) {
+    w.mailboxes.emplace_back();
+    for (int r = 0; r < kMailboxesPerCopy; ++r)
+      w.mailboxes.back().push_back(sg4::Mailbox::by_name("copy" + std::to_string(c) + "." + std::to_string(r)));
+  }
+  w.sent.assign(w.mailboxes.size(), 0);
+  w.taken.assign(w.mailboxes.size(), 0);
 
   // Expanded before the simulation starts, so that the baseline pays nothing for programs.
   std::vector<std::vector<Op>> ops(schedule.programs.size());
@@ -145,9 +163,11 @@ RawResult run_raw(const Schedule& schedule, const HardwareConfig& hw) {
   }
   for (const Program& p : schedule.programs)
     for (const Step& s : p.steps)
-      for (const Transfer& t : s.transfers) w.mailboxes[t.copy]->set_receiver(actors.at(t.dst_ipu));
+      for (const Transfer& t : s.transfers)
+        for (sg4::Mailbox* m : w.mailboxes[static_cast<std::size_t>(t.copy)]) m->set_receiver(actors.at(t.dst_ipu));
   engine->run();
-  for (sg4::Mailbox* m : w.mailboxes) m->set_receiver(nullptr);
+  for (auto& rounds : w.mailboxes)
+    for (sg4::Mailbox* m : rounds) m->set_receiver(nullptr);
   return {w.activities, sg4::Engine::get_clock()};
 }
 
