@@ -43,23 +43,23 @@ struct Figure {
 
 // Every figure of a run in the order of `ipusim run`'s table.
 constexpr Figure kFigures[] = {
-    {"step time", "/step_time_s", Kind::Seconds},
-    {"throughput", "/throughput_samples_per_s", Kind::Rate},
-    {"samples per step", "/samples_per_step", Kind::Count},
-    {"latency mean", "/latency_s/mean", Kind::Seconds},
-    {"latency max", "/latency_s/max", Kind::Seconds},
-    {"IPU time computing", "/time_shares/compute", Kind::Share},
-    {"IPU time idle (bubble)", "/bubble_fraction", Kind::Share},
-    {"  fill and flush", "/time_shares/idle_fill_flush", Kind::Share},
-    {"  imbalance", "/time_shares/idle_imbalance", Kind::Share},
-    {"  waiting on copies", "/time_shares/idle_copy_wait", Kind::Share},
-    {"  waiting on updates", "/time_shares/idle_update_wait", Kind::Share},
-    {"  waiting for its turn", "/time_shares/idle_turn_wait", Kind::Share},
-    {"IPU time in copies", "/time_shares/exchange", Kind::Share},
-    {"IPU time in syncs", "/time_shares/sync", Kind::Share},
-    {"IPU time in host I/O", "/time_shares/host_io", Kind::Share},
-    {"IPU time in Streaming Mem", "/time_shares/streaming_memory", Kind::Share},
-    {"gradient all-reduce", "/allreduce_s", Kind::Seconds},
+    {"step time", "/stepTimeSeconds", Kind::Seconds},
+    {"throughput", "/throughputSamplesPerSecond", Kind::Rate},
+    {"samples per step", "/samplesPerStep", Kind::Count},
+    {"latency mean", "/latencySeconds/mean", Kind::Seconds},
+    {"latency max", "/latencySeconds/max", Kind::Seconds},
+    {"IPU time computing", "/timeShares/compute", Kind::Share},
+    {"IPU time idle (bubble)", "/bubbleFraction", Kind::Share},
+    {"  fill and flush", "/timeShares/idleFillFlush", Kind::Share},
+    {"  imbalance", "/timeShares/idleImbalance", Kind::Share},
+    {"  waiting on copies", "/timeShares/idleCopyWait", Kind::Share},
+    {"  waiting on updates", "/timeShares/idleUpdateWait", Kind::Share},
+    {"  waiting for its turn", "/timeShares/idleTurnWait", Kind::Share},
+    {"IPU time in copies", "/timeShares/exchange", Kind::Share},
+    {"IPU time in syncs", "/timeShares/sync", Kind::Share},
+    {"IPU time in host I/O", "/timeShares/hostIo", Kind::Share},
+    {"IPU time in Streaming Mem", "/timeShares/streamingMemory", Kind::Share},
+    {"gradient all-reduce", "/allreduceSeconds", Kind::Seconds},
 };
 
 std::string value_text(double v, Kind kind) {
@@ -107,7 +107,7 @@ std::string fits_text(const Json& run) {
   return run.at(fits).get<bool>() ? "yes" : "no";
 }
 
-// The settings that differ from the first document's: "gradient_accumulation 16 -> 64".
+// The settings that differ from the first document's: "gradientAccumulation 16 -> 64".
 std::vector<std::string> setting_differences(const Json& base, const Json& other) {
   std::vector<std::string> out;
   for (const char* key : {"model", "config"})
@@ -132,34 +132,34 @@ struct Part {
 
 // Where the IPU time goes, in IPU-seconds per step: share x IPUs x step time.
 constexpr Part kParts[] = {
-    {"computing", "/time_shares/compute"},
-    {"host I/O", "/time_shares/host_io"},
-    {"copies", "/time_shares/exchange"},
-    {"syncs", "/time_shares/sync"},
-    {"Streaming Memory", "/time_shares/streaming_memory"},
-    {"fill and flush", "/time_shares/idle_fill_flush"},
-    {"imbalance", "/time_shares/idle_imbalance"},
-    {"waiting on copies", "/time_shares/idle_copy_wait"},
-    {"waiting on updates", "/time_shares/idle_update_wait"},
-    {"waiting for turns", "/time_shares/idle_turn_wait"},
+    {"computing", "/timeShares/compute"},
+    {"host I/O", "/timeShares/hostIo"},
+    {"copies", "/timeShares/exchange"},
+    {"syncs", "/timeShares/sync"},
+    {"Streaming Memory", "/timeShares/streamingMemory"},
+    {"fill and flush", "/timeShares/idleFillFlush"},
+    {"imbalance", "/timeShares/idleImbalance"},
+    {"waiting on copies", "/timeShares/idleCopyWait"},
+    {"waiting on updates", "/timeShares/idleUpdateWait"},
+    {"waiting for turns", "/timeShares/idleTurnWait"},
 };
 
 std::optional<double> ipu_seconds(const Json& run, const char* pointer) {
   const auto share = number(run, pointer);
-  const auto step = number(run, "/step_time_s");
+  const auto step = number(run, "/stepTimeSeconds");
   if (!share || !step || !run.contains("ipus") || !run.at("ipus").is_array()) return std::nullopt;
   return *share * *step * static_cast<double>(run.at("ipus").size());
 }
 
 void explain(std::ostringstream& out, const std::string& mode, const Json& base, const Json& other,
              const std::string& name) {
-  const double a = base.at("step_time_s").get<double>(), b = other.at("step_time_s").get<double>();
+  const double a = base.at("stepTimeSeconds").get<double>(), b = other.at("stepTimeSeconds").get<double>();
   out << name << ", " << mode << ": ";
   if (a == b) out << "the same step time (" << format_seconds(a) << ")";
   else
     out << "the step is " << format_fixed(b > a ? b / a : a / b, 2) << "x " << (b > a ? "longer" : "shorter") << " ("
         << format_seconds(a) << " -> " << format_seconds(b) << ")";
-  const auto ta = number(base, "/throughput_samples_per_s"), tb = number(other, "/throughput_samples_per_s");
+  const auto ta = number(base, "/throughputSamplesPerSecond"), tb = number(other, "/throughputSamplesPerSecond");
   if (ta && tb && *ta > 0) out << ", throughput x" << format_fixed(*tb / *ta, 2);
   std::vector<std::pair<double, const char*>> changes;
   for (const Part& p : kParts) {
@@ -194,8 +194,8 @@ void check_run_document(const Json& doc, const std::string& file) {
     const std::string at = "/runs/" + std::to_string(i);
     if (!run.is_object() || !run.contains("mode") || !run.at("mode").is_string())
       not_a_run(file, at, "expected a run with a \"mode\"");
-    if (!run.contains("step_time_s") || !run.at("step_time_s").is_number() || !(run.at("step_time_s").get<double>() > 0))
-      not_a_run(file, at + "/step_time_s", "expected a positive step time");
+    if (!run.contains("stepTimeSeconds") || !run.at("stepTimeSeconds").is_number() || !(run.at("stepTimeSeconds").get<double>() > 0))
+      not_a_run(file, at + "/stepTimeSeconds", "expected a positive step time");
   }
 }
 
