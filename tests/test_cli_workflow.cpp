@@ -354,6 +354,13 @@ TEST_CASE("cli: a replicated, placed run names physical and virtual IPUs apart i
   for (int v = 0; v < 4; ++v) CHECK(memory[static_cast<std::size_t>(v)].at("virtualIpu") == v);
   const Json& bottleneck = run.at("bottleneck");
   CHECK(bottleneck.at("ipu") == 4 * bottleneck.at("virtualIpu").get<int>() + bottleneck.at("replica").get<int>());
+  // The plan is one replica's pipeline over virtual IPUs: BERT's heads (stage 4) return to vIPU 0.
+  const Json& plan = doc.at("plan");
+  REQUIRE(plan.at("ipus").size() == 4);
+  for (int v = 0; v < 4; ++v) CHECK(plan.at("ipus")[static_cast<std::size_t>(v)].at("virtualIpu") == v);
+  CHECK(plan.at("stages")[4].at("virtualIpu") == 0);
+  CHECK(plan.at("copies")[3].at("srcVirtualIpu") == 3);
+  CHECK(plan.at("copies")[3].at("dstVirtualIpu") == 0);
 
   const Result table = run_ipusim({"run", scenario});
   REQUIRE(table.exit_code == 0);

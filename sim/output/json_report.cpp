@@ -6,13 +6,15 @@ namespace ipusim {
 
 using Json = nlohmann::json;
 
+// The plan is one replica's pipeline: its IPUs are virtual IPUs (virtualGraph), named so
+// apart from the physical IPUs of runs[].ipus[].
 Json plan_json(const Scenario& sc, const Plan& plan) {
   Json stages = Json::array();
   for (const PlanStage& s : plan.stages) {
     Json ops = Json::array();
     for (auto op : s.ops) ops.push_back(sc.model.ops[op].name);
     stages.push_back({{"id", s.id},
-                      {"ipu", s.ipu},
+                      {"virtualIpu", s.ipu},
                       {"pass", s.backward ? "backward" : (s.backward_seconds > 0 ? "forward+backward" : "forward")},
                       {"forwardStage", s.forward_stage},
                       {"modelStages", s.annotated_stages},
@@ -26,14 +28,14 @@ Json plan_json(const Scenario& sc, const Plan& plan) {
   for (const PlanCopy& c : plan.copies)
     copies.push_back({{"fromStage", c.from_stage},
                       {"toStage", c.to_stage},
-                      {"srcIpu", c.src_ipu},
-                      {"dstIpu", c.dst_ipu},
+                      {"srcVirtualIpu", c.src_ipu},
+                      {"dstVirtualIpu", c.dst_ipu},
                       {"bytes", c.bytes},
                       {"gradient", c.gradient},
                       {"tensors", c.tensors}});
   Json ipus = Json::array();
   for (const PlanIpu& i : plan.ipus)
-    ipus.push_back({{"id", i.id}, {"stages", i.stages}, {"weightBytes", i.weight_bytes},
+    ipus.push_back({{"virtualIpu", i.id}, {"stages", i.stages}, {"weightBytes", i.weight_bytes},
                     {"weightUpdateSeconds", i.update_seconds}});
   Json out = {{"forwardStages", plan.forward_stage_count}, {"stages", stages}, {"copies", copies}, {"ipus", ipus}};
   // Only for models that run sharded only, so other documents keep their shape.
