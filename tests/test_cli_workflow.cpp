@@ -381,6 +381,20 @@ TEST_CASE("cli: a replicated, placed run names physical and virtual IPUs apart i
   CHECK(csv.at(0, "ipu12.virtualIpu") == "3");
   CHECK(csv.at(0, "memory.vipu3.fits") == run.at("memory").at("ipus")[3].at("fits").dump());
 
+  // compare names the bottleneck as the table does.
+  const TempDir dir;
+  const Json in_order = run_json({"run", source("scenarios/bert-large-pod16.json")});
+  const std::string a = dir.write("a.json", in_order), b = dir.write("b.json", doc);
+  const Result compared = run_ipusim({"compare", a, b});
+  REQUIRE(compared.exit_code == 0);
+  const auto named = [](const Json& d) {
+    const Json& at = d.at("runs")[0].at("bottleneck");
+    return "IPU " + at.at("ipu").dump() + " (replica " + at.at("replica").dump() + ", vIPU " +
+           at.at("virtualIpu").dump() + "), stage " + at.at("stage").dump();
+  };
+  CHECK_THAT(compared.out, Contains("bottleneck                 " + named(in_order)));
+  CHECK_THAT(compared.out, Contains(named(doc)));
+
   // Without replicas or a placement physical IPU n is virtual IPU n: the names stay plain.
   const Result plain = run_ipusim({"run", source("scenarios/mlp-training.json")});
   REQUIRE(plain.exit_code == 0);

@@ -95,10 +95,30 @@ const Json* run_of(const Json& doc, const std::string& mode) {
   return nullptr;
 }
 
+// "IPU 1, stage 5"; in a replicated or placed run (some physical IPU is not the virtual IPU
+// of its number) "IPU 4 (replica 0, vIPU 1), stage 7", as the run's table names it.
 std::string bottleneck_text(const Json& run) {
-  const Json::json_pointer ipu("/bottleneck/ipu"), stage("/bottleneck/stage");
-  if (!run.contains(ipu) || !run.at(ipu).is_number_integer()) return "-";
-  return "IPU " + std::to_string(run.at(ipu).get<int>()) + ", stage " + std::to_string(run.at(stage).get<int>());
+  const auto integer = [&](const char* pointer) {
+    const Json::json_pointer p(pointer);
+    return run.contains(p) && run.at(p).is_number_integer() ? std::optional<int>(run.at(p).get<int>()) : std::nullopt;
+  };
+  const auto ipu = integer("/bottleneck/ipu"), stage = integer("/bottleneck/stage");
+  if (!ipu || !stage) return "-";
+  std::string text = "IPU " + std::to_string(*ipu);
+  const auto replica = integer("/bottleneck/replica"), virtual_ipu = integer("/bottleneck/virtualIpu");
+  const auto field = [](const Json& m, const char* key) {
+    return m.is_object() && m.contains(key) && m.at(key).is_number_integer() ? std::optional<int>(m.at(key).get<int>())
+                                                                              : std::nullopt;
+  };
+  bool placed = false;
+  if (run.contains("ipus") && run.at("ipus").is_array())
+    for (const Json& m : run.at("ipus")) {
+      const auto id = field(m, "id"), r = field(m, "replica"), v = field(m, "virtualIpu");
+      placed = placed || (id && r && v && (*r != 0 || *v != *id));
+    }
+  if (placed && replica && virtual_ipu)
+    text += " (replica " + std::to_string(*replica) + ", vIPU " + std::to_string(*virtual_ipu) + ")";
+  return text + ", stage " + std::to_string(*stage);
 }
 
 std::string fits_text(const Json& run) {
@@ -215,14 +235,18 @@ std::string render_comparison(const std::vector<RunDocument>& runs) {
   // Modes in the order of the first document; a mode some document lacks shows "-".
   std::vector<std::string> modes;
   for (const Json& r : runs[0].document.at("runs")) modes.push_back(r.at("mode").get<std::string>());
-  const std::size_t label_width = 27, column = 17;
+  const std::size_t label_width = 27;
   for (const std::string& mode : modes) {
+    std::vector<const Json*> columns;
+    for (const RunDocument& r : runs) columns.push_back(run_of(r.document, mode));
+    // Wide enough for the bottleneck's name ("IPU 4 (replica 0, vIPU 1), stage 7" when placed).
+    std::size_t column = 17;
+    for (const Json* run : columns)
+      if (run) column = std::max(column, bottleneck_text(*run).size() + 1);
     out << "\n" << pad(mode, label_width);
     for (std::size_t i = 0; i < runs.size(); ++i) out << pad(label(i), column);
     for (std::size_t i = 1; i < runs.size(); ++i) out << pad(label(i) + "-A", column) << pad(label(i) + "/A", 8);
     out << "\n";
-    std::vector<const Json*> columns;
-    for (const RunDocument& r : runs) columns.push_back(run_of(r.document, mode));
     for (const Figure& f : kFigures) {
       std::vector<std::optional<double>> values;
       bool any = false;
