@@ -155,8 +155,8 @@ std::string steps_of(const Options& o) {
   try {
     const Json doc = Json::parse(std::ifstream(o.work / "out.json"));
     const Json& s = doc.at("runs").at(0).at("simulation");
-    return std::to_string(s.at("simulated_steps").get<long long>()) + " / " +
-           std::to_string(s.at("program_steps").get<long long>());
+    return std::to_string(s.at("simulatedSteps").get<long long>()) + " / " +
+           std::to_string(s.at("programSteps").get<long long>());
   } catch (const std::exception&) {
     return "-";
   }

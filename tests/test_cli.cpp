@@ -73,25 +73,25 @@ TEST_CASE("cli: run --json reports both modes with every metric", "[cli]") {
   CHECK(report["runs"][1]["mode"] == "pipelined");
   for (const Json& run : report["runs"]) {
     INFO(run.at("mode"));
-    const double step = run.at("step_time_s");
+    const double step = run.at("stepTimeSeconds");
     CHECK(step > 0);
     // 16 samples per micro-batch x 64 batchesPerStep.
-    CHECK(run.at("samples_per_step") == 1024);
-    CHECK(run.at("throughput_samples_per_s").get<double>() == Approx(1024 / step).epsilon(1e-12));
-    const Json& latency = run.at("latency_s");
+    CHECK(run.at("samplesPerStep") == 1024);
+    CHECK(run.at("throughputSamplesPerSecond").get<double>() == Approx(1024 / step).epsilon(1e-12));
+    const Json& latency = run.at("latencySeconds");
     CHECK(latency.at("min").get<double>() > 0);
     CHECK(latency.at("min").get<double>() <= latency.at("mean").get<double>());
     CHECK(latency.at("mean").get<double>() <= latency.at("max").get<double>());
     CHECK(latency.at("max").get<double>() <= step);
-    const double bubble = run.at("bubble_fraction");
+    const double bubble = run.at("bubbleFraction");
     CHECK(bubble >= 0);
     CHECK(bubble < 1);
     REQUIRE(run.at("ipus").size() == 2);
     for (std::size_t i = 0; i < 2; ++i) {
       const Json& ipu = run["ipus"][i];
       CHECK(ipu.at("id") == static_cast<int>(i));
-      CHECK(ipu.at("busy_s").get<double>() > 0);
-      CHECK(ipu.at("utilization").get<double>() == Approx(ipu["busy_s"].get<double>() / step).epsilon(1e-9));
+      CHECK(ipu.at("busySeconds").get<double>() > 0);
+      CHECK(ipu.at("utilization").get<double>() == Approx(ipu["busySeconds"].get<double>() / step).epsilon(1e-9));
     }
     bool ipu0_to_ipu1 = false;
     for (const Json& link : run.at("links")) {
@@ -104,10 +104,10 @@ TEST_CASE("cli: run --json reports both modes with every metric", "[cli]") {
   // Sharded: one IPU at a time, so the two utilizations add up to at most 1.
   const Json& sharded = run_of(report, "sharded");
   CHECK(sharded["ipus"][0]["utilization"].get<double>() + sharded["ipus"][1]["utilization"].get<double>() <= 1.0);
-  const double speedup = report.at("speedup_pipelined_over_sharded");
+  const double speedup = report.at("speedupPipelinedOverSharded");
   CHECK(speedup > 1);
-  CHECK(speedup == Approx(sharded["step_time_s"].get<double>() /
-                          run_of(report, "pipelined")["step_time_s"].get<double>())
+  CHECK(speedup == Approx(sharded["stepTimeSeconds"].get<double>() /
+                          run_of(report, "pipelined")["stepTimeSeconds"].get<double>())
                        .epsilon(1e-12));
 }
 
@@ -130,7 +130,7 @@ TEST_CASE("cli: --mode sharded runs one mode", "[cli]") {
   const Json report = Json::parse(r.out);
   REQUIRE(report.at("runs").size() == 1);
   CHECK(report["runs"][0]["mode"] == "sharded");
-  CHECK_FALSE(report.contains("speedup_pipelined_over_sharded"));
+  CHECK_FALSE(report.contains("speedupPipelinedOverSharded"));
 }
 
 TEST_CASE("cli: --set execution.microBatchSize=32 doubles the samples per step", "[cli]") {
@@ -139,18 +139,18 @@ TEST_CASE("cli: --set execution.microBatchSize=32 doubles the samples per step",
   REQUIRE(base.exit_code == 0);
   REQUIRE(doubled.exit_code == 0);
   const Json b = Json::parse(base.out), d = Json::parse(doubled.out);
-  CHECK(d["execution"]["micro_batch_size"] == 32);
+  CHECK(d["execution"]["microBatchSize"] == 32);
   for (const std::string mode : {"sharded", "pipelined"}) {
-    CHECK(run_of(b, mode)["samples_per_step"] == 1024);
-    CHECK(run_of(d, mode)["samples_per_step"] == 2048);
-    CHECK(run_of(d, mode)["micro_batches_per_step"] == run_of(b, mode)["micro_batches_per_step"]);
+    CHECK(run_of(b, mode)["samplesPerStep"] == 1024);
+    CHECK(run_of(d, mode)["samplesPerStep"] == 2048);
+    CHECK(run_of(d, mode)["microBatchesPerStep"] == run_of(b, mode)["microBatchesPerStep"]);
   }
   SECTION("config. overrides reach the config file") {
     const Result r = run_ipusim({"run", kInference, "--json", "--set", "config.ipu.clockHz=2.65e9"});
     REQUIRE(r.exit_code == 0);
     // Twice the clock: every compute step is twice as fast, so the step time drops.
-    CHECK(run_of(Json::parse(r.out), "sharded")["step_time_s"].get<double>() <
-          run_of(b, "sharded")["step_time_s"].get<double>());
+    CHECK(run_of(Json::parse(r.out), "sharded")["stepTimeSeconds"].get<double>() <
+          run_of(b, "sharded")["stepTimeSeconds"].get<double>());
   }
   SECTION("a malformed --set") {
     const Result r = run_ipusim({"run", kInference, "--set", "execution.microBatchSize"});
@@ -212,11 +212,11 @@ TEST_CASE("cli: a model only pipelining refuses runs with --mode sharded and bot
     const Json doc = Json::parse(sharded.out);
     REQUIRE(doc.at("runs").size() == 1);
     CHECK(doc.at("runs").at(0).at("mode") == "sharded");
-    CHECK(doc.at("plan").at("pipelining_refused").at("rule") == rule);
+    CHECK(doc.at("plan").at("pipeliningRefused").at("rule") == rule);
   }
   // A model pipelining accepts carries no such entry.
   CHECK_FALSE(Json::parse(run_ipusim({"run", training, "--mode", "sharded", "--json"}).out).at("plan").contains(
-      "pipelining_refused"));
+      "pipeliningRefused"));
 }
 
 TEST_CASE("cli: validate accepts a model, a config and a scenario, and rejects a broken model", "[cli]") {
@@ -502,7 +502,7 @@ TEST_CASE("cli: the announced estimate bounds the run's peak memory", "[cli]") {
     rusage usage{};
     REQUIRE(::wait4(pid, &status, 0, &usage) == pid);
     REQUIRE(WIFEXITED(status));
-    const double estimate = Json::parse(out).at("estimate").at("peak_bytes").get<double>();
+    const double estimate = Json::parse(out).at("estimate").at("peakBytes").get<double>();
     const double peak = static_cast<double>(usage.ru_maxrss) * 1024;  // the larger of the run and its simulation
     INFO(name << ": peak " << peak << " B, estimate " << estimate << " B");
     CHECK(peak <= estimate);

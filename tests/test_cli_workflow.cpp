@@ -43,21 +43,21 @@ TEST_CASE("cli: run MODEL --config CONFIG is the scenario with every default", "
   const Json from_file = run_json({"run", scenario});
   const Json direct = run_json({"run", kModel, "--config", kConfig});
   CHECK(direct.at("scenario") == "mlp");
-  CHECK(direct.at("scenario_file") == "command line");
+  CHECK(direct.at("scenarioFile") == "command line");
   CHECK(direct.at("execution") == from_file.at("execution"));
   CHECK(direct.at("execution").at("training") == false);
-  CHECK(direct.at("execution").at("batches_per_step") == 64);
-  CHECK(direct.at("execution").at("micro_batch_size") == 1);
+  CHECK(direct.at("execution").at("batchesPerStep") == 64);
+  CHECK(direct.at("execution").at("microBatchSize") == 1);
   REQUIRE(direct.at("runs").size() == 2);  // both modes by default
   for (std::size_t i = 0; i < 2; ++i)
-    CHECK(direct.at("runs")[i].at("step_time_s") == from_file.at("runs")[i].at("step_time_s"));
+    CHECK(direct.at("runs")[i].at("stepTimeSeconds") == from_file.at("runs")[i].at("stepTimeSeconds"));
 
   // --set reaches the execution as in a scenario: G = 8 training, 2 batches per step.
   const Json trained = run_json({"run", kModel, "--config", kConfig, "--set", "execution.training=true", "--set",
                                  "execution.gradientAccumulation=8", "--set", "execution.batchesPerStep=2", "--mode",
                                  "pipelined"});
   CHECK(trained.at("execution").at("training") == true);
-  CHECK(trained.at("runs")[0].at("micro_batches_per_step") == 16);
+  CHECK(trained.at("runs")[0].at("microBatchesPerStep") == 16);
 
   // A bad setting is the flag's.
   const Result bad = run_ipusim({"run", kModel, "--config", kConfig, "--set", "execution.mode=piplined"});
@@ -100,8 +100,8 @@ TEST_CASE("cli: PopART and PopTorch names: aliases read as ipusim's keys", "[cli
                                                         {"batchesPerStep", 2}, {"mode", "pipelined"}})});
   const Json popart = run_json({"run", scenario_with(dir, {{"training", true}, {"accumulationFactor", 8},
                                                            {"deviceIterations", 2}, {"mode", "pipelined"}})});
-  CHECK(popart.at("runs")[0].at("micro_batches_per_step") == 16);
-  CHECK(popart.at("runs")[0].at("step_time_s") == own.at("runs")[0].at("step_time_s"));
+  CHECK(popart.at("runs")[0].at("microBatchesPerStep") == 16);
+  CHECK(popart.at("runs")[0].at("stepTimeSeconds") == own.at("runs")[0].at("stepTimeSeconds"));
   CHECK(popart.at("execution") == own.at("execution"));
 
   // replicationFactor (PopTorch) = replicas: 2 replicas of the 2-IPU pipeline.
@@ -246,7 +246,7 @@ TEST_CASE("cli: a sweep marks points that do not fit as oom, and --fail-on-oom e
   std::getline(csv, header);
   std::getline(csv, small);
   std::getline(csv, large);
-  CHECK_THAT(header, Contains("pipelined.bubble_fraction,pipelined.fits,speedup"));
+  CHECK_THAT(header, Contains("pipelined.bubbleFraction,pipelined.fits,speedup"));
   CHECK_THAT(small, Contains(",oom,8192,"));
   CHECK_THAT(small, Contains(",false,"));
   CHECK_THAT(large, Contains(",ok,638976,"));
@@ -311,26 +311,92 @@ TEST_CASE("cli: run --csv writes one row per mode with per-IPU columns", "[cli][
   CHECK(csv.at(pipelined, "scenario") == "csv");
   CHECK(csv.at(pipelined, "schedule") == "popart");
   const auto number = [&](std::size_t row, const std::string& column) { return std::stod(csv.at(row, column)); };
-  CHECK(number(pipelined, "step_time_s") == Approx(9.005e-3).epsilon(1e-9));
-  CHECK(number(pipelined, "ipu0.idle.fill_flush_s") == Approx(1e-3).epsilon(1e-9));
-  CHECK(number(pipelined, "ipu0.idle.imbalance_s") == Approx(4e-3).epsilon(1e-9));
-  CHECK(number(pipelined, "ipu1.idle.fill_flush_s") == Approx(1e-3).epsilon(1e-9));
-  CHECK(number(pipelined, "ipu1.busy_s") == Approx(8e-3).epsilon(1e-9));
+  CHECK(number(pipelined, "stepTimeSeconds") == Approx(9.005e-3).epsilon(1e-9));
+  CHECK(number(pipelined, "ipu0.idle.fillFlushSeconds") == Approx(1e-3).epsilon(1e-9));
+  CHECK(number(pipelined, "ipu0.idle.imbalanceSeconds") == Approx(4e-3).epsilon(1e-9));
+  CHECK(number(pipelined, "ipu1.idle.fillFlushSeconds") == Approx(1e-3).epsilon(1e-9));
+  CHECK(number(pipelined, "ipu1.busySeconds") == Approx(8e-3).epsilon(1e-9));
   CHECK(csv.at(pipelined, "bottleneck.ipu") == "1");
-  CHECK(csv.at(pipelined, "memory.ipu1.fits") == "true");
+  CHECK(csv.at(pipelined, "memory.vipu1.fits") == "true");
   // 250 floats (1000 bytes) in each of the 5 cycles' copy phases: PopART copies every cycle.
   CHECK(number(pipelined, "links.ipu0->ipu1.bytes") == 5 * 1000);
-  CHECK(number(sharded, "step_time_s") == Approx(12.004e-3).epsilon(1e-9));
-  CHECK(number(sharded, "ipu0.idle.turn_wait_s") == Approx(8e-3).epsilon(1e-9));
+  CHECK(number(sharded, "stepTimeSeconds") == Approx(12.004e-3).epsilon(1e-9));
+  CHECK(number(sharded, "ipu0.idle.turnWaitSeconds") == Approx(8e-3).epsilon(1e-9));
   // The cells are the JSON's numbers, digit for digit.
   const Json doc = run_json({"run", file});
   for (const Json& run : doc.at("runs")) {
     const std::size_t row = run.at("mode") == "sharded" ? sharded : pipelined;
-    CHECK(csv.at(row, "step_time_s") == run.at("step_time_s").dump());
-    CHECK(csv.at(row, "time_shares.idle_imbalance") == run.at("time_shares").at("idle_imbalance").dump());
+    CHECK(csv.at(row, "stepTimeSeconds") == run.at("stepTimeSeconds").dump());
+    CHECK(csv.at(row, "timeShares.idleImbalance") == run.at("timeShares").at("idleImbalance").dump());
   }
 
   const Result both = run_ipusim({"run", file, "--csv", "--json"});
   CHECK(both.exit_code == 2);
   CHECK_THAT(both.err, Contains("--csv"));
+}
+
+TEST_CASE("cli: a replicated, placed run names physical and virtual IPUs apart in every output",
+          "[cli][workflow][placement]") {
+  // Virtual IPU v of replica r on physical IPU 4v + r (the scenario's placement): utilisation
+  // is per physical IPU, memory per virtual IPU (every replica holds the same).
+  const std::string scenario = source("scenarios/bert-large-pod16-across-m2000s.json");
+  const Json doc = run_json({"run", scenario});
+  REQUIRE(doc.at("runs").size() == 1);
+  const Json& run = doc.at("runs")[0];
+  REQUIRE(run.at("ipus").size() == 16);
+  for (const Json& ipu : run.at("ipus")) {
+    INFO(ipu.dump());
+    CHECK(ipu.at("id") == 4 * ipu.at("virtualIpu").get<int>() + ipu.at("replica").get<int>());
+    CHECK(ipu.at("replica").get<int>() < 4);
+  }
+  const Json& memory = run.at("memory").at("ipus");
+  REQUIRE(memory.size() == 4);
+  for (int v = 0; v < 4; ++v) CHECK(memory[static_cast<std::size_t>(v)].at("virtualIpu") == v);
+  const Json& bottleneck = run.at("bottleneck");
+  CHECK(bottleneck.at("ipu") == 4 * bottleneck.at("virtualIpu").get<int>() + bottleneck.at("replica").get<int>());
+  // The plan is one replica's pipeline over virtual IPUs: BERT's heads (stage 4) return to vIPU 0.
+  const Json& plan = doc.at("plan");
+  REQUIRE(plan.at("ipus").size() == 4);
+  for (int v = 0; v < 4; ++v) CHECK(plan.at("ipus")[static_cast<std::size_t>(v)].at("virtualIpu") == v);
+  CHECK(plan.at("stages")[4].at("virtualIpu") == 0);
+  CHECK(plan.at("copies")[3].at("srcVirtualIpu") == 3);
+  CHECK(plan.at("copies")[3].at("dstVirtualIpu") == 0);
+
+  const Result table = run_ipusim({"run", scenario});
+  REQUIRE(table.exit_code == 0);
+  CHECK_THAT(table.out, Contains("IPU 5 (replica 1, vIPU 1) utilisation"));
+  CHECK_THAT(table.out, Contains("IPU 15 (replica 3, vIPU 3) utilisation"));
+  CHECK_THAT(table.out, Contains("vIPU 1 memory"));
+  CHECK_THAT(table.out, Contains("vIPU 3 fullest tile"));
+  CHECK_THAT(table.out, !Contains("IPU 4 memory") && !Contains("IPU 15 memory"));
+  CHECK_THAT(table.out, Contains("The bottleneck is IPU " + bottleneck.at("ipu").dump() + " (replica " +
+                                 bottleneck.at("replica").dump() + ", vIPU " + bottleneck.at("virtualIpu").dump() + ")"));
+
+  const Result csv_run = run_ipusim({"run", scenario, "--csv"});
+  REQUIRE(csv_run.exit_code == 0);
+  const Csv csv = parse_csv(csv_run.out);
+  REQUIRE(csv.rows.size() == 1);
+  CHECK(csv.at(0, "ipu5.replica") == "1");
+  CHECK(csv.at(0, "ipu5.virtualIpu") == "1");
+  CHECK(csv.at(0, "ipu12.virtualIpu") == "3");
+  CHECK(csv.at(0, "memory.vipu3.fits") == run.at("memory").at("ipus")[3].at("fits").dump());
+
+  // compare names the bottleneck as the table does.
+  const TempDir dir;
+  const Json in_order = run_json({"run", source("scenarios/bert-large-pod16.json")});
+  const std::string a = dir.write("a.json", in_order), b = dir.write("b.json", doc);
+  const Result compared = run_ipusim({"compare", a, b});
+  REQUIRE(compared.exit_code == 0);
+  const auto named = [](const Json& d) {
+    const Json& at = d.at("runs")[0].at("bottleneck");
+    return "IPU " + at.at("ipu").dump() + " (replica " + at.at("replica").dump() + ", vIPU " +
+           at.at("virtualIpu").dump() + "), stage " + at.at("stage").dump();
+  };
+  CHECK_THAT(compared.out, Contains("bottleneck                 " + named(in_order)));
+  CHECK_THAT(compared.out, Contains(named(doc)));
+
+  // Without replicas or a placement physical IPU n is virtual IPU n: the names stay plain.
+  const Result plain = run_ipusim({"run", source("scenarios/mlp-training.json")});
+  REQUIRE(plain.exit_code == 0);
+  CHECK_THAT(plain.out, Contains("IPU 1 utilisation") && Contains("IPU 1 memory") && !Contains("vIPU"));
 }

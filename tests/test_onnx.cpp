@@ -240,7 +240,7 @@ TEST_CASE("onnx: run on an ONNX scenario gives the numbers of its JSON conversio
   const auto a = nlohmann::json::parse(onnx.out), b = nlohmann::json::parse(json.out);
   REQUIRE(a["runs"].size() == 2);
   CHECK(a["runs"] == b["runs"]);
-  CHECK(a["runs"][1]["step_time_s"].get<double>() > 0);
+  CHECK(a["runs"][1]["stepTimeSeconds"].get<double>() > 0);
 }
 
 TEST_CASE("onnx: convert writes JSON that loads as the same model, and refuses to overwrite", "[onnx][cli]") {

@@ -194,7 +194,7 @@ TEST_CASE("ipusim plan: the real binary ranks, confirms, writes a runnable best 
   INFO(run.err);
   REQUIRE(run.exit_code == 0);
   const Json report = Json::parse(run.out);
-  CHECK(report["runs"][0]["throughput_samples_per_s"].get<double>() ==
+  CHECK(report["runs"][0]["throughputSamplesPerSecond"].get<double>() ==
         Approx(search.ranked.front().throughput).epsilon(1e-9));
 
   // Existing files are kept without --force, and replaced with it.

@@ -66,27 +66,27 @@ Json fake_run(int g, double sharded_throughput, double pipelined_throughput, dou
     const double step = samples / throughput;
     return Json{{"mode", mode},
                 {"schedule", schedule},
-                {"step_time_s", step},
-                {"throughput_samples_per_s", throughput},
-                {"latency_s", {{"mean", 1e-3}, {"min", 1e-3}, {"max", 1e-3}}},
-                {"bubble_fraction", bubble},
-                {"micro_batches_per_step", g},
-                {"samples_per_step", samples},
+                {"stepTimeSeconds", step},
+                {"throughputSamplesPerSecond", throughput},
+                {"latencySeconds", {{"mean", 1e-3}, {"min", 1e-3}, {"max", 1e-3}}},
+                {"bubbleFraction", bubble},
+                {"microBatchesPerStep", g},
+                {"samplesPerStep", samples},
                 {"cycles", 0},
                 {"ipus",
-                 {{{"id", 0}, {"busy_s", step / 4}, {"utilization", 0.25}, {"host_io_s", 0}, {"exchange_s", 0},
-                   {"sync_s", 0}, {"idle_s", step * bubble}},
-                  {{"id", 1}, {"busy_s", step / 2}, {"utilization", 0.5}, {"host_io_s", 0}, {"exchange_s", 0},
-                   {"sync_s", 0}, {"idle_s", step * bubble}}}},
+                 {{{"id", 0}, {"busySeconds", step / 4}, {"utilization", 0.25}, {"hostIoSeconds", 0}, {"exchangeSeconds", 0},
+                   {"syncSeconds", 0}, {"idleSeconds", step * bubble}},
+                  {{"id", 1}, {"busySeconds", step / 2}, {"utilization", 0.5}, {"hostIoSeconds", 0}, {"exchangeSeconds", 0},
+                   {"syncSeconds", 0}, {"idleSeconds", step * bubble}}}},
                 {"links", {{{"name", "ipu0->ipu1"}, {"bytes", 1024.0 * g}}}}};
   };
   return {{"scenario", "fake-mlp"},
-          {"scenario_file", "scenarios/fake-mlp.json"},
+          {"scenarioFile", "scenarios/fake-mlp.json"},
           {"model", "fake model"},
           {"config", "fake system"},
           {"execution",
-           {{"training", true}, {"micro_batch_size", 16}, {"gradient_accumulation", g}, {"batches_per_step", 1},
-            {"host_io", false}, {"cost_model", "compute"}, {"schedule", "popart"}}},
+           {{"training", true}, {"microBatchSize", 16}, {"gradientAccumulation", g}, {"batchesPerStep", 1},
+            {"hostIo", false}, {"costModel", "compute"}, {"schedule", "popart"}}},
           {"plan", {{"stages", Json::array()}, {"copies", Json::array()}, {"ipus", Json::array()}}},
           {"runs",
            {run("sharded", "sharded", sharded_throughput, 0.5), run("pipelined", "popart", pipelined_throughput,
@@ -142,10 +142,10 @@ fs::path make_report(const fs::path& dir, bool with_memory) {
     for (Json& r : doc["runs"])
       r["memory"] = {{"fits", false},
                      {"ipus",
-                      {{{"id", 0}, {"total_bytes", 100.0 * 1048576}, {"capacity_bytes", 900.0 * 1048576},
-                        {"fullest_tile_bytes", 200000.0}, {"tile_capacity_bytes", 638976.0}, {"fits", true}},
-                       {{"id", 1}, {"total_bytes", 950.0 * 1048576}, {"capacity_bytes", 900.0 * 1048576},
-                        {"fullest_tile_bytes", 700000.0}, {"tile_capacity_bytes", 638976.0}, {"fits", false}}}}};
+                      {{{"id", 0}, {"totalBytes", 100.0 * 1048576}, {"capacityBytes", 900.0 * 1048576},
+                        {"fullestTileBytes", 200000.0}, {"tileCapacityBytes", 638976.0}, {"fits", true}},
+                       {{"id", 1}, {"totalBytes", 950.0 * 1048576}, {"capacityBytes", 900.0 * 1048576},
+                        {"fullestTileBytes", 700000.0}, {"tileCapacityBytes", 638976.0}, {"fits", false}}}}};
     write(dir / "run-memory.json", doc.dump(2));
     inputs.push_back((dir / "run-memory.json").string());
   }
@@ -334,18 +334,18 @@ TEST_CASE("ipusim report builds HTML and Markdown from a run with a sweep and a 
   // (a) throughput and the speed-up, with the numbers of the run document.
   CHECK(html.find("Throughput: mlp-inference") != std::string::npos);
   for (const Json& r : run["runs"])
-    CHECK(html.find(format_rate(r["throughput_samples_per_s"].get<double>(), "samples/s")) != std::string::npos);
-  const std::string speedup = format_fixed(run["speedup_pipelined_over_sharded"].get<double>(), 2) + "x";
+    CHECK(html.find(format_rate(r["throughputSamplesPerSecond"].get<double>(), "samples/s")) != std::string::npos);
+  const std::string speedup = format_fixed(run["speedupPipelinedOverSharded"].get<double>(), 2) + "x";
   CHECK(html.find("speed-up " + speedup) != std::string::npos);
   // Two run inputs: a summary chart of their speed-ups.
   CHECK(html.find("Pipelined speed-up over sharded, per run input") != std::string::npos);
   // (c) utilisation, (f) tables with units, (g) provenance under the figures.
   CHECK(html.find("Utilisation per IPU: mlp-inference") != std::string::npos);
   CHECK(html.find("Step metrics: mlp-inference") != std::string::npos);
-  CHECK(html.find(format_seconds(run["runs"][0]["step_time_s"].get<double>())) != std::string::npos);
+  CHECK(html.find(format_seconds(run["runs"][0]["stepTimeSeconds"].get<double>())) != std::string::npos);
   CHECK(html.find("Link traffic: mlp-inference") != std::string::npos);
   CHECK(html.find("Scenario: mlp-inference (scenarios/mlp-inference.json)") != std::string::npos);
-  CHECK(html.find("batches_per_step=64") != std::string::npos);
+  CHECK(html.find("batchesPerStep=64") != std::string::npos);
   // (d) no memory data for the plain run; the copy with memory gets its chart and table.
   CHECK(count(html, "no memory data") == 1);
   CHECK(html.find("Memory per IPU: mlp-inference") != std::string::npos);
@@ -407,7 +407,7 @@ TEST_CASE("ipusim report rejects inputs it cannot read", "[report][e2e]") {
   write(dir / "run.json", "{\"runs\": [{\"mode\": \"sharded\"}]}");
   CHECK(shell(binary() + " report '" + (dir / "run.json").string() + "' -o '" + (dir / "out").string() + "'",
               dir / "log") == 2);
-  CHECK(read(dir / "log").find("at /runs/0: a run needs a number \"step_time_s\" [report.bad-run]") != std::string::npos);
+  CHECK(read(dir / "log").find("at /runs/0: a run needs a number \"stepTimeSeconds\" [report.bad-run]") != std::string::npos);
   CHECK(!fs::exists(dir / "out" / "report.html"));
   fs::remove_all(dir);
 }

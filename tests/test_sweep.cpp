@@ -118,7 +118,7 @@ std::set<std::string> point_files(const std::string& dir) {
 
 double step_time(const Json& report, const std::string& mode) {
   for (const Json& run : report.at("runs"))
-    if (run.at("mode") == mode) return run.at("step_time_s").get<double>();
+    if (run.at("mode") == mode) return run.at("stepTimeSeconds").get<double>();
   FAIL("no " << mode << " run in the report");
   return 0;
 }
@@ -177,9 +177,9 @@ TEST_CASE("sweep rows follow the cartesian order, zips move together, and match 
     CHECK(lines[i].at("point") == i);
     CHECK(lines[i].at("id") == row.at("id"));
     CHECK(lines[i].at("axes").at("execution.microBatchSize") == mbs[i]);
-    CHECK(std::stod(row.at("sharded.step_time_s")) == step_time(report, "sharded"));
-    CHECK(std::stod(row.at("pipelined.step_time_s")) == step_time(report, "pipelined"));
-    CHECK(std::stod(row.at("speedup")) == report.at("speedup_pipelined_over_sharded").get<double>());
+    CHECK(std::stod(row.at("sharded.stepTimeSeconds")) == step_time(report, "sharded"));
+    CHECK(std::stod(row.at("pipelined.stepTimeSeconds")) == step_time(report, "pipelined"));
+    CHECK(std::stod(row.at("speedup")) == report.at("speedupPipelinedOverSharded").get<double>());
     CHECK(row.at("error").empty());
     // points/<id>.json holds the same record as the line.
     CHECK(Json::parse(read_text(tmp / ("out/points/" + row.at("id") + ".json"))) == lines[i]);
@@ -210,11 +210,11 @@ TEST_CASE("a failing point is recorded with its error and the others complete", 
   const auto lines = read_jsonl(tmp / "out/results.jsonl");
   REQUIRE(lines.size() == 2);
   CHECK(lines[0].at("status") == "error");
-  CHECK(lines[0].at("exit_code") == 2);
+  CHECK(lines[0].at("exitCode") == 2);
   CHECK(lines[0].at("error").get<std::string>().find("[pipeline.depth]") != std::string::npos);
   CHECK(!lines[0].contains("report"));
   CHECK(lines[1].at("status") == "ok");
-  CHECK(lines[1].at("report").at("execution").at("gradient_accumulation") == 4);
+  CHECK(lines[1].at("report").at("execution").at("gradientAccumulation") == 4);
   CHECK(step_time(lines[1].at("report"), "pipelined") < step_time(lines[1].at("report"), "sharded"));
 
   const auto rows = read_csv(tmp / "out/results.csv");
@@ -222,9 +222,9 @@ TEST_CASE("a failing point is recorded with its error and the others complete", 
   CHECK(rows[0].at("status") == "error");
   CHECK(rows[0].at("execution.gradientAccumulation") == "2");
   CHECK(rows[0].at("error").find("G >= S: 2 < 3") != std::string::npos);
-  CHECK(rows[0].at("sharded.step_time_s").empty());
+  CHECK(rows[0].at("sharded.stepTimeSeconds").empty());
   CHECK(rows[1].at("status") == "ok");
-  CHECK(std::stod(rows[1].at("pipelined.step_time_s")) == step_time(lines[1].at("report"), "pipelined"));
+  CHECK(std::stod(rows[1].at("pipelined.stepTimeSeconds")) == step_time(lines[1].at("report"), "pipelined"));
 
   // A recorded failure is a result: a rerun keeps it, --retry-failed runs it again.
   const Result again = cli({"sweep", tmp / "training.json", "-o", tmp / "out"});
@@ -294,7 +294,7 @@ TEST_CASE("a sweep killed with SIGKILL resumes with every point exactly once", "
   CHECK(ids.size() == 4);
   CHECK(point_files(out).size() == 4);
   CHECK(read_csv(out + "/results.csv").size() == 4);
-  CHECK(lines[3].at("report").at("execution").at("batches_per_step") == 3000);
+  CHECK(lines[3].at("report").at("execution").at("batchesPerStep") == 3000);
 }
 
 TEST_CASE("bad sweep files exit 2 naming the JSON pointer and write nothing", "[sweep]") {
@@ -624,4 +624,121 @@ TEST_CASE("temporary files a killed writer left are removed when the sweep resum
   CHECK(fs::exists(out + "/points/.my-notes"));
   for (const auto& entry : fs::directory_iterator(out))
     CHECK(entry.path().filename().string().find(".tmp-") == std::string::npos);
+}
+
+namespace {
+
+// The bytes of the MLP's one inter-IPU copy (x2: 512 float32 per sample), from the report's plan.
+double mlp_copy_bytes(const Json& report) {
+  const Json& copies = report.at("plan").at("copies");
+  REQUIRE(copies.size() == 1);
+  return copies[0].at("bytes").get<double>();
+}
+
+} // namespace
+
+TEST_CASE("sweep --set and --mode apply to every point, are stored, and a resume with other flags is refused",
+          "[sweep]") {
+  TempDir tmp;
+  // The file runs both modes at the scenario's microBatchSize 16.
+  const Json def = {{"name", "flags"}, {"scenario", scenario("mlp-inference.json")}, {"modes", "both"},
+                    {"axes", {{{"path", "execution.batchesPerStep"}, {"values", {4, 8}}}}}};
+  write_text(tmp / "flags.json", def.dump());
+  const std::vector<std::string> flags = {"--set", "execution.microBatchSize=32", "--mode", "pipelined"};
+  std::vector<std::string> args = {"sweep", tmp / "flags.json", "-o", tmp / "out", "-j", "2"};
+  args.insert(args.end(), flags.begin(), flags.end());
+  const Result r = cli(args);
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+
+  const auto lines = read_jsonl(tmp / "out/results.jsonl");
+  const auto rows = read_csv(tmp / "out/results.csv");
+  REQUIRE(lines.size() == 2);
+  REQUIRE(rows.size() == 2);
+  const int bps[] = {4, 8};
+  for (std::size_t i = 0; i < 2; ++i) {
+    INFO("point " << i);
+    const Json& report = lines[i].at("report");
+    // --mode pipelined: one run per point, and the CSV's sharded cells are empty.
+    REQUIRE(report.at("runs").size() == 1);
+    const Json& run = report.at("runs")[0];
+    CHECK(run.at("mode") == "pipelined");
+    CHECK(rows[i].at("sharded.stepTimeSeconds").empty());
+    CHECK(std::stod(rows[i].at("pipelined.stepTimeSeconds")) == run.at("stepTimeSeconds").get<double>());
+    // --set execution.microBatchSize=32: the copy of x2 carries 512 float32 x 32 samples
+    // (16 in the scenario: 32768 bytes), and a step is 32 x batchesPerStep samples.
+    CHECK(report.at("execution").at("microBatchSize") == 32);
+    CHECK(mlp_copy_bytes(report) == 512.0 * 4 * 32);
+    CHECK(run.at("throughputSamplesPerSecond").get<double>() ==
+          Approx(32.0 * bps[i] / run.at("stepTimeSeconds").get<double>()).epsilon(1e-12));
+    // The point is exactly `ipusim run` with the flags.
+    const Result direct = cli({"run", scenario("mlp-inference.json"), "--json", "--mode", "pipelined", "--set",
+                               "execution.batchesPerStep=" + std::to_string(bps[i]), "--set",
+                               "execution.microBatchSize=32"});
+    REQUIRE(direct.code == 0);
+    CHECK(Json::parse(direct.out) == report);
+  }
+  // Without the flags the copy is half as large: the flag, not the scenario, made it 32.
+  const Result plain = cli({"run", scenario("mlp-inference.json"), "--json", "--mode", "pipelined"});
+  REQUIRE(plain.code == 0);
+  CHECK(mlp_copy_bytes(Json::parse(plain.out)) == 512.0 * 4 * 16);
+
+  // The folder stores the merged definition.
+  const Json stored = Json::parse(read_text(tmp / "out/sweep.json"));
+  CHECK(stored.at("set").at("execution.microBatchSize") == 32);
+  CHECK(stored.at("modes") == "pipelined");
+
+  // The same command resumes; other flags, or none, are refused where they differ.
+  const Result again = cli(args);
+  CHECK(again.code == 0);
+  CHECK(again.err.find("ran 0, 2 already done") != std::string::npos);
+  const std::string csv = read_text(tmp / "out/results.csv");
+  const Result other = cli({"sweep", tmp / "flags.json", "-o", tmp / "out", "--mode", "pipelined", "--set",
+                            "execution.microBatchSize=64"});
+  CHECK(other.code == 2);
+  CHECK(other.err.find(tmp / "out/sweep.json" + ": at /set/execution.microBatchSize: the sweep in this folder "
+                                                 "ran with execution.microBatchSize=32, this one with "
+                                                 "execution.microBatchSize=64") != std::string::npos);
+  CHECK(other.err.find("[sweep.dir-in-use]") != std::string::npos);
+  const Result no_set = cli({"sweep", tmp / "flags.json", "-o", tmp / "out", "--mode", "pipelined"});
+  CHECK(no_set.code == 2);
+  CHECK(no_set.err.find("at /set/execution.microBatchSize: the sweep in this folder ran with "
+                        "execution.microBatchSize=32, this one without it") != std::string::npos);
+  const Result no_flags = cli({"sweep", tmp / "flags.json", "-o", tmp / "out"});
+  CHECK(no_flags.code == 2);
+  CHECK(no_flags.err.find("at /modes: the sweep in this folder ran with modes \"pipelined\", this one with "
+                          "\"both\"") != std::string::npos);
+  CHECK(read_text(tmp / "out/results.csv") == csv);
+  CHECK(point_files(tmp / "out").size() == 2);
+
+  // A --set of an axis, or one that does not apply, is refused before any point runs.
+  const Result axis = cli({"sweep", tmp / "flags.json", "-o", tmp / "axis", "--set", "execution.batchesPerStep=2"});
+  CHECK(axis.code == 2);
+  CHECK(axis.err.find("--set: at execution.batchesPerStep:") != std::string::npos);
+  CHECK(axis.err.find("[sweep.duplicate-path]") != std::string::npos);
+  const Result typo = cli({"sweep", tmp / "flags.json", "-o", tmp / "typo", "--set", "execution.microBatchSise=32"});
+  const Result run_typo = cli({"run", scenario("mlp-inference.json"), "--set", "execution.microBatchSise=32"});
+  CHECK(typo.code == 2);
+  CHECK(run_typo.code == 2);
+  CHECK(typo.err == run_typo.err);  // the error of `ipusim run --set`, naming the flag
+  CHECK(!fs::exists(tmp / "typo/points"));
+  const Result syntax = cli({"sweep", tmp / "flags.json", "-o", tmp / "syntax", "--set", "execution.microBatchSize"});
+  CHECK(syntax.code == 2);
+  CHECK(syntax.err.find("[override.syntax]") != std::string::npos);
+}
+
+TEST_CASE("sweep's default output folder is ipusim-sweeps/<name> in the working directory, never the sweep "
+          "file's folder", "[sweep]") {
+  TempDir tmp;
+  fs::create_directories(tmp / "sweeps");
+  write_text(tmp / "sweeps/depth.json",
+             Json{{"scenario", scenario("mlp-inference.json")}, {"modes", "sharded"},
+                  {"axes", {{{"path", "execution.batchesPerStep"}, {"values", {2}}}}}}
+                 .dump());
+  const Result r = shell("cd '" + tmp.root().string() + "' && '" + kBinary + "' sweep sweeps/depth.json");
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  CHECK(read_csv(tmp / "ipusim-sweeps/depth/results.csv").size() == 1);
+  CHECK(std::distance(fs::directory_iterator(tmp / "sweeps"), fs::directory_iterator()) == 1);  // the file alone
+  CHECK(r.err.find("results in ipusim-sweeps/depth/results.csv") != std::string::npos);
 }

@@ -108,7 +108,7 @@ TEST_CASE("trace of a two-IPU chain: a process per mode, a track per IPU and use
     CHECK(s1m0.at("tid") == t.tid.at(t.pid.at(P)).at("IPU 1"));
     CHECK(ts(s1m0) == Approx(1001).epsilon(1e-12));
     CHECK(dur(s1m0) == Approx(3000).epsilon(1e-12));
-    CHECK(s1m0.at("args") == Json{{"stage", 1}, {"micro_batch", 0}, {"pass", "forward"}, {"ipu", 1}});
+    CHECK(s1m0.at("args") == Json{{"stage", 1}, {"microBatch", 0}, {"pass", "forward"}, {"ipu", 1}});
     CHECK(ts(t.named(P, "stage 0 fwd mb 3")) == Approx(7003).epsilon(1e-12));
     CHECK(dur(t.named(P, "stage 0 fwd mb 3")) == Approx(1000).epsilon(1e-12));
     CHECK(ts(t.named(P, "stage 1 fwd mb 3")) == Approx(10004).epsilon(1e-12));
@@ -127,8 +127,8 @@ TEST_CASE("trace of a two-IPU chain: a process per mode, a track per IPU and use
       CHECK(link[i].at("args").at("bytes") == 1000.0);
       CHECK(link[i].at("args").at("src") == "ipu0");
       CHECK(link[i].at("args").at("dst") == "ipu1");
-      if (i < 4) CHECK(link[i].at("args").at("micro_batch") == static_cast<int>(i));
-      else CHECK_FALSE(link[i].at("args").contains("micro_batch"));
+      if (i < 4) CHECK(link[i].at("args").at("microBatch") == static_cast<int>(i));
+      else CHECK_FALSE(link[i].at("args").contains("microBatch"));
     }
     // The same copy phases on IPU0's track: it sends the 1000 B.
     std::vector<Json> phases;
@@ -139,11 +139,11 @@ TEST_CASE("trace of a two-IPU chain: a process per mode, a track per IPU and use
     CHECK(phases[0].at("args").at("bytes") == 1000.0);
     CHECK(ts(phases[4]) == Approx(13004).epsilon(1e-12));
     CHECK(ts(phases[4]) + dur(phases[4]) == Approx(13.005 * ms * 1e6).epsilon(1e-12));
-    CHECK(t.doc.at("otherData").at("step_time_s").at(P).get<double>() == Approx(13.005 * ms).epsilon(1e-12));
+    CHECK(t.doc.at("otherData").at("stepTimeSeconds").at(P).get<double>() == Approx(13.005 * ms).epsilon(1e-12));
 
     // Every sync costs 0 s here and is left out: two per copy phase, per IPU.
     CHECK(t.of_category(P, "sync").empty());
-    CHECK(t.doc.at("otherData").at("zero_duration_events_left_out").at(P) == 2 * 5 * 2);
+    CHECK(t.doc.at("otherData").at("zeroDurationEventsLeftOut").at(P) == 2 * 5 * 2);
   }
 
   SECTION("sharded: one micro-batch at a time, one IPU busy at a time") {
@@ -162,9 +162,9 @@ TEST_CASE("trace of a two-IPU chain: a process per mode, a track per IPU and use
     const std::vector<Json> link = t.slices(S, "link ipu0->ipu1");
     REQUIRE(link.size() == 4);
     CHECK(ts(link[3]) == Approx(3 * 4001 + 1000).epsilon(1e-12));
-    CHECK(link[3].at("args").at("micro_batch") == 3);
+    CHECK(link[3].at("args").at("microBatch") == 3);
     // Per micro-batch: 2 syncs framing the copy phase, 1 after stage 1; per IPU.
-    CHECK(t.doc.at("otherData").at("zero_duration_events_left_out").at(S) == 3 * 4 * 2);
+    CHECK(t.doc.at("otherData").at("zeroDurationEventsLeftOut").at(S) == 3 * 4 * 2);
   }
 
   SECTION("slices are ordered by process, track and start") {
@@ -208,9 +208,9 @@ TEST_CASE("trace of two-IPU training: backward stages, gradient copies, weight u
   REQUIRE(gradients.size() == 6);  // a copy phase in each of G+S-1 = 6 cycles
   CHECK(gradients[0].at("name") == "copy stage 1->2");
   CHECK(gradients[0].at("args").at("gradient") == true);
-  CHECK_FALSE(gradients[0].at("args").contains("micro_batch"));  // cycle 0: stage 1 has done nothing yet
+  CHECK_FALSE(gradients[0].at("args").contains("microBatch"));  // cycle 0: stage 1 has done nothing yet
   CHECK(ts(gradients[1]) == Approx(10001).epsilon(1e-12));
-  CHECK(gradients[1].at("args").at("micro_batch") == 0);
+  CHECK(gradients[1].at("args").at("microBatch") == 0);
 
   // Serial weight update after the 6 cycles (39 ms + 6 us): IPU0 then IPU1.
   std::vector<Json> updates;
@@ -272,7 +272,7 @@ TEST_CASE("ipusim run --trace writes a trace beside the report, honouring --forc
   // The report was written too, and agrees on the step times.
   const Json rep = read_json(dir.root() / "report.json");
   REQUIRE(rep.at("runs").size() == 2);
-  CHECK(rep.at("runs")[0].at("step_time_s") == doc.at("otherData").at("step_time_s").at("sharded"));
+  CHECK(rep.at("runs")[0].at("stepTimeSeconds") == doc.at("otherData").at("stepTimeSeconds").at("sharded"));
 
   // An existing trace is kept unless --force; the table on standard output works too.
   const auto size = std::filesystem::file_size(dir.root() / "mlp.trace.json");

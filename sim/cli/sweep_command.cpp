@@ -17,6 +17,7 @@ namespace {
 struct SweepFlags {
   sweep::Options options;
   std::string shard;
+  std::vector<std::string> sets;
 };
 
 } // namespace
@@ -33,7 +34,15 @@ Command add_sweep_command(CLI::App& app) {
       "output folder.");
   cmd->add_option("sweep_file", f->options.sweep_file, "Sweep file (sweeps/*.json)")->required();
   cmd->add_option("-o,--output", f->options.dir,
-                  "Output folder (default: sweeps/<sweep name> in the working directory); rerunning resumes it");
+                  "Output folder (default: ipusim-sweeps/<sweep name> in the working directory); rerunning "
+                  "resumes it");
+  cmd->add_option("--set", f->sets,
+                  "Fix a field for every point, as run --set does: path=value (execution.microBatchSize=32); "
+                  "repeatable; added to the sweep's \"set\" (replacing the same path) and stored in DIR/sweep.json")
+      ->allow_extra_args(false);
+  cmd->add_option("--mode", f->options.modes,
+                  "Run these modes at every point (replaces the sweep's \"modes\"; stored in DIR/sweep.json)")
+      ->check(CLI::IsMember({"sharded", "pipelined", "both"}));
   cmd->add_option("-j,--jobs", f->options.jobs, "Points run at once (default: the number of cores)")
       ->check(CLI::Range(1u, 4096u));
   auto* shard = cmd->add_option("--shard", f->shard,
@@ -53,6 +62,7 @@ Command add_sweep_command(CLI::App& app) {
       throw InputError("command line", "--output", "cli.bad-value",
                        "a sweep writes a folder; - (standard output) is for the files run writes");
     if (!f->shard.empty()) o.shard = sweep::parse_shard(f->shard);
+    o.set = parse_overrides(f->sets);
     o.progress = ::isatty(STDERR_FILENO) == 1;
     prepare_engine_for_forks();
     o.run_point = [](const std::vector<std::string>& args) {

@@ -180,11 +180,14 @@ MemoryReport estimate_memory(const Scenario& sc, const Plan& plan, const std::ve
   return report;
 }
 
-std::string out_of_memory_verdict(const IpuMemory& ipu) {
+std::string out_of_memory_verdict(const IpuMemory& ipu, bool replicated_or_placed) {
   std::vector<MemoryCategory> largest = ipu.categories;
   std::sort(largest.begin(), largest.end(),
             [](const MemoryCategory& a, const MemoryCategory& b) { return a.tile_bytes > b.tile_bytes; });
-  std::string text = "IPU " + std::to_string(ipu.id) + " is out of memory: its fullest tile needs " +
+  // ipu.id is a virtual IPU: with replicas or a placement, not the physical IPU of that number.
+  std::string text = (replicated_or_placed ? "vIPU " + std::to_string(ipu.id) + " (in every replica)"
+                                           : "IPU " + std::to_string(ipu.id)) +
+                     " is out of memory: its fullest tile needs " +
                      format_bytes(ipu.fullest_tile_bytes) + " of " + format_bytes(ipu.tile_capacity_bytes) +
                      " (" + format_fixed(100 * ipu.fullest_tile_bytes / ipu.tile_capacity_bytes, 0) +
                      " %); largest consumers per tile:";

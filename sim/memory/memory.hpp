@@ -56,6 +56,6 @@ std::string code_signature(const Model& model, const Op& op);
 void add_to_report(MemoryReport& report, IpuMemory ipu, const IpuSpec& spec);
 
 // "IPU0 does not fit: its fullest tile needs 700 KiB of 624 KiB; largest: stash 300 KiB, ..."
-std::string out_of_memory_verdict(const IpuMemory& ipu);
+std::string out_of_memory_verdict(const IpuMemory& ipu, bool replicated_or_placed = false);
 
 } // namespace ipusim

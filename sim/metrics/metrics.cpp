@@ -51,6 +51,8 @@ MetricsAccumulator::MetricsAccumulator(Mode mode, const Schedule& schedule, cons
     const Program& p = schedule.programs[i];
     Totals& t = ipus_[p.ipu];
     t.metrics.id = p.ipu;
+    t.metrics.replica = p.replica;
+    t.metrics.virtual_ipu = p.virtual_ipu;
     t.program = i;
     const bool labelled =
         std::any_of(p.steps.begin(), p.steps.end(), [](const Step& s) { return s.micro_batch >= 0; });
@@ -66,6 +68,7 @@ void MetricsAccumulator::on_event(const Event& e) {
   if (found == ipus_.end()) {
     found = ipus_.emplace(e.ipu, Totals{}).first;
     found->second.metrics.id = e.ipu;
+    found->second.metrics.virtual_ipu = e.ipu;
     found->second.program = largest_.size();
     lag_.push_back(0);
     largest_.push_back(kNever);

@@ -19,7 +19,9 @@
 namespace ipusim {
 
 struct IpuMetrics {
-  int id = 0;
+  int id = 0;              // the physical IPU
+  int replica = 0;         // the replica whose pipeline it runs
+  int virtual_ipu = 0;     // that pipeline's IPU it is (virtualGraph; the memory report's IPUs)
   double busy_s = 0;       // computing (forward, backward, weight update)
   double host_io_s = 0;    // streaming to or from the host
   double streaming_memory_s = 0;  // moving optimizer state to or from Streaming Memory

@@ -43,23 +43,23 @@ struct Figure {
 
 // Every figure of a run in the order of `ipusim run`'s table.
 constexpr Figure kFigures[] = {
-    {"step time", "/step_time_s", Kind::Seconds},
-    {"throughput", "/throughput_samples_per_s", Kind::Rate},
-    {"samples per step", "/samples_per_step", Kind::Count},
-    {"latency mean", "/latency_s/mean", Kind::Seconds},
-    {"latency max", "/latency_s/max", Kind::Seconds},
-    {"IPU time computing", "/time_shares/compute", Kind::Share},
-    {"IPU time idle (bubble)", "/bubble_fraction", Kind::Share},
-    {"  fill and flush", "/time_shares/idle_fill_flush", Kind::Share},
-    {"  imbalance", "/time_shares/idle_imbalance", Kind::Share},
-    {"  waiting on copies", "/time_shares/idle_copy_wait", Kind::Share},
-    {"  waiting on updates", "/time_shares/idle_update_wait", Kind::Share},
-    {"  waiting for its turn", "/time_shares/idle_turn_wait", Kind::Share},
-    {"IPU time in copies", "/time_shares/exchange", Kind::Share},
-    {"IPU time in syncs", "/time_shares/sync", Kind::Share},
-    {"IPU time in host I/O", "/time_shares/host_io", Kind::Share},
-    {"IPU time in Streaming Mem", "/time_shares/streaming_memory", Kind::Share},
-    {"gradient all-reduce", "/allreduce_s", Kind::Seconds},
+    {"step time", "/stepTimeSeconds", Kind::Seconds},
+    {"throughput", "/throughputSamplesPerSecond", Kind::Rate},
+    {"samples per step", "/samplesPerStep", Kind::Count},
+    {"latency mean", "/latencySeconds/mean", Kind::Seconds},
+    {"latency max", "/latencySeconds/max", Kind::Seconds},
+    {"IPU time computing", "/timeShares/compute", Kind::Share},
+    {"IPU time idle (bubble)", "/bubbleFraction", Kind::Share},
+    {"  fill and flush", "/timeShares/idleFillFlush", Kind::Share},
+    {"  imbalance", "/timeShares/idleImbalance", Kind::Share},
+    {"  waiting on copies", "/timeShares/idleCopyWait", Kind::Share},
+    {"  waiting on updates", "/timeShares/idleUpdateWait", Kind::Share},
+    {"  waiting for its turn", "/timeShares/idleTurnWait", Kind::Share},
+    {"IPU time in copies", "/timeShares/exchange", Kind::Share},
+    {"IPU time in syncs", "/timeShares/sync", Kind::Share},
+    {"IPU time in host I/O", "/timeShares/hostIo", Kind::Share},
+    {"IPU time in Streaming Mem", "/timeShares/streamingMemory", Kind::Share},
+    {"gradient all-reduce", "/allreduceSeconds", Kind::Seconds},
 };
 
 std::string value_text(double v, Kind kind) {
@@ -95,10 +95,30 @@ const Json* run_of(const Json& doc, const std::string& mode) {
   return nullptr;
 }
 
+// "IPU 1, stage 5"; in a replicated or placed run (some physical IPU is not the virtual IPU
+// of its number) "IPU 4 (replica 0, vIPU 1), stage 7", as the run's table names it.
 std::string bottleneck_text(const Json& run) {
-  const Json::json_pointer ipu("/bottleneck/ipu"), stage("/bottleneck/stage");
-  if (!run.contains(ipu) || !run.at(ipu).is_number_integer()) return "-";
-  return "IPU " + std::to_string(run.at(ipu).get<int>()) + ", stage " + std::to_string(run.at(stage).get<int>());
+  const auto integer = [&](const char* pointer) {
+    const Json::json_pointer p(pointer);
+    return run.contains(p) && run.at(p).is_number_integer() ? std::optional<int>(run.at(p).get<int>()) : std::nullopt;
+  };
+  const auto ipu = integer("/bottleneck/ipu"), stage = integer("/bottleneck/stage");
+  if (!ipu || !stage) return "-";
+  std::string text = "IPU " + std::to_string(*ipu);
+  const auto replica = integer("/bottleneck/replica"), virtual_ipu = integer("/bottleneck/virtualIpu");
+  const auto field = [](const Json& m, const char* key) {
+    return m.is_object() && m.contains(key) && m.at(key).is_number_integer() ? std::optional<int>(m.at(key).get<int>())
+                                                                              : std::nullopt;
+  };
+  bool placed = false;
+  if (run.contains("ipus") && run.at("ipus").is_array())
+    for (const Json& m : run.at("ipus")) {
+      const auto id = field(m, "id"), r = field(m, "replica"), v = field(m, "virtualIpu");
+      placed = placed || (id && r && v && (*r != 0 || *v != *id));
+    }
+  if (placed && replica && virtual_ipu)
+    text += " (replica " + std::to_string(*replica) + ", vIPU " + std::to_string(*virtual_ipu) + ")";
+  return text + ", stage " + std::to_string(*stage);
 }
 
 std::string fits_text(const Json& run) {
@@ -107,7 +127,7 @@ std::string fits_text(const Json& run) {
   return run.at(fits).get<bool>() ? "yes" : "no";
 }
 
-// The settings that differ from the first document's: "gradient_accumulation 16 -> 64".
+// The settings that differ from the first document's: "gradientAccumulation 16 -> 64".
 std::vector<std::string> setting_differences(const Json& base, const Json& other) {
   std::vector<std::string> out;
   for (const char* key : {"model", "config"})
@@ -132,34 +152,34 @@ struct Part {
 
 // Where the IPU time goes, in IPU-seconds per step: share x IPUs x step time.
 constexpr Part kParts[] = {
-    {"computing", "/time_shares/compute"},
-    {"host I/O", "/time_shares/host_io"},
-    {"copies", "/time_shares/exchange"},
-    {"syncs", "/time_shares/sync"},
-    {"Streaming Memory", "/time_shares/streaming_memory"},
-    {"fill and flush", "/time_shares/idle_fill_flush"},
-    {"imbalance", "/time_shares/idle_imbalance"},
-    {"waiting on copies", "/time_shares/idle_copy_wait"},
-    {"waiting on updates", "/time_shares/idle_update_wait"},
-    {"waiting for turns", "/time_shares/idle_turn_wait"},
+    {"computing", "/timeShares/compute"},
+    {"host I/O", "/timeShares/hostIo"},
+    {"copies", "/timeShares/exchange"},
+    {"syncs", "/timeShares/sync"},
+    {"Streaming Memory", "/timeShares/streamingMemory"},
+    {"fill and flush", "/timeShares/idleFillFlush"},
+    {"imbalance", "/timeShares/idleImbalance"},
+    {"waiting on copies", "/timeShares/idleCopyWait"},
+    {"waiting on updates", "/timeShares/idleUpdateWait"},
+    {"waiting for turns", "/timeShares/idleTurnWait"},
 };
 
 std::optional<double> ipu_seconds(const Json& run, const char* pointer) {
   const auto share = number(run, pointer);
-  const auto step = number(run, "/step_time_s");
+  const auto step = number(run, "/stepTimeSeconds");
   if (!share || !step || !run.contains("ipus") || !run.at("ipus").is_array()) return std::nullopt;
   return *share * *step * static_cast<double>(run.at("ipus").size());
 }
 
 void explain(std::ostringstream& out, const std::string& mode, const Json& base, const Json& other,
              const std::string& name) {
-  const double a = base.at("step_time_s").get<double>(), b = other.at("step_time_s").get<double>();
+  const double a = base.at("stepTimeSeconds").get<double>(), b = other.at("stepTimeSeconds").get<double>();
   out << name << ", " << mode << ": ";
   if (a == b) out << "the same step time (" << format_seconds(a) << ")";
   else
     out << "the step is " << format_fixed(b > a ? b / a : a / b, 2) << "x " << (b > a ? "longer" : "shorter") << " ("
         << format_seconds(a) << " -> " << format_seconds(b) << ")";
-  const auto ta = number(base, "/throughput_samples_per_s"), tb = number(other, "/throughput_samples_per_s");
+  const auto ta = number(base, "/throughputSamplesPerSecond"), tb = number(other, "/throughputSamplesPerSecond");
   if (ta && tb && *ta > 0) out << ", throughput x" << format_fixed(*tb / *ta, 2);
   std::vector<std::pair<double, const char*>> changes;
   for (const Part& p : kParts) {
@@ -194,8 +214,8 @@ void check_run_document(const Json& doc, const std::string& file) {
     const std::string at = "/runs/" + std::to_string(i);
     if (!run.is_object() || !run.contains("mode") || !run.at("mode").is_string())
       not_a_run(file, at, "expected a run with a \"mode\"");
-    if (!run.contains("step_time_s") || !run.at("step_time_s").is_number() || !(run.at("step_time_s").get<double>() > 0))
-      not_a_run(file, at + "/step_time_s", "expected a positive step time");
+    if (!run.contains("stepTimeSeconds") || !run.at("stepTimeSeconds").is_number() || !(run.at("stepTimeSeconds").get<double>() > 0))
+      not_a_run(file, at + "/stepTimeSeconds", "expected a positive step time");
   }
 }
 
@@ -215,14 +235,18 @@ std::string render_comparison(const std::vector<RunDocument>& runs) {
   // Modes in the order of the first document; a mode some document lacks shows "-".
   std::vector<std::string> modes;
   for (const Json& r : runs[0].document.at("runs")) modes.push_back(r.at("mode").get<std::string>());
-  const std::size_t label_width = 27, column = 17;
+  const std::size_t label_width = 27;
   for (const std::string& mode : modes) {
+    std::vector<const Json*> columns;
+    for (const RunDocument& r : runs) columns.push_back(run_of(r.document, mode));
+    // Wide enough for the bottleneck's name ("IPU 4 (replica 0, vIPU 1), stage 7" when placed).
+    std::size_t column = 17;
+    for (const Json* run : columns)
+      if (run) column = std::max(column, bottleneck_text(*run).size() + 1);
     out << "\n" << pad(mode, label_width);
     for (std::size_t i = 0; i < runs.size(); ++i) out << pad(label(i), column);
     for (std::size_t i = 1; i < runs.size(); ++i) out << pad(label(i) + "-A", column) << pad(label(i) + "/A", 8);
     out << "\n";
-    std::vector<const Json*> columns;
-    for (const RunDocument& r : runs) columns.push_back(run_of(r.document, mode));
     for (const Figure& f : kFigures) {
       std::vector<std::optional<double>> values;
       bool any = false;

@@ -54,7 +54,7 @@ struct ArrayColumns {
   const char* key;
   const char* prefix;
 };
-constexpr ArrayColumns kArrays[] = {{"ipus", "id", "ipu"}, {"memory.ipus", "id", "memory.ipu"}, {"links", "name", "links."}};
+constexpr ArrayColumns kArrays[] = {{"ipus", "id", "ipu"}, {"memory.ipus", "virtualIpu", "memory.vipu"}, {"links", "name", "links."}};
 
 void flatten(Table& table, std::size_t row, const std::string& path, const Json& value) {
   if (value.is_object()) {

@@ -11,8 +11,8 @@ std::string csv_field(const std::string& text);
 
 // The `run --json` document as CSV: a header, then one row per run (mode). Every number of
 // a run's JSON object is a column named by its path in it, arrays by element id:
-// "step_time_s", "latency_s.mean", "time_shares.idle_imbalance", "ipu3.idle.fill_flush_s"
-// (runs[].ipus[]: physical IPUs), "memory.ipu1.fullest_tile_bytes" (runs[].memory.ipus[]:
+// "stepTimeSeconds", "latencySeconds.mean", "timeShares.idleImbalance", "ipu3.idle.fillFlushSeconds"
+// (runs[].ipus[]: physical IPUs), "memory.vipu1.fullestTileBytes" (runs[].memory.ipus[]: virtual IPUs,
 // the IPUs of one replica), "links.ipu0->ipu1.bytes". Lists of names and memory details
 // (categories, stashes, verdicts) are left to the JSON. Numbers print as the JSON does
 // (the shortest text that reads back to the same double); a figure one run lacks is empty.

@@ -57,10 +57,12 @@ void bottleneck(std::ostringstream& out, const RunMetrics& r) {
   const IpuMetrics* slowest = ipu_of(r, r.bottleneck_ipu);
   const IpuMetrics* lightest = lightest_ipu(r);
   if (!slowest || !lightest) return;
-  out << "The bottleneck is IPU " << slowest->id << ", stage " << r.bottleneck_stage
+  const bool placed = ipus_placed(r);
+  out << "The bottleneck is " << physical_ipu_name(*slowest, placed) << ", stage " << r.bottleneck_stage
       << ": its stages compute and stream " << format_seconds(slowest->pipeline_work_s) << " per step";
   if (lightest->id != slowest->id)
-    out << " against " << format_seconds(lightest->pipeline_work_s) << " on the lightest, IPU " << lightest->id;
+    out << " against " << format_seconds(lightest->pipeline_work_s) << " on the lightest, "
+        << physical_ipu_name(*lightest, placed);
   out << ". ";
 }
 
@@ -72,10 +74,12 @@ void what_would_help(std::ostringstream& out, const Scenario& sc, const RunMetri
   const IpuMetrics* lightest = lightest_ipu(r);
   std::vector<std::pair<double, std::string>> advice;
   if (r.mode == Mode::Pipelined && slowest && lightest && slowest->id != lightest->id)
-    advice.emplace_back(s.idle.imbalance_s, "moving ops from stage " + std::to_string(r.bottleneck_stage) + " (IPU " +
-                                                std::to_string(slowest->id) + ") towards the lightest IPU (IPU " +
-                                                std::to_string(lightest->id) + ") evens the cycles (imbalance " +
-                                                format_percent(s.idle.imbalance_s) + ")");
+    // Ops move between the pipeline's (virtual) IPUs: the split is the same in every replica.
+    advice.emplace_back(s.idle.imbalance_s, "moving ops from stage " + std::to_string(r.bottleneck_stage) + " (" +
+                                                virtual_ipu_name(slowest->virtual_ipu, ipus_placed(r)) +
+                                                ") towards the lightest IPU (" +
+                                                virtual_ipu_name(lightest->virtual_ipu, ipus_placed(r)) +
+                                                ") evens the cycles (imbalance " + format_percent(s.idle.imbalance_s) + ")");
   if (r.mode == Mode::Pipelined)
     advice.emplace_back(s.idle.fill_flush_s,
                         (ex.training && ex.gradient_accumulation > 1
@@ -130,6 +134,21 @@ std::string explain_runs(const Scenario& sc, const Simulation& sim) {
   bottleneck(out, *chosen);
   what_would_help(out, sc, *chosen);
   return out.str();
+}
+
+bool ipus_placed(const RunMetrics& run) {
+  return std::any_of(run.ipus.begin(), run.ipus.end(),
+                     [](const IpuMetrics& m) { return m.replica != 0 || m.virtual_ipu != m.id; });
+}
+
+std::string physical_ipu_name(const IpuMetrics& ipu, bool placed) {
+  std::string name = "IPU " + std::to_string(ipu.id);
+  if (placed) name += " (replica " + std::to_string(ipu.replica) + ", vIPU " + std::to_string(ipu.virtual_ipu) + ")";
+  return name;
+}
+
+std::string virtual_ipu_name(int virtual_ipu, bool placed) {
+  return (placed ? "vIPU " : "IPU ") + std::to_string(virtual_ipu);
 }
 
 } // namespace ipusim

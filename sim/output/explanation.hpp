@@ -11,4 +11,11 @@ namespace ipusim {
 
 std::string explain_runs(const Scenario& scenario, const Simulation& simulation);
 
+// Whether a run's physical IPUs differ from its virtual ones (replicas, or a placement):
+// then every output names both. A physical IPU is "IPU 5 (replica 1, vIPU 1)", else
+// "IPU 5"; the plan and the memory report count one pipeline's virtual IPUs ("vIPU 1").
+bool ipus_placed(const RunMetrics& run);
+std::string physical_ipu_name(const IpuMetrics& ipu, bool placed);
+std::string virtual_ipu_name(int virtual_ipu, bool placed);
+
 } // namespace ipusim

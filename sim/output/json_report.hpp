@@ -8,7 +8,7 @@
 namespace ipusim {
 
 nlohmann::json plan_json(const Scenario& scenario, const Plan& plan);
-nlohmann::json memory_json(const MemoryReport& memory);
+nlohmann::json memory_json(const MemoryReport& memory, bool placed = false);
 nlohmann::json run_json(const RunMetrics& run);
 nlohmann::json report_json(const Scenario& scenario, const Simulation& simulation);
 

@@ -14,11 +14,11 @@ std::string pad(const std::string& s, std::size_t width) {
   return s.size() >= width ? s + " " : s + std::string(width - s.size(), ' ');
 }
 
-void plan_section(std::ostringstream& out, const Scenario& sc, const Plan& plan) {
+void plan_section(std::ostringstream& out, const Scenario& sc, const Plan& plan, bool placed) {
   out << "Plan: " << plan.forward_stage_count << " forward stage(s)";
   if (plan.training) out << ", " << plan.stage_count() << " stages with backward";
-  out << " on " << plan.ipus.size() << " IPU(s)\n";
-  out << "  " << pad("stage", 7) << pad("IPU", 5) << pad("pass", 18) << pad("time/micro-batch", 18) << "ops\n";
+  out << " on " << plan.ipus.size() << (placed ? " virtual IPU(s) per replica\n" : " IPU(s)\n");
+  out << "  " << pad("stage", 7) << pad(placed ? "vIPU" : "IPU", 5) << pad("pass", 18) << pad("time/micro-batch", 18) << "ops\n";
   for (const PlanStage& s : plan.stages) {
     const std::string pass = s.backward ? "backward" : (s.backward_seconds > 0 ? "forward+backward" : "forward");
     std::string ops;
@@ -28,8 +28,8 @@ void plan_section(std::ostringstream& out, const Scenario& sc, const Plan& plan)
         << pad(format_seconds(s.seconds()), 18) << ops << "\n";
   }
   for (const PlanCopy& c : plan.copies) {
-    out << "  copy stage " << c.from_stage << " -> " << c.to_stage << " (IPU " << c.src_ipu << " -> IPU "
-        << c.dst_ipu << "): " << format_bytes(c.bytes) << " per micro-batch" << (c.gradient ? ", gradients" : "")
+    out << "  copy stage " << c.from_stage << " -> " << c.to_stage << " (" << virtual_ipu_name(c.src_ipu, placed)
+        << " -> " << virtual_ipu_name(c.dst_ipu, placed) << "): " << format_bytes(c.bytes) << " per micro-batch" << (c.gradient ? ", gradients" : "")
         << "\n";
   }
   if (const auto& refused = plan.pipelining_refused)
@@ -51,10 +51,13 @@ std::string render_table(const Scenario& sc, const Simulation& sim) {
         << (ex.recomputation == Recomputation::Pipeline ? "pipeline" : "none");
   out
       << (ex.host_io ? "" : ", synthetic data (no host I/O)") << "\n\n";
-  plan_section(out, sc, sim.plan);
+  // Replicated or placed: the physical IPUs of the utilisation rows are not the virtual
+  // IPUs of the plan and memory rows, so each is named for what it is.
+  const bool placed = std::any_of(sim.runs.begin(), sim.runs.end(), [](const ModeRun& run) { return ipus_placed(run.metrics); });
+  plan_section(out, sc, sim.plan, placed);
   out << "\n";
 
-  const std::size_t label = 26, column = 24;
+  const std::size_t label = placed ? 40 : 26, column = 24;
   out << pad("", label);
   for (const ModeRun& run : sim.runs)
     out << pad(mode_name(run.metrics.mode) + (run.metrics.mode == Mode::Pipelined ? " (" + run.metrics.schedule + ")" : ""),
@@ -104,25 +107,29 @@ std::string render_table(const Scenario& sc, const Simulation& sim) {
   row("IPU time in host I/O", [](const RunMetrics& r) { return format_percent(time_shares(r).host_io); });
   if (sc.execution.training && sc.execution.optimizer_state_off_chip)
     row("IPU time in Streaming Mem", [](const RunMetrics& r) { return format_percent(time_shares(r).streaming_memory); });
-  row("bottleneck", [](const RunMetrics& r) {
+  row("bottleneck", [placed](const RunMetrics& r) {
+    for (const IpuMetrics& m : r.ipus)
+      if (m.id == r.bottleneck_ipu) return physical_ipu_name(m, placed) + ", stage " + std::to_string(r.bottleneck_stage);
     return "IPU " + std::to_string(r.bottleneck_ipu) + ", stage " + std::to_string(r.bottleneck_stage);
   });
   if (sharded && pipelined)
     row("speed-up over sharded", [&](const RunMetrics& r) {
       return format_fixed(sharded->step_time_s / r.step_time_s, 2) + "x";
     });
-  std::size_t ipu_count = sim.runs.empty() ? 0 : sim.runs.front().metrics.ipus.size();
+  // Utilisation per physical IPU; memory per virtual IPU (every replica holds the same).
+  const std::size_t ipu_count = sim.runs.empty() ? 0 : sim.runs.front().metrics.ipus.size();
   for (std::size_t i = 0; i < ipu_count; ++i)
-    row("IPU " + std::to_string(sim.runs.front().metrics.ipus[i].id) + " utilisation",
+    row(physical_ipu_name(sim.runs.front().metrics.ipus[i], placed) + " utilisation",
         [i](const RunMetrics& r) { return format_percent(r.ipus[i].utilization); });
-  for (std::size_t i = 0; i < ipu_count; ++i)
-    row("IPU " + std::to_string(sim.runs.front().metrics.ipus[i].id) + " memory", [i](const RunMetrics& r) {
+  const std::size_t virtual_count = sim.runs.empty() ? 0 : sim.runs.front().metrics.memory.ipus.size();
+  for (std::size_t i = 0; i < virtual_count; ++i)
+    row(virtual_ipu_name(sim.runs.front().metrics.memory.ipus[i].id, placed) + " memory", [i](const RunMetrics& r) {
       if (i >= r.memory.ipus.size()) return std::string("-");
       const IpuMemory& m = r.memory.ipus[i];
       return format_bytes(m.total_bytes) + (m.fits ? "" : " OOM");
     });
-  for (std::size_t i = 0; i < ipu_count; ++i)
-    row("IPU " + std::to_string(sim.runs.front().metrics.ipus[i].id) + " fullest tile", [i](const RunMetrics& r) {
+  for (std::size_t i = 0; i < virtual_count; ++i)
+    row(virtual_ipu_name(sim.runs.front().metrics.memory.ipus[i].id, placed) + " fullest tile", [i](const RunMetrics& r) {
       if (i >= r.memory.ipus.size()) return std::string("-");
       const IpuMemory& m = r.memory.ipus[i];
       return format_bytes(m.fullest_tile_bytes) + " (" +
@@ -130,7 +137,7 @@ std::string render_table(const Scenario& sc, const Simulation& sim) {
     });
   if (sc.execution.training)
     for (int s = 0; s < sim.plan.forward_stage_count; ++s)
-      row("stash stage " + std::to_string(s) + " (IPU " + std::to_string(sim.plan.stages[s].ipu) + ")",
+      row("stash stage " + std::to_string(s) + " (" + virtual_ipu_name(sim.plan.stages[s].ipu, placed) + ")",
           [s](const RunMetrics& r) {
             for (const StageStash& st : r.memory.stashes)
               if (st.stage == s) return "x" + std::to_string(st.depth) + " = " + format_bytes(st.slot_bytes * st.depth);
@@ -150,7 +157,7 @@ std::string render_table(const Scenario& sc, const Simulation& sim) {
   for (const ModeRun& run : sim.runs)
     for (const IpuMemory& m : run.metrics.memory.ipus)
       if (!m.fits)
-        out << "\nOUT OF MEMORY (" << mode_name(run.metrics.mode) << "): " << out_of_memory_verdict(m) << "\n";
+        out << "\nOUT OF MEMORY (" << mode_name(run.metrics.mode) << "): " << out_of_memory_verdict(m, placed) << "\n";
   const std::string why = explain_runs(sc, sim);
   if (!why.empty()) out << "\nWhy: " << why << "\n";
   for (const ModeRun& run : sim.runs)

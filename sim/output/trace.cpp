@@ -132,12 +132,12 @@ public:
     for (const Slice& s : slices_) event(slice_json(s));
     other_ = {{"generator", "ipusim"},
               {"scenario", sc_.name},
-              {"scenario_file", sc_.file},
+              {"scenarioFile", sc_.file},
               {"model", sc_.model.name},
               {"config", sc_.hardware.name},
-              {"time_unit", "ts and dur in microseconds"},
-              {"step_time_s", step_times},
-              {"zero_duration_events_left_out", dropped}};
+              {"timeUnit", "ts and dur in microseconds"},
+              {"stepTimeSeconds", step_times},
+              {"zeroDurationEventsLeftOut", dropped}};
   }
   // The document's keys after traceEvents, in the order nlohmann::json keeps them.
   Json tail() const { return {{"displayTimeUnit", "ns"}, {"otherData", other_}}; }
@@ -208,7 +208,7 @@ private:
         name = compute_name(e);
         category = "compute";
         if (e.stage >= 0) args["stage"] = e.stage;
-        if (e.micro_batch >= 0) args["micro_batch"] = e.micro_batch;
+        if (e.micro_batch >= 0) args["microBatch"] = e.micro_batch;
         args["pass"] = pass_name(e.pass);
         args["ipu"] = e.ipu;
         break;
@@ -216,7 +216,7 @@ private:
       case EventKind::HostOutput:
         name = e.kind == EventKind::HostInput ? "host input" : "host output";
         category = "host-io";
-        args = {{"bytes", e.bytes}, {"stage", e.stage}, {"micro_batch", e.micro_batch}, {"ipu", e.ipu}};
+        args = {{"bytes", e.bytes}, {"stage", e.stage}, {"microBatch", e.micro_batch}, {"ipu", e.ipu}};
         break;
       case EventKind::Exchange:
         name = "copy phase";
@@ -237,7 +237,7 @@ private:
         name = category = event_kind_name(e.kind);
         args = {{"ipu", e.ipu}};
         if (e.stage >= 0) args["stage"] = e.stage;
-        if (e.micro_batch >= 0) args["micro_batch"] = e.micro_batch;
+        if (e.micro_batch >= 0) args["microBatch"] = e.micro_batch;
         break;
       }
     } else {
@@ -258,7 +258,7 @@ private:
           }
       }
       if (origin.stage >= 0) args["stage"] = origin.stage;
-      if (origin.micro_batch >= 0) args["micro_batch"] = origin.micro_batch;
+      if (origin.micro_batch >= 0) args["microBatch"] = origin.micro_batch;
       category = t.src == -2 || t.dst == -2 ? "streaming-memory" : t.src < 0 || t.dst < 0 ? "host-io" : "copy";
     }
     return {{"name", std::move(name)}, {"cat", category}, {"ph", "X"}, {"pid", s.pid}, {"tid", s.tid},

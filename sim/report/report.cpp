@@ -73,7 +73,7 @@ void check_run(const Json& doc, const std::string& path, const std::string& wher
     const std::string at = where + "/runs/" + std::to_string(i);
     if (!r.is_object() || !r.contains("mode") || !r["mode"].is_string())
       throw InputError(path, at, "report.bad-run", "a run needs a \"mode\"");
-    for (const char* key : {"step_time_s", "throughput_samples_per_s"})
+    for (const char* key : {"stepTimeSeconds", "throughputSamplesPerSecond"})
       if (!r.contains(key) || !r[key].is_number())
         throw InputError(path, at, "report.bad-run", std::string("a run needs a number \"") + key + "\"");
   }
@@ -212,13 +212,13 @@ const Json* run_of(const Json& doc, const std::string& mode) {
 }
 
 double speedup_of(const Json& doc) {
-  const double given = num(doc, "speedup_pipelined_over_sharded");
+  const double given = num(doc, "speedupPipelinedOverSharded");
   if (std::isfinite(given)) return given;
   const Json* s = run_of(doc, "sharded");
   const Json* p = run_of(doc, "pipelined");
   if (!s || !p) return kNaN;
-  const double ps = num(*p, "step_time_s");
-  return ps > 0 ? num(*s, "step_time_s") / ps : kNaN;
+  const double ps = num(*p, "stepTimeSeconds");
+  return ps > 0 ? num(*s, "stepTimeSeconds") / ps : kNaN;
 }
 
 struct Shares {
@@ -229,15 +229,15 @@ struct Shares {
 Shares shares_of(const Json& run) {
   Shares s;
   const Json& ipus = run.contains("ipus") ? run["ipus"] : Json::array();
-  const double total = num(run, "step_time_s", 0) * static_cast<double>(ipus.size());
+  const double total = num(run, "stepTimeSeconds", 0) * static_cast<double>(ipus.size());
   if (!(total > 0)) return s;
   s = {0, 0, 0, 0, 0};
   for (const Json& m : ipus) {
-    s.busy += num(m, "busy_s", 0) / total;
-    s.host += num(m, "host_io_s", 0) / total;
-    s.exchange += num(m, "exchange_s", 0) / total;
-    s.sync += num(m, "sync_s", 0) / total;
-    s.idle += num(m, "idle_s", 0) / total;
+    s.busy += num(m, "busySeconds", 0) / total;
+    s.host += num(m, "hostIoSeconds", 0) / total;
+    s.exchange += num(m, "exchangeSeconds", 0) / total;
+    s.sync += num(m, "syncSeconds", 0) / total;
+    s.idle += num(m, "idleSeconds", 0) / total;
   }
   return s;
 }
@@ -442,7 +442,7 @@ private:
 
 std::vector<std::string> run_caption(const Json& doc, const std::string& source) {
   std::string scenario = or_dash(str(doc, "scenario"));
-  const std::string file = str(doc, "scenario_file");
+  const std::string file = str(doc, "scenarioFile");
   if (!file.empty()) scenario += " (" + file + ")";
   return {"Scenario: " + scenario + "; model: " + or_dash(str(doc, "model")) + "; config: " +
               or_dash(str(doc, "config")) + ".",
@@ -473,8 +473,8 @@ void run_section(Builder& b, const Input& in, std::size_t number, const std::str
   throughput.title = "Throughput: " + name;
   throughput.y_label = "throughput (samples/s)";
   for (const Json* r : runs) {
-    chart::Bar bar{mode_label(*r), num(*r, "throughput_samples_per_s", 0), mode_color(str(*r, "mode")),
-                   {rate(num(*r, "throughput_samples_per_s"))}};
+    chart::Bar bar{mode_label(*r), num(*r, "throughputSamplesPerSecond", 0), mode_color(str(*r, "mode")),
+                   {rate(num(*r, "throughputSamplesPerSecond"))}};
     if (str(*r, "mode") == "pipelined" && std::isfinite(speedup))
       bar.notes.push_back("speed-up " + format_fixed(speedup, 2) + "x");
     throughput.bars.push_back(bar);
@@ -519,10 +519,10 @@ void run_section(Builder& b, const Input& in, std::size_t number, const std::str
     for (const Json* r : runs)
       if (r->contains("memory"))
         for (const Json& m : (*r)["memory"].value("ipus", Json::array())) {
-          const auto idv = m.value("id", std::int64_t{-1});
+          const auto idv = m.value("virtualIpu", std::int64_t{-1});
           if (std::find(ids.begin(), ids.end(), idv) == ids.end()) ids.push_back(idv);
-          most_used = std::max(most_used, num(m, "total_bytes", 0));
-          if (num(m, "capacity_bytes", 0) > 0) least_capacity = std::min(least_capacity, num(m, "capacity_bytes"));
+          most_used = std::max(most_used, num(m, "totalBytes", 0));
+          if (num(m, "capacityBytes", 0) > 0) least_capacity = std::min(least_capacity, num(m, "capacityBytes"));
         }
     std::sort(ids.begin(), ids.end());
     // A capacity far above the data would squash the bars flat: then it is named in
@@ -541,13 +541,13 @@ void run_section(Builder& b, const Input& in, std::size_t number, const std::str
       if (!r->contains("memory")) continue;
       chart::BarSeries s{mode_label(*r), mode_color(str(*r, "mode")), std::vector<double>(ids.size(), kNaN)};
       for (const Json& m : (*r)["memory"].value("ipus", Json::array())) {
-        const auto idv = m.value("id", std::int64_t{-1});
+        const auto idv = m.value("virtualIpu", std::int64_t{-1});
         const auto pos = static_cast<std::size_t>(std::find(ids.begin(), ids.end(), idv) - ids.begin());
-        s.values[pos] = num(m, "total_bytes", 0) / unit;
-        const double capacity = num(m, "capacity_bytes");
+        s.values[pos] = num(m, "totalBytes", 0) / unit;
+        const double capacity = num(m, "capacityBytes");
         if (draw_capacity && std::isfinite(capacity) && !mem.markers[pos])
           mem.markers[pos] = chart::GroupMarker{capacity / unit, "capacity " + format_bytes(capacity)};
-        const double total = num(m, "total_bytes");
+        const double total = num(m, "totalBytes");
         // The largest non-empty parts (weights, activations, stash, ...), biggest first.
         std::vector<std::pair<double, std::string>> parts;
         for (const Json& c : m.value("categories", Json::array()))
@@ -558,8 +558,8 @@ void run_section(Builder& b, const Input& in, std::size_t number, const std::str
           largest += (k ? ", " : "") + parts[k].second + " " + format_bytes(parts[k].first);
         memory_table.rows.push_back(
             {mode_label(*r), std::to_string(idv), bytes(total), bytes(capacity),
-             capacity > 0 ? percent(total / capacity) : "-", bytes(num(m, "fullest_tile_bytes")),
-             bytes(num(m, "tile_capacity_bytes")),
+             capacity > 0 ? percent(total / capacity) : "-", bytes(num(m, "fullestTileBytes")),
+             bytes(num(m, "tileCapacityBytes")),
              m.contains("fits") && m["fits"].is_boolean() ? (m["fits"].get<bool>() ? "yes" : "NO") : "-",
              or_dash(largest)});
       }
@@ -582,19 +582,19 @@ void run_section(Builder& b, const Input& in, std::size_t number, const std::str
     for (const Json* r : runs) cells.push_back(cell(*r));
     t.rows.push_back(cells);
   };
-  row("step time", [](const Json& r) { return seconds(num(r, "step_time_s")); });
-  row("throughput", [](const Json& r) { return rate(num(r, "throughput_samples_per_s")); });
+  row("step time", [](const Json& r) { return seconds(num(r, "stepTimeSeconds")); });
+  row("throughput", [](const Json& r) { return rate(num(r, "throughputSamplesPerSecond")); });
   row("speed-up over sharded", [&](const Json& r) {
     const Json* s = run_of(doc, "sharded");
-    const double mine = num(r, "step_time_s");
-    return s && mine > 0 ? format_fixed(num(*s, "step_time_s") / mine, 2) + "x" : std::string("-");
+    const double mine = num(r, "stepTimeSeconds");
+    return s && mine > 0 ? format_fixed(num(*s, "stepTimeSeconds") / mine, 2) + "x" : std::string("-");
   });
-  row("micro-batches per step", [](const Json& r) { return scalar_text(r.value("micro_batches_per_step", Json("-"))); });
-  row("samples per step", [](const Json& r) { return scalar_text(r.value("samples_per_step", Json("-"))); });
-  row("latency mean", [](const Json& r) { return seconds(num(r.value("latency_s", Json::object()), "mean")); });
-  row("latency min", [](const Json& r) { return seconds(num(r.value("latency_s", Json::object()), "min")); });
-  row("latency max", [](const Json& r) { return seconds(num(r.value("latency_s", Json::object()), "max")); });
-  row("bubble (idle share of IPU-time)", [](const Json& r) { return percent(num(r, "bubble_fraction")); });
+  row("micro-batches per step", [](const Json& r) { return scalar_text(r.value("microBatchesPerStep", Json("-"))); });
+  row("samples per step", [](const Json& r) { return scalar_text(r.value("samplesPerStep", Json("-"))); });
+  row("latency mean", [](const Json& r) { return seconds(num(r.value("latencySeconds", Json::object()), "mean")); });
+  row("latency min", [](const Json& r) { return seconds(num(r.value("latencySeconds", Json::object()), "min")); });
+  row("latency max", [](const Json& r) { return seconds(num(r.value("latencySeconds", Json::object()), "max")); });
+  row("bubble (idle share of IPU-time)", [](const Json& r) { return percent(num(r, "bubbleFraction")); });
   row("compute share", [](const Json& r) { return percent(shares_of(r).busy); });
   row("copies share (inter-IPU exchange)", [](const Json& r) { return percent(shares_of(r).exchange); });
   row("syncs share", [](const Json& r) { return percent(shares_of(r).sync); });
@@ -695,7 +695,7 @@ std::vector<std::string> sweep_caption(const Input& in, const std::vector<const 
   for (const SweepPoint* p : points) {
     if (!p->ok) continue;
     std::string scenario = str(p->report, "scenario");
-    if (const std::string f = str(p->report, "scenario_file"); !f.empty()) scenario += " (" + f + ")";
+    if (const std::string f = str(p->report, "scenarioFile"); !f.empty()) scenario += " (" + f + ")";
     add(scenarios, scenario);
     add(models, str(p->report, "model"));
     add(configs, str(p->report, "config"));
@@ -861,7 +861,7 @@ void sweep_section(Builder& b, const Input& in, std::size_t number, const std::s
             const double x = x_of(*p);
             if (!std::isfinite(x)) continue;
             const Json* r = p->ok ? run_of(p->report, mode) : nullptr;
-            const double y = r ? num(*r, which == 0 ? "throughput_samples_per_s" : "bubble_fraction") : kNaN;
+            const double y = r ? num(*r, which == 0 ? "throughputSamplesPerSecond" : "bubbleFraction") : kNaN;
             s.points.push_back({x, std::isfinite(y) ? std::optional<double>(y) : std::nullopt});
             if (r && s.name == mode) s.name = mode_label(*r);
           }
@@ -896,9 +896,9 @@ void sweep_section(Builder& b, const Input& in, std::size_t number, const std::s
     cells.push_back(p.ok ? (sweep::out_of_memory(p.report) ? "out of memory" : "ok") : "error");
     for (const std::string& m : modes) {
       const Json* r = p.ok ? run_of(p.report, m) : nullptr;
-      cells.push_back(r ? seconds(num(*r, "step_time_s")) : "-");
-      cells.push_back(r ? rate(num(*r, "throughput_samples_per_s")) : "-");
-      cells.push_back(r ? percent(num(*r, "bubble_fraction")) : "-");
+      cells.push_back(r ? seconds(num(*r, "stepTimeSeconds")) : "-");
+      cells.push_back(r ? rate(num(*r, "throughputSamplesPerSecond")) : "-");
+      cells.push_back(r ? percent(num(*r, "bubbleFraction")) : "-");
     }
     if (both) {
       const double s = p.ok ? speedup_of(p.report) : kNaN;
@@ -926,12 +926,12 @@ bool tid_less(const Json& a, const Json& b) {
 }
 
 std::vector<std::string> other_data_caption(const Json& other, const std::string& source, const std::string& process) {
-  static const std::set<std::string> identity_keys = {"scenario", "scenario_file", "model", "config"};
-  static const std::set<std::string> skipped = {"generator", "time_unit", "execution"};
+  static const std::set<std::string> identity_keys = {"scenario", "scenarioFile", "model", "config"};
+  static const std::set<std::string> skipped = {"generator", "timeUnit", "execution"};
   std::string identity, rest;
   if (other.is_object()) {
     std::string scenario = str(other, "scenario");
-    if (const std::string f = str(other, "scenario_file"); !f.empty()) scenario += " (" + f + ")";
+    if (const std::string f = str(other, "scenarioFile"); !f.empty()) scenario += " (" + f + ")";
     if (!scenario.empty()) identity = "Scenario: " + scenario;
     for (const char* key : {"model", "config"})
       if (other.contains(key)) identity += std::string(identity.empty() ? "" : "; ") + key + ": " + scalar_text(other[key]);
@@ -941,7 +941,7 @@ std::vector<std::string> other_data_caption(const Json& other, const std::string
       if (value.is_object() && value.contains(process) && !value[process].is_structured()) {
         // Per-process values, keyed by the process name (step_time_s, events left out).
         const Json& v = value[process];
-        text = key == "step_time_s" && v.is_number() ? "step time " + format_seconds(v.get<double>())
+        text = key == "stepTimeSeconds" && v.is_number() ? "step time " + format_seconds(v.get<double>())
                                                      : key + "=" + scalar_text(v);
       } else if (value.is_object()) {
         for (const auto& [k, v] : value.items())
@@ -967,13 +967,13 @@ std::vector<std::string> other_data_caption(const Json& other, const std::string
 // A run input that produced this trace's process: same scenario and, for that mode,
 // the same step time. Its execution settings then describe the timeline too.
 const Input* matching_run(const std::vector<Input>& inputs, const Json& other, const std::string& process) {
-  if (!other.is_object() || !other.contains("step_time_s") || !other["step_time_s"].is_object()) return nullptr;
-  const double step = num(other["step_time_s"], process.c_str());
+  if (!other.is_object() || !other.contains("stepTimeSeconds") || !other["stepTimeSeconds"].is_object()) return nullptr;
+  const double step = num(other["stepTimeSeconds"], process.c_str());
   if (!std::isfinite(step)) return nullptr;
   for (const Input& in : inputs) {
     if (in.kind != InputKind::Run || str(in.doc, "scenario") != str(other, "scenario")) continue;
     for (const Json& r : in.doc["runs"])
-      if (mode_label(r) == process && std::fabs(num(r, "step_time_s", 0) - step) <= 1e-9 * std::fabs(step))
+      if (mode_label(r) == process && std::fabs(num(r, "stepTimeSeconds", 0) - step) <= 1e-9 * std::fabs(step))
         return &in;
   }
   return nullptr;
@@ -1116,9 +1116,9 @@ Document build_report(const std::vector<Input>& inputs, const std::string& title
       const Json* p = run_of(in->doc, "pipelined");
       const double speedup = speedup_of(in->doc);
       t.rows.push_back({summary_row_name(*in), or_dash(str(in->doc, "model")), or_dash(str(in->doc, "config")),
-                        s ? seconds(num(*s, "step_time_s")) : "-", p ? seconds(num(*p, "step_time_s")) : "-",
-                        s ? rate(num(*s, "throughput_samples_per_s")) : "-",
-                        p ? rate(num(*p, "throughput_samples_per_s")) : "-",
+                        s ? seconds(num(*s, "stepTimeSeconds")) : "-", p ? seconds(num(*p, "stepTimeSeconds")) : "-",
+                        s ? rate(num(*s, "throughputSamplesPerSecond")) : "-",
+                        p ? rate(num(*p, "throughputSamplesPerSecond")) : "-",
                         std::isfinite(speedup) ? format_fixed(speedup, 2) + "x" : "-"});
     }
     b.table(t, "Throughput of every run input (speed-up = sharded step time / pipelined step time)");

@@ -60,7 +60,9 @@ struct Program {
   Program(int ipu_id, std::vector<Step> template_steps, std::vector<Repeat> step_repeats = {})
       : ipu(ipu_id), steps(std::move(template_steps)), repeats(std::move(step_repeats)) {}
 
-  int ipu = 0;
+  int ipu = 0;                   // the physical IPU
+  int replica = 0;               // which replica's pipeline it runs,
+  int virtual_ipu = 0;           // and which of that pipeline's IPUs (virtualGraph): ipu unless placed
   std::vector<Step> steps;       // the template; each step runs once unless a repeat covers it
   std::vector<Repeat> repeats;
 };

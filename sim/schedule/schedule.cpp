@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <set>
+#include <utility>
 
 #include "sim/io/aliases.hpp"
 #include "sim/io/input_error.hpp"
@@ -153,7 +154,12 @@ ProgramBuilder::ProgramBuilder(const ScheduleContext& context, std::string name,
     physical_.push_back(physical);
   }
   for (int r = 0; r < replicas_; ++r)
-    for (const auto& ipu : context.plan.ipus) schedule_.programs.push_back(Program{physical_of(r, ipu.id), {}});
+    for (const auto& ipu : context.plan.ipus) {
+      Program program{physical_of(r, ipu.id), {}};
+      program.replica = r;
+      program.virtual_ipu = ipu.id;
+      schedule_.programs.push_back(std::move(program));
+    }
   std::sort(schedule_.programs.begin(), schedule_.programs.end(),
             [](const Program& a, const Program& b) { return a.ipu < b.ipu; });
   for (std::size_t i = 0; i < schedule_.programs.size(); ++i) index_[schedule_.programs[i].ipu] = i;

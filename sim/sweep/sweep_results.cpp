@@ -70,7 +70,7 @@ Json point_record(const Point& point, const std::vector<std::string>& command, c
   Json record = {{"point", point.index},
                  {"id", point.id},
                  {"axes", axes_object(point)},
-                 {"exit_code", child.exit_code},
+                 {"exitCode", child.exit_code},
                  {"seconds", child.seconds},
                  {"command", command}};
   std::string error = trimmed(child.err);
@@ -121,7 +121,7 @@ std::string csv_header(const Spec& spec) {
   std::string line = "point,id,status";
   for (const auto& path : spec.axis_paths()) line += "," + csv_field(path);
   for (const char* mode : kModes)
-    for (const char* metric : {"step_time_s", "throughput_samples_per_s", "latency_mean_s", "bubble_fraction", "fits"})
+    for (const char* metric : {"stepTimeSeconds", "throughputSamplesPerSecond", "latencyMeanSeconds", "bubbleFraction", "fits"})
       line += std::string(",") + mode + "." + metric;
   return line + ",speedup,error\n";
 }
@@ -135,15 +135,15 @@ std::string csv_row(const Point& point, const Json& record) {
     if (const Json* runs = report ? find(*report, "runs") : nullptr; runs && runs->is_array())
       for (const Json& r : *runs)
         if (const Json* m = find(r, "mode"); m && *m == mode) run = &r;
-    const Json* latency = run ? find(*run, "latency_s") : nullptr;
-    line += "," + cell(run ? find(*run, "step_time_s") : nullptr);
-    line += "," + cell(run ? find(*run, "throughput_samples_per_s") : nullptr);
+    const Json* latency = run ? find(*run, "latencySeconds") : nullptr;
+    line += "," + cell(run ? find(*run, "stepTimeSeconds") : nullptr);
+    line += "," + cell(run ? find(*run, "throughputSamplesPerSecond") : nullptr);
     line += "," + cell(latency ? find(*latency, "mean") : nullptr);
-    line += "," + cell(run ? find(*run, "bubble_fraction") : nullptr);
+    line += "," + cell(run ? find(*run, "bubbleFraction") : nullptr);
     const Json* memory = run ? find(*run, "memory") : nullptr;
     line += "," + cell(memory ? find(*memory, "fits") : nullptr);
   }
-  line += "," + cell(report ? find(*report, "speedup_pipelined_over_sharded") : nullptr);
+  line += "," + cell(report ? find(*report, "speedupPipelinedOverSharded") : nullptr);
   // One physical line per row: the error's line breaks become spaces.
   std::string error;
   if (const Json* e = find(record, "error"); e && e->is_string()) error = e->get<std::string>();

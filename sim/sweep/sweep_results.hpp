@@ -18,7 +18,7 @@ bool interrupted(const ChildResult& child);
 // True when some run of a `run --json` document does not fit in memory.
 bool out_of_memory(const Json& report);
 
-// {"point", "id", "status": "ok"|"oom"|"error", "axes": {path: value}, "exit_code",
+// {"point", "id", "status": "ok"|"oom"|"error", "axes": {path: value}, "exitCode",
 //  "seconds", "command", then "report" (the `run --json` document) when the run
 //  succeeded ("oom": some mode does not fit in memory), or "error" (what the run
 //  printed on stderr) when not}.

@@ -17,10 +17,12 @@
 #include <iostream>
 #include <list>
 #include <memory>
+#include <optional>
 #include <ostream>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "sim/io/input_error.hpp"
@@ -78,7 +80,8 @@ std::string duration(double seconds) {
 // Checks that the folder is ours to use and claims it (see folder_lock.hpp): returns the
 // lock, held until the sweep ends. Throws when another sweep's results are there, or
 // another sweep with other points runs there now.
-std::unique_ptr<FolderLock> prepare_dir(const Options& o, const std::string& dir, const std::string& hash) {
+std::unique_ptr<FolderLock> prepare_dir(const Options& o, const std::string& dir, const Spec& spec,
+                                        const std::string& hash) {
   const fs::path d(dir), copy = d / "sweep.json";
   const std::string refuse_hint = "; use another -o DIR, or pass --force to add this sweep's points to it "
                                   "(nothing there is deleted)";
@@ -92,18 +95,27 @@ std::unique_ptr<FolderLock> prepare_dir(const Options& o, const std::string& dir
   const bool alone = lock->try_run_alone();
   if (fs::exists(copy, ec)) {
     std::string existing;
+    std::optional<Spec> stored;
     try {
-      existing = definition_hash(expand_points(load_sweep(copy.string())));
+      stored = load_sweep(copy.string());
+      existing = definition_hash(expand_points(*stored));
     } catch (const InputError&) {
       existing = "(unreadable)";
     }
     if (existing != hash && !alone)
       throw InputError(dir, "/", "sweep.dir-busy",
                        "another sweep, with other points, is running in this folder now; wait for it or use another -o DIR");
-    if (existing != hash && !o.force)
+    if (existing != hash && !o.force) {
+      // Most often a resume with other --set or --mode flags: say which, where it is stored.
+      const auto [pointer, difference] = stored ? first_difference(*stored, spec) : std::pair<std::string, std::string>{};
+      if (!pointer.empty())
+        throw InputError(copy.string(), pointer, "sweep.dir-in-use",
+                         difference + ": this folder holds another sweep's points; resume it with the same sweep "
+                                      "file, --set and --mode" + refuse_hint);
       throw InputError(dir, "/", "sweep.dir-in-use",
                        "the folder holds the results of a different sweep (its sweep.json defines other points)" +
                            refuse_hint);
+    }
   } else if (!o.force && (fs::exists(d / "points", ec) || fs::exists(d / "results.jsonl", ec) ||
                           fs::exists(d / "results.csv", ec))) {
     throw InputError(dir, "/", "sweep.dir-in-use", "the folder holds sweep output but no sweep.json" + refuse_hint);
@@ -116,7 +128,10 @@ std::unique_ptr<FolderLock> prepare_dir(const Options& o, const std::string& dir
   if (!o.merge || o.force) {
     // sweep.json first, points/ after: a shard starting beside us sees either nothing
     // or our definition, never output without one.
-    const std::string text = read_bytes(o.sweep_file);
+    // The definition as run: the file's bytes, or with the command line's flags merged in.
+    const std::string text = o.set.empty() && o.modes.empty()
+                                 ? read_bytes(o.sweep_file)
+                                 : spec.document.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
     if (!fs::exists(copy, ec) || read_bytes(copy.string()) != text) replace_file(copy.string(), text, true);
     fs::create_directories(d / "points", ec);
     // Point files go into points/ itself, never through a link to somewhere else.
@@ -157,14 +172,14 @@ public:
   Sweep(const Options& o, std::ostream& log) : o_(o), log_(log) {}
 
   int run() {
-    spec_ = load_sweep(o_.sweep_file);
+    spec_ = load_sweep(o_.sweep_file, {o_.set, o_.modes});
     points_ = expand_points(spec_);
-    dir_ = o_.dir.empty() ? (fs::path("sweeps") / spec_.name).string() : o_.dir;
+    dir_ = o_.dir.empty() ? (fs::path(kDefaultParent) / spec_.name).string() : o_.dir;
     if (!o_.merge) {
       read_input_file(spec_.scenario_path, spec_.file, "/scenario");  // exists, readable, a regular file
       check_paths(spec_);
     }
-    lock_ = prepare_dir(o_, dir_, definition_hash(points_));
+    lock_ = prepare_dir(o_, dir_, spec_, definition_hash(points_));
     rows_.resize(points_.size());
     for (const Point& p : points_)
       if (auto record = read_point_file(point_file(p), p)) rows_[p.index] = row_of(p, *record);

@@ -11,7 +11,9 @@
 #include <iosfwd>
 #include <optional>
 #include <string>
+#include <vector>
 
+#include "sim/io/overrides.hpp"
 #include "sim/sweep/child_process.hpp"
 
 namespace ipusim::sweep {
@@ -31,9 +33,15 @@ struct Shard {
 // SLURM_ARRAY_TASK_COUNT. Throws InputError (origin "--shard").
 Shard parse_shard(const std::string& text);
 
+// The default output folder is kDefaultParent/<sweep name> in the working directory: a
+// name no source folder has (sweeps/ holds the sweep files), listed in .gitignore.
+constexpr const char* kDefaultParent = "ipusim-sweeps";
+
 struct Options {
   std::string sweep_file;
-  std::string dir;          // "" = sweeps/<sweep name>, relative to the working directory
+  std::string dir;          // "" = ipusim-sweeps/<sweep name>, relative to the working directory
+  std::vector<Override> set;  // --set: fixed overrides merged into the sweep's "set"
+  std::string modes;          // --mode: replaces the sweep's "modes" ("" = the file's)
   unsigned jobs = 0;        // points run at once; 0 = std::thread::hardware_concurrency()
   std::optional<Shard> shard;
   bool merge = false;       // no simulation: rebuild results.jsonl/.csv from points/

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <set>
 
@@ -159,6 +160,7 @@ Spec parse_sweep(const Json& document, const std::string& file) {
   ObjectReader root(document, file, "", Format::Sweep);
   Spec spec;
   spec.file = file;
+  spec.document = document;
   spec.name = root.optional_string("name", std::filesystem::path(file).stem().string());
   if (!valid_name(spec.name))
     throw root.error(root.has("name") ? "name" : "", "sweep.bad-name",
@@ -205,7 +207,52 @@ Spec parse_sweep(const Json& document, const std::string& file) {
   return spec;
 }
 
-Spec load_sweep(const std::string& file) { return parse_sweep(read_json_file(file), file); }
+Spec load_sweep(const std::string& file, const CommandLine& command_line) {
+  const Json document = read_json_file(file);
+  Spec spec = parse_sweep(document, file);
+  if (command_line.empty()) return spec;
+  Json merged = document;
+  for (const Override& o : command_line.set) {
+    for (const Axis& axis : spec.axes)
+      for (std::size_t k = 0; k < axis.paths.size(); ++k)
+        if (axis.paths[k] == o.path)
+          throw InputError("--set", o.path, "sweep.duplicate-path",
+                           "\"" + o.path + "\" is an axis of the sweep (" + file + " at " + axis.path_pointers[k] +
+                               "); a fixed value would replace its values: drop the --set or the axis");
+    merged["set"][o.path] = o.value;
+  }
+  if (!command_line.modes.empty()) merged["modes"] = command_line.modes;
+  spec = parse_sweep(merged, file);
+  spec.command_line_set = command_line.set;
+  return spec;
+}
+
+std::pair<std::string, std::string> first_difference(const Spec& stored, const Spec& now) {
+  const auto quoted = [](const std::string& modes) { return modes.empty() ? std::string("the scenario's") : "\"" + modes + "\""; };
+  if (stored.modes != now.modes)
+    return {"/modes", "the sweep in this folder ran with modes " + quoted(stored.modes) + ", this one with " +
+                          quoted(now.modes) + " (--mode, or the sweep file's \"modes\")"};
+  std::map<std::string, Json> before, after;
+  for (const Override& o : stored.set) before[o.path] = o.value;
+  for (const Override& o : now.set) after[o.path] = o.value;
+  for (auto b = before.begin(), a = after.begin(); b != before.end() || a != after.end();) {
+    const bool only_before = a == after.end() || (b != before.end() && b->first < a->first);
+    const bool only_after = b == before.end() || (a != after.end() && a->first < b->first);
+    const std::string path = only_after ? a->first : b->first;
+    const std::string pointer = pointer_child("/set", path);
+    if (only_before)
+      return {pointer, "the sweep in this folder ran with " + path + "=" + b->second.dump() + ", this one without it"};
+    if (only_after)
+      return {"/set", "this sweep sets " + path + "=" + a->second.dump() + " (--set, or the sweep file's \"set\"), "
+                      "the sweep in this folder did not"};
+    if (a->second != b->second)
+      return {pointer, "the sweep in this folder ran with " + path + "=" + b->second.dump() + ", this one with " +
+                           path + "=" + a->second.dump() + " (--set, or the sweep file's \"set\")"};
+    ++a;
+    ++b;
+  }
+  return {"", ""};
+}
 
 std::size_t point_count(const Spec& spec) {
   std::size_t n = 1;
@@ -294,8 +341,14 @@ void check_paths(const Spec& spec) {
   const auto about_path = [](const InputError& e) {
     return e.rule() == "json.unknown-key" || e.rule().rfind("override.", 0) == 0;
   };
-  if (auto e = probe(spec.set); e && about_path(*e))
+  std::vector<Override> file_set;  // the sweep file's own: a failure there is the file's
+  for (const Override& o : spec.set)
+    if (std::none_of(spec.command_line_set.begin(), spec.command_line_set.end(),
+                     [&](const Override& c) { return c.path == o.path; }))
+      file_set.push_back(o);
+  if (auto e = probe(file_set); e && about_path(*e))
     throw InputError(spec.file, "/set", "sweep.bad-path", std::string("the fixed overrides do not apply: ") + e->what());
+  if (auto e = probe(spec.set); e && about_path(*e)) throw *e;  // names the --set, as `ipusim run` does
   for (const Axis& axis : spec.axes)
     for (std::size_t k = 0; k < axis.paths.size(); ++k) {
       std::vector<Override> overrides = spec.set;

@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "sim/io/overrides.hpp"
@@ -23,13 +24,15 @@ struct Axis {
 
 struct Spec {
   std::string file;           // the sweep file, as given
-  std::string name;           // [A-Za-z0-9._-]+; the default output folder is sweeps/<name>
+  std::string name;           // [A-Za-z0-9._-]+; the default output folder is ipusim-sweeps/<name>
   std::string description;
   std::string scenario;       // as written: relative to the sweep file's folder (or absolute)
   std::string scenario_path;  // resolved against the sweep file's folder
   std::string modes;          // "" = the scenario's own execution.mode, else both|sharded|pipelined
   std::vector<Override> set;  // fixed overrides, applied before the axes, in key order
   std::vector<Axis> axes;
+  std::vector<Override> command_line_set;  // the part of `set` that came from `sweep --set`
+  Json document;                           // the definition: the file, with the command line merged in
 
   // Every axis path in file order (zip members in their order): the CSV's axis columns.
   std::vector<std::string> axis_paths() const;
@@ -47,7 +50,21 @@ constexpr std::size_t kMaxPoints = 1000000;
 // Strict parsing: unknown keys, bad ranges, unequal zips and repeated paths are
 // InputErrors located by JSON pointer in `file`. Does not touch the scenario.
 Spec parse_sweep(const Json& document, const std::string& file);
-Spec load_sweep(const std::string& file);
+
+// `ipusim sweep --set path=value ... --mode M`: merged into the sweep file's definition as
+// if written there: a --set adds to (or replaces the value of the same path in) "set",
+// --mode replaces "modes". A --set path that is an axis is an InputError at "--set".
+struct CommandLine {
+  std::vector<Override> set;  // in the order given
+  std::string modes;          // "" = the file's
+  bool empty() const { return set.empty() && modes.empty(); }
+};
+Spec load_sweep(const std::string& file, const CommandLine& command_line = {});
+
+// Why a folder's stored definition (DIR/sweep.json) defines other points than `now`:
+// the JSON pointer (in the stored file) of the first difference in "modes" or "set" and
+// a sentence naming both values; {"", ""} when they differ elsewhere (scenario, axes).
+std::pair<std::string, std::string> first_difference(const Spec& stored, const Spec& now);
 
 std::size_t point_count(const Spec& spec);
 std::vector<Point> expand_points(const Spec& spec);

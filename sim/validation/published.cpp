@@ -231,7 +231,7 @@ std::string render_validation_json(const PublishedList& list, const ValidationRe
     if (row.failure.empty()) {
       r["predicted"] = row.predicted;
       r["error"] = row.error;
-      r["step_time_s"] = row.step_time_s;
+      r["stepTimeSeconds"] = row.step_time_s;
       r["fits"] = row.fits;
     } else {
       r["failure"] = row.failure;
@@ -249,7 +249,7 @@ std::string render_validation_json(const PublishedList& list, const ValidationRe
     ratios.push_back(q);
   }
   Json doc = {{"list", list.file}, {"entries", rows}, {"ratios", ratios}, {"simulated", report.simulated},
-              {"mean_absolute_error", report.mean_absolute_error}};
+              {"meanAbsoluteError", report.mean_absolute_error}};
   if (const ValidationRow* worst = report.worst_row()) doc["worst"] = {{"id", worst->entry->id}, {"error", worst->error}};
   return doc.dump(2) + "\n";
 }

@@ -8,7 +8,7 @@ characters, execution settings drawn at random (modes, schedules, G, replicas,
 recomputation, optimizers), plus abusive --set flags. Every run must end in exit 0, 2 or 5
 within the timeout, print no sanitizer report, locate every exit-2 message (file, JSON
 pointer, rule id) and, when it succeeds, peak at no more memory than the estimate the run
-announced ("estimate"/"peak_bytes" in its JSON; measured on --release when given, since
+announced ("estimate"/"peakBytes" in its JSON; measured on --release when given, since
 a sanitizer build's own overhead is not what the estimate describes).
 
 Usage: tests/fuzz/run_campaign.py --binary build-sanitize/ipusim [--release build/ipusim]
@@ -211,7 +211,7 @@ def main():
             if a.release:
                 measured = run_measured(a.release, inputs[i], a.timeout)
             try:
-                estimate = json.loads(measured["out"])["estimate"]["peak_bytes"]
+                estimate = json.loads(measured["out"])["estimate"]["peakBytes"]
                 ratio = measured["rss"] / estimate
                 if ratio > 1:
                     problems.append("peak %d B above the estimate %d B" % (measured["rss"], estimate))
