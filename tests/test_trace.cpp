@@ -182,6 +182,71 @@ TEST_CASE("trace of a two-IPU chain: a process per mode, a track per IPU and use
   }
 }
 
+TEST_CASE("trace flow arrows join each copy's send and receive, and link load is a counter", "[trace]") {
+  const Scenario sc = two_ipu_chain();
+  const Simulation sim = simulate(sc, {Mode::Sharded, Mode::Pipelined});
+  const Trace t(chrome_trace(sc, sim));
+  for (const std::string process : {"pipelined (popart)", "sharded"}) {
+    INFO(process);
+    const int pid = t.pid.at(process);
+    const int ipu0 = t.tid.at(pid).at("IPU 0"), ipu1 = t.tid.at(pid).at("IPU 1");
+    std::map<std::int64_t, Json> starts, finishes;
+    std::vector<Json> counter;
+    for (const Json& e : t.doc.at("traceEvents")) {
+      if (e.at("pid") != pid) continue;
+      if (e.at("ph") == "s") starts[e.at("id").get<std::int64_t>()] = e;
+      if (e.at("ph") == "f") finishes[e.at("id").get<std::int64_t>()] = e;
+      if (e.at("ph") == "C") counter.push_back(e);
+    }
+    // Four micro-batches cross ipu0->ipu1 (the pipelined flush's empty copy carries none):
+    // 1000 B in 1 us each, sent from IPU 0's track, received on IPU 1's.
+    REQUIRE(starts.size() == 4);
+    REQUIRE(finishes.size() == 4);
+    CHECK(t.doc.at("otherData").at("copy_flows").at(process) == 4);
+    const bool pipelined = process != "sharded";
+    std::size_t mb = 0;
+    for (const auto& [id, s] : starts) {
+      REQUIRE(finishes.count(id) == 1);
+      const Json& f = finishes.at(id);
+      CHECK(s.at("tid") == ipu0);
+      CHECK(f.at("tid") == ipu1);
+      CHECK(f.at("bp") == "e");
+      CHECK(s.at("name") == "copy stage 0->1 mb " + std::to_string(mb));
+      // Pipelined: the copy phases after cycles 0..3 start at 1000, 4001, 7002, 10003 us;
+      // sharded: at m x 4001 + 1000 us.
+      const double sent = pipelined ? 1000 + 3001.0 * static_cast<double>(mb) : 4001.0 * static_cast<double>(mb) + 1000;
+      CHECK(ts(s) == Approx(sent).epsilon(1e-12));
+      CHECK(ts(f) == Approx(sent + 1).epsilon(1e-9));
+      ++mb;
+    }
+    if (pipelined) {
+      // Idle by cause: IPU 0 (1 ms of work a 3 ms cycle) waits 2 ms in cycles 1-3
+      // (imbalance) and 3 ms in the flush, 1 ms of it the work its missing stage 0 would
+      // do (fill/flush); IPU 1 waits out cycle 0 (1 ms, fill). Shares of 2 x 13.005 ms.
+      const Json& idle = t.doc.at("otherData").at("idle_s").at(process);
+      REQUIRE(idle.size() == 2);
+      CHECK(idle[0].at("ipu") == 0);
+      CHECK(idle[0].at("fill_flush_s").get<double>() == Approx(1 * ms).epsilon(1e-9));
+      CHECK(idle[0].at("imbalance_s").get<double>() == Approx(8 * ms).epsilon(1e-9));
+      CHECK(idle[1].at("fill_flush_s").get<double>() == Approx(1 * ms).epsilon(1e-9));
+      CHECK(idle[1].at("imbalance_s").get<double>() == Approx(0).margin(1e-12));
+      std::string label;
+      for (const Json& e : t.doc.at("traceEvents"))
+        if (e.at("ph") == "M" && e.at("name") == "process_labels" && e.at("pid") == pid)
+          label = e.at("args").at("labels");
+      INFO(label);
+      CHECK(label.find("7.7 % fill and flush, 30.8 % imbalance") != std::string::npos);  // 2 and 8 of 26.01 ms
+    }
+    // The link's load: 1000 B / 1 us = 1e9 B/s during each transfer (5 pipelined, the
+    // flush's included; 4 sharded), 0 between them.
+    REQUIRE(counter.size() == (pipelined ? 10u : 8u));
+    for (std::size_t i = 0; i < counter.size(); ++i) {
+      CHECK(counter[i].at("name") == "link ipu0->ipu1 load");
+      CHECK(counter[i].at("args").at("bytes_per_s").get<double>() == Approx(i % 2 == 0 ? 1e9 : 0.0).margin(1e-3));
+    }
+  }
+}
+
 TEST_CASE("trace of two-IPU training: backward stages, gradient copies, weight updates", "[trace]") {
   // As in test_closed_forms: IPU0 1 ms forward, 2 ms backward; IPU1 (loss stage) 3 ms
   // forward + 6 ms backward; updates of 2 us (IPU0) and 1 us (IPU1); copies of 1 us.
@@ -273,6 +338,20 @@ TEST_CASE("ipusim run --trace writes a trace beside the report, honouring --forc
   const Json rep = read_json(dir.root() / "report.json");
   REQUIRE(rep.at("runs").size() == 2);
   CHECK(rep.at("runs")[0].at("step_time_s") == doc.at("otherData").at("step_time_s").at("sharded"));
+
+  // mlp.json: two stages on two IPUs, one forward copy, 64 micro-batches per step: 64
+  // flow arrows per mode, each an "s" and an "f" of one id.
+  std::map<std::string, std::size_t> flow_events;
+  std::set<std::int64_t> ids;
+  for (const Json& e : doc.at("traceEvents"))
+    if (e.at("ph") == "s" || e.at("ph") == "f") {
+      ++flow_events[e.at("ph").get<std::string>()];
+      ids.insert(e.at("id").get<std::int64_t>());
+    }
+  CHECK(flow_events["s"] == 2 * 64);
+  CHECK(flow_events["f"] == 2 * 64);
+  CHECK(ids.size() == 2 * 64);
+  CHECK(doc.at("otherData").at("copy_flows") == Json{{"sharded", 64}, {"pipelined (popart)", 64}});
 
   // An existing trace is kept unless --force; the table on standard output works too.
   const auto size = std::filesystem::file_size(dir.root() / "mlp.trace.json");
