@@ -7,6 +7,7 @@
 #include <fstream>
 #include <limits>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -15,19 +16,21 @@
 #include "sim/io/json_reader.hpp"
 #include "sim/output/output_file.hpp"
 #include "sim/output/units.hpp"
+#include "sim/report/findings.hpp"
+#include "sim/report/notes.hpp"
+#include "sim/report/page.hpp"
+#include "sim/report/run_fields.hpp"
 #include "sim/report/svg_chart.hpp"
+#include "sim/report/trace_input.hpp"
 #include "sim/sweep/sweep_results.hpp"
 
 namespace ipusim::report {
 
-using Json = nlohmann::json;
 namespace fs = std::filesystem;
 
 // ===================================================================== inputs
 
 namespace {
-
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 // File system queries that never throw (a name too long is simply not a folder).
 bool is_folder(const fs::path& p) {
@@ -60,11 +63,6 @@ fs::path sweep_results_file(const std::string& path) {
   return p;
 }
 
-bool is_trace(const Json& doc) {
-  if (doc.is_object()) return doc.contains("traceEvents");
-  return doc.is_array() && !doc.empty() && doc.front().is_object() && doc.front().contains("ph");
-}
-
 bool is_run(const Json& doc) { return doc.is_object() && doc.contains("runs") && doc["runs"].is_array(); }
 
 void check_run(const Json& doc, const std::string& path, const std::string& where) {
@@ -74,32 +72,43 @@ void check_run(const Json& doc, const std::string& path, const std::string& wher
     if (!r.is_object() || !r.contains("mode") || !r["mode"].is_string())
       throw InputError(path, at, "report.bad-run", "a run needs a \"mode\"");
     for (const char* key : {"step_time_s", "throughput_samples_per_s"})
-      if (!r.contains(key) || !r[key].is_number())
+      if (!field(r, key) || !field(r, key)->is_number())
         throw InputError(path, at, "report.bad-run", std::string("a run needs a number \"") + key + "\"");
   }
 }
 
 } // namespace
 
-InputKind detect_input_kind(const std::string& path) {
+namespace {
+
+bool is_sweep(const std::string& path) {
   const fs::path p(path);
   if (is_folder(p)) {
-    if (path_exists(p / "results.jsonl")) return InputKind::Sweep;
+    if (path_exists(p / "results.jsonl")) return true;
     throw InputError(path, "/", "report.input-kind", "a folder must be a sweep output folder (with results.jsonl)");
   }
-  if (p.filename() == "results.jsonl") return InputKind::Sweep;
-  const Json doc = parse_json(read_text(path), path);
-  if (is_trace(doc)) return InputKind::Trace;
-  if (is_run(doc)) return InputKind::Run;
+  return p.filename() == "results.jsonl";
+}
+
+InputKind kind_of(const ParsedInput& parsed, const std::string& path) {
+  if (parsed.is_trace) return InputKind::Trace;
+  if (is_run(parsed.doc)) return InputKind::Run;
   throw InputError(path, "/", "report.input-kind",
                    "neither a run document (\"runs\"), a trace (\"traceEvents\") nor a sweep folder");
+}
+
+} // namespace
+
+InputKind detect_input_kind(const std::string& path) {
+  if (is_sweep(path)) return InputKind::Sweep;
+  return kind_of(parse_report_input(read_text(path), path), path);
 }
 
 Input load_input(const std::string& path) {
   Input in;
   in.source = path;
-  in.kind = detect_input_kind(path);
-  if (in.kind == InputKind::Sweep) {
+  if (is_sweep(path)) {
+    in.kind = InputKind::Sweep;
     const fs::path results = sweep_results_file(path);
     const fs::path folder = results.parent_path();
     in.sweep_name = fs::path(path).filename() == "results.jsonl" ? folder.filename().string()
@@ -138,305 +147,20 @@ Input load_input(const std::string& path) {
     }
     return in;
   }
-  in.doc = parse_json(read_text(path), path);
-  if (in.kind == InputKind::Run) check_run(in.doc, path, "");
-  else if (in.doc.is_array()) in.doc = Json{{"traceEvents", in.doc}};
+  ParsedInput parsed = parse_report_input(read_text(path), path);
+  in.kind = kind_of(parsed, path);
+  if (in.kind == InputKind::Trace) {
+    in.trace = std::move(parsed.trace);
+  } else {
+    in.doc = std::move(parsed.doc);
+    check_run(in.doc, path, "");
+  }
   return in;
 }
 
-// ===================================================================== helpers
+// ===================================================================== sections
 
 namespace {
-
-double num(const Json& j, const char* key, double fallback = kNaN) {
-  if (!j.is_object()) return fallback;
-  auto it = j.find(key);
-  return it != j.end() && it->is_number() ? it->get<double>() : fallback;
-}
-
-std::string str(const Json& j, const char* key, const std::string& fallback = "") {
-  if (!j.is_object()) return fallback;
-  auto it = j.find(key);
-  if (it == j.end()) return fallback;
-  return it->is_string() ? it->get<std::string>() : it->dump();
-}
-
-// A JSON scalar as a person reads it: strings bare, numbers in shortest form.
-std::string scalar_text(const Json& v) {
-  if (v.is_string()) return v.get<std::string>();
-  if (v.is_number_integer() || v.is_number_unsigned()) return v.dump();
-  if (v.is_number_float()) {
-    const double d = v.get<double>();
-    if (std::fabs(d) < 1e15 && d == std::floor(d)) return format_fixed(d, 0);
-    char buffer[48];
-    std::snprintf(buffer, sizeof buffer, "%.6g", d);
-    return buffer;
-  }
-  return v.dump();
-}
-
-std::string or_dash(const std::string& s) { return s.empty() ? "-" : s; }
-std::string seconds(double s) { return std::isfinite(s) ? format_seconds(s) : "-"; }
-std::string percent(double f) { return std::isfinite(f) ? format_percent(f) : "-"; }
-std::string rate(double r) { return std::isfinite(r) ? format_rate(r, "samples/s") : "-"; }
-std::string bytes(double b) { return std::isfinite(b) ? format_bytes(b) : "-"; }
-
-std::string mode_label(const Json& run) {
-  const std::string mode = str(run, "mode");
-  const std::string schedule = str(run, "schedule");
-  if (mode == "pipelined" && !schedule.empty()) return mode + " (" + schedule + ")";
-  return mode;
-}
-
-std::string mode_color(const std::string& mode) {
-  if (mode == "sharded") return chart::palette(0);
-  if (mode == "pipelined") return chart::palette(1);
-  return chart::palette(2);
-}
-
-// Runs ordered sharded, pipelined, then any other mode in document order.
-std::vector<const Json*> ordered_runs(const Json& doc) {
-  std::vector<const Json*> out;
-  for (const char* mode : {"sharded", "pipelined"})
-    for (const Json& r : doc["runs"])
-      if (str(r, "mode") == mode) out.push_back(&r);
-  for (const Json& r : doc["runs"])
-    if (str(r, "mode") != "sharded" && str(r, "mode") != "pipelined") out.push_back(&r);
-  return out;
-}
-
-const Json* run_of(const Json& doc, const std::string& mode) {
-  for (const Json& r : doc["runs"])
-    if (str(r, "mode") == mode) return &r;
-  return nullptr;
-}
-
-double speedup_of(const Json& doc) {
-  const double given = num(doc, "speedup_pipelined_over_sharded");
-  if (std::isfinite(given)) return given;
-  const Json* s = run_of(doc, "sharded");
-  const Json* p = run_of(doc, "pipelined");
-  if (!s || !p) return kNaN;
-  const double ps = num(*p, "step_time_s");
-  return ps > 0 ? num(*s, "step_time_s") / ps : kNaN;
-}
-
-struct Shares {
-  double busy = kNaN, host = kNaN, exchange = kNaN, sync = kNaN, idle = kNaN;
-};
-
-// Shares of IPU-time (IPUs x step time), as the text table of `ipusim run` shows them.
-Shares shares_of(const Json& run) {
-  Shares s;
-  const Json& ipus = run.contains("ipus") ? run["ipus"] : Json::array();
-  const double total = num(run, "step_time_s", 0) * static_cast<double>(ipus.size());
-  if (!(total > 0)) return s;
-  s = {0, 0, 0, 0, 0};
-  for (const Json& m : ipus) {
-    s.busy += num(m, "busy_s", 0) / total;
-    s.host += num(m, "host_io_s", 0) / total;
-    s.exchange += num(m, "exchange_s", 0) / total;
-    s.sync += num(m, "sync_s", 0) / total;
-    s.idle += num(m, "idle_s", 0) / total;
-  }
-  return s;
-}
-
-std::string execution_text(const Json& execution, const std::set<std::string>& skip = {}) {
-  if (!execution.is_object() || execution.empty()) return "not recorded";
-  std::string out;
-  for (const auto& [key, value] : execution.items()) {
-    if (skip.count(key)) continue;
-    if (!out.empty()) out += ", ";
-    out += key + "=" + scalar_text(value);
-  }
-  return out.empty() ? "-" : out;
-}
-
-std::string slug(const std::string& text) {
-  std::string out;
-  for (char c : text) {
-    const bool alnum = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
-    const bool upper = c >= 'A' && c <= 'Z';
-    if (alnum || upper) out += upper ? static_cast<char>(c - 'A' + 'a') : c;
-    else if (!out.empty() && out.back() != '-') out += '-';
-    if (out.size() >= 48) break;
-  }
-  while (!out.empty() && out.back() == '-') out.pop_back();
-  return out.empty() ? "figure" : out;
-}
-
-std::string md_escape(const std::string& text) {
-  std::string out;
-  for (char c : text) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '|': out += "\\|"; break;
-      case '\\': case '*': case '_': case '`': case '[': case ']': out += '\\'; out += c; break;
-      case '\n': out += ' '; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
-
-bool looks_numeric(const std::string& cell) {
-  if (cell.empty() || cell == "-") return false;
-  const char c = cell.front();
-  return (c >= '0' && c <= '9') || ((c == '-' || c == '+') && cell.size() > 1);
-}
-
-std::string percent_tick(double f) {
-  const double p = f * 100;
-  return (std::fabs(p - std::round(p)) < 1e-6 ? format_fixed(p, 0) : format_fixed(p, 1)) + " %";
-}
-
-struct Table {
-  std::vector<std::string> header;
-  std::vector<std::vector<std::string>> rows;
-};
-
-// ===================================================================== builder
-
-class Builder {
-public:
-  explicit Builder(std::string title) : title_(std::move(title)) {}
-
-  void heading(int level, const std::string& text, const std::string& id = "") {
-    close_figures();
-    const std::string h = "h" + std::to_string(level);
-    html_ += "<" + h + (id.empty() ? "" : " id=\"" + chart::escape(id) + "\"") + ">" + chart::escape(text) + "</" + h +
-             ">\n";
-    md_ += std::string(static_cast<std::size_t>(level), '#') + " " + md_escape(text) + "\n\n";
-  }
-
-  void paragraph(const std::string& text, const std::string& css_class = "") {
-    close_figures();
-    html_ += "<p" + (css_class.empty() ? "" : " class=\"" + css_class + "\"") + ">" + chart::escape(text) + "</p>\n";
-    md_ += md_escape(text) + "\n\n";
-  }
-
-  void figure(const std::string& name, const std::string& title, const std::string& svg,
-              const std::vector<std::string>& caption, bool wide = false) {
-    if (!in_figures_) {
-      html_ += "<div class=\"figures\">\n";
-      in_figures_ = true;
-    }
-    ++figure_count_;
-    char number[16];
-    std::snprintf(number, sizeof number, "%02zu", figure_count_);
-    const std::string file = "figures/" + std::string(number) + "-" + slug(name) + ".svg";
-    figures_.push_back({file, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n" + svg});
-    html_ += std::string("<figure") + (wide ? " class=\"wide\"" : "") + " id=\"figure-" + number + "\">\n" + svg +
-             "<figcaption><b>Figure " + std::to_string(figure_count_) + ".</b> " + chart::escape(title);
-    for (const std::string& line : caption) html_ += "<br>" + chart::escape(line);
-    html_ += "</figcaption>\n</figure>\n";
-    md_ += "![Figure " + std::to_string(figure_count_) + ": " + md_escape(title) + "](" + file + ")\n\n";
-    md_ += "*Figure " + std::to_string(figure_count_) + ". " + md_escape(title) + "*";
-    for (const std::string& line : caption) md_ += "  \n" + md_escape(line);
-    md_ += "\n\n";
-  }
-
-  void table(const Table& t, const std::string& caption = "") {
-    close_figures();
-    html_ += "<div class=\"table\"><table>\n";
-    if (!caption.empty()) html_ += "<caption>" + chart::escape(caption) + "</caption>\n";
-    html_ += "<thead><tr>";
-    for (const auto& h : t.header) html_ += "<th>" + chart::escape(h) + "</th>";
-    html_ += "</tr></thead>\n<tbody>\n";
-    for (const auto& row : t.rows) {
-      html_ += "<tr>";
-      for (std::size_t i = 0; i < row.size(); ++i) {
-        const bool numeric = i > 0 && looks_numeric(row[i]);
-        html_ += std::string(i == 0 ? "<th scope=\"row\">" : numeric ? "<td class=\"num\">" : "<td>") +
-                 chart::escape(row[i]) + (i == 0 ? "</th>" : "</td>");
-      }
-      html_ += "</tr>\n";
-    }
-    html_ += "</tbody></table></div>\n";
-    if (!caption.empty()) md_ += "**" + md_escape(caption) + "**\n\n";
-    md_ += "|";
-    for (const auto& h : t.header) md_ += " " + md_escape(h) + " |";
-    md_ += "\n|";
-    for (std::size_t i = 0; i < t.header.size(); ++i) {  // numbers right-aligned, text left
-      bool numeric = i > 0;
-      for (const auto& row : t.rows)
-        if (i < row.size() && row[i] != "-") numeric = numeric && looks_numeric(row[i]);
-      md_ += numeric ? " ---: |" : " --- |";
-    }
-    md_ += "\n";
-    for (const auto& row : t.rows) {
-      md_ += "|";
-      for (const auto& cell : row) md_ += " " + md_escape(cell) + " |";
-      md_ += "\n";
-    }
-    md_ += "\n";
-  }
-
-  void open_section(const std::string& id) {
-    close_figures();
-    html_ += "<section id=\"" + chart::escape(id) + "\">\n";
-  }
-  void close_section() {
-    close_figures();
-    html_ += "</section>\n";
-  }
-
-  Document finish(const std::vector<std::pair<std::string, std::string>>& toc, const std::string& intro_html,
-                  const std::string& intro_md) {
-    close_figures();
-    Document d;
-    d.html = "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
-             "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\">\n"
-             "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
-             "<meta name=\"generator\" content=\"ipusim report\">\n<title>" +
-             chart::escape(title_) + "</title>\n<style>\n" + css() + "</style>\n</head>\n<body>\n<header>\n<h1>" +
-             chart::escape(title_) + "</h1>\n" + intro_html;
-    if (!toc.empty()) {
-      d.html += "<nav><b>Contents</b><ul>\n";
-      for (const auto& [id, text] : toc)
-        d.html += "<li><a href=\"#" + chart::escape(id) + "\">" + chart::escape(text) + "</a></li>\n";
-      d.html += "</ul></nav>\n";
-    }
-    d.html += "</header>\n<main>\n" + html_ + "</main>\n</body>\n</html>\n";
-    d.markdown = "# " + md_escape(title_) + "\n\n" + intro_md + md_;
-    d.figures = std::move(figures_);
-    return d;
-  }
-
-private:
-  void close_figures() {
-    if (in_figures_) html_ += "</div>\n";
-    in_figures_ = false;
-  }
-
-  static std::string css() {
-    return "body{font-family:\"DejaVu Sans\",Helvetica,Arial,sans-serif;color:#222;background:#fff;margin:0 auto;"
-           "max-width:1320px;padding:16px 24px 48px;line-height:1.4}\n"
-           "h1{font-size:26px;margin:8px 0 4px}h2{font-size:21px;margin:36px 0 8px;padding-top:8px;"
-           "border-top:2px solid #ddd}h3{font-size:17px;margin:24px 0 8px}\n"
-           "p.inputs,p.meta{color:#555;font-size:13px;margin:4px 0}p.note{background:#f7f7f7;"
-           "border-left:4px solid #bbb;padding:6px 10px}\n"
-           "nav{font-size:14px;margin:12px 0}nav ul{margin:4px 0;padding-left:22px;columns:2}\n"
-           ".figures{display:grid;grid-template-columns:repeat(auto-fit,minmax(560px,1fr));gap:18px;margin:12px 0}\n"
-           "figure{margin:0;border:1px solid #e2e2e2;border-radius:4px;padding:8px;background:#fff}\n"
-           "figure.wide{grid-column:1/-1}figure svg{display:block;max-width:100%;height:auto;margin:0 auto}\n"
-           "figcaption{font-size:12px;color:#555;margin-top:6px;overflow-wrap:anywhere}\n"
-           ".table{overflow-x:auto;margin:12px 0}table{border-collapse:collapse;font-size:13px}\n"
-           "caption{text-align:left;font-weight:bold;padding:4px 0}\n"
-           "th,td{border:1px solid #d8d8d8;padding:4px 8px;text-align:left;vertical-align:top}\n"
-           "thead th{background:#f0f0f0}tbody tr:nth-child(even){background:#fafafa}\n"
-           "td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}\n";
-  }
-
-  std::string title_;
-  std::string html_, md_;
-  std::vector<Figure> figures_;
-  std::size_t figure_count_ = 0;
-  bool in_figures_ = false;
-};
 
 // ----------------------------------------------------------- captions
 
@@ -446,10 +170,81 @@ std::vector<std::string> run_caption(const Json& doc, const std::string& source)
   if (!file.empty()) scenario += " (" + file + ")";
   return {"Scenario: " + scenario + "; model: " + or_dash(str(doc, "model")) + "; config: " +
               or_dash(str(doc, "config")) + ".",
-          "Execution: " + execution_text(doc.value("execution", Json::object())) + ". Source: " + source + "."};
+          "Execution: " + execution_text(object_at(doc, "execution")) + ". Source: " + source + "."};
 }
 
 // ----------------------------------------------------------- runs
+
+// The colour of a part of a step: that of the trace category it shows as
+// (compute, host-io, ..., idle-fill-flush).
+std::string part_color(const TimePart& part) {
+  std::string category = part.key;
+  std::replace(category.begin(), category.end(), '_', '-');
+  return chart::category_color(category);
+}
+
+// Where the step time goes: per mode one bar for all IPUs (runs[].time_shares) and one
+// per IPU (its seconds over the step time), stacked by part. Empty without time_shares.
+std::optional<chart::StackedBarChart> time_breakdown_chart(const std::string& name,
+                                                           const std::vector<const Json*>& runs) {
+  chart::StackedBarChart c;
+  c.title = "Where the step time goes (share of IPU time, idle by cause): " + name;
+  c.y_label = "share of the step";
+  c.y_format = percent_tick;
+  c.value_format = [](double v) { return format_fixed(v * 100, 1) + "%"; };
+  c.frame.width = 1200;
+  c.frame.bottom = 96;  // slanted bar labels
+  for (const TimePart& part : time_parts()) c.parts.push_back({part.name, part_color(part), {}});
+  for (const Json* r : runs) {
+    if (!field(*r, "time_shares")) continue;
+    c.bars.push_back(mode_label(*r) + ": all IPUs");
+    for (std::size_t k = 0; k < time_parts().size(); ++k) c.parts[k].values.push_back(time_share(*r, time_parts()[k]));
+    const double step = num(*r, "step_time_s");
+    for (const Json& m : array_at(*r, "ipus")) {
+      if (!field(m, "idle") || !(step > 0)) continue;
+      c.bars.push_back(mode_label(*r) + ": IPU " + std::to_string(integer(m, "id")));
+      for (std::size_t k = 0; k < time_parts().size(); ++k)
+        c.parts[k].values.push_back(ipu_seconds(m, time_parts()[k]) / step);
+    }
+  }
+  if (c.bars.empty()) return std::nullopt;
+  // Parts that are nowhere above zero stay out of the legend.
+  std::erase_if(c.parts, [](const chart::StackPart& p) {
+    return std::none_of(p.values.begin(), p.values.end(), [](double v) { return v > 0; });
+  });
+  return c;
+}
+
+// The memory verdict is per tile: each IPU's fullest tile against one tile's SRAM.
+std::optional<chart::GroupedBarChart> fullest_tile_chart(const std::string& name, const std::vector<const Json*>& runs) {
+  chart::GroupedBarChart c;
+  c.title = "Fullest tile per IPU against a tile's memory (the fit verdict): " + name;
+  c.y_label = "fullest tile (KiB)";
+  c.value_format = [](double v) { return format_fixed(v, v >= 100 ? 0 : 1); };
+  std::vector<std::int64_t> ids;
+  for (const Json* r : runs)
+    for (const Json& m : array_at(object_at(*r, "memory"), "ipus"))
+      if (std::isfinite(num(m, "fullest_tile_bytes")) && std::find(ids.begin(), ids.end(), integer(m, "id")) == ids.end())
+        ids.push_back(integer(m, "id"));
+  if (ids.empty()) return std::nullopt;
+  std::sort(ids.begin(), ids.end());
+  for (auto id : ids) c.categories.push_back("IPU " + std::to_string(id));
+  c.markers.resize(ids.size());
+  for (const Json* r : runs) {
+    chart::BarSeries s{mode_label(*r), mode_color(str(*r, "mode")), std::vector<double>(ids.size(), kNaN)};
+    bool any = false;
+    for (const Json& m : array_at(object_at(*r, "memory"), "ipus")) {
+      const auto pos = static_cast<std::size_t>(std::find(ids.begin(), ids.end(), integer(m, "id")) - ids.begin());
+      if (pos >= ids.size()) continue;
+      s.values[pos] = num(m, "fullest_tile_bytes") / 1024;
+      any = true;
+      if (const double cap = num(m, "tile_capacity_bytes"); cap > 0 && !c.markers[pos])
+        c.markers[pos] = chart::GroupMarker{cap / 1024, "tile memory " + format_bytes(cap)};
+    }
+    if (any) c.series.push_back(s);
+  }
+  return c;
+}
 
 std::string summary_row_name(const Input& in) {
   const std::string scenario = str(in.doc, "scenario");
@@ -466,6 +261,7 @@ void run_section(Builder& b, const Input& in, std::size_t number, const std::str
   b.paragraph("Model " + or_dash(str(doc, "model")) + " on " + or_dash(str(doc, "config")) + ", from " + in.source +
                   ".",
               "meta");
+  b.findings(run_findings(doc));
 
   // (a) throughput, sharded against pipelined.
   const double speedup = speedup_of(doc);
@@ -493,20 +289,22 @@ void run_section(Builder& b, const Input& in, std::size_t number, const std::str
   util.value_format = [](double v) { return format_fixed(v * 100, 1) + "%"; };
   std::vector<std::int64_t> ipu_ids;
   for (const Json* r : runs)
-    for (const Json& m : r->value("ipus", Json::array()))
-      if (auto idv = m.value("id", std::int64_t{-1}); std::find(ipu_ids.begin(), ipu_ids.end(), idv) == ipu_ids.end())
+    for (const Json& m : array_at(*r, "ipus"))
+      if (auto idv = integer(m, "id"); std::find(ipu_ids.begin(), ipu_ids.end(), idv) == ipu_ids.end())
         ipu_ids.push_back(idv);
   std::sort(ipu_ids.begin(), ipu_ids.end());
   for (auto idv : ipu_ids) util.categories.push_back("IPU " + std::to_string(idv));
   for (const Json* r : runs) {
     chart::BarSeries s{mode_label(*r), mode_color(str(*r, "mode")), std::vector<double>(ipu_ids.size(), kNaN)};
-    for (const Json& m : r->value("ipus", Json::array())) {
-      const auto pos = std::find(ipu_ids.begin(), ipu_ids.end(), m.value("id", std::int64_t{-1})) - ipu_ids.begin();
+    for (const Json& m : array_at(*r, "ipus")) {
+      const auto pos = std::find(ipu_ids.begin(), ipu_ids.end(), integer(m, "id")) - ipu_ids.begin();
       s.values[static_cast<std::size_t>(pos)] = num(m, "utilization");
     }
     util.series.push_back(s);
   }
   b.figure(name + "-utilisation", util.title, chart::render(util), caption);
+  if (const auto breakdown = time_breakdown_chart(name, runs))
+    b.figure(name + "-time-breakdown", breakdown->title, chart::render(*breakdown), caption, true);
 
   // (d) memory per IPU, when the run documents carry it.
   bool have_memory = false;
@@ -518,8 +316,8 @@ void run_section(Builder& b, const Input& in, std::size_t number, const std::str
     double most_used = 0, least_capacity = std::numeric_limits<double>::infinity();
     for (const Json* r : runs)
       if (r->contains("memory"))
-        for (const Json& m : (*r)["memory"].value("ipus", Json::array())) {
-          const auto idv = m.value("id", std::int64_t{-1});
+        for (const Json& m : array_at(object_at(*r, "memory"), "ipus")) {
+          const auto idv = integer(m, "id");
           if (std::find(ids.begin(), ids.end(), idv) == ids.end()) ids.push_back(idv);
           most_used = std::max(most_used, num(m, "total_bytes", 0));
           if (num(m, "capacity_bytes", 0) > 0) least_capacity = std::min(least_capacity, num(m, "capacity_bytes"));
@@ -540,8 +338,8 @@ void run_section(Builder& b, const Input& in, std::size_t number, const std::str
     for (const Json* r : runs) {
       if (!r->contains("memory")) continue;
       chart::BarSeries s{mode_label(*r), mode_color(str(*r, "mode")), std::vector<double>(ids.size(), kNaN)};
-      for (const Json& m : (*r)["memory"].value("ipus", Json::array())) {
-        const auto idv = m.value("id", std::int64_t{-1});
+      for (const Json& m : array_at(object_at(*r, "memory"), "ipus")) {
+        const auto idv = integer(m, "id");
         const auto pos = static_cast<std::size_t>(std::find(ids.begin(), ids.end(), idv) - ids.begin());
         s.values[pos] = num(m, "total_bytes", 0) / unit;
         const double capacity = num(m, "capacity_bytes");
@@ -550,7 +348,7 @@ void run_section(Builder& b, const Input& in, std::size_t number, const std::str
         const double total = num(m, "total_bytes");
         // The largest non-empty parts (weights, activations, stash, ...), biggest first.
         std::vector<std::pair<double, std::string>> parts;
-        for (const Json& c : m.value("categories", Json::array()))
+        for (const Json& c : array_at(m, "categories"))
           if (num(c, "bytes", 0) > 0) parts.push_back({num(c, "bytes"), str(c, "name")});
         std::stable_sort(parts.begin(), parts.end(), [](const auto& a, const auto& c) { return a.first > c.first; });
         std::string largest;
@@ -570,6 +368,8 @@ void run_section(Builder& b, const Input& in, std::size_t number, const std::str
       lines.insert(lines.begin(), "Capacity " + format_bytes(least_capacity) +
                                       " per IPU, far above these bars, is not drawn (see the table).");
     b.figure(name + "-memory", mem.title, chart::render(mem), lines);
+    if (const auto tiles = fullest_tile_chart(name, runs))
+      b.figure(name + "-fullest-tile", tiles->title, chart::render(*tiles), caption);
   }
   if (!have_memory) b.paragraph("Memory per IPU: no memory data in this run document.", "note");
 
@@ -589,28 +389,28 @@ void run_section(Builder& b, const Input& in, std::size_t number, const std::str
     const double mine = num(r, "step_time_s");
     return s && mine > 0 ? format_fixed(num(*s, "step_time_s") / mine, 2) + "x" : std::string("-");
   });
-  row("micro-batches per step", [](const Json& r) { return scalar_text(r.value("micro_batches_per_step", Json("-"))); });
-  row("samples per step", [](const Json& r) { return scalar_text(r.value("samples_per_step", Json("-"))); });
-  row("latency mean", [](const Json& r) { return seconds(num(r.value("latency_s", Json::object()), "mean")); });
-  row("latency min", [](const Json& r) { return seconds(num(r.value("latency_s", Json::object()), "min")); });
-  row("latency max", [](const Json& r) { return seconds(num(r.value("latency_s", Json::object()), "max")); });
+  row("micro-batches per step", [](const Json& r) { return scalar_text(field(r, "micro_batches_per_step") ? *field(r, "micro_batches_per_step") : Json("-")); });
+  row("samples per step", [](const Json& r) { return scalar_text(field(r, "samples_per_step") ? *field(r, "samples_per_step") : Json("-")); });
+  row("latency mean", [](const Json& r) { return seconds(num(object_at(r, "latency_s"), "mean")); });
+  row("latency min", [](const Json& r) { return seconds(num(object_at(r, "latency_s"), "min")); });
+  row("latency max", [](const Json& r) { return seconds(num(object_at(r, "latency_s"), "max")); });
   row("bubble (idle share of IPU-time)", [](const Json& r) { return percent(num(r, "bubble_fraction")); });
   row("compute share", [](const Json& r) { return percent(shares_of(r).busy); });
   row("copies share (inter-IPU exchange)", [](const Json& r) { return percent(shares_of(r).exchange); });
   row("syncs share", [](const Json& r) { return percent(shares_of(r).sync); });
   row("host I/O share", [](const Json& r) { return percent(shares_of(r).host); });
-  row("pipeline cycles", [](const Json& r) { return scalar_text(r.value("cycles", Json("-"))); });
+  row("pipeline cycles", [](const Json& r) { return scalar_text(field(r, "cycles") ? *field(r, "cycles") : Json("-")); });
   for (auto idv : ipu_ids)
     row("IPU " + std::to_string(idv) + " utilisation", [idv](const Json& r) {
-      for (const Json& m : r.value("ipus", Json::array()))
-        if (m.value("id", std::int64_t{-1}) == idv) return percent(num(m, "utilization"));
+      for (const Json& m : array_at(r, "ipus"))
+        if (integer(m, "id") == idv) return percent(num(m, "utilization"));
       return std::string("-");
     });
   b.table(t, "Step metrics: " + name);
 
   std::vector<std::string> links;
   for (const Json* r : runs)
-    for (const Json& l : r->value("links", Json::array()))
+    for (const Json& l : array_at(*r, "links"))
       if (const std::string n = str(l, "name"); std::find(links.begin(), links.end(), n) == links.end())
         links.push_back(n);
   if (!links.empty()) {
@@ -621,7 +421,7 @@ void run_section(Builder& b, const Input& in, std::size_t number, const std::str
       std::vector<std::string> cells{link};
       for (const Json* r : runs) {
         std::string cell = "0 B";
-        for (const Json& l : r->value("links", Json::array()))
+        for (const Json& l : array_at(*r, "links"))
           if (str(l, "name") == link) cell = bytes(num(l, "bytes"));
         cells.push_back(cell);
       }
@@ -732,6 +532,7 @@ void sweep_section(Builder& b, const Input& in, std::size_t number, const std::s
   b.paragraph(std::to_string(in.points.size()) + " points from " + in.source + ", " + std::to_string(failed) +
                   " failed.",
               "meta");
+  b.findings(sweep_findings(in));
 
   const auto axes = sweep_axes(in);
   std::vector<const AxisInfo*> varying;
@@ -838,6 +639,13 @@ void sweep_section(Builder& b, const Input& in, std::size_t number, const std::s
                     " combinations of the other axes are plotted; the table lists every point.",
                 "note");
 
+  std::pair<double, double> highest{0, 0};  // throughput, bubble over every point and mode
+  for (const SweepPoint& p : in.points)
+    if (p.ok)
+      for (const Json& r : array_at(p.report, "runs")) {
+        highest.first = std::max(highest.first, num(r, "throughput_samples_per_s", 0));
+        highest.second = std::max(highest.second, num(r, "bubble_fraction", 0));
+      }
   for (std::size_t g = 0; g < panels.size() && g < kMaxPanels; ++g) {
     std::vector<const SweepPoint*> all;
     for (Curve& curve : panels[g].curves) {
@@ -852,6 +660,7 @@ void sweep_section(Builder& b, const Input& in, std::size_t number, const std::s
       c.x_label = x_key;
       c.y_label = which == 0 ? "throughput (samples/s)" : "bubble (idle share of IPU-time)";
       if (which == 1) c.y_format = percent_tick;
+      c.y_max = which == 0 ? highest.first : highest.second;  // one scale for every panel of the sweep
       c.log_x = log_x;
       c.x_ticks = ticks;
       for (const Curve& curve : panels[g].curves)
@@ -862,7 +671,8 @@ void sweep_section(Builder& b, const Input& in, std::size_t number, const std::s
             if (!std::isfinite(x)) continue;
             const Json* r = p->ok ? run_of(p->report, mode) : nullptr;
             const double y = r ? num(*r, which == 0 ? "throughput_samples_per_s" : "bubble_fraction") : kNaN;
-            s.points.push_back({x, std::isfinite(y) ? std::optional<double>(y) : std::nullopt});
+            s.points.push_back(
+                {x, std::isfinite(y) ? std::optional<double>(y) : std::nullopt, r && fits_in_memory(*r) == 0});
             if (r && s.name == mode) s.name = mode_label(*r);
           }
           s.name += curve.suffix;
@@ -915,7 +725,7 @@ void sweep_section(Builder& b, const Input& in, std::size_t number, const std::s
 // ----------------------------------------------------------- traces
 
 struct Track {
-  Json tid;
+  std::uint32_t tid;  // into TraceData::ids
   std::string name;
 };
 
@@ -967,8 +777,8 @@ std::vector<std::string> other_data_caption(const Json& other, const std::string
 // A run input that produced this trace's process: same scenario and, for that mode,
 // the same step time. Its execution settings then describe the timeline too.
 const Input* matching_run(const std::vector<Input>& inputs, const Json& other, const std::string& process) {
-  if (!other.is_object() || !other.contains("step_time_s") || !other["step_time_s"].is_object()) return nullptr;
-  const double step = num(other["step_time_s"], process.c_str());
+  if (!other.is_object() || !field(other, "step_time_s")) return nullptr;
+  const double step = num(object_at(other, "step_time_s"), process);
   if (!std::isfinite(step)) return nullptr;
   for (const Input& in : inputs) {
     if (in.kind != InputKind::Run || str(in.doc, "scenario") != str(other, "scenario")) continue;
@@ -981,82 +791,82 @@ const Input* matching_run(const std::vector<Input>& inputs, const Json& other, c
 
 void trace_section(Builder& b, const Input& in, std::size_t number, const std::string& id,
                    const std::vector<Input>& inputs) {
-  static const Json no_events = Json::array();
-  const Json& events =
-      in.doc.contains("traceEvents") && in.doc["traceEvents"].is_array() ? in.doc["traceEvents"] : no_events;
-  const Json other = in.doc.value("otherData", Json::object());
-  std::vector<Json> pids;
-  std::map<std::string, std::string> process_names;  // pid dump -> name
-  std::map<std::string, std::string> thread_names;   // pid dump + "/" + tid dump -> name
-  std::map<std::string, double> thread_order;        // pid dump + "/" + tid dump -> sort index
-  for (const Json& e : events) {
-    if (!e.is_object()) continue;
-    const Json pid = e.value("pid", Json(0));
-    const std::string ph = str(e, "ph");
-    if (ph == "M") {
-      const Json args = e.value("args", Json::object());
-      const std::string key = pid.dump() + "/" + e.value("tid", Json(0)).dump();
-      if (str(e, "name") == "process_name") process_names[pid.dump()] = str(args, "name");
-      if (str(e, "name") == "thread_name") thread_names[key] = str(args, "name");
-      if (str(e, "name") == "thread_sort_index" && std::isfinite(num(args, "sort_index")))
-        thread_order[key] = num(args, "sort_index");
-    }
-    if (ph == "X" && std::find(pids.begin(), pids.end(), pid) == pids.end()) pids.push_back(pid);
-  }
-  std::sort(pids.begin(), pids.end(), tid_less);
+  const TraceData& trace = in.trace;
+  const Json& other = trace.other;
+  std::vector<std::uint32_t> pids;
+  for (const TraceData::Slice& s : trace.slices)
+    if (std::find(pids.begin(), pids.end(), s.pid) == pids.end()) pids.push_back(s.pid);
+  std::sort(pids.begin(), pids.end(),
+            [&](std::uint32_t a, std::uint32_t c) { return tid_less(trace.ids[a], trace.ids[c]); });
 
   b.open_section(id);
   b.heading(2, "Trace " + std::to_string(number) + ": " + in.source);
   if (pids.empty()) b.paragraph("The trace has no complete (\"X\") events to draw.", "note");
 
-  for (const Json& pid : pids) {
+  for (const std::uint32_t pid : pids) {
     std::vector<Track> tracks;
+    std::map<std::uint32_t, std::size_t> row_of;  // tid -> row, once the rows are sorted
     double t0 = std::numeric_limits<double>::infinity();
-    for (const Json& e : events) {
-      if (!e.is_object() || str(e, "ph") != "X" || e.value("pid", Json(0)) != pid) continue;
-      const Json tid = e.value("tid", Json(0));
-      if (std::find_if(tracks.begin(), tracks.end(), [&](const Track& t) { return t.tid == tid; }) == tracks.end())
-        tracks.push_back({tid, ""});
-      t0 = std::min(t0, num(e, "ts", 0));
+    for (const TraceData::Slice& s : trace.slices) {
+      if (s.pid != pid) continue;
+      if (row_of.emplace(s.tid, tracks.size()).second) tracks.push_back({s.tid, ""});
+      t0 = std::min(t0, s.ts);
     }
     // Tracks in the trace's own order (thread_sort_index), else by thread id.
     auto order = [&](const Track& t) {
-      auto it = thread_order.find(pid.dump() + "/" + t.tid.dump());
-      return it == thread_order.end() ? std::numeric_limits<double>::infinity() : it->second;
+      auto it = trace.thread_order.find({pid, t.tid});
+      return it == trace.thread_order.end() ? std::numeric_limits<double>::infinity() : it->second;
     };
     std::sort(tracks.begin(), tracks.end(), [&](const Track& a, const Track& c) {
       if (order(a) != order(c)) return order(a) < order(c);
-      return tid_less(a.tid, c.tid);
+      return tid_less(trace.ids[a.tid], trace.ids[c.tid]);
     });
     chart::GanttChart g;
-    for (Track& t : tracks) {
-      auto it = thread_names.find(pid.dump() + "/" + t.tid.dump());
-      t.name = it != thread_names.end() && !it->second.empty() ? it->second : "track " + scalar_text(t.tid);
+    for (std::size_t r = 0; r < tracks.size(); ++r) {
+      Track& t = tracks[r];
+      row_of[t.tid] = r;
+      auto it = trace.thread_names.find({pid, t.tid});
+      t.name = it != trace.thread_names.end() && !it->second.empty() ? it->second
+                                                                      : "track " + scalar_text(trace.ids[t.tid]);
       g.rows.push_back(t.name);
     }
     std::vector<std::map<std::string, double>> totals(tracks.size());  // category -> seconds
+    double span = 0;  // seconds from the first event's start to the last one's end
     std::set<std::string> categories;
-    for (const Json& e : events) {
-      if (!e.is_object() || str(e, "ph") != "X" || e.value("pid", Json(0)) != pid) continue;
-      const Json tid = e.value("tid", Json(0));
-      const auto row = static_cast<std::size_t>(
-          std::find_if(tracks.begin(), tracks.end(), [&](const Track& t) { return t.tid == tid; }) - tracks.begin());
-      const double start = (num(e, "ts", 0) - t0) * 1e-6;
-      const double duration = std::max(0.0, num(e, "dur", 0)) * 1e-6;
-      const std::string category = str(e, "cat", "other");
-      g.events.push_back({row, start, start + duration, category,
-                          str(e, "name") + " (" + category + ", " + format_seconds(duration) + ")"});
+    std::vector<const TraceData::Slice*> slice_of;  // per Gantt event: its slice, for its label
+    const auto slice_count = static_cast<std::size_t>(std::count_if(
+        trace.slices.begin(), trace.slices.end(), [&](const TraceData::Slice& s) { return s.pid == pid; }));
+    g.events.reserve(slice_count);
+    slice_of.reserve(slice_count);
+    for (const TraceData::Slice& s : trace.slices) {
+      if (s.pid != pid) continue;
+      const std::size_t row = row_of[s.tid];
+      const double start = (s.ts - t0) * 1e-6;
+      const double duration = std::max(0.0, s.dur) * 1e-6;
+      const std::string& category = trace.categories[s.category];
+      g.events.push_back({row, start, start + duration, category, ""});
+      slice_of.push_back(&s);
       totals[row][category] += duration;
       categories.insert(category);
+      span = std::max(span, start + duration);
     }
-    auto pn = process_names.find(pid.dump());
-    const std::string process = pn != process_names.end() && !pn->second.empty() ? pn->second : "pid " + pid.dump();
+    g.label_of = [&](std::size_t i) {
+      const TraceData::Slice& s = *slice_of[i];
+      return trace.name(s) + " (" + trace.categories[s.category] + ", " + format_seconds(std::max(0.0, s.dur) * 1e-6) +
+             ")";
+    };
+    auto pn = trace.process_names.find(pid);
+    const std::string process =
+        pn != trace.process_names.end() && !pn->second.empty() ? pn->second : "pid " + trace.ids[pid].dump();
     const std::string scenario = str(other, "scenario");
     g.title = "Timeline of one step: " + (scenario.empty() ? "" : scenario + ", ") + process;
+    std::vector<TrackTime> track_times;
+    for (std::size_t r = 0; r < tracks.size(); ++r) track_times.push_back({tracks[r].name, totals[r]});
+    b.findings(trace_findings(process, track_times, span));
     const std::size_t drawn = chart::gantt_rects(g).size();
     auto lines = other_data_caption(other, in.source, process);
     if (const Input* run = matching_run(inputs, other, process))
-      lines[lines.size() - 1] = "Execution: " + execution_text(run->doc.value("execution", Json::object())) +
+      lines[lines.size() - 1] = "Execution: " + execution_text(object_at(run->doc, "execution")) +
                                 " (from run input " + run->source + ", same scenario and step time). Source: " +
                                 in.source + ".";
     lines.insert(lines.begin(), std::to_string(g.events.size()) + " events on " + std::to_string(tracks.size()) +
@@ -1087,7 +897,7 @@ void trace_section(Builder& b, const Input& in, std::size_t number, const std::s
 
 // ===================================================================== assembly
 
-Document build_report(const std::vector<Input>& inputs, const std::string& title) {
+Document build_report(const std::vector<Input>& inputs, const std::string& title, const std::string& notes) {
   Builder b(title);
   std::vector<std::pair<std::string, std::string>> toc;
   std::string intro_html = "<p class=\"inputs\">Generated by <code>ipusim report</code> from " +
@@ -1101,6 +911,12 @@ Document build_report(const std::vector<Input>& inputs, const std::string& title
   intro_html += ".</p>\n";
   intro_md += ".\n\n";
 
+  if (!notes.empty()) {
+    toc.push_back({"notes", "Notes"});
+    b.raw("<section id=\"notes\" class=\"notes\">\n<h2>Notes</h2>\n" + notes_html(notes) + "</section>\n",
+          "## Notes\n\n" + notes + (notes.back() == '\n' ? "\n" : "\n\n"));
+  }
+
   std::vector<const Input*> runs;
   for (const Input& in : inputs)
     if (in.kind == InputKind::Run) runs.push_back(&in);
@@ -1108,6 +924,9 @@ Document build_report(const std::vector<Input>& inputs, const std::string& title
     toc.push_back({"summary", "Summary: sharded vs pipelined"});
     b.open_section("summary");
     b.heading(2, "Summary: sharded vs pipelined");
+    std::vector<std::pair<std::string, const Json*>> named;
+    for (const Input* in : runs) named.push_back({summary_row_name(*in), &in->doc});
+    b.findings(summary_findings(named));
     Table t{{"scenario", "model", "config", "sharded step time", "pipelined step time", "sharded throughput",
              "pipelined throughput", "speed-up"},
             {}};
