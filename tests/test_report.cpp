@@ -165,9 +165,11 @@ fs::path make_report(const fs::path& dir, bool with_memory) {
   inputs.push_back((dir / "sweep").string());
   write_fake_trace(dir / "trace.json");
   inputs.push_back((dir / "trace.json").string());
+  write(dir / "notes.md", "# Study notes\n\nWhy we ran **this**: <i>two</i> splits.\n");
   std::string command = binary() + " report";
   for (const auto& i : inputs) command += " '" + i + "'";
-  command += " -o '" + (dir / "out").string() + "' --title 'Sharded <vs> pipelined'";
+  command += " -o '" + (dir / "out").string() + "' --title 'Sharded <vs> pipelined' --notes '" +
+             (dir / "notes.md").string() + "'";
   REQUIRE(shell(command, dir / "report.log") == 0);
   return dir / "out";
 }
@@ -396,7 +398,8 @@ TEST_CASE("ipusim report builds HTML and Markdown from a run with a sweep and a 
   // No overwrite without --force; with it, the same inputs give the same bytes.
   const std::string inputs = " '" + (dir / "run-nomemory.json").string() + "' '" + (dir / "run-memory.json").string() +
                              "' '" + (dir / "sweep").string() + "' '" + (dir / "trace.json").string() +
-                             "' --title 'Sharded <vs> pipelined' -o '" + (out).string() + "'";
+                             "' --title 'Sharded <vs> pipelined' -o '" + (out).string() + "' --notes '" +
+                             (dir / "notes.md").string() + "'";
   CHECK(shell(binary() + " report" + inputs, dir / "again.log") == 2);
   CHECK(read(dir / "again.log").find("--force") != std::string::npos);
   CHECK(shell(binary() + " report" + inputs + " --force", dir / "force.log") == 0);
@@ -456,6 +459,16 @@ TEST_CASE("headless Chromium renders the report without errors", "[report][brows
   CHECK(figures >= 8);
   CHECK(count(dom, "<svg") == figures);
   CHECK(dom.find("Throughput vs execution.gradientAccumulation") != std::string::npos);
+  // The parts of issue 14 as the browser built them: findings opening the sections, the
+  // user's notes rendered (their markup escaped), the stacked time breakdown, the
+  // fullest-tile chart and the out-of-memory sweep point.
+  CHECK(count(dom, "<p class=\"finding\"><b>Finding.</b>") >= 4);  // summary, 2 runs, sweep, trace
+  CHECK(dom.find("<h3>Study notes</h3>") != std::string::npos);
+  CHECK(dom.find("Why we ran <b>this</b>: &lt;i&gt;two&lt;/i&gt; splits.") != std::string::npos);
+  CHECK(dom.find("Where the step time goes") != std::string::npos);
+  CHECK(count(dom, "class=\"stack\"") > 10);
+  CHECK(dom.find("Fullest tile per IPU") != std::string::npos);
+  CHECK(count(dom, "class=\"oom-mark\"") == 2);  // throughput and bubble charts of the sweep
 
   // The screenshot: right size, not blank, and the mode colours of the bars
   // (#0072B2 sharded, #E69F00 pipelined) filling many pixels.
