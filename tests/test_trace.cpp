@@ -13,6 +13,7 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 #include "sim/output/trace.hpp"
 #include "sim/simulate/simulation.hpp"
@@ -236,6 +237,30 @@ TEST_CASE("trace flow arrows join each copy's send and receive, and link load is
           label = e.at("args").at("labels");
       INFO(label);
       CHECK(label.find("7.7 % fill and flush, 30.8 % imbalance") != std::string::npos);  // 2 and 8 of 26.01 ms
+
+      // The same attribution as idle slices on the IPU tracks, named by cause: IPU 1
+      // waits out the fill (0-1000 us); IPU 0 waits 2 ms for IPU 1 after each of its
+      // cycles 1-3 and the whole flush, its first 1000 us fill/flush.
+      std::vector<std::tuple<std::string, double, double>> idle0, idle1;
+      for (const std::string track : {"IPU 0", "IPU 1"})
+        for (const Json& e : t.slices(process, track))
+          if (e.at("cat").get<std::string>().rfind("idle-", 0) == 0)
+            (track == "IPU 0" ? idle0 : idle1).emplace_back(e.at("name"), ts(e), ts(e) + dur(e));
+      INFO("IPU 0 idle slices: " << idle0.size());
+      REQUIRE(idle1.size() == 1);
+      CHECK(std::get<0>(idle1[0]) == "idle: fill and flush");
+      CHECK(std::get<1>(idle1[0]) == Approx(0).margin(1e-9));
+      CHECK(std::get<2>(idle1[0]) == Approx(1000).epsilon(1e-12));
+      const std::vector<std::tuple<std::string, double, double>> expected = {
+          {"idle: imbalance", 2001, 4001},        {"idle: imbalance", 5002, 7002},
+          {"idle: imbalance", 8003, 10003},       {"idle: fill and flush", 10004, 11004},
+          {"idle: imbalance", 11004, 13004}};
+      REQUIRE(idle0.size() == expected.size());
+      for (std::size_t i = 0; i < expected.size(); ++i) {
+        CHECK(std::get<0>(idle0[i]) == std::get<0>(expected[i]));
+        CHECK(std::get<1>(idle0[i]) == Approx(std::get<1>(expected[i])).epsilon(1e-12));
+        CHECK(std::get<2>(idle0[i]) == Approx(std::get<2>(expected[i])).epsilon(1e-12));
+      }
     }
     // The link's load: 1000 B / 1 us = 1e9 B/s during each transfer (5 pipelined, the
     // flush's included; 4 sharded), 0 between them.
@@ -352,6 +377,43 @@ TEST_CASE("ipusim run --trace writes a trace beside the report, honouring --forc
   CHECK(flow_events["f"] == 2 * 64);
   CHECK(ids.size() == 2 * 64);
   CHECK(doc.at("otherData").at("copy_flows") == Json{{"sharded", 64}, {"pipelined (popart)", 64}});
+
+  // Idle slices by cause add up to each IPU's attribution in the run document, here and
+  // for an asynchronous schedule (1F1B, whose receives wait for copies) in training.
+  const auto check_idle = [](const Json& timeline, const Json& run_doc) {
+    std::map<std::string, std::string> process_of_pid;
+    for (const Json& e : timeline.at("traceEvents"))
+      if (e.at("ph") == "M" && e.at("name") == "process_name")
+        process_of_pid[e.at("pid").dump()] = e.at("args").at("name");
+    std::map<std::string, std::map<int, std::map<std::string, double>>> sums;  // process -> ipu -> cause -> s
+    for (const Json& e : timeline.at("traceEvents"))
+      if (e.at("ph") == "X" && e.at("cat").get<std::string>().rfind("idle-", 0) == 0)
+        sums[process_of_pid[e.at("pid").dump()]][e.at("args").at("ipu").get<int>()][e.at("cat")] +=
+            e.at("dur").get<double>() * 1e-6;
+    std::size_t checked = 0;
+    for (const Json& r : run_doc.at("runs")) {
+      const std::string process =
+          r.at("mode") == "pipelined" ? "pipelined (" + r.at("schedule").get<std::string>() + ")" : "sharded";
+      for (const Json& m : r.at("ipus"))
+        for (const auto& [cause, key] : std::vector<std::pair<std::string, std::string>>{
+                 {"idle-fill-flush", "fill_flush_s"}, {"idle-imbalance", "imbalance_s"},
+                 {"idle-copy-wait", "copy_wait_s"}, {"idle-update-wait", "update_wait_s"},
+                 {"idle-turn-wait", "turn_wait_s"}}) {
+          INFO(process << " IPU " << m.at("id") << " " << cause);
+          CHECK(sums[process][m.at("id").get<int>()][cause] ==
+                Approx(m.at("idle").at(key).get<double>()).epsilon(1e-6).margin(1e-12));
+          ++checked;
+        }
+    }
+    CHECK(checked >= 2 * 2 * 5);
+  };
+  check_idle(doc, rep);
+  const std::string training = std::string("'") + IPUSIM_SOURCE_DIR + "/scenarios/mlp-training.json'";
+  REQUIRE(run_ipusim("run " + training + " --set execution.schedule=1f1b --trace " + trace + " --json -o " + report +
+                         " --force",
+                     dir) == 0);
+  check_idle(read_json(dir.root() / "mlp.trace.json"), read_json(dir.root() / "report.json"));
+  REQUIRE(run_ipusim("run " + scenario + " --trace " + trace + " --json -o " + report + " --force", dir) == 0);
 
   // An existing trace is kept unless --force; the table on standard output works too.
   const auto size = std::filesystem::file_size(dir.root() / "mlp.trace.json");

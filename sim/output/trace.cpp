@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "sim/metrics/attribution.hpp"
 #include "sim/output/json_report.hpp"
 #include "sim/output/units.hpp"
 
@@ -134,8 +135,32 @@ struct Slice {
   double ts = 0, dur = 0;
   std::size_t sequence = 0;
   std::size_t run = 0, index = 0;
-  int link = -1;  // -1: an event
+  int link = -1;  // -1: an event, kIdleSlice: an idle stretch (index into idle_slices_[run])
 };
+
+constexpr int kIdleSlice = -2;
+
+// The run's idle stretches by cause, from its logged events replayed through the same
+// attribution the metrics use (the per-IPU order of the log is all it depends on: copies
+// pair with receives first in, first out).
+std::vector<IdleSlice> idle_slices(const ModeRun& run) {
+  TimeAttribution attribution(run.schedule, run.metrics.mode, true);
+  if (attribution.wants_transfers())
+    for (const TransferRecord& t : run.log.transfers) attribution.on_transfer(t);
+  for (const Event& e : run.log.events) attribution.on_event(e);
+  return attribution.finish(run.metrics.step_time_s).idle_slices;
+}
+
+std::string idle_slice_name(IdleCause cause) {
+  switch (cause) {
+  case IdleCause::FillFlush: return "idle: fill and flush";
+  case IdleCause::Imbalance: return "idle: imbalance";
+  case IdleCause::CopyWait: return "idle: waiting on copies";
+  case IdleCause::UpdateWait: return "idle: waiting on updates";
+  case IdleCause::TurnWait: return "idle: waiting for its turn";
+  }
+  return "idle";
+}
 
 // The document in its order: metadata, then each slice; `otherData` last.
 class TraceMaker {
@@ -214,6 +239,12 @@ private:
       if (!ipu_tid.count(e.ipu)) ipu_tid[e.ipu] = add_track("IPU " + std::to_string(e.ipu));
       if (!add(pid, ipu_tid[e.ipu], e.start, e.end, r, i, -1)) ++left_out;
     }
+    idle_slices_.push_back(idle_slices(run));
+    for (std::size_t i = 0; i < idle_slices_.back().size(); ++i) {
+      const IdleSlice& s = idle_slices_.back()[i];
+      if (!ipu_tid.count(s.ipu)) continue;
+      add(pid, ipu_tid[s.ipu], s.start, s.end, r, i, kIdleSlice);
+    }
     origins_.push_back(transfer_origins(sim_.plan, log));
     for (std::size_t i = 0; i < log.transfers.size(); ++i) {
       const TransferRecord& t = log.transfers[i];
@@ -239,7 +270,12 @@ private:
     Json args = Json::object();
     std::string name, category;
     const RunLog& log = sim_.runs[s.run].log;
-    if (s.link < 0) {
+    if (s.link == kIdleSlice) {
+      const IdleSlice& idle = idle_slices_[s.run][s.index];
+      name = idle_slice_name(idle.cause);
+      category = std::string("idle-") + idle_cause_name(idle.cause);
+      args = {{"ipu", idle.ipu}};
+    } else if (s.link < 0) {
       const Event& e = log.events[s.index];
       switch (e.kind) {
       case EventKind::Compute:
@@ -367,6 +403,7 @@ private:
   std::vector<Json> metadata_;
   std::vector<Slice> slices_;
   std::vector<std::vector<Origin>> origins_;  // per run, per transfer
+  std::vector<std::vector<IdleSlice>> idle_slices_;  // per run
   std::vector<std::map<int, int>> ipu_tids_;  // per run: IPU -> track
   std::vector<std::vector<int>> link_tids_;   // per run: link -> track (0: none)
   std::int64_t next_flow_ = 0;                // flow ids, unique in the document
