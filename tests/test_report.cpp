@@ -2,6 +2,7 @@
 // end to end through the real binary, and the page rendered by headless Chromium.
 #include <catch2/catch.hpp>
 
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -93,7 +94,7 @@ Json fake_run(int g, double sharded_throughput, double pipelined_throughput, dou
                                                                   pipelined_bubble)}}};
 }
 
-// A sweep folder over G = 4, 8, 64 whose G = 8 point failed.
+// A sweep folder over G = 4, 8, 16, 64 whose G = 8 point failed and G = 16 point does not fit.
 void write_fake_sweep(const fs::path& dir) {
   write(dir / "sweep.json", Json{{"name", "fake G sweep"}, {"scenario", "scenarios/fake-mlp.json"}}.dump());
   std::string lines;
@@ -105,7 +106,18 @@ void write_fake_sweep(const fs::path& dir) {
                 {"error", "simulated failure <b>&"}}
                .dump() +
            "\n";
-  lines += Json{{"point", 2}, {"id", "g64"}, {"status", "ok"}, {"axes", {{"execution.gradientAccumulation", 64}}},
+  // G = 16 is the fastest point, and does not fit: the pipelined run's IPU 1 overflows a tile.
+  Json oom = fake_run(16, 1000, 5000, 0.1);
+  oom["runs"][1]["memory"] = {{"fits", false},
+                              {"ipus",
+                               {{{"virtualIpu", 1}, {"totalBytes", 950.0 * 1048576}, {"capacityBytes", 900.0 * 1048576},
+                                 {"fullestTileBytes", 700000.0}, {"tileCapacityBytes", 638976.0},
+                                 {"fits", false}}}}};
+  lines += Json{{"point", 2}, {"id", "g16"}, {"status", "oom"}, {"axes", {{"execution.gradientAccumulation", 16}}},
+                {"report", oom}}
+               .dump() +
+           "\n";
+  lines += Json{{"point", 3}, {"id", "g64"}, {"status", "ok"}, {"axes", {{"execution.gradientAccumulation", 64}}},
                 {"report", fake_run(64, 1000, 3500, 0.05)}}
                .dump() +
            "\n";
@@ -142,9 +154,9 @@ fs::path make_report(const fs::path& dir, bool with_memory) {
     for (Json& r : doc["runs"])
       r["memory"] = {{"fits", false},
                      {"ipus",
-                      {{{"id", 0}, {"totalBytes", 100.0 * 1048576}, {"capacityBytes", 900.0 * 1048576},
+                      {{{"virtualIpu", 0}, {"totalBytes", 100.0 * 1048576}, {"capacityBytes", 900.0 * 1048576},
                         {"fullestTileBytes", 200000.0}, {"tileCapacityBytes", 638976.0}, {"fits", true}},
-                       {{"id", 1}, {"totalBytes", 950.0 * 1048576}, {"capacityBytes", 900.0 * 1048576},
+                       {{"virtualIpu", 1}, {"totalBytes", 950.0 * 1048576}, {"capacityBytes", 900.0 * 1048576},
                         {"fullestTileBytes", 700000.0}, {"tileCapacityBytes", 638976.0}, {"fits", false}}}}};
     write(dir / "run-memory.json", doc.dump(2));
     inputs.push_back((dir / "run-memory.json").string());
@@ -153,9 +165,11 @@ fs::path make_report(const fs::path& dir, bool with_memory) {
   inputs.push_back((dir / "sweep").string());
   write_fake_trace(dir / "trace.json");
   inputs.push_back((dir / "trace.json").string());
+  write(dir / "notes.md", "# Study notes\n\nWhy we ran **this**: <i>two</i> splits.\n");
   std::string command = binary() + " report";
   for (const auto& i : inputs) command += " '" + i + "'";
-  command += " -o '" + (dir / "out").string() + "' --title 'Sharded <vs> pipelined'";
+  command += " -o '" + (dir / "out").string() + "' --title 'Sharded <vs> pipelined' --notes '" +
+             (dir / "notes.md").string() + "'";
   REQUIRE(shell(command, dir / "report.log") == 0);
   return dir / "out";
 }
@@ -384,7 +398,8 @@ TEST_CASE("ipusim report builds HTML and Markdown from a run with a sweep and a 
   // No overwrite without --force; with it, the same inputs give the same bytes.
   const std::string inputs = " '" + (dir / "run-nomemory.json").string() + "' '" + (dir / "run-memory.json").string() +
                              "' '" + (dir / "sweep").string() + "' '" + (dir / "trace.json").string() +
-                             "' --title 'Sharded <vs> pipelined' -o '" + (out).string() + "'";
+                             "' --title 'Sharded <vs> pipelined' -o '" + (out).string() + "' --notes '" +
+                             (dir / "notes.md").string() + "'";
   CHECK(shell(binary() + " report" + inputs, dir / "again.log") == 2);
   CHECK(read(dir / "again.log").find("--force") != std::string::npos);
   CHECK(shell(binary() + " report" + inputs + " --force", dir / "force.log") == 0);
@@ -444,6 +459,16 @@ TEST_CASE("headless Chromium renders the report without errors", "[report][brows
   CHECK(figures >= 8);
   CHECK(count(dom, "<svg") == figures);
   CHECK(dom.find("Throughput vs execution.gradientAccumulation") != std::string::npos);
+  // The parts of issue 14 as the browser built them: findings opening the sections, the
+  // user's notes rendered (their markup escaped), the stacked time breakdown, the
+  // fullest-tile chart and the out-of-memory sweep point.
+  CHECK(count(dom, "<p class=\"finding\"><b>Finding.</b>") >= 4);  // summary, 2 runs, sweep, trace
+  CHECK(dom.find("<h3>Study notes</h3>") != std::string::npos);
+  CHECK(dom.find("Why we ran <b>this</b>: &lt;i&gt;two&lt;/i&gt; splits.") != std::string::npos);
+  CHECK(dom.find("Where the step time goes") != std::string::npos);
+  CHECK(count(dom, "class=\"stack\"") > 10);
+  CHECK(dom.find("Fullest tile per virtual IPU") != std::string::npos);
+  CHECK(count(dom, "class=\"oom-mark\"") == 2);  // throughput and bubble charts of the sweep
 
   // The screenshot: right size, not blank, and the mode colours of the bars
   // (#0072B2 sharded, #E69F00 pipelined) filling many pixels.
@@ -462,5 +487,228 @@ TEST_CASE("headless Chromium renders the report without errors", "[report][brows
   CHECK(non_white > 0.05);
   CHECK(blue > 5000);
   CHECK(orange > 5000);
+  fs::remove_all(dir);
+}
+
+// ------------------------------------------------------------------ findings and notes
+
+namespace {
+
+// Two modes of G = 4 (64 samples per step): sharded at 1000 samples/s (64 ms), pipelined
+// at 2500 samples/s (25.6 ms), with the attribution of the step time given by hand.
+Json attributed_run() {
+  Json doc = fake_run(4, 1000, 2500, 0.15);
+  Json& sharded = doc["runs"][0];
+  Json& pipelined = doc["runs"][1];
+  sharded["timeShares"] = {{"compute", 0.4}, {"hostIo", 0.1}, {"exchange", 0.05}, {"sync", 0.0},
+                            {"idleTurnWait", 0.45}};
+  pipelined["timeShares"] = {{"compute", 0.5},         {"hostIo", 0.2},          {"exchange", 0.1},
+                              {"sync", 0.05},           {"idleFillFlush", 0.1}, {"idleImbalance", 0.05},
+                              {"idleCopyWait", 0.0}};
+  pipelined["bottleneck"] = {{"ipu", 1}, {"stage", 1}};
+  const double step = pipelined["stepTimeSeconds"].get<double>();
+  // IPU 0 idles 20 % of the step (15 % fill and flush, 5 % imbalance), IPU 1 10 %.
+  pipelined["ipus"][0]["idleSeconds"] = 0.2 * step;
+  pipelined["ipus"][0]["idle"] = {{"fillFlushSeconds", 0.15 * step}, {"imbalanceSeconds", 0.05 * step}};
+  pipelined["ipus"][1]["idleSeconds"] = 0.1 * step;
+  pipelined["ipus"][1]["idle"] = {{"fillFlushSeconds", 0.05 * step}, {"imbalanceSeconds", 0.05 * step}};
+  pipelined["memory"] = {{"fits", false},
+                         {"ipus",
+                          {{{"virtualIpu", 0}, {"fullestTileBytes", 200000.0}, {"tileCapacityBytes", 638976.0},
+                            {"fits", true}},
+                           {{"virtualIpu", 1}, {"fullestTileBytes", 700000.0}, {"tileCapacityBytes", 638976.0},
+                            {"fits", false}}}}};
+  return doc;
+}
+
+} // namespace
+
+TEST_CASE("each report section opens with findings computed from the data, and --notes adds the user's text",
+          "[report][e2e]") {
+  const fs::path dir = fresh_dir("findings");
+  write(dir / "run.json", attributed_run().dump());
+  write_fake_sweep(dir / "sweep");
+  write(dir / "notes.md", "# Why we ran this\n\nG = 4 on **two** IPUs <b>&amp;</b>.\n\n- first `x<y`\n- second\n");
+  REQUIRE(shell(binary() + " report '" + (dir / "run.json").string() + "' '" + (dir / "sweep").string() +
+                    "' --notes '" + (dir / "notes.md").string() + "' -o '" + (dir / "out").string() + "'",
+                dir / "log") == 0);
+  const std::string md = read(dir / "out" / "report.md");
+  const std::string html = read(dir / "out" / "report.html");
+  INFO(md);
+  // The run: 2500 / 1000 samples/s = 2.50x; 64 samples in 64 ms and in 25.6 ms.
+  CHECK(md.find("**Finding.** Pipelined (popart) wins: 2.50x the throughput of sharded (2.500 ksamples/s against "
+                "1.000 ksamples/s; 25.60 ms against 64.00 ms per step).") != std::string::npos);
+  CHECK(md.find("Its IPU time is 50.0 % compute, 20.0 % host I/O, 10.0 % copies, 5.0 % syncs, 15.0 % idle "
+                "(10.0 % fill and flush, 5.0 % imbalance).") != std::string::npos);
+  CHECK(md.find("Sharded loses 45.0 % of its IPU time to waiting for its turn.") != std::string::npos);
+  CHECK(md.find("The bottleneck is IPU 1 (stage 1), 50.0 % busy; the most idle IPU is IPU 0, idle 20.0 % of the "
+                "step, mostly fill and flush (15.0 %).") != std::string::npos);
+  // 700000 B = 683.6 KiB against 638976 B = 624.0 KiB.
+  CHECK(md.find("Pipelined (popart) does not fit in memory on vIPU 1 (fullest tile 683.6 KiB of 624.0 KiB).") !=
+        std::string::npos);
+  // The summary, one run input: speed-up 64 ms / 25.6 ms.
+  CHECK(md.find("Pipelining is faster than sharding in 1 of 1 run input: 2.50x (fake-mlp).") != std::string::npos);
+  // The sweep: G = 64 at 3500 samples/s beats G = 4 at 3000 (1.17x); G = 16 (5000) does not fit.
+  CHECK(md.find("4 points: 2 ran and fit in memory, 1 out of memory (execution.gradientAccumulation=16), 1 failed "
+                "(execution.gradientAccumulation=8).") != std::string::npos);
+  CHECK(md.find("Fastest that fits: execution.gradientAccumulation=64, pipelined (popart), 3.500 ksamples/s: 1.17x "
+                "the next best (execution.gradientAccumulation=4, 3.000 ksamples/s).") != std::string::npos);
+  CHECK(md.find("Pipelining beats sharding at 2 of 2 points that fit.") != std::string::npos);
+  CHECK(md.find("Faster but out of memory, so not possible as configured: execution.gradientAccumulation=16.") !=
+        std::string::npos);
+  // Findings open their sections: the run's comes before its first figure.
+  CHECK(md.find("Pipelined (popart) wins") < md.find("![Figure 1"));
+  // The same sentences in the HTML, escaped.
+  CHECK(html.find("<p class=\"finding\"><b>Finding.</b> Pipelined (popart) wins: 2.50x") != std::string::npos);
+
+  // The notes: verbatim in Markdown, escaped and rendered in HTML.
+  CHECK(md.find("## Notes\n\n# Why we ran this\n\nG = 4 on **two** IPUs <b>&amp;</b>.\n\n- first `x<y`\n- second\n") !=
+        std::string::npos);
+  CHECK(html.find("<h3>Why we ran this</h3>\n<p>G = 4 on <b>two</b> IPUs &lt;b&gt;&amp;amp;&lt;/b&gt;.</p>\n<ul>\n"
+                  "<li>first <code>x&lt;y</code></li>\n<li>second</li>\n</ul>") != std::string::npos);
+  CHECK(html.find("<a href=\"#notes\">Notes</a>") != std::string::npos);
+
+  // A missing or binary notes file: exit 2, located, nothing written.
+  const std::string run = " '" + (dir / "run.json").string() + "' -o '" + (dir / "out2").string() + "'";
+  CHECK(shell(binary() + " report" + run + " --notes '" + (dir / "absent.md").string() + "'", dir / "log") == 2);
+  CHECK(read(dir / "log").find((dir / "absent.md").string()) != std::string::npos);
+  CHECK(read(dir / "log").find("[file.missing]") != std::string::npos);
+  write(dir / "binary.md", std::string("abc\xff\xfe", 5));
+  CHECK(shell(binary() + " report" + run + " --notes '" + (dir / "binary.md").string() + "'", dir / "log") == 2);
+  CHECK(read(dir / "log").find("binary.md") != std::string::npos);
+  CHECK(read(dir / "log").find("[report.bad-notes]") != std::string::npos);
+  CHECK(!fs::exists(dir / "out2" / "report.html"));
+  fs::remove_all(dir);
+}
+
+// ------------------------------------------------------------------ charts of issue 14
+
+TEST_CASE("a long chart title wraps at spaces inside the chart's width", "[report][chart]") {
+  const std::string title = "Throughput vs execution.gradientAccumulation with model by execution.microBatchSize "
+                            "[execution.replicas=2, execution.recomputation=pipeline]";
+  const auto lines = chart::title_lines(title, 640);
+  REQUIRE(lines.size() >= 2);
+  std::string joined;
+  for (const auto& l : lines) {
+    CHECK(chart::text_width(l, 15) <= 640 - 24);
+    joined += (joined.empty() ? "" : " ") + l;
+  }
+  CHECK(joined == title);
+  chart::LineChart c;
+  c.title = title;
+  c.series.push_back({"s", "", {{1, 1.0}, {2, 2.0}}});
+  const std::string svg = chart::render(c);
+  CHECK(count(svg, "font-weight=\"bold\"") == lines.size());
+  // The plot moved down by 18 px per extra line: the default 640 x 360 chart grows.
+  CHECK(svg.find("height=\"" + chart::coord(360 + 18.0 * static_cast<double>(lines.size() - 1)) + "\"") !=
+        std::string::npos);
+  CHECK(chart::title_lines("short", 640) == std::vector<std::string>{"short"});
+}
+
+TEST_CASE("report charts: time breakdown, fullest tile, out-of-memory points and one y-scale per sweep",
+          "[report][e2e]") {
+  const fs::path dir = fresh_dir("charts");
+  write(dir / "run.json", attributed_run().dump());
+  write_fake_sweep(dir / "sweep");
+  // Four panels (two other axes, two values each) whose throughputs differ 8-fold.
+  std::string lines;
+  int point = 0;
+  for (int a : {1, 2})
+    for (int b : {1, 2})
+      for (int g : {4, 64}) {
+        const double scale = a * b * (g == 64 ? 2 : 1);  // 1 .. 8
+        lines += Json{{"point", point}, {"id", "p" + std::to_string(point)}, {"status", "ok"},
+                      {"axes", {{"execution.gradientAccumulation", g}, {"x.a", a}, {"x.b", b}}},
+                      {"report", fake_run(g, 500 * scale, 1000 * scale, 0.1)}}
+                     .dump() +
+                 "\n";
+        ++point;
+      }
+  write(dir / "panels" / "results.jsonl", lines);
+  REQUIRE(shell(binary() + " report '" + (dir / "run.json").string() + "' '" + (dir / "sweep").string() + "' '" +
+                    (dir / "panels").string() + "' -o '" + (dir / "out").string() + "'",
+                dir / "log") == 0);
+  const fs::path out = dir / "out";
+
+  // Time breakdown: sharded has time_shares only (one bar), pipelined also per IPU (three).
+  const std::string breakdown = figure_file(out, "time-breakdown");
+  CHECK(breakdown.find("sharded: all IPUs, idle: waiting for its turn: 45.0%") != std::string::npos);
+  CHECK(breakdown.find("pipelined (popart): all IPUs, compute: 50.0%") != std::string::npos);
+  // IPU 0: busy 1/4 of the step, idle 15 % fill and flush and 5 % imbalance.
+  CHECK(breakdown.find("pipelined (popart): IPU 0, compute: 25.0%") != std::string::npos);
+  CHECK(breakdown.find("pipelined (popart): IPU 0, idle: fill and flush: 15.0%") != std::string::npos);
+  CHECK(breakdown.find("pipelined (popart): IPU 1, idle: imbalance: 5.0%") != std::string::npos);
+  CHECK(breakdown.find(">idle: waiting on updates<") == std::string::npos);  // zero everywhere: not in the legend
+
+  // The per-tile verdict: 700000 B = 684 KiB over a 624.0 KiB tile.
+  const std::string tiles = figure_file(out, "fullest-tile");
+  CHECK(tiles.find("tile memory 624.0 KiB") != std::string::npos);
+  CHECK(tiles.find(">684</text>") != std::string::npos);
+  CHECK(tiles.find(">195</text>") != std::string::npos);  // 200000 B
+
+  // G = 16 does not fit in pipelined mode: a hollow marker, once per chart, not a line point.
+  for (const char* which : {"fake-g-sweep-throughput", "fake-g-sweep-bubble"}) {
+    const std::string svg = figure_file(out, which);
+    CHECK(count(svg, "class=\"oom-mark\"") == 1);
+    CHECK(svg.find("out of memory (not possible)") != std::string::npos);
+    CHECK(count(svg, "class=\"error-mark\"") == 1);  // G = 8 failed
+  }
+  // The 5000 samples/s of the out-of-memory point sets the scale, not a line: the
+  // pipelined line is two segments (G = 4, then G = 64 after the gaps).
+  const std::string sweep = figure_file(out, "fake-g-sweep-throughput");
+  CHECK(sweep.find(">5000</text>") != std::string::npos);
+  // Sharded: G = 4, gap (failed), G = 16 to 64; pipelined: G = 4, gaps, G = 64. One restart each.
+  CHECK(count(sweep, "class=\"series\"") == 2);
+  CHECK(count(sweep, " M") == 2);
+
+  // Every throughput panel of the four-panel sweep has the same axis: up to 8000 samples/s.
+  std::size_t panels = 0;
+  for (const auto& e : fs::directory_iterator(out / "figures")) {
+    const std::string name = e.path().filename().string();
+    if (name.find("panels-throughput") == std::string::npos) continue;
+    ++panels;
+    CHECK(read(e.path()).find(">8000</text>") != std::string::npos);
+  }
+  CHECK(panels == 4);
+  fs::remove_all(dir);
+}
+
+// ------------------------------------------------------------------ large traces
+
+TEST_CASE("a report from a large trace reads it as a stream, in bounded memory", "[report][e2e][large]") {
+  const fs::path dir = fresh_dir("large");
+  // 4 IPU tracks x 50,000 slices of 1 us back to back, as `run --trace` writes them (one
+  // event a line, args included): about 30 MB.
+  constexpr int kTracks = 4, kPerTrack = 50000;
+  {
+    std::ofstream out(dir / "big.trace.json", std::ios::binary);
+    out << "{\"traceEvents\":[\n"
+        << R"j({"args":{"name":"pipelined (popart)"},"name":"process_name","ph":"M","pid":1,"tid":0})j";
+    for (int t = 1; t <= kTracks; ++t)
+      out << ",\n{\"args\":{\"name\":\"IPU " << t - 1 << "\"},\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":" << t
+          << "}";
+    for (int t = 1; t <= kTracks; ++t)
+      for (int i = 0; i < kPerTrack; ++i)
+        out << ",\n{\"args\":{\"ipu\":" << t - 1 << ",\"micro_batch\":" << i << ",\"pass\":\"forward\",\"stage\":" << t - 1
+            << "},\"cat\":\"" << (i % 2 == 0 ? "compute" : "exchange") << "\",\"dur\":1.0,\"name\":\"stage " << t - 1
+            << " fwd mb " << i << "\",\"ph\":\"X\",\"pid\":1,\"tid\":" << t << ",\"ts\":" << i << ".0}";
+    out << "\n],\n\"otherData\":{\"scenario\":\"big\"}}\n";
+  }
+  const auto file_bytes = static_cast<double>(fs::file_size(dir / "big.trace.json"));
+  REQUIRE(file_bytes > 25e6);
+  REQUIRE(shell(binary() + " report '" + (dir / "big.trace.json").string() + "' -o '" + (dir / "out").string() + "'",
+                dir / "log") == 0);
+  // Every slice counted: 200,000 events on 4 tracks; half of each track's 50 ms computing.
+  const std::string md = read(dir / "out" / "report.md");
+  CHECK(md.find("200000 events on 4 tracks") != std::string::npos);
+  CHECK(md.find("the 4 IPU tracks spend their 50.00 ms as 50.0 % compute, 50.0 % exchange") != std::string::npos);
+  // Peak memory of the report (the largest child this test ran): the program (38 MB),
+  // the text once and compact records (122 MB in all for this 31 MB file), not a JSON
+  // document of the events (425 MB when the report held one).
+  struct rusage usage {};
+  REQUIRE(getrusage(RUSAGE_CHILDREN, &usage) == 0);
+  const double peak_bytes = static_cast<double>(usage.ru_maxrss) * 1024;
+  INFO("peak " << peak_bytes / 1048576 << " MiB for a " << file_bytes / 1048576 << " MiB trace");
+  CHECK(peak_bytes < 5 * file_bytes);
   fs::remove_all(dir);
 }

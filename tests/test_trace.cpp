@@ -13,6 +13,7 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 #include "sim/output/trace.hpp"
 #include "sim/simulate/simulation.hpp"
@@ -182,6 +183,95 @@ TEST_CASE("trace of a two-IPU chain: a process per mode, a track per IPU and use
   }
 }
 
+TEST_CASE("trace flow arrows join each copy's send and receive, and link load is a counter", "[trace]") {
+  const Scenario sc = two_ipu_chain();
+  const Simulation sim = simulate(sc, {Mode::Sharded, Mode::Pipelined});
+  const Trace t(chrome_trace(sc, sim));
+  for (const std::string process : {"pipelined (popart)", "sharded"}) {
+    INFO(process);
+    const int pid = t.pid.at(process);
+    const int ipu0 = t.tid.at(pid).at("IPU 0"), ipu1 = t.tid.at(pid).at("IPU 1");
+    std::map<std::int64_t, Json> starts, finishes;
+    std::vector<Json> counter;
+    for (const Json& e : t.doc.at("traceEvents")) {
+      if (e.at("pid") != pid) continue;
+      if (e.at("ph") == "s") starts[e.at("id").get<std::int64_t>()] = e;
+      if (e.at("ph") == "f") finishes[e.at("id").get<std::int64_t>()] = e;
+      if (e.at("ph") == "C") counter.push_back(e);
+    }
+    // Four micro-batches cross ipu0->ipu1 (the pipelined flush's empty copy carries none):
+    // 1000 B in 1 us each, sent from IPU 0's track, received on IPU 1's.
+    REQUIRE(starts.size() == 4);
+    REQUIRE(finishes.size() == 4);
+    CHECK(t.doc.at("otherData").at("copyFlows").at(process) == 4);
+    const bool pipelined = process != "sharded";
+    std::size_t mb = 0;
+    for (const auto& [id, s] : starts) {
+      REQUIRE(finishes.count(id) == 1);
+      const Json& f = finishes.at(id);
+      CHECK(s.at("tid") == ipu0);
+      CHECK(f.at("tid") == ipu1);
+      CHECK(f.at("bp") == "e");
+      CHECK(s.at("name") == "copy stage 0->1 mb " + std::to_string(mb));
+      // Pipelined: the copy phases after cycles 0..3 start at 1000, 4001, 7002, 10003 us;
+      // sharded: at m x 4001 + 1000 us.
+      const double sent = pipelined ? 1000 + 3001.0 * static_cast<double>(mb) : 4001.0 * static_cast<double>(mb) + 1000;
+      CHECK(ts(s) == Approx(sent).epsilon(1e-12));
+      CHECK(ts(f) == Approx(sent + 1).epsilon(1e-9));
+      ++mb;
+    }
+    if (pipelined) {
+      // Idle by cause: IPU 0 (1 ms of work a 3 ms cycle) waits 2 ms in cycles 1-3
+      // (imbalance) and 3 ms in the flush, 1 ms of it the work its missing stage 0 would
+      // do (fill/flush); IPU 1 waits out cycle 0 (1 ms, fill). Shares of 2 x 13.005 ms.
+      const Json& idle = t.doc.at("otherData").at("idleSeconds").at(process);
+      REQUIRE(idle.size() == 2);
+      CHECK(idle[0].at("ipu") == 0);
+      CHECK(idle[0].at("fillFlushSeconds").get<double>() == Approx(1 * ms).epsilon(1e-9));
+      CHECK(idle[0].at("imbalanceSeconds").get<double>() == Approx(8 * ms).epsilon(1e-9));
+      CHECK(idle[1].at("fillFlushSeconds").get<double>() == Approx(1 * ms).epsilon(1e-9));
+      CHECK(idle[1].at("imbalanceSeconds").get<double>() == Approx(0).margin(1e-12));
+      std::string label;
+      for (const Json& e : t.doc.at("traceEvents"))
+        if (e.at("ph") == "M" && e.at("name") == "process_labels" && e.at("pid") == pid)
+          label = e.at("args").at("labels");
+      INFO(label);
+      CHECK(label.find("7.7 % fill and flush, 30.8 % imbalance") != std::string::npos);  // 2 and 8 of 26.01 ms
+
+      // The same attribution as idle slices on the IPU tracks, named by cause: IPU 1
+      // waits out the fill (0-1000 us); IPU 0 waits 2 ms for IPU 1 after each of its
+      // cycles 1-3 and the whole flush, its first 1000 us fill/flush.
+      std::vector<std::tuple<std::string, double, double>> idle0, idle1;
+      for (const std::string track : {"IPU 0", "IPU 1"})
+        for (const Json& e : t.slices(process, track))
+          if (e.at("cat").get<std::string>().rfind("idle-", 0) == 0)
+            (track == "IPU 0" ? idle0 : idle1).emplace_back(e.at("name"), ts(e), ts(e) + dur(e));
+      INFO("IPU 0 idle slices: " << idle0.size());
+      REQUIRE(idle1.size() == 1);
+      CHECK(std::get<0>(idle1[0]) == "idle: fill and flush");
+      CHECK(std::get<1>(idle1[0]) == Approx(0).margin(1e-9));
+      CHECK(std::get<2>(idle1[0]) == Approx(1000).epsilon(1e-12));
+      const std::vector<std::tuple<std::string, double, double>> expected = {
+          {"idle: imbalance", 2001, 4001},        {"idle: imbalance", 5002, 7002},
+          {"idle: imbalance", 8003, 10003},       {"idle: fill and flush", 10004, 11004},
+          {"idle: imbalance", 11004, 13004}};
+      REQUIRE(idle0.size() == expected.size());
+      for (std::size_t i = 0; i < expected.size(); ++i) {
+        CHECK(std::get<0>(idle0[i]) == std::get<0>(expected[i]));
+        CHECK(std::get<1>(idle0[i]) == Approx(std::get<1>(expected[i])).epsilon(1e-12));
+        CHECK(std::get<2>(idle0[i]) == Approx(std::get<2>(expected[i])).epsilon(1e-12));
+      }
+    }
+    // The link's load: 1000 B / 1 us = 1e9 B/s during each transfer (5 pipelined, the
+    // flush's included; 4 sharded), 0 between them.
+    REQUIRE(counter.size() == (pipelined ? 10u : 8u));
+    for (std::size_t i = 0; i < counter.size(); ++i) {
+      CHECK(counter[i].at("name") == "link ipu0->ipu1 load");
+      CHECK(counter[i].at("args").at("bytesPerSecond").get<double>() == Approx(i % 2 == 0 ? 1e9 : 0.0).margin(1e-3));
+    }
+  }
+}
+
 TEST_CASE("trace of two-IPU training: backward stages, gradient copies, weight updates", "[trace]") {
   // As in test_closed_forms: IPU0 1 ms forward, 2 ms backward; IPU1 (loss stage) 3 ms
   // forward + 6 ms backward; updates of 2 us (IPU0) and 1 us (IPU1); copies of 1 us.
@@ -273,6 +363,57 @@ TEST_CASE("ipusim run --trace writes a trace beside the report, honouring --forc
   const Json rep = read_json(dir.root() / "report.json");
   REQUIRE(rep.at("runs").size() == 2);
   CHECK(rep.at("runs")[0].at("stepTimeSeconds") == doc.at("otherData").at("stepTimeSeconds").at("sharded"));
+
+  // mlp.json: two stages on two IPUs, one forward copy, 64 micro-batches per step: 64
+  // flow arrows per mode, each an "s" and an "f" of one id.
+  std::map<std::string, std::size_t> flow_events;
+  std::set<std::int64_t> ids;
+  for (const Json& e : doc.at("traceEvents"))
+    if (e.at("ph") == "s" || e.at("ph") == "f") {
+      ++flow_events[e.at("ph").get<std::string>()];
+      ids.insert(e.at("id").get<std::int64_t>());
+    }
+  CHECK(flow_events["s"] == 2 * 64);
+  CHECK(flow_events["f"] == 2 * 64);
+  CHECK(ids.size() == 2 * 64);
+  CHECK(doc.at("otherData").at("copyFlows") == Json{{"sharded", 64}, {"pipelined (popart)", 64}});
+
+  // Idle slices by cause add up to each IPU's attribution in the run document, here and
+  // for an asynchronous schedule (1F1B, whose receives wait for copies) in training.
+  const auto check_idle = [](const Json& timeline, const Json& run_doc) {
+    std::map<std::string, std::string> process_of_pid;
+    for (const Json& e : timeline.at("traceEvents"))
+      if (e.at("ph") == "M" && e.at("name") == "process_name")
+        process_of_pid[e.at("pid").dump()] = e.at("args").at("name");
+    std::map<std::string, std::map<int, std::map<std::string, double>>> sums;  // process -> ipu -> cause -> s
+    for (const Json& e : timeline.at("traceEvents"))
+      if (e.at("ph") == "X" && e.at("cat").get<std::string>().rfind("idle-", 0) == 0)
+        sums[process_of_pid[e.at("pid").dump()]][e.at("args").at("ipu").get<int>()][e.at("cat")] +=
+            e.at("dur").get<double>() * 1e-6;
+    std::size_t checked = 0;
+    for (const Json& r : run_doc.at("runs")) {
+      const std::string process =
+          r.at("mode") == "pipelined" ? "pipelined (" + r.at("schedule").get<std::string>() + ")" : "sharded";
+      for (const Json& m : r.at("ipus"))
+        for (const auto& [cause, key] : std::vector<std::pair<std::string, std::string>>{
+                 {"idle-fill-flush", "fillFlushSeconds"}, {"idle-imbalance", "imbalanceSeconds"},
+                 {"idle-copy-wait", "copyWaitSeconds"}, {"idle-update-wait", "updateWaitSeconds"},
+                 {"idle-turn-wait", "turnWaitSeconds"}}) {
+          INFO(process << " IPU " << m.at("id") << " " << cause);
+          CHECK(sums[process][m.at("id").get<int>()][cause] ==
+                Approx(m.at("idle").at(key).get<double>()).epsilon(1e-6).margin(1e-12));
+          ++checked;
+        }
+    }
+    CHECK(checked >= 2 * 2 * 5);
+  };
+  check_idle(doc, rep);
+  const std::string training = std::string("'") + IPUSIM_SOURCE_DIR + "/scenarios/mlp-training.json'";
+  REQUIRE(run_ipusim("run " + training + " --set execution.schedule=1f1b --trace " + trace + " --json -o " + report +
+                         " --force",
+                     dir) == 0);
+  check_idle(read_json(dir.root() / "mlp.trace.json"), read_json(dir.root() / "report.json"));
+  REQUIRE(run_ipusim("run " + scenario + " --trace " + trace + " --json -o " + report + " --force", dir) == 0);
 
   // An existing trace is kept unless --force; the table on standard output works too.
   const auto size = std::filesystem::file_size(dir.root() / "mlp.trace.json");

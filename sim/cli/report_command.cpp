@@ -5,6 +5,7 @@
 
 #include "sim/cli/commands.hpp"
 #include "sim/io/input_error.hpp"
+#include "sim/report/notes.hpp"
 #include "sim/report/report.hpp"
 
 namespace ipusim::cli {
@@ -13,7 +14,7 @@ namespace {
 
 struct ReportOptions {
   std::vector<std::string> inputs;
-  std::string output, title = "ipusim report";
+  std::string output, title = "ipusim report", notes;
   bool force = false;
 };
 
@@ -21,9 +22,11 @@ int run(const ReportOptions& o) {
   if (o.output == "-")
     throw InputError("command line", "--output", "cli.bad-value",
                      "a report is a folder (report.html, report.md, figures/); name one");
+  // The notes are read first: a bad notes file is named before any input is parsed.
+  const std::string notes = o.notes.empty() ? "" : report::read_notes(o.notes).markdown;
   std::vector<report::Input> inputs;
   for (const std::string& path : o.inputs) inputs.push_back(report::load_input(path));
-  const report::Document document = report::build_report(inputs, o.title);
+  const report::Document document = report::build_report(inputs, o.title, notes);
   report::write_report(document, o.output, o.force);
   std::cout << "wrote " << o.output << "/report.html, " << o.output << "/report.md and " << document.figures.size()
             << " figure(s) in " << o.output << "/figures\n";
@@ -43,6 +46,9 @@ Command add_report_command(CLI::App& app) {
       ->required();
   cmd->add_flag("--force", o->force, "Overwrite an existing DIR/report.html");
   cmd->add_option("--title", o->title, "Title of the report")->capture_default_str();
+  cmd->add_option("--notes", o->notes,
+                  "A Markdown file of your own text, added after the contents (verbatim in report.md, "
+                  "escaped and simply rendered in report.html)");
   return [o] { return run(*o); };
 }
 

@@ -78,10 +78,14 @@ std::string without_prefix(const std::string& what) {
 } // namespace
 
 Json parse_json_text(const std::string& text, const std::string& origin) {
+  return parse_json_text(text, origin, [](int, Json::parse_event_t, Json&) { return true; });
+}
+
+Json parse_json_text(const std::string& text, const std::string& origin, const ParseFilter& keep) {
   ParseTracker tracker(origin);
   try {
-    return Json::parse(text, [&tracker](int, Json::parse_event_t event, Json& parsed) {
-      return tracker.on_event(event, parsed);
+    return Json::parse(text, [&tracker, &keep](int depth, Json::parse_event_t event, Json& parsed) {
+      return tracker.on_event(event, parsed) && keep(depth, event, parsed);
     });
   } catch (const Json::parse_error& e) {
     throw InputError(origin, tracker.pointer(), "json.syntax", "malformed JSON: " + without_prefix(e.what()));

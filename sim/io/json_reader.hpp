@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <set>
 #include <string>
@@ -29,6 +30,11 @@ Json read_json_file(const std::string& path);
 // The same for a file named inside another document: file errors name `named_in` at `pointer`.
 Json read_json_file(const std::string& path, const std::string& named_in, const std::string& pointer);
 Json parse_json_text(const std::string& text, const std::string& origin);
+// The same, offering each element as the parser finishes it to `keep` (nlohmann's
+// parser-callback arguments): an element for which it returns false is left out of the
+// document, so a large array can be consumed one element at a time.
+using ParseFilter = std::function<bool(int depth, Json::parse_event_t event, Json& parsed)>;
+Json parse_json_text(const std::string& text, const std::string& origin, const ParseFilter& keep);
 
 std::string json_type_name(const Json& value);
 // A value for a message: compact, at most ~60 characters, invalid UTF-8 replaced.

@@ -11,7 +11,6 @@ namespace ipusim {
 
 namespace {
 
-enum class IdleCause { FillFlush, Imbalance, CopyWait, UpdateWait, TurnWait };
 
 // A piece of forward or backward work of one stage: (stage, backward?).
 using Unit = std::pair<int, bool>;
@@ -109,6 +108,7 @@ struct UnitStats {
 enum class Presence : char { Present, Missing, Undecided };
 struct PendingWait {
   double seconds = 0;
+  double start = 0;
   int period = 0;
   std::vector<Presence> units;  // by UnitStats::index
 };
@@ -148,8 +148,8 @@ struct CopyQueue {
 
 class TimeAttribution::State {
 public:
-  State(const Schedule& schedule, Mode mode)
-      : segments_(schedule), one_at_a_time_(mode == Mode::Sharded || schedule.one_stage_at_a_time) {
+  State(const Schedule& schedule, Mode mode, bool record)
+      : segments_(schedule), one_at_a_time_(mode == Mode::Sharded || schedule.one_stage_at_a_time), record_(record) {
     ipus_.reserve(schedule.programs.size());
     for (const Program& program : schedule.programs) {
       IpuState& st = ipus_.emplace_back(program);
@@ -250,12 +250,17 @@ public:
       }
       out.ipus.push_back(st.out);
     }
+    std::stable_sort(slices_.begin(), slices_.end(), [](const IdleSlice& a, const IdleSlice& b) {
+      return a.ipu != b.ipu ? a.ipu < b.ipu : a.start < b.start;
+    });
+    out.idle_slices = std::move(slices_);
     return out;
   }
 
 private:
-  static void add(IpuState& st, IdleCause cause, double seconds) {
+  void add(IpuState& st, IdleCause cause, double start, double seconds) {
     if (!(seconds > 0)) return;
+    if (record_) slices_.push_back({st.out.ipu, start, start + seconds, cause});
     IdleBreakdown& b = st.out.idle;
     switch (cause) {
     case IdleCause::FillFlush: b.fill_flush_s += seconds; break;
@@ -271,12 +276,12 @@ private:
     const Segment s = segments_.at(st.segment);
     const double wait = std::max(0.0, release - arrival);
     if (s.work && s.asynchronous) {
-      add(st, IdleCause::FillFlush, wait);  // the asynchronous pipeline drains
+      add(st, IdleCause::FillFlush, arrival, wait);  // the asynchronous pipeline drains
     } else if (s.work) {
       if (one_at_a_time_) {
-        add(st, st.own_work ? IdleCause::Imbalance : IdleCause::TurnWait, wait);
+        add(st, st.own_work ? IdleCause::Imbalance : IdleCause::TurnWait, arrival, wait);
       } else if (wait > 0) {
-        PendingWait w{wait, st.period, {}};
+        PendingWait w{wait, arrival, st.period, {}};
         for (const UnitStats* u : st.compute_units)
           w.units.push_back(u->last_segment == st.segment ? Presence::Present
                             : u->last_segment < 0         ? Presence::Missing  // not started in this batch
@@ -285,11 +290,11 @@ private:
         resolve_waits(st, false);
       }
     } else if (s.copies || s.all_reduce) {
-      add(st, IdleCause::CopyWait, wait);
+      add(st, IdleCause::CopyWait, arrival, wait);
     } else if (s.update) {
-      add(st, IdleCause::UpdateWait, wait);
+      add(st, IdleCause::UpdateWait, arrival, wait);
     } else {
-      add(st, IdleCause::Imbalance, wait);
+      add(st, IdleCause::Imbalance, arrival, wait);
     }
   }
 
@@ -327,8 +332,8 @@ private:
         continue;
       }
       const double fill = std::min(w.seconds, missing);
-      add(st, IdleCause::FillFlush, fill);
-      add(st, IdleCause::Imbalance, w.seconds - fill);
+      add(st, IdleCause::FillFlush, w.start, fill);
+      add(st, IdleCause::Imbalance, w.start + fill, w.seconds - fill);
     }
     st.waits.resize(kept);
   }
@@ -372,8 +377,8 @@ private:
       const PendingReceive& r = st.receives.front();
       if (!force && (r.first_of_unit < 0 || r.transfers_missing > 0)) return;
       const double sender_wait = std::clamp(r.senders_started - r.start, 0.0, r.seconds);
-      add(st, r.first_of_unit != 0 ? IdleCause::FillFlush : IdleCause::Imbalance, sender_wait);
-      add(st, IdleCause::CopyWait, r.seconds - sender_wait);
+      add(st, r.first_of_unit != 0 ? IdleCause::FillFlush : IdleCause::Imbalance, r.start, sender_wait);
+      add(st, IdleCause::CopyWait, r.start + sender_wait, r.seconds - sender_wait);
       st.receives.pop_front();
       ++st.receives_base;
     }
@@ -396,10 +401,23 @@ private:
   std::map<int, std::size_t> index_of_ipu_;
   std::map<int, CopyQueue> copies_;  // copies taken by asynchronous receives
   std::size_t drop_at_ = 16;
+  bool record_;
+  std::vector<IdleSlice> slices_;
 };
 
-TimeAttribution::TimeAttribution(const Schedule& schedule, Mode mode)
-    : state_(std::make_unique<State>(schedule, mode)) {}
+const char* idle_cause_name(IdleCause cause) {
+  switch (cause) {
+  case IdleCause::FillFlush: return "fill-flush";
+  case IdleCause::Imbalance: return "imbalance";
+  case IdleCause::CopyWait: return "copy-wait";
+  case IdleCause::UpdateWait: return "update-wait";
+  case IdleCause::TurnWait: return "turn-wait";
+  }
+  return "imbalance";
+}
+
+TimeAttribution::TimeAttribution(const Schedule& schedule, Mode mode, bool record_idle_slices)
+    : state_(std::make_unique<State>(schedule, mode, record_idle_slices)) {}
 TimeAttribution::~TimeAttribution() = default;
 void TimeAttribution::on_event(const Event& event) { state_->on_event(event); }
 void TimeAttribution::on_transfer(const TransferRecord& transfer) { state_->on_transfer(transfer); }

@@ -32,6 +32,18 @@ struct IdleBreakdown {
   double turn_wait_s = 0;
 };
 
+enum class IdleCause { FillFlush, Imbalance, CopyWait, UpdateWait, TurnWait };
+// "fill-flush", "imbalance", "copy-wait", "update-wait", "turn-wait".
+const char* idle_cause_name(IdleCause cause);
+
+// One stretch of an IPU's idle time and its cause (recorded only when asked: a trace).
+// A wait split between fill/flush and imbalance shows its fill/flush part first.
+struct IdleSlice {
+  int ipu = 0;
+  double start = 0, end = 0;
+  IdleCause cause = IdleCause::Imbalance;
+};
+
 struct IpuAttribution {
   int ipu = 0;
   IdleBreakdown idle;
@@ -44,13 +56,15 @@ struct Attribution {
   std::vector<IpuAttribution> ipus;  // in the order of schedule.programs
   int bottleneck_ipu = -1;           // the IPU with the most pipeline work
   int bottleneck_stage = -1;         // its heaviest stage
+  std::vector<IdleSlice> idle_slices;  // by IPU and start; only when recorded
 };
 
 // Takes a run's events (and, for asynchronous copies, its transfers) in the order the
 // engine reports them. `schedule` must outlive it.
 class TimeAttribution : public RunObserver {
 public:
-  TimeAttribution(const Schedule& schedule, Mode mode);
+  // `record_idle_slices`: also keep every idle stretch (memory grows with the run).
+  TimeAttribution(const Schedule& schedule, Mode mode, bool record_idle_slices = false);
   ~TimeAttribution() override;
   TimeAttribution(const TimeAttribution&) = delete;
   TimeAttribution& operator=(const TimeAttribution&) = delete;

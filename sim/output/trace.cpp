@@ -1,6 +1,7 @@
 #include "sim/output/trace.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <ostream>
 #include <map>
@@ -10,6 +11,8 @@
 #include <utility>
 #include <vector>
 
+#include "sim/metrics/attribution.hpp"
+#include "sim/output/json_report.hpp"
 #include "sim/output/units.hpp"
 
 namespace ipusim {
@@ -27,6 +30,27 @@ std::string endpoint_name(int ipu) {
 std::string process_name(const ModeRun& run) {
   const std::string mode = mode_name(run.metrics.mode);
   return run.metrics.mode == Mode::Pipelined ? mode + " (" + run.schedule.name + ")" : mode;
+}
+
+// The label Perfetto shows beside the process: the step time and where the idle time
+// went (docs/step-time.md), as shares of IPU time.
+std::string process_label(const RunMetrics& m) {
+  const TimeShares s = time_shares(m);
+  std::string label = "step time " + format_seconds(m.step_time_s);
+  if (!(s.idle_total() > 0)) return label;
+  label += "; idle " + format_percent(s.idle_total());
+  const std::pair<double, const char*> causes[] = {{s.idle.fill_flush_s, "fill and flush"},
+                                                   {s.idle.imbalance_s, "imbalance"},
+                                                   {s.idle.copy_wait_s, "waiting on copies"},
+                                                   {s.idle.update_wait_s, "waiting on updates"},
+                                                   {s.idle.turn_wait_s, "waiting for its turn"}};
+  const char* separator = ": ";
+  for (const auto& [share, cause] : causes)
+    if (share >= 0.0005) {
+      label += separator + format_percent(share) + " " + cause;
+      separator = ", ";
+    }
+  return label;
 }
 
 std::string compute_name(const Event& e) {
@@ -111,8 +135,32 @@ struct Slice {
   double ts = 0, dur = 0;
   std::size_t sequence = 0;
   std::size_t run = 0, index = 0;
-  int link = -1;  // -1: an event
+  int link = -1;  // -1: an event, kIdleSlice: an idle stretch (index into idle_slices_[run])
 };
+
+constexpr int kIdleSlice = -2;
+
+// The run's idle stretches by cause, from its logged events replayed through the same
+// attribution the metrics use (the per-IPU order of the log is all it depends on: copies
+// pair with receives first in, first out).
+std::vector<IdleSlice> idle_slices(const ModeRun& run) {
+  TimeAttribution attribution(run.schedule, run.metrics.mode, true);
+  if (attribution.wants_transfers())
+    for (const TransferRecord& t : run.log.transfers) attribution.on_transfer(t);
+  for (const Event& e : run.log.events) attribution.on_event(e);
+  return attribution.finish(run.metrics.step_time_s).idle_slices;
+}
+
+std::string idle_slice_name(IdleCause cause) {
+  switch (cause) {
+  case IdleCause::FillFlush: return "idle: fill and flush";
+  case IdleCause::Imbalance: return "idle: imbalance";
+  case IdleCause::CopyWait: return "idle: waiting on copies";
+  case IdleCause::UpdateWait: return "idle: waiting on updates";
+  case IdleCause::TurnWait: return "idle: waiting for its turn";
+  }
+  return "idle";
+}
 
 // The document in its order: metadata, then each slice; `otherData` last.
 class TraceMaker {
@@ -130,6 +178,11 @@ public:
     for (const Json& m : metadata_) event(m);
     metadata_.clear();
     for (const Slice& s : slices_) event(slice_json(s));
+    Json flows = Json::object();
+    for (std::size_t r = 0; r < sim_.runs.size(); ++r) {
+      flows[process_name(sim_.runs[r])] = write_flows(r, event);
+      write_link_load(r, event);
+    }
     other_ = {{"generator", "ipusim"},
               {"scenario", sc_.name},
               {"scenarioFile", sc_.file},
@@ -137,7 +190,9 @@ public:
               {"config", sc_.hardware.name},
               {"timeUnit", "ts and dur in microseconds"},
               {"stepTimeSeconds", step_times},
-              {"zeroDurationEventsLeftOut", dropped}};
+              {"zeroDurationEventsLeftOut", dropped},
+              {"copyFlows", flows},
+              {"idleSeconds", idle_}};
   }
   // The document's keys after traceEvents, in the order nlohmann::json keeps them.
   Json tail() const { return {{"displayTimeUnit", "ns"}, {"otherData", other_}}; }
@@ -158,8 +213,7 @@ private:
     const std::string process = process_name(run);
     metadata_.push_back(metadata("process_name", pid, 0, {{"name", process}}));
     metadata_.push_back(metadata("process_sort_index", pid, 0, {{"sort_index", r}}));
-    metadata_.push_back(
-        metadata("process_labels", pid, 0, {{"labels", "step time " + format_seconds(run.metrics.step_time_s)}}));
+    metadata_.push_back(metadata("process_labels", pid, 0, {{"labels", process_label(run.metrics)}}));
 
     // Tracks: the run's IPUs ascending, then the directed links that carried a transfer.
     int next_tid = 1;
@@ -185,6 +239,12 @@ private:
       if (!ipu_tid.count(e.ipu)) ipu_tid[e.ipu] = add_track("IPU " + std::to_string(e.ipu));
       if (!add(pid, ipu_tid[e.ipu], e.start, e.end, r, i, -1)) ++left_out;
     }
+    idle_slices_.push_back(idle_slices(run));
+    for (std::size_t i = 0; i < idle_slices_.back().size(); ++i) {
+      const IdleSlice& s = idle_slices_.back()[i];
+      if (!ipu_tid.count(s.ipu)) continue;
+      add(pid, ipu_tid[s.ipu], s.start, s.end, r, i, kIdleSlice);
+    }
     origins_.push_back(transfer_origins(sim_.plan, log));
     for (std::size_t i = 0; i < log.transfers.size(); ++i) {
       const TransferRecord& t = log.transfers[i];
@@ -193,7 +253,16 @@ private:
         if (!add(pid, link_tid[static_cast<std::size_t>(l)], t.start, t.end, r, i, l)) ++left_out;
       }
     }
+    ipu_tids_.push_back(ipu_tid);
+    link_tids_.push_back(link_tid);
     step_times[process] = run.metrics.step_time_s;
+    Json idle = Json::array();  // per IPU, seconds by cause
+    for (const IpuMetrics& m : run.metrics.ipus) {
+      Json entry = idle_json(m.idle);
+      entry["ipu"] = m.id;
+      idle.push_back(std::move(entry));
+    }
+    idle_[process] = std::move(idle);
     dropped[process] = left_out;
   }
 
@@ -201,7 +270,12 @@ private:
     Json args = Json::object();
     std::string name, category;
     const RunLog& log = sim_.runs[s.run].log;
-    if (s.link < 0) {
+    if (s.link == kIdleSlice) {
+      const IdleSlice& idle = idle_slices_[s.run][s.index];
+      name = idle_slice_name(idle.cause);
+      category = std::string("idle-") + idle_cause_name(idle.cause);
+      args = {{"ipu", idle.ipu}};
+    } else if (s.link < 0) {
       const Event& e = log.events[s.index];
       switch (e.kind) {
       case EventKind::Compute:
@@ -265,11 +339,75 @@ private:
             {"ts", s.ts}, {"dur", s.dur}, {"args", std::move(args)}};
   }
 
+  // One flow arrow ("s" on the sender's IPU track when the bytes start to move, "f" on
+  // the receiver's when they have arrived) per inter-IPU copy that carried a micro-batch;
+  // returns how many.
+  std::int64_t write_flows(std::size_t r, const std::function<void(const Json&)>& event) {
+    const RunLog& log = sim_.runs[r].log;
+    const int pid = static_cast<int>(r) + 1;
+    std::int64_t count = 0;
+    for (std::size_t i = 0; i < log.transfers.size(); ++i) {
+      const TransferRecord& t = log.transfers[i];
+      const Origin& origin = origins_[r][i];
+      if (t.copy < 0 || t.src < 0 || t.dst < 0 || origin.micro_batch < 0) continue;
+      const auto from = ipu_tids_[r].find(t.src), to = ipu_tids_[r].find(t.dst);
+      if (from == ipu_tids_[r].end() || to == ipu_tids_[r].end()) continue;
+      std::string name = "copy";
+      for (const PlanCopy& c : sim_.plan.copies)
+        if (c.id == t.copy) name = "copy stage " + std::to_string(c.from_stage) + "->" + std::to_string(c.to_stage);
+      name += " mb " + std::to_string(origin.micro_batch);
+      ++next_flow_;
+      event({{"name", name}, {"cat", "copy"}, {"ph", "s"}, {"id", next_flow_}, {"pid", pid}, {"tid", from->second},
+             {"ts", t.start * kMicrosecondsPerSecond}});
+      event({{"name", name}, {"cat", "copy"}, {"ph", "f"}, {"bp", "e"}, {"id", next_flow_}, {"pid", pid},
+             {"tid", to->second}, {"ts", t.end * kMicrosecondsPerSecond}});
+      ++count;
+    }
+    return count;
+  }
+
+  // A counter per link that carried traffic: the bytes per second moving over it, the
+  // sum of the mean rates (bytes / duration) of the transfers crossing it at that time;
+  // one value wherever it changes.
+  void write_link_load(std::size_t r, const std::function<void(const Json&)>& event) const {
+    const RunLog& log = sim_.runs[r].log;
+    const int pid = static_cast<int>(r) + 1;
+    std::vector<std::vector<std::pair<double, double>>> changes(log.links.size());  // (time, +-rate)
+    for (const TransferRecord& t : log.transfers) {
+      if (!(t.end > t.start)) continue;
+      const double rate = t.bytes / (t.end - t.start);
+      for (int l : t.links)
+        if (l >= 0 && static_cast<std::size_t>(l) < changes.size()) {
+          changes[static_cast<std::size_t>(l)].emplace_back(t.start, rate);
+          changes[static_cast<std::size_t>(l)].emplace_back(t.end, -rate);
+        }
+    }
+    for (std::size_t l = 0; l < changes.size(); ++l) {
+      auto& c = changes[l];
+      if (c.empty()) continue;
+      std::stable_sort(c.begin(), c.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+      const std::string name = "link " + log.links[l].name + " load";
+      double load = 0;
+      for (std::size_t k = 0; k < c.size(); ++k) {
+        load += c[k].second;
+        if (k + 1 < c.size() && c[k + 1].first == c[k].first) continue;  // all changes at one time, then one value
+        if (std::fabs(load) < 1e-6 * std::fabs(c[k].second)) load = 0;  // rounding left by the subtractions
+        event({{"name", name}, {"ph", "C"}, {"pid", pid}, {"tid", link_tids_[r][l]},
+               {"ts", c[k].first * kMicrosecondsPerSecond}, {"args", {{"bytesPerSecond", load}}}});
+      }
+    }
+  }
+
   const Scenario& sc_;
   const Simulation& sim_;
   std::vector<Json> metadata_;
   std::vector<Slice> slices_;
   std::vector<std::vector<Origin>> origins_;  // per run, per transfer
+  std::vector<std::vector<IdleSlice>> idle_slices_;  // per run
+  std::vector<std::map<int, int>> ipu_tids_;  // per run: IPU -> track
+  std::vector<std::vector<int>> link_tids_;   // per run: link -> track (0: none)
+  std::int64_t next_flow_ = 0;                // flow ids, unique in the document
+  Json idle_ = Json::object();                // per process: each IPU's idle seconds by cause
   Json other_;
 };
 

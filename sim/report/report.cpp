@@ -7,6 +7,7 @@
 #include <fstream>
 #include <limits>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -15,19 +16,21 @@
 #include "sim/io/json_reader.hpp"
 #include "sim/output/output_file.hpp"
 #include "sim/output/units.hpp"
+#include "sim/report/findings.hpp"
+#include "sim/report/notes.hpp"
+#include "sim/report/page.hpp"
+#include "sim/report/sections.hpp"
+#include "sim/report/run_fields.hpp"
 #include "sim/report/svg_chart.hpp"
-#include "sim/sweep/sweep_results.hpp"
+#include "sim/report/trace_input.hpp"
 
 namespace ipusim::report {
 
-using Json = nlohmann::json;
 namespace fs = std::filesystem;
 
 // ===================================================================== inputs
 
 namespace {
-
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 // File system queries that never throw (a name too long is simply not a folder).
 bool is_folder(const fs::path& p) {
@@ -60,11 +63,6 @@ fs::path sweep_results_file(const std::string& path) {
   return p;
 }
 
-bool is_trace(const Json& doc) {
-  if (doc.is_object()) return doc.contains("traceEvents");
-  return doc.is_array() && !doc.empty() && doc.front().is_object() && doc.front().contains("ph");
-}
-
 bool is_run(const Json& doc) { return doc.is_object() && doc.contains("runs") && doc["runs"].is_array(); }
 
 void check_run(const Json& doc, const std::string& path, const std::string& where) {
@@ -74,32 +72,43 @@ void check_run(const Json& doc, const std::string& path, const std::string& wher
     if (!r.is_object() || !r.contains("mode") || !r["mode"].is_string())
       throw InputError(path, at, "report.bad-run", "a run needs a \"mode\"");
     for (const char* key : {"stepTimeSeconds", "throughputSamplesPerSecond"})
-      if (!r.contains(key) || !r[key].is_number())
+      if (!field(r, key) || !field(r, key)->is_number())
         throw InputError(path, at, "report.bad-run", std::string("a run needs a number \"") + key + "\"");
   }
 }
 
 } // namespace
 
-InputKind detect_input_kind(const std::string& path) {
+namespace {
+
+bool is_sweep(const std::string& path) {
   const fs::path p(path);
   if (is_folder(p)) {
-    if (path_exists(p / "results.jsonl")) return InputKind::Sweep;
+    if (path_exists(p / "results.jsonl")) return true;
     throw InputError(path, "/", "report.input-kind", "a folder must be a sweep output folder (with results.jsonl)");
   }
-  if (p.filename() == "results.jsonl") return InputKind::Sweep;
-  const Json doc = parse_json(read_text(path), path);
-  if (is_trace(doc)) return InputKind::Trace;
-  if (is_run(doc)) return InputKind::Run;
+  return p.filename() == "results.jsonl";
+}
+
+InputKind kind_of(const ParsedInput& parsed, const std::string& path) {
+  if (parsed.is_trace) return InputKind::Trace;
+  if (is_run(parsed.doc)) return InputKind::Run;
   throw InputError(path, "/", "report.input-kind",
                    "neither a run document (\"runs\"), a trace (\"traceEvents\") nor a sweep folder");
+}
+
+} // namespace
+
+InputKind detect_input_kind(const std::string& path) {
+  if (is_sweep(path)) return InputKind::Sweep;
+  return kind_of(parse_report_input(read_text(path), path), path);
 }
 
 Input load_input(const std::string& path) {
   Input in;
   in.source = path;
-  in.kind = detect_input_kind(path);
-  if (in.kind == InputKind::Sweep) {
+  if (is_sweep(path)) {
+    in.kind = InputKind::Sweep;
     const fs::path results = sweep_results_file(path);
     const fs::path folder = results.parent_path();
     in.sweep_name = fs::path(path).filename() == "results.jsonl" ? folder.filename().string()
@@ -138,956 +147,20 @@ Input load_input(const std::string& path) {
     }
     return in;
   }
-  in.doc = parse_json(read_text(path), path);
-  if (in.kind == InputKind::Run) check_run(in.doc, path, "");
-  else if (in.doc.is_array()) in.doc = Json{{"traceEvents", in.doc}};
+  ParsedInput parsed = parse_report_input(read_text(path), path);
+  in.kind = kind_of(parsed, path);
+  if (in.kind == InputKind::Trace) {
+    in.trace = std::move(parsed.trace);
+  } else {
+    in.doc = std::move(parsed.doc);
+    check_run(in.doc, path, "");
+  }
   return in;
 }
 
-// ===================================================================== helpers
-
-namespace {
-
-double num(const Json& j, const char* key, double fallback = kNaN) {
-  if (!j.is_object()) return fallback;
-  auto it = j.find(key);
-  return it != j.end() && it->is_number() ? it->get<double>() : fallback;
-}
-
-std::string str(const Json& j, const char* key, const std::string& fallback = "") {
-  if (!j.is_object()) return fallback;
-  auto it = j.find(key);
-  if (it == j.end()) return fallback;
-  return it->is_string() ? it->get<std::string>() : it->dump();
-}
-
-// A JSON scalar as a person reads it: strings bare, numbers in shortest form.
-std::string scalar_text(const Json& v) {
-  if (v.is_string()) return v.get<std::string>();
-  if (v.is_number_integer() || v.is_number_unsigned()) return v.dump();
-  if (v.is_number_float()) {
-    const double d = v.get<double>();
-    if (std::fabs(d) < 1e15 && d == std::floor(d)) return format_fixed(d, 0);
-    char buffer[48];
-    std::snprintf(buffer, sizeof buffer, "%.6g", d);
-    return buffer;
-  }
-  return v.dump();
-}
-
-std::string or_dash(const std::string& s) { return s.empty() ? "-" : s; }
-std::string seconds(double s) { return std::isfinite(s) ? format_seconds(s) : "-"; }
-std::string percent(double f) { return std::isfinite(f) ? format_percent(f) : "-"; }
-std::string rate(double r) { return std::isfinite(r) ? format_rate(r, "samples/s") : "-"; }
-std::string bytes(double b) { return std::isfinite(b) ? format_bytes(b) : "-"; }
-
-std::string mode_label(const Json& run) {
-  const std::string mode = str(run, "mode");
-  const std::string schedule = str(run, "schedule");
-  if (mode == "pipelined" && !schedule.empty()) return mode + " (" + schedule + ")";
-  return mode;
-}
-
-std::string mode_color(const std::string& mode) {
-  if (mode == "sharded") return chart::palette(0);
-  if (mode == "pipelined") return chart::palette(1);
-  return chart::palette(2);
-}
-
-// Runs ordered sharded, pipelined, then any other mode in document order.
-std::vector<const Json*> ordered_runs(const Json& doc) {
-  std::vector<const Json*> out;
-  for (const char* mode : {"sharded", "pipelined"})
-    for (const Json& r : doc["runs"])
-      if (str(r, "mode") == mode) out.push_back(&r);
-  for (const Json& r : doc["runs"])
-    if (str(r, "mode") != "sharded" && str(r, "mode") != "pipelined") out.push_back(&r);
-  return out;
-}
-
-const Json* run_of(const Json& doc, const std::string& mode) {
-  for (const Json& r : doc["runs"])
-    if (str(r, "mode") == mode) return &r;
-  return nullptr;
-}
-
-double speedup_of(const Json& doc) {
-  const double given = num(doc, "speedupPipelinedOverSharded");
-  if (std::isfinite(given)) return given;
-  const Json* s = run_of(doc, "sharded");
-  const Json* p = run_of(doc, "pipelined");
-  if (!s || !p) return kNaN;
-  const double ps = num(*p, "stepTimeSeconds");
-  return ps > 0 ? num(*s, "stepTimeSeconds") / ps : kNaN;
-}
-
-struct Shares {
-  double busy = kNaN, host = kNaN, exchange = kNaN, sync = kNaN, idle = kNaN;
-};
-
-// Shares of IPU-time (IPUs x step time), as the text table of `ipusim run` shows them.
-Shares shares_of(const Json& run) {
-  Shares s;
-  const Json& ipus = run.contains("ipus") ? run["ipus"] : Json::array();
-  const double total = num(run, "stepTimeSeconds", 0) * static_cast<double>(ipus.size());
-  if (!(total > 0)) return s;
-  s = {0, 0, 0, 0, 0};
-  for (const Json& m : ipus) {
-    s.busy += num(m, "busySeconds", 0) / total;
-    s.host += num(m, "hostIoSeconds", 0) / total;
-    s.exchange += num(m, "exchangeSeconds", 0) / total;
-    s.sync += num(m, "syncSeconds", 0) / total;
-    s.idle += num(m, "idleSeconds", 0) / total;
-  }
-  return s;
-}
-
-std::string execution_text(const Json& execution, const std::set<std::string>& skip = {}) {
-  if (!execution.is_object() || execution.empty()) return "not recorded";
-  std::string out;
-  for (const auto& [key, value] : execution.items()) {
-    if (skip.count(key)) continue;
-    if (!out.empty()) out += ", ";
-    out += key + "=" + scalar_text(value);
-  }
-  return out.empty() ? "-" : out;
-}
-
-std::string slug(const std::string& text) {
-  std::string out;
-  for (char c : text) {
-    const bool alnum = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
-    const bool upper = c >= 'A' && c <= 'Z';
-    if (alnum || upper) out += upper ? static_cast<char>(c - 'A' + 'a') : c;
-    else if (!out.empty() && out.back() != '-') out += '-';
-    if (out.size() >= 48) break;
-  }
-  while (!out.empty() && out.back() == '-') out.pop_back();
-  return out.empty() ? "figure" : out;
-}
-
-std::string md_escape(const std::string& text) {
-  std::string out;
-  for (char c : text) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '|': out += "\\|"; break;
-      case '\\': case '*': case '_': case '`': case '[': case ']': out += '\\'; out += c; break;
-      case '\n': out += ' '; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
-
-bool looks_numeric(const std::string& cell) {
-  if (cell.empty() || cell == "-") return false;
-  const char c = cell.front();
-  return (c >= '0' && c <= '9') || ((c == '-' || c == '+') && cell.size() > 1);
-}
-
-std::string percent_tick(double f) {
-  const double p = f * 100;
-  return (std::fabs(p - std::round(p)) < 1e-6 ? format_fixed(p, 0) : format_fixed(p, 1)) + " %";
-}
-
-struct Table {
-  std::vector<std::string> header;
-  std::vector<std::vector<std::string>> rows;
-};
-
-// ===================================================================== builder
-
-class Builder {
-public:
-  explicit Builder(std::string title) : title_(std::move(title)) {}
-
-  void heading(int level, const std::string& text, const std::string& id = "") {
-    close_figures();
-    const std::string h = "h" + std::to_string(level);
-    html_ += "<" + h + (id.empty() ? "" : " id=\"" + chart::escape(id) + "\"") + ">" + chart::escape(text) + "</" + h +
-             ">\n";
-    md_ += std::string(static_cast<std::size_t>(level), '#') + " " + md_escape(text) + "\n\n";
-  }
-
-  void paragraph(const std::string& text, const std::string& css_class = "") {
-    close_figures();
-    html_ += "<p" + (css_class.empty() ? "" : " class=\"" + css_class + "\"") + ">" + chart::escape(text) + "</p>\n";
-    md_ += md_escape(text) + "\n\n";
-  }
-
-  void figure(const std::string& name, const std::string& title, const std::string& svg,
-              const std::vector<std::string>& caption, bool wide = false) {
-    if (!in_figures_) {
-      html_ += "<div class=\"figures\">\n";
-      in_figures_ = true;
-    }
-    ++figure_count_;
-    char number[16];
-    std::snprintf(number, sizeof number, "%02zu", figure_count_);
-    const std::string file = "figures/" + std::string(number) + "-" + slug(name) + ".svg";
-    figures_.push_back({file, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n" + svg});
-    html_ += std::string("<figure") + (wide ? " class=\"wide\"" : "") + " id=\"figure-" + number + "\">\n" + svg +
-             "<figcaption><b>Figure " + std::to_string(figure_count_) + ".</b> " + chart::escape(title);
-    for (const std::string& line : caption) html_ += "<br>" + chart::escape(line);
-    html_ += "</figcaption>\n</figure>\n";
-    md_ += "![Figure " + std::to_string(figure_count_) + ": " + md_escape(title) + "](" + file + ")\n\n";
-    md_ += "*Figure " + std::to_string(figure_count_) + ". " + md_escape(title) + "*";
-    for (const std::string& line : caption) md_ += "  \n" + md_escape(line);
-    md_ += "\n\n";
-  }
-
-  void table(const Table& t, const std::string& caption = "") {
-    close_figures();
-    html_ += "<div class=\"table\"><table>\n";
-    if (!caption.empty()) html_ += "<caption>" + chart::escape(caption) + "</caption>\n";
-    html_ += "<thead><tr>";
-    for (const auto& h : t.header) html_ += "<th>" + chart::escape(h) + "</th>";
-    html_ += "</tr></thead>\n<tbody>\n";
-    for (const auto& row : t.rows) {
-      html_ += "<tr>";
-      for (std::size_t i = 0; i < row.size(); ++i) {
-        const bool numeric = i > 0 && looks_numeric(row[i]);
-        html_ += std::string(i == 0 ? "<th scope=\"row\">" : numeric ? "<td class=\"num\">" : "<td>") +
-                 chart::escape(row[i]) + (i == 0 ? "</th>" : "</td>");
-      }
-      html_ += "</tr>\n";
-    }
-    html_ += "</tbody></table></div>\n";
-    if (!caption.empty()) md_ += "**" + md_escape(caption) + "**\n\n";
-    md_ += "|";
-    for (const auto& h : t.header) md_ += " " + md_escape(h) + " |";
-    md_ += "\n|";
-    for (std::size_t i = 0; i < t.header.size(); ++i) {  // numbers right-aligned, text left
-      bool numeric = i > 0;
-      for (const auto& row : t.rows)
-        if (i < row.size() && row[i] != "-") numeric = numeric && looks_numeric(row[i]);
-      md_ += numeric ? " ---: |" : " --- |";
-    }
-    md_ += "\n";
-    for (const auto& row : t.rows) {
-      md_ += "|";
-      for (const auto& cell : row) md_ += " " + md_escape(cell) + " |";
-      md_ += "\n";
-    }
-    md_ += "\n";
-  }
-
-  void open_section(const std::string& id) {
-    close_figures();
-    html_ += "<section id=\"" + chart::escape(id) + "\">\n";
-  }
-  void close_section() {
-    close_figures();
-    html_ += "</section>\n";
-  }
-
-  Document finish(const std::vector<std::pair<std::string, std::string>>& toc, const std::string& intro_html,
-                  const std::string& intro_md) {
-    close_figures();
-    Document d;
-    d.html = "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
-             "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\">\n"
-             "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
-             "<meta name=\"generator\" content=\"ipusim report\">\n<title>" +
-             chart::escape(title_) + "</title>\n<style>\n" + css() + "</style>\n</head>\n<body>\n<header>\n<h1>" +
-             chart::escape(title_) + "</h1>\n" + intro_html;
-    if (!toc.empty()) {
-      d.html += "<nav><b>Contents</b><ul>\n";
-      for (const auto& [id, text] : toc)
-        d.html += "<li><a href=\"#" + chart::escape(id) + "\">" + chart::escape(text) + "</a></li>\n";
-      d.html += "</ul></nav>\n";
-    }
-    d.html += "</header>\n<main>\n" + html_ + "</main>\n</body>\n</html>\n";
-    d.markdown = "# " + md_escape(title_) + "\n\n" + intro_md + md_;
-    d.figures = std::move(figures_);
-    return d;
-  }
-
-private:
-  void close_figures() {
-    if (in_figures_) html_ += "</div>\n";
-    in_figures_ = false;
-  }
-
-  static std::string css() {
-    return "body{font-family:\"DejaVu Sans\",Helvetica,Arial,sans-serif;color:#222;background:#fff;margin:0 auto;"
-           "max-width:1320px;padding:16px 24px 48px;line-height:1.4}\n"
-           "h1{font-size:26px;margin:8px 0 4px}h2{font-size:21px;margin:36px 0 8px;padding-top:8px;"
-           "border-top:2px solid #ddd}h3{font-size:17px;margin:24px 0 8px}\n"
-           "p.inputs,p.meta{color:#555;font-size:13px;margin:4px 0}p.note{background:#f7f7f7;"
-           "border-left:4px solid #bbb;padding:6px 10px}\n"
-           "nav{font-size:14px;margin:12px 0}nav ul{margin:4px 0;padding-left:22px;columns:2}\n"
-           ".figures{display:grid;grid-template-columns:repeat(auto-fit,minmax(560px,1fr));gap:18px;margin:12px 0}\n"
-           "figure{margin:0;border:1px solid #e2e2e2;border-radius:4px;padding:8px;background:#fff}\n"
-           "figure.wide{grid-column:1/-1}figure svg{display:block;max-width:100%;height:auto;margin:0 auto}\n"
-           "figcaption{font-size:12px;color:#555;margin-top:6px;overflow-wrap:anywhere}\n"
-           ".table{overflow-x:auto;margin:12px 0}table{border-collapse:collapse;font-size:13px}\n"
-           "caption{text-align:left;font-weight:bold;padding:4px 0}\n"
-           "th,td{border:1px solid #d8d8d8;padding:4px 8px;text-align:left;vertical-align:top}\n"
-           "thead th{background:#f0f0f0}tbody tr:nth-child(even){background:#fafafa}\n"
-           "td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}\n";
-  }
-
-  std::string title_;
-  std::string html_, md_;
-  std::vector<Figure> figures_;
-  std::size_t figure_count_ = 0;
-  bool in_figures_ = false;
-};
-
-// ----------------------------------------------------------- captions
-
-std::vector<std::string> run_caption(const Json& doc, const std::string& source) {
-  std::string scenario = or_dash(str(doc, "scenario"));
-  const std::string file = str(doc, "scenarioFile");
-  if (!file.empty()) scenario += " (" + file + ")";
-  return {"Scenario: " + scenario + "; model: " + or_dash(str(doc, "model")) + "; config: " +
-              or_dash(str(doc, "config")) + ".",
-          "Execution: " + execution_text(doc.value("execution", Json::object())) + ". Source: " + source + "."};
-}
-
-// ----------------------------------------------------------- runs
-
-std::string summary_row_name(const Input& in) {
-  const std::string scenario = str(in.doc, "scenario");
-  return scenario.empty() ? in.source : scenario;
-}
-
-void run_section(Builder& b, const Input& in, std::size_t number, const std::string& id) {
-  const Json& doc = in.doc;
-  const auto runs = ordered_runs(doc);
-  const auto caption = run_caption(doc, in.source);
-  const std::string name = summary_row_name(in);
-  b.open_section(id);
-  b.heading(2, "Run " + std::to_string(number) + ": " + name, "");
-  b.paragraph("Model " + or_dash(str(doc, "model")) + " on " + or_dash(str(doc, "config")) + ", from " + in.source +
-                  ".",
-              "meta");
-
-  // (a) throughput, sharded against pipelined.
-  const double speedup = speedup_of(doc);
-  chart::BarChart throughput;
-  throughput.title = "Throughput: " + name;
-  throughput.y_label = "throughput (samples/s)";
-  for (const Json* r : runs) {
-    chart::Bar bar{mode_label(*r), num(*r, "throughputSamplesPerSecond", 0), mode_color(str(*r, "mode")),
-                   {rate(num(*r, "throughputSamplesPerSecond"))}};
-    if (str(*r, "mode") == "pipelined" && std::isfinite(speedup))
-      bar.notes.push_back("speed-up " + format_fixed(speedup, 2) + "x");
-    throughput.bars.push_back(bar);
-  }
-  b.figure(name + "-throughput", throughput.title +
-                                     (std::isfinite(speedup) ? " (pipelined/sharded speed-up " +
-                                                                   format_fixed(speedup, 2) + "x)"
-                                                             : ""),
-           chart::render(throughput), caption);
-
-  // (c) utilisation per IPU, one bar per mode.
-  chart::GroupedBarChart util;
-  util.title = "Utilisation per IPU: " + name;
-  util.y_label = "utilisation (busy / step time)";
-  util.y_format = percent_tick;
-  util.value_format = [](double v) { return format_fixed(v * 100, 1) + "%"; };
-  std::vector<std::int64_t> ipu_ids;
-  for (const Json* r : runs)
-    for (const Json& m : r->value("ipus", Json::array()))
-      if (auto idv = m.value("id", std::int64_t{-1}); std::find(ipu_ids.begin(), ipu_ids.end(), idv) == ipu_ids.end())
-        ipu_ids.push_back(idv);
-  std::sort(ipu_ids.begin(), ipu_ids.end());
-  for (auto idv : ipu_ids) util.categories.push_back("IPU " + std::to_string(idv));
-  for (const Json* r : runs) {
-    chart::BarSeries s{mode_label(*r), mode_color(str(*r, "mode")), std::vector<double>(ipu_ids.size(), kNaN)};
-    for (const Json& m : r->value("ipus", Json::array())) {
-      const auto pos = std::find(ipu_ids.begin(), ipu_ids.end(), m.value("id", std::int64_t{-1})) - ipu_ids.begin();
-      s.values[static_cast<std::size_t>(pos)] = num(m, "utilization");
-    }
-    util.series.push_back(s);
-  }
-  b.figure(name + "-utilisation", util.title, chart::render(util), caption);
-
-  // (d) memory per IPU, when the run documents carry it.
-  bool have_memory = false;
-  for (const Json* r : runs) have_memory = have_memory || (r->contains("memory") && (*r)["memory"].is_object());
-  Table memory_table{
-      {"mode", "IPU", "total", "capacity", "used", "fullest tile", "tile capacity", "fits", "largest parts"}, {}};
-  if (have_memory) {
-    std::vector<std::int64_t> ids;
-    double most_used = 0, least_capacity = std::numeric_limits<double>::infinity();
-    for (const Json* r : runs)
-      if (r->contains("memory"))
-        for (const Json& m : (*r)["memory"].value("ipus", Json::array())) {
-          const auto idv = m.value("virtualIpu", std::int64_t{-1});
-          if (std::find(ids.begin(), ids.end(), idv) == ids.end()) ids.push_back(idv);
-          most_used = std::max(most_used, num(m, "totalBytes", 0));
-          if (num(m, "capacityBytes", 0) > 0) least_capacity = std::min(least_capacity, num(m, "capacityBytes"));
-        }
-    std::sort(ids.begin(), ids.end());
-    // A capacity far above the data would squash the bars flat: then it is named in
-    // the caption instead of drawn.
-    const bool draw_capacity = std::isfinite(least_capacity) && most_used >= least_capacity / 4;
-    const double top = draw_capacity ? std::max(most_used, least_capacity) : most_used;
-    const double unit = top >= 1024.0 * 1024 * 1024 ? 1024.0 * 1024 * 1024 : top >= 1024.0 * 1024 ? 1024.0 * 1024 : 1024.0;
-    const std::string unit_name = unit > 1024.0 * 1024 ? "GiB" : unit > 1024.0 ? "MiB" : "KiB";
-    chart::GroupedBarChart mem;
-    mem.title = "Memory per IPU: " + name;
-    mem.y_label = "memory (" + unit_name + ")";
-    mem.markers.resize(ids.size());
-    mem.value_format = [unit_name](double v) { return format_fixed(v, v >= 100 ? 0 : v >= 10 ? 1 : 2); };
-    for (auto idv : ids) mem.categories.push_back("IPU " + std::to_string(idv));
-    for (const Json* r : runs) {
-      if (!r->contains("memory")) continue;
-      chart::BarSeries s{mode_label(*r), mode_color(str(*r, "mode")), std::vector<double>(ids.size(), kNaN)};
-      for (const Json& m : (*r)["memory"].value("ipus", Json::array())) {
-        const auto idv = m.value("virtualIpu", std::int64_t{-1});
-        const auto pos = static_cast<std::size_t>(std::find(ids.begin(), ids.end(), idv) - ids.begin());
-        s.values[pos] = num(m, "totalBytes", 0) / unit;
-        const double capacity = num(m, "capacityBytes");
-        if (draw_capacity && std::isfinite(capacity) && !mem.markers[pos])
-          mem.markers[pos] = chart::GroupMarker{capacity / unit, "capacity " + format_bytes(capacity)};
-        const double total = num(m, "totalBytes");
-        // The largest non-empty parts (weights, activations, stash, ...), biggest first.
-        std::vector<std::pair<double, std::string>> parts;
-        for (const Json& c : m.value("categories", Json::array()))
-          if (num(c, "bytes", 0) > 0) parts.push_back({num(c, "bytes"), str(c, "name")});
-        std::stable_sort(parts.begin(), parts.end(), [](const auto& a, const auto& c) { return a.first > c.first; });
-        std::string largest;
-        for (std::size_t k = 0; k < parts.size() && k < 3; ++k)
-          largest += (k ? ", " : "") + parts[k].second + " " + format_bytes(parts[k].first);
-        memory_table.rows.push_back(
-            {mode_label(*r), std::to_string(idv), bytes(total), bytes(capacity),
-             capacity > 0 ? percent(total / capacity) : "-", bytes(num(m, "fullestTileBytes")),
-             bytes(num(m, "tileCapacityBytes")),
-             m.contains("fits") && m["fits"].is_boolean() ? (m["fits"].get<bool>() ? "yes" : "NO") : "-",
-             or_dash(largest)});
-      }
-      mem.series.push_back(s);
-    }
-    auto lines = caption;
-    if (!draw_capacity && std::isfinite(least_capacity))
-      lines.insert(lines.begin(), "Capacity " + format_bytes(least_capacity) +
-                                      " per IPU, far above these bars, is not drawn (see the table).");
-    b.figure(name + "-memory", mem.title, chart::render(mem), lines);
-  }
-  if (!have_memory) b.paragraph("Memory per IPU: no memory data in this run document.", "note");
-
-  // (f) the numbers.
-  Table t;
-  t.header.push_back("metric");
-  for (const Json* r : runs) t.header.push_back(mode_label(*r));
-  auto row = [&](const std::string& label, auto cell) {
-    std::vector<std::string> cells{label};
-    for (const Json* r : runs) cells.push_back(cell(*r));
-    t.rows.push_back(cells);
-  };
-  row("step time", [](const Json& r) { return seconds(num(r, "stepTimeSeconds")); });
-  row("throughput", [](const Json& r) { return rate(num(r, "throughputSamplesPerSecond")); });
-  row("speed-up over sharded", [&](const Json& r) {
-    const Json* s = run_of(doc, "sharded");
-    const double mine = num(r, "stepTimeSeconds");
-    return s && mine > 0 ? format_fixed(num(*s, "stepTimeSeconds") / mine, 2) + "x" : std::string("-");
-  });
-  row("micro-batches per step", [](const Json& r) { return scalar_text(r.value("microBatchesPerStep", Json("-"))); });
-  row("samples per step", [](const Json& r) { return scalar_text(r.value("samplesPerStep", Json("-"))); });
-  row("latency mean", [](const Json& r) { return seconds(num(r.value("latencySeconds", Json::object()), "mean")); });
-  row("latency min", [](const Json& r) { return seconds(num(r.value("latencySeconds", Json::object()), "min")); });
-  row("latency max", [](const Json& r) { return seconds(num(r.value("latencySeconds", Json::object()), "max")); });
-  row("bubble (idle share of IPU-time)", [](const Json& r) { return percent(num(r, "bubbleFraction")); });
-  row("compute share", [](const Json& r) { return percent(shares_of(r).busy); });
-  row("copies share (inter-IPU exchange)", [](const Json& r) { return percent(shares_of(r).exchange); });
-  row("syncs share", [](const Json& r) { return percent(shares_of(r).sync); });
-  row("host I/O share", [](const Json& r) { return percent(shares_of(r).host); });
-  row("pipeline cycles", [](const Json& r) { return scalar_text(r.value("cycles", Json("-"))); });
-  for (auto idv : ipu_ids)
-    row("IPU " + std::to_string(idv) + " utilisation", [idv](const Json& r) {
-      for (const Json& m : r.value("ipus", Json::array()))
-        if (m.value("id", std::int64_t{-1}) == idv) return percent(num(m, "utilization"));
-      return std::string("-");
-    });
-  b.table(t, "Step metrics: " + name);
-
-  std::vector<std::string> links;
-  for (const Json* r : runs)
-    for (const Json& l : r->value("links", Json::array()))
-      if (const std::string n = str(l, "name"); std::find(links.begin(), links.end(), n) == links.end())
-        links.push_back(n);
-  if (!links.empty()) {
-    Table lt;
-    lt.header.push_back("link");
-    for (const Json* r : runs) lt.header.push_back(mode_label(*r) + " bytes per step");
-    for (const std::string& link : links) {
-      std::vector<std::string> cells{link};
-      for (const Json* r : runs) {
-        std::string cell = "0 B";
-        for (const Json& l : r->value("links", Json::array()))
-          if (str(l, "name") == link) cell = bytes(num(l, "bytes"));
-        cells.push_back(cell);
-      }
-      lt.rows.push_back(cells);
-    }
-    b.table(lt, "Link traffic: " + name);
-  }
-  if (have_memory) b.table(memory_table, "Memory per IPU: " + name);
-  b.close_section();
-}
-
-// ----------------------------------------------------------- sweeps
-
-struct AxisInfo {
-  std::string key;
-  std::vector<Json> values;  // distinct, in order of first appearance
-};
-
-std::vector<AxisInfo> sweep_axes(const Input& in) {
-  std::vector<AxisInfo> axes;
-  for (const SweepPoint& p : in.points)
-    for (const auto& [key, value] : p.axes.items()) {
-      const std::string& name = key;  // clang 14 cannot capture a structured binding
-      auto it = std::find_if(axes.begin(), axes.end(), [&](const AxisInfo& a) { return a.key == name; });
-      if (it == axes.end()) {
-        axes.push_back({key, {}});
-        it = axes.end() - 1;
-      }
-      if (std::find(it->values.begin(), it->values.end(), value) == it->values.end()) it->values.push_back(value);
-    }
-  std::sort(axes.begin(), axes.end(), [](const AxisInfo& a, const AxisInfo& b) { return a.key < b.key; });
-  return axes;
-}
-
-std::string axes_text(const Json& axes, const std::set<std::string>& only = {}) {
-  std::string out;
-  for (const auto& [key, value] : axes.items()) {
-    if (!only.empty() && !only.count(key)) continue;
-    if (!out.empty()) out += ", ";
-    out += key + "=" + scalar_text(value);
-  }
-  return out;
-}
-
-// An axis value for labels: a file path shows as its stem (models/bert-tiny.json -> bert-tiny).
-std::string display_value(const Json& v) {
-  if (v.is_string()) {
-    const fs::path p(v.get<std::string>());
-    if (p.extension() == ".json") return p.stem().string();
-  }
-  return scalar_text(v);
-}
-
-std::string tick_label(const Json& v) {
-  if (v.is_number()) {
-    const double d = v.get<double>();
-    if (d == std::floor(d) && std::fabs(d) < 1e6) return format_fixed(d, 0);
-    return chart::short_number(d);
-  }
-  return display_value(v);
-}
-
-std::vector<std::string> sweep_caption(const Input& in, const std::vector<const SweepPoint*>& points,
-                                       const std::string& x_key, const std::string& group_text) {
-  std::vector<std::string> scenarios, models, configs;
-  auto add = [](std::vector<std::string>& list, const std::string& v) {
-    if (!v.empty() && std::find(list.begin(), list.end(), v) == list.end()) list.push_back(v);
-  };
-  const Json* first = nullptr;
-  std::set<std::string> varying_execution;
-  for (const SweepPoint* p : points) {
-    if (!p->ok) continue;
-    std::string scenario = str(p->report, "scenario");
-    if (const std::string f = str(p->report, "scenarioFile"); !f.empty()) scenario += " (" + f + ")";
-    add(scenarios, scenario);
-    add(models, str(p->report, "model"));
-    add(configs, str(p->report, "config"));
-    if (!p->report.contains("execution") || !p->report["execution"].is_object()) continue;
-    const Json& ex = p->report["execution"];
-    if (!first) first = &ex;
-    else
-      for (const auto& [k, v] : ex.items())
-        if (!first->contains(k) || (*first)[k] != v) varying_execution.insert(k);
-  }
-  auto join = [](const std::vector<std::string>& list) {
-    std::string out;
-    for (const auto& s : list) out += (out.empty() ? "" : " | ") + s;
-    return out.empty() ? std::string("-") : out;
-  };
-  std::vector<std::string> lines;
-  lines.push_back("Sweep " + in.sweep_name + " (" + in.source + "), varying " + x_key +
-                  (group_text.empty() ? "" : "; fixed here: " + group_text) + ".");
-  lines.push_back("Scenario: " + join(scenarios) + "; model: " + join(models) + "; config: " + join(configs) + ".");
-  std::string ex = first ? execution_text(*first, varying_execution) : "not recorded (no successful point)";
-  if (!varying_execution.empty()) {
-    ex += "; varies across points:";
-    for (const auto& k : varying_execution) ex += " " + k;
-  }
-  lines.push_back("Execution: " + ex + ".");
-  return lines;
-}
-
-void sweep_section(Builder& b, const Input& in, std::size_t number, const std::string& id) {
-  b.open_section(id);
-  b.heading(2, "Sweep " + std::to_string(number) + ": " + in.sweep_name);
-  std::size_t failed = 0;
-  for (const SweepPoint& p : in.points) failed += p.ok ? 0 : 1;
-  b.paragraph(std::to_string(in.points.size()) + " points from " + in.source + ", " + std::to_string(failed) +
-                  " failed.",
-              "meta");
-
-  const auto axes = sweep_axes(in);
-  std::vector<const AxisInfo*> varying;
-  for (const AxisInfo& a : axes)
-    if (a.values.size() > 1) varying.push_back(&a);
-  // The x axis: the varying axis with the most values; any other varying axes split
-  // the points into one pair of charts per combination of their values.
-  auto all_numbers = [](const AxisInfo* a) {
-    return std::all_of(a->values.begin(), a->values.end(), [](const Json& v) { return v.is_number(); });
-  };
-  const AxisInfo* x_axis = nullptr;
-  for (const AxisInfo* a : varying)
-    if (!x_axis || a->values.size() > x_axis->values.size() ||
-        (a->values.size() == x_axis->values.size() && all_numbers(a) && !all_numbers(x_axis)))
-      x_axis = a;
-  // Axes that move with x (zipped with it: one value per x value) label x; the others
-  // split the points into groups.
-  std::set<std::string> other_keys;
-  std::vector<std::string> companions;
-  for (const AxisInfo* a : varying) {
-    if (a == x_axis) continue;
-    std::map<std::string, std::set<std::string>> values_per_x;
-    for (const SweepPoint& p : in.points)
-      values_per_x[p.axes.value(x_axis->key, Json()).dump()].insert(p.axes.value(a->key, Json()).dump());
-    bool follows = true;
-    for (const auto& [x, values] : values_per_x) follows = follows && values.size() == 1;
-    if (follows) companions.push_back(a->key);
-    else other_keys.insert(a->key);
-  }
-
-  std::string x_key = x_axis ? x_axis->key : "point";
-  for (const std::string& k : companions) x_key += " with " + k;
-  bool numeric = true;
-  if (x_axis)
-    for (const Json& v : x_axis->values) numeric = numeric && v.is_number();
-  double x_lo = std::numeric_limits<double>::infinity(), x_hi = 0;
-  if (x_axis && numeric)
-    for (const Json& v : x_axis->values) x_lo = std::min(x_lo, v.get<double>()), x_hi = std::max(x_hi, v.get<double>());
-  const bool log_x = x_axis && numeric && x_lo > 0 && x_hi / x_lo >= 16;
-  auto x_of = [&](const SweepPoint& p) -> double {
-    if (!x_axis) return static_cast<double>(p.index);
-    const Json v = p.axes.value(x_axis->key, Json());
-    if (numeric) return v.is_number() ? v.get<double>() : kNaN;
-    return static_cast<double>(std::find(x_axis->values.begin(), x_axis->values.end(), v) - x_axis->values.begin());
-  };
-  std::vector<chart::Tick> ticks;
-  if (x_axis && (!numeric || x_axis->values.size() <= 12))
-    for (std::size_t i = 0; i < x_axis->values.size(); ++i)
-      ticks.push_back({numeric ? x_axis->values[i].get<double>() : static_cast<double>(i), tick_label(x_axis->values[i])});
-
-  std::vector<std::string> modes;
-  for (const char* m : {"sharded", "pipelined"})
-    for (const SweepPoint& p : in.points)
-      if (p.ok && run_of(p.report, m) && std::find(modes.begin(), modes.end(), m) == modes.end()) modes.push_back(m);
-  for (const SweepPoint& p : in.points)
-    if (p.ok)
-      for (const Json& r : p.report["runs"])
-        if (const std::string m = str(r, "mode"); std::find(modes.begin(), modes.end(), m) == modes.end())
-          modes.push_back(m);
-
-  // Panels of curves. One other axis with a few values: one panel whose curves (dashed
-  // differently) are its values, so they compare on one scale. Otherwise one panel per
-  // combination of the other axes' values.
-  struct Curve {
-    std::string suffix, dash;
-    std::vector<const SweepPoint*> points;
-  };
-  struct Panel {
-    std::string suffix, fixed;  // title suffix; the other axes' values, for the caption
-    std::vector<Curve> curves;
-  };
-  static const std::vector<std::string> dashes = {"", "7 4", "2 3", "10 3 2 3"};
-  std::vector<Panel> panels;
-  const AxisInfo* overlay = nullptr;
-  if (other_keys.size() == 1)
-    for (const AxisInfo* a : varying)
-      if (a->key == *other_keys.begin() && a->values.size() <= dashes.size()) overlay = a;
-  if (overlay) {
-    Panel panel;
-    panel.suffix = " by " + overlay->key;
-    for (std::size_t v = 0; v < overlay->values.size(); ++v) {
-      Curve curve{", " + display_value(overlay->values[v]), dashes[v], {}};
-      for (const SweepPoint& p : in.points)
-        if (p.axes.value(overlay->key, Json()) == overlay->values[v]) curve.points.push_back(&p);
-      panel.curves.push_back(curve);
-    }
-    panels.push_back(panel);
-  } else {
-    for (const SweepPoint& p : in.points) {
-      std::string key;
-      for (const auto& k : other_keys)
-        key += (key.empty() ? "" : ", ") + k + "=" + display_value(p.axes.value(k, Json()));
-      auto it = std::find_if(panels.begin(), panels.end(), [&](const Panel& x) { return x.fixed == key; });
-      if (it == panels.end()) {
-        panels.push_back({key.empty() ? "" : " [" + key + "]", key, {Curve{"", "", {}}}});
-        it = panels.end() - 1;
-      }
-      it->curves[0].points.push_back(&p);
-    }
-  }
-  constexpr std::size_t kMaxPanels = 12;
-  if (panels.size() > kMaxPanels)
-    b.paragraph("Only the first " + std::to_string(kMaxPanels) + " of " + std::to_string(panels.size()) +
-                    " combinations of the other axes are plotted; the table lists every point.",
-                "note");
-
-  for (std::size_t g = 0; g < panels.size() && g < kMaxPanels; ++g) {
-    std::vector<const SweepPoint*> all;
-    for (Curve& curve : panels[g].curves) {
-      std::stable_sort(curve.points.begin(), curve.points.end(),
-                       [&](const SweepPoint* a, const SweepPoint* c) { return x_of(*a) < x_of(*c); });
-      all.insert(all.end(), curve.points.begin(), curve.points.end());
-    }
-    const auto caption = sweep_caption(in, all, x_key, panels[g].fixed);
-    for (int which = 0; which < 2; ++which) {
-      chart::LineChart c;
-      c.title = std::string(which == 0 ? "Throughput" : "Bubble fraction") + " vs " + x_key + panels[g].suffix;
-      c.x_label = x_key;
-      c.y_label = which == 0 ? "throughput (samples/s)" : "bubble (idle share of IPU-time)";
-      if (which == 1) c.y_format = percent_tick;
-      c.log_x = log_x;
-      c.x_ticks = ticks;
-      for (const Curve& curve : panels[g].curves)
-        for (const std::string& mode : modes) {
-          chart::LineSeries s{mode, mode_color(mode), {}, curve.dash};
-          for (const SweepPoint* p : curve.points) {
-            const double x = x_of(*p);
-            if (!std::isfinite(x)) continue;
-            const Json* r = p->ok ? run_of(p->report, mode) : nullptr;
-            const double y = r ? num(*r, which == 0 ? "throughputSamplesPerSecond" : "bubbleFraction") : kNaN;
-            s.points.push_back({x, std::isfinite(y) ? std::optional<double>(y) : std::nullopt});
-            if (r && s.name == mode) s.name = mode_label(*r);
-          }
-          s.name += curve.suffix;
-          c.series.push_back(s);
-        }
-      for (const SweepPoint* p : all)
-        if (!p->ok && std::isfinite(x_of(*p)) &&
-            std::find(c.error_x.begin(), c.error_x.end(), x_of(*p)) == c.error_x.end())
-          c.error_x.push_back(x_of(*p));
-      b.figure(in.sweep_name + "-" + (which == 0 ? "throughput" : "bubble") + panels[g].suffix, c.title,
-               chart::render(c), caption);
-    }
-  }
-
-  Table t;
-  t.header = {"point", "id"};
-  for (const AxisInfo& a : axes) t.header.push_back(a.key);
-  t.header.push_back("status");
-  for (const std::string& m : modes) {
-    t.header.push_back(m + " step time");
-    t.header.push_back(m + " throughput");
-    t.header.push_back(m + " bubble");
-  }
-  const bool both = std::find(modes.begin(), modes.end(), "sharded") != modes.end() &&
-                    std::find(modes.begin(), modes.end(), "pipelined") != modes.end();
-  if (both) t.header.push_back("speed-up");
-  Table errors{{"point", "id", "axes", "error"}, {}};
-  for (const SweepPoint& p : in.points) {
-    std::vector<std::string> cells{std::to_string(p.index), p.id};
-    for (const AxisInfo& a : axes) cells.push_back(p.axes.contains(a.key) ? scalar_text(p.axes[a.key]) : "-");
-    cells.push_back(p.ok ? (sweep::out_of_memory(p.report) ? "out of memory" : "ok") : "error");
-    for (const std::string& m : modes) {
-      const Json* r = p.ok ? run_of(p.report, m) : nullptr;
-      cells.push_back(r ? seconds(num(*r, "stepTimeSeconds")) : "-");
-      cells.push_back(r ? rate(num(*r, "throughputSamplesPerSecond")) : "-");
-      cells.push_back(r ? percent(num(*r, "bubbleFraction")) : "-");
-    }
-    if (both) {
-      const double s = p.ok ? speedup_of(p.report) : kNaN;
-      cells.push_back(std::isfinite(s) ? format_fixed(s, 2) + "x" : "-");
-    }
-    t.rows.push_back(cells);
-    if (!p.ok) errors.rows.push_back({std::to_string(p.index), p.id, axes_text(p.axes), p.error});
-  }
-  b.table(t, "Sweep points: " + in.sweep_name);
-  if (!errors.rows.empty()) b.table(errors, "Failed points: " + in.sweep_name);
-  b.close_section();
-}
-
-// ----------------------------------------------------------- traces
-
-struct Track {
-  Json tid;
-  std::string name;
-};
-
-bool tid_less(const Json& a, const Json& b) {
-  if (a.is_number() && b.is_number()) return a.get<double>() < b.get<double>();
-  if (a.is_number() != b.is_number()) return a.is_number();
-  return a.dump() < b.dump();
-}
-
-std::vector<std::string> other_data_caption(const Json& other, const std::string& source, const std::string& process) {
-  static const std::set<std::string> identity_keys = {"scenario", "scenarioFile", "model", "config"};
-  static const std::set<std::string> skipped = {"generator", "timeUnit", "execution"};
-  std::string identity, rest;
-  if (other.is_object()) {
-    std::string scenario = str(other, "scenario");
-    if (const std::string f = str(other, "scenarioFile"); !f.empty()) scenario += " (" + f + ")";
-    if (!scenario.empty()) identity = "Scenario: " + scenario;
-    for (const char* key : {"model", "config"})
-      if (other.contains(key)) identity += std::string(identity.empty() ? "" : "; ") + key + ": " + scalar_text(other[key]);
-    for (const auto& [key, value] : other.items()) {
-      if (identity_keys.count(key) || skipped.count(key)) continue;
-      std::string text;
-      if (value.is_object() && value.contains(process) && !value[process].is_structured()) {
-        // Per-process values, keyed by the process name (step_time_s, events left out).
-        const Json& v = value[process];
-        text = key == "stepTimeSeconds" && v.is_number() ? "step time " + format_seconds(v.get<double>())
-                                                     : key + "=" + scalar_text(v);
-      } else if (value.is_object()) {
-        for (const auto& [k, v] : value.items())
-          if (!v.is_structured()) text += std::string(text.empty() ? "" : ", ") + k + "=" + scalar_text(v);
-        if (!text.empty()) text = key + ": " + text;
-      } else if (!value.is_array()) {
-        text = key + "=" + scalar_text(value);
-      }
-      if (!text.empty()) rest += std::string(rest.empty() ? "" : "; ") + text;
-    }
-  }
-  std::vector<std::string> lines;
-  lines.push_back(identity.empty() ? "Scenario, model and config: not recorded in the trace." : identity + ".");
-  if (!rest.empty()) lines.push_back(rest + ".");
-  if (other.is_object() && other.contains("execution") && other["execution"].is_object())
-    lines.push_back("Execution: " + execution_text(other["execution"]) + ". Source: " + source + ".");
-  else
-    lines.push_back("Execution: not recorded in the trace (give the run document of the same run as an input "
-                    "too). Source: " + source + ".");
-  return lines;
-}
-
-// A run input that produced this trace's process: same scenario and, for that mode,
-// the same step time. Its execution settings then describe the timeline too.
-const Input* matching_run(const std::vector<Input>& inputs, const Json& other, const std::string& process) {
-  if (!other.is_object() || !other.contains("stepTimeSeconds") || !other["stepTimeSeconds"].is_object()) return nullptr;
-  const double step = num(other["stepTimeSeconds"], process.c_str());
-  if (!std::isfinite(step)) return nullptr;
-  for (const Input& in : inputs) {
-    if (in.kind != InputKind::Run || str(in.doc, "scenario") != str(other, "scenario")) continue;
-    for (const Json& r : in.doc["runs"])
-      if (mode_label(r) == process && std::fabs(num(r, "stepTimeSeconds", 0) - step) <= 1e-9 * std::fabs(step))
-        return &in;
-  }
-  return nullptr;
-}
-
-void trace_section(Builder& b, const Input& in, std::size_t number, const std::string& id,
-                   const std::vector<Input>& inputs) {
-  static const Json no_events = Json::array();
-  const Json& events =
-      in.doc.contains("traceEvents") && in.doc["traceEvents"].is_array() ? in.doc["traceEvents"] : no_events;
-  const Json other = in.doc.value("otherData", Json::object());
-  std::vector<Json> pids;
-  std::map<std::string, std::string> process_names;  // pid dump -> name
-  std::map<std::string, std::string> thread_names;   // pid dump + "/" + tid dump -> name
-  std::map<std::string, double> thread_order;        // pid dump + "/" + tid dump -> sort index
-  for (const Json& e : events) {
-    if (!e.is_object()) continue;
-    const Json pid = e.value("pid", Json(0));
-    const std::string ph = str(e, "ph");
-    if (ph == "M") {
-      const Json args = e.value("args", Json::object());
-      const std::string key = pid.dump() + "/" + e.value("tid", Json(0)).dump();
-      if (str(e, "name") == "process_name") process_names[pid.dump()] = str(args, "name");
-      if (str(e, "name") == "thread_name") thread_names[key] = str(args, "name");
-      if (str(e, "name") == "thread_sort_index" && std::isfinite(num(args, "sort_index")))
-        thread_order[key] = num(args, "sort_index");
-    }
-    if (ph == "X" && std::find(pids.begin(), pids.end(), pid) == pids.end()) pids.push_back(pid);
-  }
-  std::sort(pids.begin(), pids.end(), tid_less);
-
-  b.open_section(id);
-  b.heading(2, "Trace " + std::to_string(number) + ": " + in.source);
-  if (pids.empty()) b.paragraph("The trace has no complete (\"X\") events to draw.", "note");
-
-  for (const Json& pid : pids) {
-    std::vector<Track> tracks;
-    double t0 = std::numeric_limits<double>::infinity();
-    for (const Json& e : events) {
-      if (!e.is_object() || str(e, "ph") != "X" || e.value("pid", Json(0)) != pid) continue;
-      const Json tid = e.value("tid", Json(0));
-      if (std::find_if(tracks.begin(), tracks.end(), [&](const Track& t) { return t.tid == tid; }) == tracks.end())
-        tracks.push_back({tid, ""});
-      t0 = std::min(t0, num(e, "ts", 0));
-    }
-    // Tracks in the trace's own order (thread_sort_index), else by thread id.
-    auto order = [&](const Track& t) {
-      auto it = thread_order.find(pid.dump() + "/" + t.tid.dump());
-      return it == thread_order.end() ? std::numeric_limits<double>::infinity() : it->second;
-    };
-    std::sort(tracks.begin(), tracks.end(), [&](const Track& a, const Track& c) {
-      if (order(a) != order(c)) return order(a) < order(c);
-      return tid_less(a.tid, c.tid);
-    });
-    chart::GanttChart g;
-    for (Track& t : tracks) {
-      auto it = thread_names.find(pid.dump() + "/" + t.tid.dump());
-      t.name = it != thread_names.end() && !it->second.empty() ? it->second : "track " + scalar_text(t.tid);
-      g.rows.push_back(t.name);
-    }
-    std::vector<std::map<std::string, double>> totals(tracks.size());  // category -> seconds
-    std::set<std::string> categories;
-    for (const Json& e : events) {
-      if (!e.is_object() || str(e, "ph") != "X" || e.value("pid", Json(0)) != pid) continue;
-      const Json tid = e.value("tid", Json(0));
-      const auto row = static_cast<std::size_t>(
-          std::find_if(tracks.begin(), tracks.end(), [&](const Track& t) { return t.tid == tid; }) - tracks.begin());
-      const double start = (num(e, "ts", 0) - t0) * 1e-6;
-      const double duration = std::max(0.0, num(e, "dur", 0)) * 1e-6;
-      const std::string category = str(e, "cat", "other");
-      g.events.push_back({row, start, start + duration, category,
-                          str(e, "name") + " (" + category + ", " + format_seconds(duration) + ")"});
-      totals[row][category] += duration;
-      categories.insert(category);
-    }
-    auto pn = process_names.find(pid.dump());
-    const std::string process = pn != process_names.end() && !pn->second.empty() ? pn->second : "pid " + pid.dump();
-    const std::string scenario = str(other, "scenario");
-    g.title = "Timeline of one step: " + (scenario.empty() ? "" : scenario + ", ") + process;
-    const std::size_t drawn = chart::gantt_rects(g).size();
-    auto lines = other_data_caption(other, in.source, process);
-    if (const Input* run = matching_run(inputs, other, process))
-      lines[lines.size() - 1] = "Execution: " + execution_text(run->doc.value("execution", Json::object())) +
-                                " (from run input " + run->source + ", same scenario and step time). Source: " +
-                                in.source + ".";
-    lines.insert(lines.begin(), std::to_string(g.events.size()) + " events on " + std::to_string(tracks.size()) +
-                                    " tracks, drawn as " + std::to_string(drawn) +
-                                    " rectangles: adjacent same-category events narrower than a pixel are merged, and a merged "
-                                    "bar is drawn faded by the share of its time that is busy.");
-    b.figure("timeline-" + (scenario.empty() ? "" : scenario + "-") + process, g.title, chart::render(g), lines,
-             true);
-
-    Table t;
-    t.header.push_back("track");
-    for (const auto& c : categories) t.header.push_back(c + " time");
-    for (std::size_t r = 0; r < tracks.size(); ++r) {
-      std::vector<std::string> cells{tracks[r].name};
-      for (const auto& c : categories) {
-        auto it = totals[r].find(c);
-        cells.push_back(it == totals[r].end() ? "-" : format_seconds(it->second));
-      }
-      t.rows.push_back(cells);
-    }
-    b.table(t, "Time per track and category (sum of event durations): " + (scenario.empty() ? "" : scenario + ", ") +
-                   process);
-  }
-  b.close_section();
-}
-
-} // namespace
-
 // ===================================================================== assembly
 
-Document build_report(const std::vector<Input>& inputs, const std::string& title) {
+Document build_report(const std::vector<Input>& inputs, const std::string& title, const std::string& notes) {
   Builder b(title);
   std::vector<std::pair<std::string, std::string>> toc;
   std::string intro_html = "<p class=\"inputs\">Generated by <code>ipusim report</code> from " +
@@ -1101,6 +174,12 @@ Document build_report(const std::vector<Input>& inputs, const std::string& title
   intro_html += ".</p>\n";
   intro_md += ".\n\n";
 
+  if (!notes.empty()) {
+    toc.push_back({"notes", "Notes"});
+    b.raw("<section id=\"notes\" class=\"notes\">\n<h2>Notes</h2>\n" + notes_html(notes) + "</section>\n",
+          "## Notes\n\n" + notes + (notes.back() == '\n' ? "\n" : "\n\n"));
+  }
+
   std::vector<const Input*> runs;
   for (const Input& in : inputs)
     if (in.kind == InputKind::Run) runs.push_back(&in);
@@ -1108,6 +187,9 @@ Document build_report(const std::vector<Input>& inputs, const std::string& title
     toc.push_back({"summary", "Summary: sharded vs pipelined"});
     b.open_section("summary");
     b.heading(2, "Summary: sharded vs pipelined");
+    std::vector<std::pair<std::string, const Json*>> named;
+    for (const Input* in : runs) named.push_back({summary_row_name(*in), &in->doc});
+    b.findings(summary_findings(named));
     Table t{{"scenario", "model", "config", "sharded step time", "pipelined step time", "sharded throughput",
              "pipelined throughput", "speed-up"},
             {}};

@@ -119,7 +119,10 @@ std::string category_color(std::string_view category) {
   static const std::map<std::string, std::string, std::less<>> fixed = {
       {"compute", "#0072B2"}, {"exchange", "#E69F00"}, {"copy", "#CC79A7"}, {"link", "#CC79A7"},
       {"sync", "#666666"},    {"host-io", "#009E73"},  {"wait", "#C8C8C8"}, {"idle", "#E6E6E6"},
-      {"update", "#56B4E9"}};
+      {"update", "#56B4E9"},  {"streaming-memory", "#882255"},
+      // Idle time by cause (docs/step-time.md), in the trace and the time breakdown.
+      {"idle-fill-flush", "#BDBDBD"}, {"idle-imbalance", "#8C6D62"}, {"idle-copy-wait", "#E8D36B"},
+      {"idle-update-wait", "#7F7F7F"}, {"idle-turn-wait", "#DCDCDC"}};
   if (auto it = fixed.find(category); it != fixed.end()) return it->second;
   std::uint32_t hash = 2166136261u;  // FNV-1a: stable across runs and platforms
   for (unsigned char c : category) hash = (hash ^ c) * 16777619u;
@@ -136,6 +139,48 @@ constexpr const char* kGridColor = "#E3E3E3";
 constexpr const char* kTextColor = "#222222";
 constexpr const char* kErrorColor = "#D55E00";
 
+constexpr double kTitleLine = 18;  // px between the lines of a wrapped title
+
+} // namespace
+
+// A word longer than a line stays whole on its own line.
+std::vector<std::string> title_lines(const std::string& title, double width) {
+  const double room = width - 24;
+  std::vector<std::string> lines;
+  std::string line;
+  std::size_t start = 0;
+  while (start <= title.size()) {
+    std::size_t end = title.find(' ', start);
+    if (end == std::string::npos) end = title.size();
+    const std::string word = title.substr(start, end - start);
+    const std::string joined = line.empty() ? word : line + " " + word;
+    if (!line.empty() && text_width(joined, 15) > room) {
+      lines.push_back(line);
+      line = word;
+    } else {
+      line = joined;
+    }
+    start = end + 1;
+  }
+  lines.push_back(line);
+  return lines;
+}
+
+namespace {
+
+// Pixels a wrapped title adds above the legend and the plot.
+double title_extra(const std::string& title, double width) {
+  return kTitleLine * static_cast<double>(title_lines(title, width).size() - 1);
+}
+
+// The frame moved down (and made taller) for a wrapped title.
+Frame with_title(Frame f, const std::string& title) {
+  const double extra = title_extra(title, f.width);
+  f.top += extra;
+  f.height += extra;
+  return f;
+}
+
 class Svg {
 public:
   Svg(double width, double height, const std::string& title) {
@@ -145,7 +190,9 @@ public:
     out_ += "<title>" + escape(title) + "</title>\n";
     out_ += "<rect x=\"0\" y=\"0\" width=\"" + coord(width) + "\" height=\"" + coord(height) +
             "\" fill=\"#FFFFFF\"/>\n";
-    text(12, 22, title, "start", 15, "font-weight=\"bold\"");
+    const auto lines = title_lines(title, width);
+    for (std::size_t i = 0; i < lines.size(); ++i)
+      text(12, 22 + kTitleLine * static_cast<double>(i), lines[i], "start", 15, "font-weight=\"bold\"");
   }
 
   void text(double x, double y, std::string_view s, const char* anchor = "start", double size = 12,
@@ -183,7 +230,7 @@ private:
 
 struct LegendItem {
   std::string name, color;
-  enum Kind { Box, Line, Cross, Dashed } kind = Box;
+  enum Kind { Box, Line, Cross, Dashed, Hollow } kind = Box;
   std::string dash{};  // Line: its stroke-dasharray
 };
 
@@ -217,6 +264,10 @@ void draw_legend(Svg& svg, const std::vector<std::vector<LegendItem>>& lines, do
                   "\"/>\n");
           break;
         case LegendItem::Dashed: svg.line(x, y - 4, x + 14, y - 4, item.color, 1.5, "stroke-dasharray=\"4 2\""); break;
+        case LegendItem::Hollow:
+          svg.raw("<circle cx=\"" + coord(x + 6) + "\" cy=\"" + coord(y - 4) + "\" r=\"5\" fill=\"#FFFFFF\" stroke=\"" +
+                  item.color + "\" stroke-width=\"2\"/>\n");
+          break;
         case LegendItem::Cross:
           svg.line(x + 2, y - 9, x + 11, y, item.color, 2);
           svg.line(x + 2, y, x + 11, y - 9, item.color, 2);
@@ -295,7 +346,7 @@ double max_finite(const std::vector<double>& values, double fallback) {
 // ---------------------------------------------------------------- bar chart
 
 double bar_axis_max(const BarChart& chart) {
-  const Frame& f = chart.frame;
+  const Frame f = with_title(chart.frame, chart.title);
   std::size_t note_lines = 0;
   double max_value = 0;
   for (const Bar& b : chart.bars) {
@@ -309,7 +360,7 @@ double bar_axis_max(const BarChart& chart) {
 }
 
 std::vector<BarGeometry> bar_geometry(const BarChart& chart) {
-  const Frame& f = chart.frame;
+  const Frame f = with_title(chart.frame, chart.title);
   const double hi = bar_axis_max(chart);
   const double band = f.plot_width() / static_cast<double>(std::max<std::size_t>(1, chart.bars.size()));
   const double width = std::min(band * 0.6, 140.0);
@@ -323,7 +374,7 @@ std::vector<BarGeometry> bar_geometry(const BarChart& chart) {
 }
 
 std::string render(const BarChart& chart) {
-  const Frame& f = chart.frame;
+  const Frame f = with_title(chart.frame, chart.title);
   Svg svg(f.width, f.height, chart.title);
   YAxis axis = y_axis_for(0, bar_axis_max(chart));
   draw_y_axis(svg, f, axis, chart.y_format, chart.y_label);
@@ -360,9 +411,9 @@ std::string render(const GroupedBarChart& chart) {
   const bool marker_in_legend = !common_marker.empty() && markers_agree;
   if (marker_in_legend) items.push_back({common_marker, kErrorColor, LegendItem::Dashed});
   const auto legend = legend_lines(items, chart.frame.left, chart.frame.width - chart.frame.right);
-  const Frame f = with_legend(chart.frame, legend.size());
+  const Frame f = with_legend(with_title(chart.frame, chart.title), legend.size());
   Svg svg(f.width, f.height, chart.title);
-  draw_legend(svg, legend, f.left, 42);
+  draw_legend(svg, legend, f.left, 42 + title_extra(chart.title, f.width));
 
   double max_value = chart.y_max;
   for (const BarSeries& s : chart.series) max_value = max_finite(s.values, max_value);
@@ -449,12 +500,16 @@ std::string render(const LineChart& chart) {
     items.push_back({chart.series[s].name, chart.series[s].color.empty() ? palette(s) : chart.series[s].color,
                      LegendItem::Line, chart.series[s].dash});
   if (!chart.error_x.empty()) items.push_back({"failed point", kErrorColor, LegendItem::Cross});
+  bool any_oom = false;
+  for (const LineSeries& s : chart.series)
+    for (const LinePoint& p : s.points) any_oom = any_oom || (p.out_of_memory && p.y);
+  if (any_oom) items.push_back({"out of memory (not possible)", kTextColor, LegendItem::Hollow});
   const auto legend = legend_lines(items, chart.frame.left, chart.frame.width - chart.frame.right);
-  const Frame f = with_legend(chart.frame, legend.size());
+  const Frame f = with_legend(with_title(chart.frame, chart.title), legend.size());
   Svg svg(f.width, f.height, chart.title);
-  draw_legend(svg, legend, f.left, 42);
+  draw_legend(svg, legend, f.left, 42 + title_extra(chart.title, f.width));
 
-  double y_lo = 0, y_hi = 0;
+  double y_lo = 0, y_hi = std::max(0.0, chart.y_max);
   for (const LineSeries& s : chart.series)
     for (const LinePoint& p : s.points)
       if (p.y && std::isfinite(*p.y)) y_lo = std::min(y_lo, *p.y), y_hi = std::max(y_hi, *p.y);
@@ -505,7 +560,7 @@ std::string render(const LineChart& chart) {
     std::string path;
     bool pen_down = false;
     for (const LinePoint& p : series.points) {
-      if (!p.y || !std::isfinite(*p.y) || (chart.log_x && p.x <= 0)) {
+      if (!p.y || !std::isfinite(*p.y) || (chart.log_x && p.x <= 0) || p.out_of_memory) {
         pen_down = false;  // a gap: the next point starts a new segment
         continue;
       }
@@ -518,12 +573,62 @@ std::string render(const LineChart& chart) {
               (series.dash.empty() ? "" : " stroke-dasharray=\"" + series.dash + "\"") + "/>\n");
     for (const LinePoint& p : series.points) {
       if (!p.y || !std::isfinite(*p.y) || (chart.log_x && p.x <= 0)) continue;
-      svg.raw("<circle cx=\"" + coord(xs.pixel(p.x)) + "\" cy=\"" + coord(axis.pixel(f, *p.y)) + "\" r=\"3.5\" fill=\"" +
-              color + "\"><title>" + escape(series.name + ": " + short_number(p.x) + " \xE2\x86\x92 " +
-                                             (chart.y_format ? chart.y_format(*p.y) : short_number(*p.y))) +
-              "</title></circle>\n");
+      const std::string value = chart.y_format ? chart.y_format(*p.y) : short_number(*p.y);
+      const double cx = xs.pixel(p.x), cy = axis.pixel(f, *p.y);
+      if (p.out_of_memory) {
+        svg.raw("<circle class=\"oom-mark\" cx=\"" + coord(cx) + "\" cy=\"" + coord(cy) +
+                "\" r=\"5\" fill=\"#FFFFFF\" stroke=\"" + color + "\" stroke-width=\"2\"><title>" +
+                escape(series.name + ": " + short_number(p.x) + " \xE2\x86\x92 " + value + ", out of memory") +
+                "</title></circle>\n");
+        svg.text(cx, cy - 9, "OOM", "middle", 10, "fill-opacity=\"0.9\"");
+        continue;
+      }
+      svg.raw("<circle cx=\"" + coord(cx) + "\" cy=\"" + coord(cy) + "\" r=\"3.5\" fill=\"" + color + "\"><title>" +
+              escape(series.name + ": " + short_number(p.x) + " \xE2\x86\x92 " + value) + "</title></circle>\n");
     }
   }
+  return svg.finish();
+}
+
+// ---------------------------------------------------------------- stacked bars
+
+std::string render(const StackedBarChart& chart) {
+  std::vector<LegendItem> items;
+  for (std::size_t p = 0; p < chart.parts.size(); ++p)
+    items.push_back({chart.parts[p].name, chart.parts[p].color.empty() ? palette(p) : chart.parts[p].color});
+  const auto legend = legend_lines(items, chart.frame.left, chart.frame.width - chart.frame.right);
+  const Frame f = with_legend(with_title(chart.frame, chart.title), legend.size());
+  Svg svg(f.width, f.height, chart.title);
+  draw_legend(svg, legend, f.left, 42 + title_extra(chart.title, f.width));
+
+  std::vector<double> totals(chart.bars.size(), 0);
+  for (const StackPart& part : chart.parts)
+    for (std::size_t b = 0; b < chart.bars.size() && b < part.values.size(); ++b)
+      if (std::isfinite(part.values[b]) && part.values[b] > 0) totals[b] += part.values[b];
+  const YAxis axis = y_axis_for(0, max_finite(totals, 0));
+  draw_y_axis(svg, f, axis, chart.y_format, chart.y_label);
+
+  const double band = f.plot_width() / static_cast<double>(std::max<std::size_t>(1, chart.bars.size()));
+  const double width = std::min(band * 0.7, 90.0);
+  for (std::size_t b = 0; b < chart.bars.size(); ++b) {
+    const double x = f.left + band * static_cast<double>(b) + (band - width) / 2;
+    double below = 0;
+    for (std::size_t p = 0; p < chart.parts.size(); ++p) {
+      const StackPart& part = chart.parts[p];
+      if (b >= part.values.size() || !std::isfinite(part.values[b]) || part.values[b] <= 0) continue;
+      const double v = part.values[b];
+      const double y_top = axis.pixel(f, below + v), y_bottom = axis.pixel(f, below);
+      const std::string label = chart.value_format ? chart.value_format(v) : short_number(v);
+      svg.rect(x, y_top, width, y_bottom - y_top, part.color.empty() ? palette(p) : part.color,
+               " class=\"stack\" stroke=\"#FFFFFF\" stroke-width=\"0.5\"",
+               chart.bars[b] + ", " + part.name + ": " + label);
+      if (y_bottom - y_top >= 13 && text_width(label, 10) <= width - 4)
+        svg.text(x + width / 2, (y_top + y_bottom) / 2 + 4, label, "middle", 10,
+                 "stroke=\"#FFFFFF\" stroke-width=\"2.5\" paint-order=\"stroke\"");
+      below += v;
+    }
+  }
+  draw_band_labels(svg, f, chart.bars);
   return svg.finish();
 }
 
@@ -542,7 +647,8 @@ GanttFrame gantt_frame(const GanttChart& chart, std::size_t legend_line_count) {
   GanttFrame f{};
   f.left = std::clamp(widest + 16, 70.0, 280.0);
   f.right = 24;
-  f.top = 56 + 16 * static_cast<double>(legend_line_count > 1 ? legend_line_count - 1 : 0);
+  f.top = 56 + 16 * static_cast<double>(legend_line_count > 1 ? legend_line_count - 1 : 0) +
+          title_extra(chart.title, chart.width);
   f.bottom = 48;
   f.width = chart.width;
   f.height = f.top + chart.row_height * static_cast<double>(chart.rows.size()) + f.bottom;
@@ -585,6 +691,10 @@ std::vector<GanttRect> gantt_rects(const GanttChart& chart) {
   auto eighths = [](double busy, double width) {
     return width < 1 ? 1.0 : std::clamp(std::round(busy / width * 8) / 8, 0.125, 1.0);
   };
+  auto label = [&](const GanttEvent& e) {
+    return e.label.empty() && chart.label_of ? chart.label_of(static_cast<std::size_t>(&e - chart.events.data()))
+                                             : e.label;
+  };
   std::vector<GanttRect> rects;
   for (std::size_t r = 0; r < by_row.size(); ++r) {
     bool open = false;
@@ -606,7 +716,7 @@ std::vector<GanttRect> gantt_rects(const GanttChart& chart) {
         continue;
       }
       if (open) close();
-      current = {r, x0, x1, e->category, 1, e->label, 1.0};
+      current = {r, x0, x1, e->category, 1, label(*e), 1.0};
       busy = x1 - x0;
       covered_to = x1;
       open = true;
@@ -674,7 +784,7 @@ std::string render(const GanttChart& chart) {
   const auto legend = legend_lines(items, first.left, chart.width - first.right);
   const GanttFrame f = gantt_frame(chart, legend.size());  // gantt_rects' columns do not depend on the legend
   Svg svg(f.width, f.height, chart.title);
-  draw_legend(svg, legend, f.left, 42);
+  draw_legend(svg, legend, f.left, 42 + title_extra(chart.title, f.width));
 
   const double pw = f.plot_width();
   const double span = gantt_span(chart);

@@ -99,6 +99,9 @@ std::string render(const GroupedBarChart& chart);
 struct LinePoint {
   double x = 0;
   std::optional<double> y;  // empty: a gap in the line (e.g. a failed point)
+  // Simulated but not possible (does not fit in memory): a hollow, labelled marker at
+  // its value, and a gap in the line.
+  bool out_of_memory = false;
 };
 
 struct LineSeries {
@@ -119,6 +122,7 @@ struct LineChart {
   std::vector<Tick> x_ticks;   // empty: nice_ticks / log_ticks of the x range
   std::vector<double> error_x; // x positions of failed points, marked on the axis
   TickFormat y_format;         // empty: short_number
+  double y_max = 0;            // > 0: the y axis goes at least this high (panels sharing a scale)
   Frame frame;
 };
 std::string render(const LineChart& chart);
@@ -137,6 +141,9 @@ struct GanttChart {
   std::vector<GanttEvent> events;
   double width = 1200, row_height = 22;
   std::size_t max_rects = 3000;  // rectangles drawn at most
+  // The label of events[i] when its own is empty, asked only for events drawn alone, so
+  // a long trace need not hold a label per event.
+  std::function<std::string(std::size_t)> label_of;
 };
 
 struct GanttRect {
@@ -154,6 +161,26 @@ struct GanttRect {
 // fits) showing the category that covers most of the bucket, with `coverage` the busy
 // share of the bucket rounded to eighths (at least one); runs of equal buckets are merged.
 std::vector<GanttRect> gantt_rects(const GanttChart& chart);
+
+// Stacked bars: one bar per label, each the sum of its parts (e.g. the shares of a
+// step's time), parts stacked bottom-up in the order given.
+struct StackPart {
+  std::string name, color;
+  std::vector<double> values;  // one per bar; NaN or <= 0: not drawn
+};
+
+struct StackedBarChart {
+  std::string title, y_label;
+  std::vector<std::string> bars;
+  std::vector<StackPart> parts;
+  TickFormat y_format;      // empty: short_number
+  TickFormat value_format;  // a part's value in its tooltip and, when tall enough, inside it
+  Frame frame;
+};
+std::string render(const StackedBarChart& chart);
+
+// The broken lines of a chart title of the given SVG width (for tests).
+std::vector<std::string> title_lines(const std::string& title, double width);
 std::string render(const GanttChart& chart);
 
 } // namespace ipusim::chart

@@ -1,0 +1,299 @@
+#include "sim/report/sections.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "sim/output/units.hpp"
+#include "sim/report/findings.hpp"
+#include "sim/report/page.hpp"
+#include "sim/report/run_fields.hpp"
+#include "sim/report/svg_chart.hpp"
+
+namespace ipusim::report {
+
+std::vector<std::string> run_caption(const Json& doc, const std::string& source) {
+  std::string scenario = or_dash(str(doc, "scenario"));
+  const std::string file = str(doc, "scenarioFile");
+  if (!file.empty()) scenario += " (" + file + ")";
+  return {"Scenario: " + scenario + "; model: " + or_dash(str(doc, "model")) + "; config: " +
+              or_dash(str(doc, "config")) + ".",
+          "Execution: " + execution_text(object_at(doc, "execution")) + ". Source: " + source + "."};
+}
+
+std::string summary_row_name(const Input& in) {
+  const std::string scenario = str(in.doc, "scenario");
+  return scenario.empty() ? in.source : scenario;
+}
+
+namespace {
+
+// ----------------------------------------------------------- runs
+
+// The colour of a part of a step: that of the trace category it shows as
+// (compute, host-io, ..., idle-fill-flush).
+std::string part_color(const TimePart& part) {
+  std::string category;  // idleFillFlush -> idle-fill-flush
+  for (char c : part.key) {
+    if (c >= 'A' && c <= 'Z') {
+      category += '-';
+      c = static_cast<char>(c - 'A' + 'a');
+    }
+    category += c;
+  }
+  return chart::category_color(category);
+}
+
+// Where the step time goes: per mode one bar for all IPUs (runs[].timeShares) and one
+// per IPU (its seconds over the step time), stacked by part. Empty without timeShares.
+std::optional<chart::StackedBarChart> time_breakdown_chart(const std::string& name,
+                                                           const std::vector<const Json*>& runs) {
+  chart::StackedBarChart c;
+  c.title = "Where the step time goes (share of IPU time, idle by cause): " + name;
+  c.y_label = "share of the step";
+  c.y_format = percent_tick;
+  c.value_format = [](double v) { return format_fixed(v * 100, 1) + "%"; };
+  c.frame.width = 1200;
+  c.frame.bottom = 96;  // slanted bar labels
+  for (const TimePart& part : time_parts()) c.parts.push_back({part.name, part_color(part), {}});
+  for (const Json* r : runs) {
+    if (!field(*r, "timeShares")) continue;
+    c.bars.push_back(mode_label(*r) + ": all IPUs");
+    for (std::size_t k = 0; k < time_parts().size(); ++k) c.parts[k].values.push_back(time_share(*r, time_parts()[k]));
+    const double step = num(*r, "stepTimeSeconds");
+    for (const Json& m : array_at(*r, "ipus")) {
+      if (!field(m, "idle") || !(step > 0)) continue;
+      c.bars.push_back(mode_label(*r) + ": IPU " + std::to_string(integer(m, "id")));
+      for (std::size_t k = 0; k < time_parts().size(); ++k)
+        c.parts[k].values.push_back(ipu_seconds(m, time_parts()[k]) / step);
+    }
+  }
+  if (c.bars.empty()) return std::nullopt;
+  // Parts that are nowhere above zero stay out of the legend.
+  std::erase_if(c.parts, [](const chart::StackPart& p) {
+    return std::none_of(p.values.begin(), p.values.end(), [](double v) { return v > 0; });
+  });
+  return c;
+}
+
+// The memory verdict is per tile: each IPU's fullest tile against one tile's SRAM.
+std::optional<chart::GroupedBarChart> fullest_tile_chart(const std::string& name, const std::vector<const Json*>& runs) {
+  chart::GroupedBarChart c;
+  c.title = "Fullest tile per virtual IPU against a tile's memory (the fit verdict): " + name;
+  c.y_label = "fullest tile (KiB)";
+  c.value_format = [](double v) { return format_fixed(v, v >= 100 ? 0 : 1); };
+  std::vector<std::int64_t> ids;
+  for (const Json* r : runs)
+    for (const Json& m : array_at(object_at(*r, "memory"), "ipus"))
+      if (std::isfinite(num(m, "fullestTileBytes")) && std::find(ids.begin(), ids.end(), integer(m, "virtualIpu")) == ids.end())
+        ids.push_back(integer(m, "virtualIpu"));
+  if (ids.empty()) return std::nullopt;
+  std::sort(ids.begin(), ids.end());
+  for (auto id : ids) c.categories.push_back("vIPU " + std::to_string(id));
+  c.markers.resize(ids.size());
+  for (const Json* r : runs) {
+    chart::BarSeries s{mode_label(*r), mode_color(str(*r, "mode")), std::vector<double>(ids.size(), kNaN)};
+    bool any = false;
+    for (const Json& m : array_at(object_at(*r, "memory"), "ipus")) {
+      const auto pos = static_cast<std::size_t>(std::find(ids.begin(), ids.end(), integer(m, "virtualIpu")) - ids.begin());
+      if (pos >= ids.size()) continue;
+      s.values[pos] = num(m, "fullestTileBytes") / 1024;
+      any = true;
+      if (const double cap = num(m, "tileCapacityBytes"); cap > 0 && !c.markers[pos])
+        c.markers[pos] = chart::GroupMarker{cap / 1024, "tile memory " + format_bytes(cap)};
+    }
+    if (any) c.series.push_back(s);
+  }
+  return c;
+}
+
+} // namespace
+
+void run_section(Builder& b, const Input& in, std::size_t number, const std::string& id) {
+  const Json& doc = in.doc;
+  const auto runs = ordered_runs(doc);
+  const auto caption = run_caption(doc, in.source);
+  const std::string name = summary_row_name(in);
+  b.open_section(id);
+  b.heading(2, "Run " + std::to_string(number) + ": " + name, "");
+  b.paragraph("Model " + or_dash(str(doc, "model")) + " on " + or_dash(str(doc, "config")) + ", from " + in.source +
+                  ".",
+              "meta");
+  b.findings(run_findings(doc));
+
+  // (a) throughput, sharded against pipelined.
+  const double speedup = speedup_of(doc);
+  chart::BarChart throughput;
+  throughput.title = "Throughput: " + name;
+  throughput.y_label = "throughput (samples/s)";
+  for (const Json* r : runs) {
+    chart::Bar bar{mode_label(*r), num(*r, "throughputSamplesPerSecond", 0), mode_color(str(*r, "mode")),
+                   {rate(num(*r, "throughputSamplesPerSecond"))}};
+    if (str(*r, "mode") == "pipelined" && std::isfinite(speedup))
+      bar.notes.push_back("speed-up " + format_fixed(speedup, 2) + "x");
+    throughput.bars.push_back(bar);
+  }
+  b.figure(name + "-throughput", throughput.title +
+                                     (std::isfinite(speedup) ? " (pipelined/sharded speed-up " +
+                                                                   format_fixed(speedup, 2) + "x)"
+                                                             : ""),
+           chart::render(throughput), caption);
+
+  // (c) utilisation per IPU, one bar per mode.
+  chart::GroupedBarChart util;
+  util.title = "Utilisation per IPU: " + name;
+  util.y_label = "utilisation (busy / step time)";
+  util.y_format = percent_tick;
+  util.value_format = [](double v) { return format_fixed(v * 100, 1) + "%"; };
+  std::vector<std::int64_t> ipu_ids;
+  for (const Json* r : runs)
+    for (const Json& m : array_at(*r, "ipus"))
+      if (auto idv = integer(m, "id"); std::find(ipu_ids.begin(), ipu_ids.end(), idv) == ipu_ids.end())
+        ipu_ids.push_back(idv);
+  std::sort(ipu_ids.begin(), ipu_ids.end());
+  for (auto idv : ipu_ids) util.categories.push_back("IPU " + std::to_string(idv));
+  for (const Json* r : runs) {
+    chart::BarSeries s{mode_label(*r), mode_color(str(*r, "mode")), std::vector<double>(ipu_ids.size(), kNaN)};
+    for (const Json& m : array_at(*r, "ipus")) {
+      const auto pos = std::find(ipu_ids.begin(), ipu_ids.end(), integer(m, "id")) - ipu_ids.begin();
+      s.values[static_cast<std::size_t>(pos)] = num(m, "utilization");
+    }
+    util.series.push_back(s);
+  }
+  b.figure(name + "-utilisation", util.title, chart::render(util), caption);
+  if (const auto breakdown = time_breakdown_chart(name, runs))
+    b.figure(name + "-time-breakdown", breakdown->title, chart::render(*breakdown), caption, true);
+
+  // (d) memory per IPU, when the run documents carry it.
+  bool have_memory = false;
+  for (const Json* r : runs) have_memory = have_memory || (r->contains("memory") && (*r)["memory"].is_object());
+  Table memory_table{
+      {"mode", "IPU", "total", "capacity", "used", "fullest tile", "tile capacity", "fits", "largest parts"}, {}};
+  if (have_memory) {
+    std::vector<std::int64_t> ids;
+    double most_used = 0, least_capacity = std::numeric_limits<double>::infinity();
+    for (const Json* r : runs)
+      if (r->contains("memory"))
+        for (const Json& m : array_at(object_at(*r, "memory"), "ipus")) {
+          const auto idv = integer(m, "id");
+          if (std::find(ids.begin(), ids.end(), idv) == ids.end()) ids.push_back(idv);
+          most_used = std::max(most_used, num(m, "totalBytes", 0));
+          if (num(m, "capacityBytes", 0) > 0) least_capacity = std::min(least_capacity, num(m, "capacityBytes"));
+        }
+    std::sort(ids.begin(), ids.end());
+    // A capacity far above the data would squash the bars flat: then it is named in
+    // the caption instead of drawn.
+    const bool draw_capacity = std::isfinite(least_capacity) && most_used >= least_capacity / 4;
+    const double top = draw_capacity ? std::max(most_used, least_capacity) : most_used;
+    const double unit = top >= 1024.0 * 1024 * 1024 ? 1024.0 * 1024 * 1024 : top >= 1024.0 * 1024 ? 1024.0 * 1024 : 1024.0;
+    const std::string unit_name = unit > 1024.0 * 1024 ? "GiB" : unit > 1024.0 ? "MiB" : "KiB";
+    chart::GroupedBarChart mem;
+    mem.title = "Memory per IPU: " + name;
+    mem.y_label = "memory (" + unit_name + ")";
+    mem.markers.resize(ids.size());
+    mem.value_format = [unit_name](double v) { return format_fixed(v, v >= 100 ? 0 : v >= 10 ? 1 : 2); };
+    for (auto idv : ids) mem.categories.push_back("IPU " + std::to_string(idv));
+    for (const Json* r : runs) {
+      if (!r->contains("memory")) continue;
+      chart::BarSeries s{mode_label(*r), mode_color(str(*r, "mode")), std::vector<double>(ids.size(), kNaN)};
+      for (const Json& m : array_at(object_at(*r, "memory"), "ipus")) {
+        const auto idv = integer(m, "id");
+        const auto pos = static_cast<std::size_t>(std::find(ids.begin(), ids.end(), idv) - ids.begin());
+        s.values[pos] = num(m, "totalBytes", 0) / unit;
+        const double capacity = num(m, "capacityBytes");
+        if (draw_capacity && std::isfinite(capacity) && !mem.markers[pos])
+          mem.markers[pos] = chart::GroupMarker{capacity / unit, "capacity " + format_bytes(capacity)};
+        const double total = num(m, "totalBytes");
+        // The largest non-empty parts (weights, activations, stash, ...), biggest first.
+        std::vector<std::pair<double, std::string>> parts;
+        for (const Json& c : array_at(m, "categories"))
+          if (num(c, "bytes", 0) > 0) parts.push_back({num(c, "bytes"), str(c, "name")});
+        std::stable_sort(parts.begin(), parts.end(), [](const auto& a, const auto& c) { return a.first > c.first; });
+        std::string largest;
+        for (std::size_t k = 0; k < parts.size() && k < 3; ++k)
+          largest += (k ? ", " : "") + parts[k].second + " " + format_bytes(parts[k].first);
+        memory_table.rows.push_back(
+            {mode_label(*r), std::to_string(idv), bytes(total), bytes(capacity),
+             capacity > 0 ? percent(total / capacity) : "-", bytes(num(m, "fullestTileBytes")),
+             bytes(num(m, "tileCapacityBytes")),
+             m.contains("fits") && m["fits"].is_boolean() ? (m["fits"].get<bool>() ? "yes" : "NO") : "-",
+             or_dash(largest)});
+      }
+      mem.series.push_back(s);
+    }
+    auto lines = caption;
+    if (!draw_capacity && std::isfinite(least_capacity))
+      lines.insert(lines.begin(), "Capacity " + format_bytes(least_capacity) +
+                                      " per IPU, far above these bars, is not drawn (see the table).");
+    b.figure(name + "-memory", mem.title, chart::render(mem), lines);
+    if (const auto tiles = fullest_tile_chart(name, runs))
+      b.figure(name + "-fullest-tile", tiles->title, chart::render(*tiles), caption);
+  }
+  if (!have_memory) b.paragraph("Memory per IPU: no memory data in this run document.", "note");
+
+  // (f) the numbers.
+  Table t;
+  t.header.push_back("metric");
+  for (const Json* r : runs) t.header.push_back(mode_label(*r));
+  auto row = [&](const std::string& label, auto cell) {
+    std::vector<std::string> cells{label};
+    for (const Json* r : runs) cells.push_back(cell(*r));
+    t.rows.push_back(cells);
+  };
+  row("step time", [](const Json& r) { return seconds(num(r, "stepTimeSeconds")); });
+  row("throughput", [](const Json& r) { return rate(num(r, "throughputSamplesPerSecond")); });
+  row("speed-up over sharded", [&](const Json& r) {
+    const Json* s = run_of(doc, "sharded");
+    const double mine = num(r, "stepTimeSeconds");
+    return s && mine > 0 ? format_fixed(num(*s, "stepTimeSeconds") / mine, 2) + "x" : std::string("-");
+  });
+  row("micro-batches per step", [](const Json& r) { return scalar_text(field(r, "microBatchesPerStep") ? *field(r, "microBatchesPerStep") : Json("-")); });
+  row("samples per step", [](const Json& r) { return scalar_text(field(r, "samplesPerStep") ? *field(r, "samplesPerStep") : Json("-")); });
+  row("latency mean", [](const Json& r) { return seconds(num(object_at(r, "latencySeconds"), "mean")); });
+  row("latency min", [](const Json& r) { return seconds(num(object_at(r, "latencySeconds"), "min")); });
+  row("latency max", [](const Json& r) { return seconds(num(object_at(r, "latencySeconds"), "max")); });
+  row("bubble (idle share of IPU-time)", [](const Json& r) { return percent(num(r, "bubbleFraction")); });
+  row("compute share", [](const Json& r) { return percent(shares_of(r).busy); });
+  row("copies share (inter-IPU exchange)", [](const Json& r) { return percent(shares_of(r).exchange); });
+  row("syncs share", [](const Json& r) { return percent(shares_of(r).sync); });
+  row("host I/O share", [](const Json& r) { return percent(shares_of(r).host); });
+  row("pipeline cycles", [](const Json& r) { return scalar_text(field(r, "cycles") ? *field(r, "cycles") : Json("-")); });
+  for (auto idv : ipu_ids)
+    row("IPU " + std::to_string(idv) + " utilisation", [idv](const Json& r) {
+      for (const Json& m : array_at(r, "ipus"))
+        if (integer(m, "id") == idv) return percent(num(m, "utilization"));
+      return std::string("-");
+    });
+  b.table(t, "Step metrics: " + name);
+
+  std::vector<std::string> links;
+  for (const Json* r : runs)
+    for (const Json& l : array_at(*r, "links"))
+      if (const std::string n = str(l, "name"); std::find(links.begin(), links.end(), n) == links.end())
+        links.push_back(n);
+  if (!links.empty()) {
+    Table lt;
+    lt.header.push_back("link");
+    for (const Json* r : runs) lt.header.push_back(mode_label(*r) + " bytes per step");
+    for (const std::string& link : links) {
+      std::vector<std::string> cells{link};
+      for (const Json* r : runs) {
+        std::string cell = "0 B";
+        for (const Json& l : array_at(*r, "links"))
+          if (str(l, "name") == link) cell = bytes(num(l, "bytes"));
+        cells.push_back(cell);
+      }
+      lt.rows.push_back(cells);
+    }
+    b.table(lt, "Link traffic: " + name);
+  }
+  if (have_memory) b.table(memory_table, "Memory per IPU: " + name);
+  b.close_section();
+}
+
+} // namespace ipusim::report
