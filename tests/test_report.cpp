@@ -362,7 +362,11 @@ TEST_CASE("ipusim report builds HTML and Markdown from a run with a sweep and a 
   CHECK(html.find("batchesPerStep=64") != std::string::npos);
   // (d) no memory data for the plain run; the copy with memory gets its chart and table.
   CHECK(count(html, "no memory data") == 1);
-  CHECK(html.find("Memory per IPU: mlp-inference") != std::string::npos);
+  CHECK(html.find("Memory per virtual IPU: mlp-inference") != std::string::npos);
+  // Memory is per virtual IPU (memory.ipus[].virtualIpu 0 and 1 in the document).
+  CHECK(html.find(">vIPU 0<") != std::string::npos);
+  CHECK(html.find(">vIPU 1<") != std::string::npos);
+  CHECK(html.find("IPU -1") == std::string::npos);
   CHECK(html.find("capacity 900.0 MiB") != std::string::npos);
   CHECK(html.find("950.0 MiB") != std::string::npos);
   // (b) the sweep: figures against G, hand-made numbers, the failed point listed.

@@ -173,14 +173,14 @@ void run_section(Builder& b, const Input& in, std::size_t number, const std::str
   bool have_memory = false;
   for (const Json* r : runs) have_memory = have_memory || (r->contains("memory") && (*r)["memory"].is_object());
   Table memory_table{
-      {"mode", "IPU", "total", "capacity", "used", "fullest tile", "tile capacity", "fits", "largest parts"}, {}};
+      {"mode", "vIPU", "total", "capacity", "used", "fullest tile", "tile capacity", "fits", "largest parts"}, {}};
   if (have_memory) {
     std::vector<std::int64_t> ids;
     double most_used = 0, least_capacity = std::numeric_limits<double>::infinity();
     for (const Json* r : runs)
       if (r->contains("memory"))
         for (const Json& m : array_at(object_at(*r, "memory"), "ipus")) {
-          const auto idv = integer(m, "id");
+          const auto idv = integer(m, "virtualIpu");
           if (std::find(ids.begin(), ids.end(), idv) == ids.end()) ids.push_back(idv);
           most_used = std::max(most_used, num(m, "totalBytes", 0));
           if (num(m, "capacityBytes", 0) > 0) least_capacity = std::min(least_capacity, num(m, "capacityBytes"));
@@ -193,16 +193,16 @@ void run_section(Builder& b, const Input& in, std::size_t number, const std::str
     const double unit = top >= 1024.0 * 1024 * 1024 ? 1024.0 * 1024 * 1024 : top >= 1024.0 * 1024 ? 1024.0 * 1024 : 1024.0;
     const std::string unit_name = unit > 1024.0 * 1024 ? "GiB" : unit > 1024.0 ? "MiB" : "KiB";
     chart::GroupedBarChart mem;
-    mem.title = "Memory per IPU: " + name;
+    mem.title = "Memory per virtual IPU: " + name;
     mem.y_label = "memory (" + unit_name + ")";
     mem.markers.resize(ids.size());
     mem.value_format = [unit_name](double v) { return format_fixed(v, v >= 100 ? 0 : v >= 10 ? 1 : 2); };
-    for (auto idv : ids) mem.categories.push_back("IPU " + std::to_string(idv));
+    for (auto idv : ids) mem.categories.push_back("vIPU " + std::to_string(idv));
     for (const Json* r : runs) {
       if (!r->contains("memory")) continue;
       chart::BarSeries s{mode_label(*r), mode_color(str(*r, "mode")), std::vector<double>(ids.size(), kNaN)};
       for (const Json& m : array_at(object_at(*r, "memory"), "ipus")) {
-        const auto idv = integer(m, "id");
+        const auto idv = integer(m, "virtualIpu");
         const auto pos = static_cast<std::size_t>(std::find(ids.begin(), ids.end(), idv) - ids.begin());
         s.values[pos] = num(m, "totalBytes", 0) / unit;
         const double capacity = num(m, "capacityBytes");
