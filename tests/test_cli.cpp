@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "cli_runner.hpp"
+#include "sanitizer.hpp"
 #include "temp_dir.hpp"
 
 using ipusim::test::Result;
@@ -468,14 +469,6 @@ TEST_CASE("cli: a run killed with SIGKILL leaves no simulation process behind", 
   CHECK(processes_in_group(pid, -1) == 0);
   ::kill(-pid, SIGKILL);  // in case it failed: leave nothing running
 }
-
-#if defined(__SANITIZE_ADDRESS__)
-#define IPUSIM_TEST_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define IPUSIM_TEST_ASAN 1
-#endif
-#endif
 
 TEST_CASE("cli: the announced estimate bounds the run's peak memory", "[cli]") {
 #ifdef IPUSIM_TEST_ASAN

@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "sanitizer.hpp"
+
 #include "sim/output/units.hpp"
 #include "sim/report/report.hpp"
 #include "sim/report/svg_chart.hpp"
@@ -709,10 +711,14 @@ TEST_CASE("a report from a large trace reads it as a stream, in bounded memory",
   // Peak memory of the report (the largest child this test ran): the program (38 MB),
   // the text once and compact records (122 MB in all for this 31 MB file), not a JSON
   // document of the events (425 MB when the report held one).
+#ifdef IPUSIM_TEST_ASAN
+  WARN("a sanitizer build's own memory overhead (750 MiB here) says nothing of the report's: not checked");
+#else
   struct rusage usage {};
   REQUIRE(getrusage(RUSAGE_CHILDREN, &usage) == 0);
   const double peak_bytes = static_cast<double>(usage.ru_maxrss) * 1024;
   INFO("peak " << peak_bytes / 1048576 << " MiB for a " << file_bytes / 1048576 << " MiB trace");
   CHECK(peak_bytes < 5 * file_bytes);
+#endif
   fs::remove_all(dir);
 }
