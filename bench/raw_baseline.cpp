@@ -4,6 +4,7 @@
 #include <map>
 #include <memory>
 
+#include "sim/engine/engine_run.hpp"
 #include "sim/engine/platform.hpp"
 #include "sim/schedule/program_cursor.hpp"
 
@@ -139,10 +140,9 @@ RawResult run_raw(const Schedule& schedule, const HardwareConfig& hw) {
     for (const Step& s : p.steps)
       for (const Transfer& t : s.transfers) copies = std::max(copies, t.copy + 1);
   World w{build_platform(hw, schedule), {}, {}, {}, sg4::Barrier::create(static_cast<unsigned>(schedule.programs.size())), 0};
-  constexpr int kMailboxesPerCopy = 16;  // sim/engine/engine_run.hpp
   for (int c = 0; c < copies; ++c) {
     w.mailboxes.emplace_back();
-    for (int r = 0; r < kMailboxesPerCopy; ++r)
+    for (std::size_t r = 0; r < engine_detail::kMailboxesPerCopy; ++r)
       w.mailboxes.back().push_back(sg4::Mailbox::by_name("copy" + std::to_string(c) + "." + std::to_string(r)));
   }
   w.sent.assign(w.mailboxes.size(), 0);

@@ -18,6 +18,12 @@ namespace ipusim::engine_detail {
 
 namespace sg4 = simgrid::s4u;
 
+// A copy's transfers go round this many mailboxes, the n-th sent and the n-th taken
+// through mailbox n % k: SimGrid searches a mailbox's queue of arrived transfers from
+// the front at every receive, which a deep queue (GPipe's slowest stage) makes linear.
+// bench/raw_baseline.cpp makes the same calls.
+inline constexpr std::size_t kMailboxesPerCopy = 16;
+
 // A transfer this IPU started and has not reported yet.
 struct Pending {
   sg4::CommPtr comm;
@@ -88,8 +94,7 @@ struct Snapshot {
   std::uint64_t mark = 0;         // notes reported before it
   std::uint64_t activities = 0;
   std::vector<ActorSnapshot> actors;
-  std::vector<std::int64_t> backlog;  // per copy mailbox: sent, not yet taken
-  std::vector<std::int64_t> sent;     // per copy mailbox
+  std::vector<std::int64_t> sent, taken;  // per copy: its backlog is sent - taken
 };
 
 // Two snapshots a whole number of periods apart, and how many periods may be skipped
@@ -142,10 +147,6 @@ private:
   const bool transfers_wanted_;
   Platform platform_;
   std::vector<ActorState> actors_;
-  // A copy's transfers go round this many mailboxes, the n-th sent and the n-th taken
-  // through mailbox n % k: SimGrid searches a mailbox's queue of arrived transfers from
-  // the front at every receive, which a deep queue (GPipe's slowest stage) makes linear.
-  static constexpr std::size_t kMailboxesPerCopy = 16;
   std::vector<std::vector<sg4::Mailbox*>> mailboxes_;  // by copy id, then round
   // Sends copy `copy` (asynchronously) / takes its next arrival, counting them.
   sg4::CommPtr put(int copy, double bytes);

@@ -105,8 +105,8 @@ Snapshot Run::take_snapshot(int loop) const {
   s.time = s.raw_time + offset_;
   s.mark = notes_base_ + notes_.size();
   s.activities = activities_;
-  for (std::size_t c = 0; c < sent_.size(); ++c) s.backlog.push_back(sent_[c] - taken_[c]);
   s.sent = sent_;
+  s.taken = taken_;
   for (const ActorState& st : actors_) {
     ActorSnapshot a;
     a.index = st.cursor.index();
@@ -137,12 +137,12 @@ Period Run::period_between(const Snapshot& older, const Snapshot& newer, int loo
   // A mailbox's backlog may change from period to period only where nothing is sent to it:
   // its receiver takes what is already there without waiting, for at most backlog / taken
   // more periods.
-  for (std::size_t c = 0; c < newer.backlog.size(); ++c) {
-    const std::int64_t grown = newer.backlog[c] - older.backlog[c];
-    if (grown == 0) continue;
-    if (newer.sent[c] != older.sent[c]) return {};
-    result.max_periods = std::min(result.max_periods, newer.backlog[c] / -grown);
-    result.drained.emplace_back(c, -grown);
+  for (std::size_t c = 0; c < newer.sent.size(); ++c) {
+    const std::int64_t sent = newer.sent[c] - older.sent[c], taken = newer.taken[c] - older.taken[c];
+    if (sent == taken) continue;
+    if (sent != 0) return {};
+    result.max_periods = std::min(result.max_periods, (newer.sent[c] - newer.taken[c]) / taken);
+    result.drained.emplace_back(c, taken);
   }
   std::int64_t period = 0, stride = -1;
   for (std::size_t i = 0; i < actors_.size(); ++i) {
