@@ -42,10 +42,11 @@ Output is deterministic: the same arguments always give the same bytes.
 """
 
 import argparse
+import json
 import sys
 
-from model_builder import DTYPES, Builder, Placement, dump, int_list, positive_int, write
-from transformer_blocks import post_ln_layer
+from model_builder import DTYPES, Builder, Placement, SubLayerPlacement, dump, int_list, positive_int, write
+from transformer_blocks import dropout, feed_forward, residual, self_attention
 
 
 def layers_on_ipus(layers_per_ipu, encoder_start_ipu):
@@ -62,6 +63,56 @@ def layers_on_ipus(layers_per_ipu, encoder_start_ipu):
     return [0] * start + list(layers_per_ipu)
 
 
+def checkpoint(b, name, x, shape, dtype=None):
+    """PopART's builder.checkpointOutput: an Identity whose output is stashed instead of
+    recomputed (RecomputeType Checkpoint, builder_impl.cpp). dtype "float8": Graphcore's
+    MLPerf BERT casts the tensor to FP8 around the checkpoint (CastToFp8 / CastFromFp8,
+    activation_checkpoint_dtype), so the stash holds one byte per element."""
+    attributes = {"__recompute_output_in_backward_pass": 1}
+    if dtype != "float8":
+        return b.op(name, "Identity", [x], [(name + "_out", shape)], attributes)
+    f = b.op(name + "/to_fp8", "Cast", [x], [(name + "/fp8", shape, "float8")])
+    f = b.op(name, "Identity", [f], [(name + "_out", shape, "float8")], attributes)
+    return b.op(name + "/from_fp8", "Cast", [f], [(name + "/restored", shape)])
+
+
+def mlperf_checkpoints(place):
+    """Which sub-layer outputs Graphcore's MLPerf BERT checkpoints (bert_model.py
+    should_checkpoint_att / should_checkpoint_ffn, v1.1 and v2.0): every attention output in the
+    last pipeline stage; every feed-forward output but the last one on an IPU that is copied to
+    the next stage (unless an attention half follows on the same IPU), and the model's last."""
+    layers = place.layers()
+    att = [place.att[i][1] == place.last_stage for i in range(layers)]
+    ffn = []
+    for i in range(layers):
+        if i == layers - 1:
+            ffn.append(True)
+            continue
+        not_last_on_ipu = place.ffn[i][0] == place.ffn[i + 1][0]
+        followed_by_att = place.ffn[i][0] == place.att[i + 1][0]
+        ffn.append(not_last_on_ipu or followed_by_att)
+    return att, ffn
+
+
+def sub_layer_places(args):
+    """(attention place, feed-forward place) per layer, the heads' place, a summary and the
+    placement object: from --att-ffn-placement, or whole layers from --layers-per-ipu."""
+    if args.att_ffn_placement is not None:
+        place = SubLayerPlacement(args.att_ffn_placement, args.encoder_start_pipeline_stage, args.num_layers)
+        return list(zip(place.att, place.ffn)), place.head, "sub-layers per stage (" + place.summary() + \
+            "); embedding on IPU0 in stage 0", place
+    per_ipu = layers_on_ipus(args.layers_per_ipu, args.encoder_start_ipu)
+    if sum(per_ipu) == 0:
+        raise SystemExit("error: --layers-per-ipu places no encoder layer")
+    if args.num_layers is not None and args.num_layers != sum(per_ipu):
+        raise SystemExit("error: --num-layers %d but --layers-per-ipu places %d" % (args.num_layers, sum(per_ipu)))
+    # IPU0 holds the embedding; an IPU with no layer is unused.
+    placement = Placement(per_ipu, args.heads_on)
+    places = [((ipu, stage), (ipu, stage)) for _, ipu, stage in placement.layers()]
+    return places, placement.head, "layers per IPU (" + placement.summary() + "); embedding on IPU0 in stage 0; " \
+        "encoder stage = its IPU's", placement
+
+
 def build(args):
     h, heads, ffn, seq = args.hidden, args.heads, args.ffn, args.seq
     if h % heads:
@@ -70,17 +121,16 @@ def build(args):
         raise SystemExit("error: --masked %d exceeds --seq %d" % (args.masked, seq))
     if args.seq > args.max_positions:
         raise SystemExit("error: --seq %d exceeds --max-positions %d" % (seq, args.max_positions))
-    per_ipu = layers_on_ipus(args.layers_per_ipu, args.encoder_start_ipu)
-    num_layers = sum(per_ipu)
-    if num_layers == 0:
-        raise SystemExit("error: --layers-per-ipu places no encoder layer")
-    if args.num_layers is not None and args.num_layers != num_layers:
-        raise SystemExit("error: --num-layers %d but --layers-per-ipu places %d" % (args.num_layers, num_layers))
-    # IPU0 holds the embedding; an IPU with no layer is unused.
-    placement = Placement(per_ipu, args.heads_on)
+    places, head, placement_text, placement = sub_layer_places(args)
+    num_layers = len(places)
+    mlperf = args.implementation == "mlperf"
     # The MLM decoder shares the word embedding only where both sit on IPU0: ipusim does
     # not copy a weight between IPUs, so heads elsewhere get their own decoder weight.
-    tied = placement.head[0] == 0
+    tied = head[0] == 0
+    # Graphcore pads the vocabulary to a multiple of the serialisation steps (padded_vocab_length).
+    steps = args.embedding_serialization_vocab_steps
+    vocab = -(-args.vocab // steps) * steps
+    checkpoint_dtype = args.activation_checkpoint_dtype
 
     b = Builder(args.dtype)
 
@@ -92,106 +142,201 @@ def build(args):
     b.tensor("input_mask", [seq], "input", "int32")
     b.tensor("masked_lm_ids", [args.masked], "input", "int32")
     packed = args.sequences_per_pack
-    b.tensor("next_sentence_label", [packed], "input", "int32")
+    nsp = not args.reduce_nsp_overhead
+    if nsp:
+        b.tensor("next_sentence_label", [packed], "input", "int32")
 
     # Stage 0 on IPU0: embedding.
     b.place((0, 0))
-    word = b.weight("embedding/word_embeddings", [args.vocab, h])
+    word = b.weight("embedding/word_embeddings", [vocab, h])
     pos = b.weight("embedding/position_embeddings", [args.max_positions, h])
     seg = b.weight("embedding/segment_embeddings", [2, h])
     b.op("embedding/word_gather", "Gather", [word, "input_ids"], [("embedding/word", [seq, h])])
     b.op("embedding/position_gather", "Gather", [pos, "position_ids"], [("embedding/position", [seq, h])])
-    b.op("embedding/segment_gather", "Gather", [seg, "segment_ids"], [("embedding/segment", [seq, h])])
+    if mlperf:
+        # MLPerf's bert_model.py embedding(): the segment embedding as a one-hot [seq, 2] times
+        # the [2, hidden] table, and the sum masked by the padding (input_mask > 0).
+        b.op("embedding/segment_onehot", "Equal", ["segment_ids"], [("embedding/segment_onehot_out", [seq, 2])])
+        b.op("embedding/segment_matmul", "MatMul", ["embedding/segment_onehot_out", seg],
+             [("embedding/segment", [seq, h])])
+    else:
+        b.op("embedding/segment_gather", "Gather", [seg, "segment_ids"], [("embedding/segment", [seq, h])])
     b.op("embedding/add_position", "Add", ["embedding/word", "embedding/position"],
          [("embedding/word_position", [seq, h])])
     b.op("embedding/add_segment", "Add", ["embedding/word_position", "embedding/segment"],
          [("embedding/sum", [seq, h])])
+    summed = "embedding/sum"
+    if mlperf:
+        # The packed sequence index of each token, once on IPU0 (a host stream feeds one IPU; the
+        # layers read this activation, copied along the pipeline).
+        b.op("mask/index_cast", "Cast", ["input_mask"], [("mask/index", [seq])])
+        b.op("embedding/padding_mask", "Greater", ["mask/index"], [("embedding/padding", [seq], "bool")])
+        b.op("embedding/padding_cast", "Cast", ["embedding/padding"], [("embedding/padding_f", [seq])])
+        summed = b.op("embedding/mask_padding", "Mul", ["embedding/sum", "embedding/padding_f"],
+                      [("embedding/masked_sum", [seq, h])])
     gamma = b.weight("embedding/layernorm/gamma", [h])
     beta = b.weight("embedding/layernorm/beta", [h])
     if args.hidden_dropout > 0:
-        x = b.op("embedding/layernorm", "LayerNorm", ["embedding/sum", gamma, beta],
-                 [("embedding/normalised", [seq, h])])
+        x = b.op("embedding/layernorm", "LayerNorm", [summed, gamma, beta], [("embedding/normalised", [seq, h])])
         x = b.op("embedding/dropout", "Dropout", [x], [("embedding/output", [seq, h])])
     else:
-        x = b.op("embedding/layernorm", "LayerNorm", ["embedding/sum", gamma, beta], [("embedding/output", [seq, h])])
-    # The mask, once, on IPU0: 1/0 per token -> 0/-1000 added to the attention scores.
-    b.op("mask/cast", "Cast", ["input_mask"], [("mask/float", [seq])])
-    bias = b.op("mask/scale", "Scale", ["mask/float"], [("attention_bias", [seq])])
+        x = b.op("embedding/layernorm", "LayerNorm", [summed, gamma, beta], [("embedding/output", [seq, h])])
+    if not mlperf:
+        # The mask, once, on IPU0: 1/0 per token -> 0/-1000 added to the attention scores.
+        b.op("mask/cast", "Cast", ["input_mask"], [("mask/float", [seq])])
+        bias = b.op("mask/scale", "Scale", ["mask/float"], [("attention_bias", [seq])])
 
-    # Encoder layers, each on its IPU in that IPU's stage.
-    for layer, ipu, stage in placement.layers():
-        b.place((ipu, stage))
-        x = post_ln_layer(b, "layer%d" % layer, x, seq, h, heads, ffn, ("add", bias), args.split_qkv,
-                          args.hidden_dropout, args.attention_dropout)
+    if mlperf:
+        att_checkpoint, ffn_checkpoint = mlperf_checkpoints(placement)
+    else:
+        # Optimum-Graphcore's recompute_checkpoint_every_layer: every layer's output but the last.
+        every = args.recompute_checkpoint_every_layer
+        att_checkpoint = [False] * num_layers
+        ffn_checkpoint = [every and i < num_layers - 1 for i in range(num_layers)]
+    last_stage = head[1]
+
+    # Encoder layers: the attention half and the feed-forward half, each in its place.
+    for layer, (att_place, ffn_place) in enumerate(places):
+        p = "layer%d" % layer
+        b.place(att_place)
+        if mlperf:
+            # MLPerf's AttentionMask custom op (custom_ops/attention_mask.cpp), in every layer: from
+            # the packed sequence index of each token, |i - j| squashed by tanh and scaled by -10000,
+            # a [seq, seq] mask that keeps attention inside each sequence of the pack.
+            m = b.op(p + "/attention/mask_diff", "Sub", ["mask/index", "mask/index"],
+                     [(p + "/attention/mask_diff_out", [seq, seq])])
+            m = b.op(p + "/attention/mask_abs", "Abs", [m], [(p + "/attention/mask_abs_out", [seq, seq])])
+            m = b.op(p + "/attention/mask_tanh", "Tanh", [m], [(p + "/attention/mask_tanh_out", [seq, seq])])
+            mask = ("add", b.op(p + "/attention/mask_scale", "Scale", [m], [(p + "/attention/mask", [seq, seq])]))
+        else:
+            mask = ("add", bias)
+        o = self_attention(b, p, x, seq, h, heads, mask, args.split_qkv, args.attention_dropout)
+        o = residual(b, p + "/attention/residual", x, dropout(b, p + "/attention/dropout", o, [seq, h],
+                                                              args.hidden_dropout), seq, h)
+        x = b.layer_norm(p + "/attention/layernorm", o, [seq, h], p + "/attention/output")
+        if att_checkpoint[layer]:
+            x = checkpoint(b, p + "/attention/checkpoint", x, [seq, h],
+                           None if att_place[1] == last_stage else checkpoint_dtype)
+        b.place(ffn_place)
+        f = dropout(b, p + "/ffn/dropout", feed_forward(b, p, x, seq, h, ffn), [seq, h], args.hidden_dropout)
+        f = residual(b, p + "/ffn/residual", x, f, seq, h)
+        x = b.layer_norm(p + "/ffn/layernorm", f, [seq, h], p + "/output")
+        if ffn_checkpoint[layer]:
+            x = checkpoint(b, p + "/checkpoint", x, [seq, h], None if ffn_place[1] == last_stage else checkpoint_dtype)
 
     # The heads: back on IPU0 in a new stage, or on the last IPU in its stage.
-    b.place(placement.head)
-    # MLM: the masked positions, dense + Gelu + LayerNorm, decoder tied to the word embedding.
-    m = b.op("mlm/slice", "Slice", [x], [("mlm/masked", [args.masked, h])])
-    w = b.weight("mlm/dense/weight", [h, h])
-    m = b.op("mlm/dense", "MatMul", [m, w], [("mlm/dense_out", [args.masked, h])])
-    w = b.weight("mlm/dense/bias", [h])
-    m = b.op("mlm/dense_bias", "Add", [m, w], [("mlm/dense_biased", [args.masked, h])])
-    m = b.op("mlm/gelu", "Gelu", [m], [("mlm/gelu_out", [args.masked, h])])
-    g_ = b.weight("mlm/layernorm/gamma", [h])
-    b_ = b.weight("mlm/layernorm/beta", [h])
-    m = b.op("mlm/layernorm", "LayerNorm", [m, g_, b_], [("mlm/transformed", [args.masked, h])])
-    decoder = word if tied else b.weight("mlm/decoder/weight", [args.vocab, h])
-    mlm_logits = b.op("mlm/decoder", "MatMul", [m, decoder], [("mlm/logits", [args.masked, args.vocab])])
-    # NSP: pooler on the first ([CLS]) token of each sequence of the (packed) sample, Tanh, classifier.
-    n = b.op("nsp/slice_cls", "Slice", [x], [("nsp/cls", [packed, h])])
-    w = b.weight("nsp/pooler/weight", [h, h])
-    n = b.op("nsp/pooler", "MatMul", [n, w], [("nsp/pooler_out", [packed, h])])
-    w = b.weight("nsp/pooler/bias", [h])
-    n = b.op("nsp/pooler_bias", "Add", [n, w], [("nsp/pooler_biased", [packed, h])])
-    n = b.op("nsp/tanh", "Tanh", [n], [("nsp/pooled", [packed, h])])
-    w = b.weight("nsp/classifier/weight", [h, 2])
-    n = b.op("nsp/classifier", "MatMul", [n, w], [("nsp/classifier_out", [packed, 2])])
-    w = b.weight("nsp/classifier/bias", [2])
-    nsp_logits = b.op("nsp/classifier_bias", "Add", [n, w], [("nsp/logits", [packed, 2])])
+    b.place(head)
+    if mlperf:
+        # lm_prediction_head runs on every token; the projection then slices the masked ones.
+        w = b.weight("mlm/dense/weight", [h, h])
+        m = b.op("mlm/dense", "MatMul", [x, w], [("mlm/dense_out", [seq, h])])
+        w = b.weight("mlm/dense/bias", [h])
+        m = b.op("mlm/dense_bias", "Add", [m, w], [("mlm/dense_biased", [seq, h])])
+        m = b.op("mlm/gelu", "Gelu", [m], [("mlm/gelu_out", [seq, h])])
+        g_ = b.weight("mlm/layernorm/gamma", [h])
+        b_ = b.weight("mlm/layernorm/beta", [h])
+        m = b.op("mlm/layernorm", "LayerNorm", [m, g_, b_], [("mlm/transformed_all", [seq, h])])
+        m = b.op("mlm/slice", "Slice", [m], [("mlm/transformed", [args.masked, h])])
+        m = checkpoint(b, "mlm/checkpoint", m, [args.masked, h])
+    else:
+        # MLM: the masked positions, dense + Gelu + LayerNorm, decoder tied to the word embedding.
+        m = b.op("mlm/slice", "Slice", [x], [("mlm/masked", [args.masked, h])])
+        w = b.weight("mlm/dense/weight", [h, h])
+        m = b.op("mlm/dense", "MatMul", [m, w], [("mlm/dense_out", [args.masked, h])])
+        w = b.weight("mlm/dense/bias", [h])
+        m = b.op("mlm/dense_bias", "Add", [m, w], [("mlm/dense_biased", [args.masked, h])])
+        m = b.op("mlm/gelu", "Gelu", [m], [("mlm/gelu_out", [args.masked, h])])
+        g_ = b.weight("mlm/layernorm/gamma", [h])
+        b_ = b.weight("mlm/layernorm/beta", [h])
+        m = b.op("mlm/layernorm", "LayerNorm", [m, g_, b_], [("mlm/transformed", [args.masked, h])])
+    decoder = word if tied else b.weight("mlm/decoder/weight", [vocab, h])
+    serialized = {"__serialize_matmul_mode": "output_channels", "__serialize_matmul_factor": steps} \
+        if steps > 1 else None
+    mlm_logits = b.op("mlm/decoder", "MatMul", [m, decoder], [("mlm/logits", [args.masked, vocab])], serialized)
+    if mlperf:
+        mlm_logits = checkpoint(b, "mlm/logits_checkpoint", mlm_logits, [args.masked, vocab])
+        if args.projection_bias:
+            pb = b.weight("mlm/projection/bias", [vocab])
+            mlm_logits = b.op("mlm/projection_bias", "Add", [mlm_logits, pb], [("mlm/logits_biased", [args.masked, vocab])])
+        mlm_logits = checkpoint(b, "mlm/biased_checkpoint", mlm_logits, [args.masked, vocab])
+    nsp_logits = None
+    if nsp:
+        # NSP: pooler on the [CLS] token of each sequence of the (packed) sample, Tanh, classifier.
+        n = b.op("nsp/slice_cls", "Slice", [x], [("nsp/cls", [packed, h])])
+        w = b.weight("nsp/pooler/weight", [h, h])
+        n = b.op("nsp/pooler", "MatMul", [n, w], [("nsp/pooler_out", [packed, h])])
+        w = b.weight("nsp/pooler/bias", [h])
+        n = b.op("nsp/pooler_bias", "Add", [n, w], [("nsp/pooler_biased", [packed, h])])
+        n = b.op("nsp/tanh", "Tanh", [n], [("nsp/pooled", [packed, h])])
+        w = b.weight("nsp/classifier/weight", [h, 2])
+        n = b.op("nsp/classifier", "MatMul", [n, w], [("nsp/classifier_out", [packed, 2])])
+        w = b.weight("nsp/classifier/bias", [2])
+        nsp_logits = b.op("nsp/classifier_bias", "Add", [n, w], [("nsp/logits", [packed, 2])])
     # One NSP loss per sequence, averaged when a sample packs several.
     nsp_out = ("nsp_loss", [1]) if packed == 1 else ("loss/nsp_losses", [packed])
     # Losses (one value per sample each), summed into the loss PopART differentiates.
     # The MLM loss is taken per masked token (reduction none) and then averaged: see
     # the module docstring for why it is not one op reducing [masked, vocab] to [1].
+    n = None
     if args.loss == "softmax-nll":
-        p = b.op("loss/mlm_softmax", "Softmax", [mlm_logits], [("loss/mlm_probs", [args.masked, args.vocab])])
+        p = b.op("loss/mlm_softmax", "Softmax", [mlm_logits], [("loss/mlm_probs", [args.masked, vocab])])
         t = b.op("loss/mlm_nll", "NllLoss", [p, "masked_lm_ids"], [("loss/mlm_token_losses", [args.masked])])
-        p = b.op("loss/nsp_softmax", "Softmax", [nsp_logits], [("loss/nsp_probs", [packed, 2])])
-        n = b.op("loss/nsp_nll", "NllLoss", [p, "next_sentence_label"], [nsp_out])
+        if nsp:
+            p = b.op("loss/nsp_softmax", "Softmax", [nsp_logits], [("loss/nsp_probs", [packed, 2])])
+            n = b.op("loss/nsp_nll", "NllLoss", [p, "next_sentence_label"], [nsp_out])
     else:
         t = b.op("loss/mlm", "SoftmaxCrossEntropy", [mlm_logits, "masked_lm_ids"],
                  [("loss/mlm_token_losses", [args.masked])])
-        n = b.op("loss/nsp", "SoftmaxCrossEntropy", [nsp_logits, "next_sentence_label"], [nsp_out])
-    if packed > 1:
+        if nsp:
+            n = b.op("loss/nsp", "SoftmaxCrossEntropy", [nsp_logits, "next_sentence_label"], [nsp_out])
+    if nsp and packed > 1:
         b.op("loss/nsp_mean", "ReduceMean", [n], [("nsp_loss", [1])])
     b.op("loss/mlm_mean", "ReduceMean", [t], [("mlm_loss", [1])])
-    b.op("loss/sum", "Add", ["mlm_loss", "nsp_loss"], [("loss", [1])])
+    anchors = ["mlm_loss"]
+    if nsp:
+        b.op("loss/sum", "Add", ["mlm_loss", "nsp_loss"], [("loss", [1])])
+        anchors.append("nsp_loss")
+    if mlperf:
+        # The accuracy bert.py anchors every micro-batch: the argmax over the vocabulary per masked token.
+        b.op("accuracy/mlm_argmax", "ArgMax", [mlm_logits], [("accuracy/mlm_predictions", [args.masked], "int32")])
+        b.op("accuracy/mlm_hits", "Equal", ["accuracy/mlm_predictions", "masked_lm_ids"],
+             [("accuracy/mlm_hit", [args.masked], "bool")])
+        b.op("accuracy/mlm_cast", "Cast", ["accuracy/mlm_hit"], [("accuracy/mlm_hit_f", [args.masked], "float32")])
+        b.op("accuracy/mlm_sum", "ReduceSum", ["accuracy/mlm_hit_f"], [("mlm_accuracy", [1], "float32")])
+        anchors.append("mlm_accuracy")
 
     if tied:
-        heads_text = "MLM/NSP heads and losses back on IPU0 in stage %d, the MLM decoder reusing the word embedding" \
-            % placement.head[1]
+        heads_text = "MLM%s heads and losses back on IPU0 in stage %d, the MLM decoder reusing the word embedding" \
+            % ("/NSP" if nsp else "", head[1])
     else:
-        heads_text = "MLM/NSP heads and losses on IPU%d in stage %d, the MLM decoder with its own weight" \
-            % placement.head
+        heads_text = "MLM%s heads and losses on IPU%d in stage %d, the MLM decoder with its own weight" \
+            % (("/NSP" if nsp else "",) + head)
     description = (
-        "BERT pre-training (MLM + NSP) as Graphcore's PopART example, generated by "
+        "BERT pre-training (MLM%s) as Graphcore's PopART %s, generated by "
         "scripts/make_bert_model.py %s. %d layers, hidden %d, %d heads, ffn %d, seq %d, vocab %d, "
-        "%d masked tokens, %s. Layers per IPU (%s); embedding on IPU0 in stage 0; encoder stage = its IPU's; %s."
-        % (" ".join(command_line(args)), num_layers, h, heads, ffn, seq, args.vocab, args.masked, args.dtype,
-           placement.summary(), heads_text))
+        "%d masked tokens, %s. %s; %s."
+        % (" + NSP" if nsp else "", "MLPerf BERT" if mlperf else "example", " ".join(command_line(args)),
+           num_layers, h, heads, ffn, seq, vocab, args.masked, args.dtype, placement_text[0].upper() +
+           placement_text[1:], heads_text))
     return {
         "name": args.name or "bert",
         "description": description,
         "tensors": b.tensors,
         "ops": b.ops,
-        "anchors": ["mlm_loss", "nsp_loss"],
+        "anchors": anchors,
     }
 
 
 def command_line(args):
     """The generator arguments that matter, in a fixed order (for the description)."""
-    out = ["--layers-per-ipu", ",".join(str(v) for v in args.layers_per_ipu)]
+    if args.att_ffn_placement is not None:
+        out = ["--att-ffn-placement", "'%s'" % json.dumps(args.att_ffn_placement)]
+        if args.encoder_start_pipeline_stage != 1:
+            out += ["--encoder-start-pipeline-stage", str(args.encoder_start_pipeline_stage)]
+    else:
+        out = ["--layers-per-ipu", ",".join(str(v) for v in args.layers_per_ipu)]
+    if args.implementation != "examples":
+        out += ["--implementation", args.implementation]
     if args.encoder_start_ipu is not None:
         out += ["--encoder-start-ipu", str(args.encoder_start_ipu)]
     out += ["--hidden", str(args.hidden), "--heads", str(args.heads), "--ffn", str(args.ffn),
@@ -212,7 +357,33 @@ def command_line(args):
         out += ["--attention-dropout", repr(args.attention_dropout)]
     if args.sequences_per_pack != 1:
         out += ["--sequences-per-pack", str(args.sequences_per_pack)]
+    if args.recompute_checkpoint_every_layer:
+        out += ["--recompute-checkpoint-every-layer"]
+    if args.activation_checkpoint_dtype != "float16":
+        out += ["--activation-checkpoint-dtype", args.activation_checkpoint_dtype]
+    if args.embedding_serialization_vocab_steps != 1:
+        out += ["--embedding-serialization-vocab-steps", str(args.embedding_serialization_vocab_steps)]
+    if args.reduce_nsp_overhead:
+        out += ["--reduce-nsp-overhead"]
+    if args.projection_bias:
+        out += ["--projection-bias"]
     return out
+
+
+def att_ffn_list(text):
+    """Graphcore's att_ffn_placement as written in its configs: [[1, [3, 3]], [2, [4, 3]], ..., [0, [0, 1]]]."""
+    try:
+        value = json.loads(text)
+        ok = isinstance(value, list) and all(
+            isinstance(e, list) and len(e) == 2 and isinstance(e[0], int) and e[0] >= 0 and
+            isinstance(e[1], list) and len(e[1]) == 2 and all(isinstance(n, int) and n >= 0 for n in e[1])
+            for e in value)
+    except ValueError:
+        ok = False
+    if not ok:
+        raise argparse.ArgumentTypeError("expected Graphcore's form [[ipu, [attention, feed-forward]], ...], "
+                                         "e.g. '[[1, [3, 3]], [2, [4, 3]], [0, [0, 1]]]'")
+    return value
 
 
 def main(argv=None):
@@ -225,8 +396,21 @@ def main(argv=None):
                "  BERT-Base:  --layers-per-ipu 0,4,4,4 --encoder-start-ipu 1 --hidden 768 --heads 12 --ffn 3072\n"
                "              (or Graphcore's relative form: --layers-per-ipu 4,4,4 --encoder-start-ipu 1)",
         formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--layers-per-ipu", type=int_list, required=True,
-                        help="encoder layers per IPU, e.g. 3,7,7,7 (entry i = IPU i; 0 allowed)")
+    where = parser.add_mutually_exclusive_group(required=True)
+    where.add_argument("--layers-per-ipu", type=int_list,
+                       help="encoder layers per IPU, e.g. 3,7,7,7 (entry i = IPU i; 0 allowed)")
+    where.add_argument("--att-ffn-placement", type=att_ffn_list,
+                       help="Graphcore's att_ffn_placement (MLPerf BERT): per pipeline stage from "
+                            "--encoder-start-pipeline-stage, [ipu, [attention halves, feed-forward halves]], "
+                            "the halves of the layers taken in order; the heads on IPU 0 in the last stage")
+    parser.add_argument("--encoder-start-pipeline-stage", type=positive_int, default=1,
+                        help="pipeline stage of the first --att-ffn-placement entry (Graphcore's "
+                             "encoder_start_pipeline_stage; default 1)")
+    parser.add_argument("--implementation", choices=("examples", "mlperf"), default="examples",
+                        help="whose BERT graph: Graphcore's examples (default) or its MLPerf Training submission "
+                             "(one-hot segment embedding, padding-masked embedding, the AttentionMask op in every "
+                             "layer, the MLM dense on every token, checkpoints as should_checkpoint_att/ffn, the "
+                             "MLM argmax accuracy)")
     parser.add_argument("--encoder-start-ipu", type=int, default=None,
                         help="IPU of the first encoder layer (Graphcore's encoder_start_ipu). If the list has "
                              "fewer leading zeros than this, it is read relative to this IPU, as Graphcore does")
@@ -261,6 +445,19 @@ def main(argv=None):
     parser.add_argument("--sequences-per-pack", type=positive_int, default=1,
                         help="packed pre-training: sequences per sample at most, each with its own NSP "
                              "prediction (Graphcore's max_sequences_per_pack; default 1: unpacked)")
+    parser.add_argument("--recompute-checkpoint-every-layer", action="store_true",
+                        help="checkpoint every encoder layer's output but the last (PopART checkpointOutput; "
+                             "Graphcore's recompute_checkpoint_every_layer): stashed, not recomputed")
+    parser.add_argument("--activation-checkpoint-dtype", choices=("float16", "float8"), default="float16",
+                        help="dtype of stashed checkpoints (Graphcore's activation_checkpoint_dtype; float8 casts "
+                             "around each checkpoint outside the last stage)")
+    parser.add_argument("--embedding-serialization-vocab-steps", type=positive_int, default=1,
+                        help="the MLM projection serialised over the vocabulary in N steps (PopART "
+                             "setSerializeMatMul output_channels); the vocabulary is padded to a multiple of N")
+    parser.add_argument("--reduce-nsp-overhead", action="store_true",
+                        help="no NSP head and loss (Graphcore's reduce_nsp_overhead)")
+    parser.add_argument("--projection-bias", action="store_true",
+                        help="a bias on the MLM projection (Graphcore's projection_bias; --implementation mlperf)")
     parser.add_argument("--name", default=None, help="model name (default \"bert\")")
     parser.add_argument("-o", "--output", default=None, help="write here instead of standard output")
     args = parser.parse_args(argv)

@@ -17,7 +17,7 @@ Systems
   pod256      IPU-POD256: four POD64 racks in a ring over the GW-Links: IPU i of M2000
               m in rack r joined to IPU i of M2000 m in rack r+1 (mod 4), one GW-Link
               of each M2000 towards each neighbouring rack.
-  bow-pod16, bow-pod64, bow-pod256
+  bow-pod16, bow-pod64, bow-pod128, bow-pod256
               the same systems built of Bow-2000 machines (configs/bow-2000.json: the
               IPU-M2000 with Bow IPUs at 1.85 GHz).
   dss8440-c2  Dell DSS8440 with 8 C2 cards (16 GC2, Mk1): a ladder. Rungs: the two
@@ -291,6 +291,7 @@ SYSTEMS = {
     "pod256": ("ipu-pod256.json", lambda: racks(4, "IPU-POD256")),
     "bow-pod16": ("bow-pod16.json", lambda: pod16(BOW, "Bow Pod16")),
     "bow-pod64": ("bow-pod64.json", lambda: pod64(BOW, "Bow Pod64")),
+    "bow-pod128": ("bow-pod128.json", lambda: racks(2, "Bow Pod128", BOW)),
     "bow-pod256": ("bow-pod256.json", lambda: racks(4, "Bow Pod256", BOW)),
     "dss8440-c2": ("dss8440-c2.json", dss8440),
 }

@@ -205,3 +205,45 @@ def write(text, path):
     else:
         import sys
         sys.stdout.write(text)
+
+
+class SubLayerPlacement:
+    """Graphcore's att_ffn_placement: the attention and the feed-forward half of each encoder
+    layer placed apart. spec lists, in pipeline-stage order from start_stage, [ipu, [attention
+    halves, feed-forward halves]]; the halves are taken in order (layer 0's attention, layer 0's
+    feed-forward, layer 1's attention, ...). As bert_model.py's init_device_placement (MLPerf
+    Training v1.1 and v2.0, Graphcore/benchmarks/bert/implementations/popart): the heads go to
+    IPU 0 in the last stage when the last entry is on IPU 0, else in a new stage after it."""
+
+    def __init__(self, spec, start_stage, num_layers=None):
+        if not spec:
+            raise SystemExit("error: --att-ffn-placement lists no pipeline stage")
+        if start_stage < 1:
+            raise SystemExit("error: --encoder-start-pipeline-stage must be at least 1 (stage 0 is the embedding)")
+        self.att, self.ffn = [], []
+        for p, (ipu, (att, ffn)) in enumerate(spec):
+            self.att += [(ipu, start_stage + p)] * att
+            self.ffn += [(ipu, start_stage + p)] * ffn
+        if len(self.att) != len(self.ffn) or not self.att:
+            raise SystemExit("error: --att-ffn-placement places %d attention and %d feed-forward halves; each layer "
+                             "needs one of each" % (len(self.att), len(self.ffn)))
+        if num_layers is not None and num_layers != len(self.att):
+            raise SystemExit("error: --num-layers %d but --att-ffn-placement places %d layers"
+                             % (num_layers, len(self.att)))
+        for i in range(len(self.att)):
+            if self.ffn[i][1] < self.att[i][1] or (i + 1 < len(self.att) and self.att[i + 1][1] < self.ffn[i][1]):
+                raise SystemExit("error: --att-ffn-placement puts layer %d's halves out of pipeline order" % i)
+        final = start_stage + len(spec) - 1
+        self.last_stage = final if spec[-1][0] == 0 else final + 1
+        self.head = (0, self.last_stage)
+        self.ipus = sorted({0} | {ipu for ipu, _ in spec})
+
+    def layers(self):
+        return len(self.att)
+
+    def summary(self):
+        parts = []
+        for (ipu, stage) in sorted(set(self.att) | set(self.ffn), key=lambda p: p[1]):
+            parts.append("stage %d IPU%d: %d attention, %d feed-forward" %
+                         (stage, ipu, self.att.count((ipu, stage)), self.ffn.count((ipu, stage))))
+        return "; ".join(parts)

@@ -67,17 +67,6 @@ def residual(b, name, x, y, seq, h):
     return b.op(name, "Add", [x, y], [(name + "_out", [seq, h])])
 
 
-def post_ln_layer(b, p, x, seq, h, heads, ffn, mask, split_qkv=False, hidden_dropout=0.0, attention_dropout=0.0):
-    """BERT's encoder layer: LayerNorm after each residual; hidden dropout on each branch before its residual."""
-    o = self_attention(b, p, x, seq, h, heads, mask, split_qkv, attention_dropout)
-    o = residual(b, p + "/attention/residual", x, dropout(b, p + "/attention/dropout", o, [seq, h], hidden_dropout),
-                 seq, h)
-    a = b.layer_norm(p + "/attention/layernorm", o, [seq, h], p + "/attention/output")
-    f = dropout(b, p + "/ffn/dropout", feed_forward(b, p, a, seq, h, ffn), [seq, h], hidden_dropout)
-    f = residual(b, p + "/ffn/residual", a, f, seq, h)
-    return b.layer_norm(p + "/ffn/layernorm", f, [seq, h], p + "/output")
-
-
 def pre_ln_layer(b, p, x, seq, h, heads, ffn, mask, hidden_dropout=0.0, attention_dropout=0.0):
     """GPT-2's and ViT's layer: LayerNorm before attention and before the feed-forward. Hidden
     dropout as ViT's blocks (torchvision's and Graphcore's): after the attention's output

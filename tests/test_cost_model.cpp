@@ -195,6 +195,37 @@ TEST_CASE("training a matmul with a weight: dX, dW and the accumulation of dW", 
   CHECK(matmul_family(f.ctx, w).cycles() < 0.7 * backward.cycles());
 }
 
+TEST_CASE("a serialised matmul runs as factor parts planned alone, summing split contractions",
+          "[cost][matmul]") {
+  // PopART's serializeMatMul (transforms/serializematmuls.cpp): MLPerf BERT's MLM projection
+  // [76 x 1024] . [1024 x 30912] over the vocabulary in 4 steps.
+  Fixture f;
+  OpWork w;
+  w.op_type = "MatMul";
+  w.dtype = DType::Float16;
+  w.inputs = {operand({3, 76, 1024}, DType::Float16), operand({30912, 1024}, DType::Float16, TensorKind::Weight)};
+  w.outputs = {operand({3, 76, 30912}, DType::Float16)};
+  OpWork part = w;
+  part.outputs = {operand({3, 76, 30912 / 4}, DType::Float16)};
+  const OpCost whole = matmul_family(f.ctx, w);
+  w.attributes = {{"__serialize_matmul_mode", std::string("output_channels")}, {"__serialize_matmul_factor", 4}};
+  const OpCost serial = matmul_family(f.ctx, w);
+  const OpCost one = matmul_family(f.ctx, part);
+  CHECK(serial.cycles() == Approx(4 * one.cycles()).epsilon(1e-12));
+  CHECK(serial.temp_bytes_per_tile == one.temp_bytes_per_tile);
+  CHECK(serial.temp_bytes_per_tile < whole.temp_bytes_per_tile);
+  // Backward: dX contracts over the vocabulary, cut in 4: 3 float adds over dX's elements.
+  w.pass = part.pass = OpPass::Backward;
+  CHECK(matmul_family(f.ctx, w).cycles() ==
+        Approx(4 * matmul_family(f.ctx, part).cycles() +
+               3 * vector_pass(f.ctx, VectorOp::Add, DType::Float32, 3.0 * 76 * 1024).cycles())
+            .epsilon(1e-12));
+  // An unknown mode or a factor of 1 leaves the matmul whole.
+  w.pass = OpPass::Forward;
+  w.attributes["__serialize_matmul_mode"] = std::string("rows");
+  CHECK(matmul_family(f.ctx, w).cycles() == whole.cycles());
+}
+
 TEST_CASE("convolutions with few input channels fold the kernel width into them", "[cost][matmul]") {
   Fixture f;
   auto conv = [&](std::int64_t cin) {

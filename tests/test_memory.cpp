@@ -166,4 +166,22 @@ TEST_CASE("with recomputation a stage also stashes the tensors it sends to anoth
     CHECK(slot == 1000);
     CHECK(stash_of(model("Relu"), "none").second == 3000);  // x, h, r
   }
+  SECTION("a user checkpoint (checkpointOutput's Identity, RecomputeType 1) is stashed with the stage's input") {
+    // mm0 -> relu -> Identity "checkpoint" -> last (Relu) -> IPU1: the checkpoint's output c is
+    // read again on IPU0 (by last), so it joins x in the stash; without recomputation
+    // the backward's reads are stashed as before (x, h, c).
+    Json m = model("Relu");
+    m["tensors"]["c"] = {{"shape", {250}}, {"kind", "activation"}};
+    m["ops"].insert(m["ops"].begin() + 2, Json{{"name", "checkpoint"}, {"type", "Identity"}, {"inputs", {"r"}},
+                                               {"outputs", {"c"}}, {"virtualGraph", 0},
+                                               {"attributes", {{"__recompute_output_in_backward_pass", 1}}}});
+    m["ops"][3]["inputs"] = {"c"};
+    const auto [tensors, slot] = stash_of(m, "pipeline");
+    CHECK(tensors == std::vector<std::string>{"c", "x"});
+    CHECK(slot == 2000);
+    CHECK(stash_of(m, "none").second == 3000);
+    // An Identity marked Recompute (2) is recomputed like any other op.
+    m["ops"][2]["attributes"]["__recompute_output_in_backward_pass"] = 2;
+    CHECK(stash_of(m, "pipeline").first == std::vector<std::string>{"x"});
+  }
 }

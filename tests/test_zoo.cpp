@@ -321,3 +321,53 @@ TEST_CASE("the zoo's scenarios plan: ResNet-50, GPT-2 small and ViT-B/16 on an I
     CHECK(make_plan(s, build_graph(s.model)).stage_count() == stages);
   }
 }
+
+TEST_CASE("BERT with Graphcore's att_ffn_placement: attention and feed-forward halves placed apart as MLPerf's "
+          "bert_model.py places them", "[zoo][bert]") {
+  // MLPerf Training v2.0, Graphcore/benchmarks/bert/implementations/popart/configs/pod16-closed.json.
+  const test::TempDir dir;
+  const Model m = generated(
+      dir, "make_bert_model.py",
+      "--implementation mlperf --att-ffn-placement '[[1, [3, 3]], [2, [4, 3]], [3, [3, 3]], [4, [3, 4]], "
+      "[5, [4, 3]], [6, [3, 4]], [7, [4, 3]], [0, [0, 1]]]' --hidden 1024 --heads 16 --seq 512 --masked 76 "
+      "--vocab 30912 --sequences-per-pack 3 --hidden-dropout 0.1 --attention-dropout 0.1 "
+      "--activation-checkpoint-dtype float8 --embedding-serialization-vocab-steps 4 --projection-bias");
+  const ModelGraph g = build_graph(m);
+  auto stage_of = [&](const std::string& name) {
+    for (const Op& op : m.ops)
+      if (op.name == name) return std::pair{g.ipu_of_op[op.index], g.stage_of_op[op.index]};
+    FAIL("no op " << name);
+    return std::pair{-1, -1};
+  };
+  // Attention halves 3,4,3,3,4,3,4,0 and feed-forward halves 3,3,3,4,3,4,3,1 per stage 1..8:
+  // layer 6's attention is the 7th (IPU 2, stage 2), its feed-forward the 7th (IPU 3, stage 3).
+  CHECK(stage_of("layer6/attention/scores") == std::pair{2, 2});
+  CHECK(stage_of("layer6/ffn/1") == std::pair{3, 3});
+  CHECK(stage_of("layer23/attention/scores") == std::pair{7, 7});
+  CHECK(stage_of("layer23/ffn/1") == std::pair{0, 8});  // the last stage, with the heads, on IPU 0
+  CHECK(stage_of("mlm/decoder") == std::pair{0, 8});
+  CHECK(stage_of("embedding/word_gather") == std::pair{0, 0});
+  CHECK(g.stage_count == 9);
+  // should_checkpoint_ffn: layer 0's feed-forward output is followed by layer 1's on IPU 1
+  // (checkpointed, in FP8 outside the last stage); layer 2's is copied to IPU 2 (not).
+  auto has_op = [&](const std::string& name) {
+    return std::any_of(m.ops.begin(), m.ops.end(), [&](const Op& op) { return op.name == name; });
+  };
+  CHECK(has_op("layer0/checkpoint"));
+  CHECK(m.tensor("layer0/checkpoint_out").dtype == DType::Float8);
+  CHECK(!has_op("layer2/checkpoint"));
+  // should_checkpoint_att: attention outputs in the last stage only (none there here);
+  // the model's last feed-forward output is checkpointed, in float16 in the last stage.
+  CHECK(!has_op("layer22/attention/checkpoint"));
+  CHECK(m.tensor("layer23/checkpoint_out").dtype == DType::Float16);
+  // Parameters: the padded vocabulary (30912 is a multiple of 4) and the projection bias.
+  const double h = 1024;
+  CHECK(weight_elements(m) ==
+        30912 * h + 516 * h + 24 * (12 * h * h + 13 * h) + 2 * h * h + 4 * h + 2 * h + 2 + 30912);
+  // The projection is serialised over the vocabulary in 4 steps.
+  for (const Op& op : m.ops)
+    if (op.name == "mlm/decoder") {
+      CHECK(std::get<std::string>(op.attributes.at("__serialize_matmul_mode")) == "output_channels");
+      CHECK(std::get<std::int64_t>(op.attributes.at("__serialize_matmul_factor")) == 4);
+    }
+}

@@ -13,6 +13,13 @@ OpCost& OpCost::operator+=(const OpCost& other) {
   return *this;
 }
 
+OpCost operator*(OpCost cost, double times) {
+  cost.compute_cycles *= times;
+  cost.exchange_cycles *= times;
+  cost.sync_cycles *= times;
+  return cost;
+}
+
 const std::vector<CostModelInfo>& cost_models() {
   static const std::vector<CostModelInfo> registry{
       {"poplibs",

@@ -23,6 +23,9 @@ struct OpCost {
   OpCost& operator+=(const OpCost& other);
 };
 
+// The same part run `times` times, one after another: cycles add, temporaries do not.
+OpCost operator*(OpCost cost, double times);
+
 // Execution options that change how an IPU runs an op, named as PopART names them.
 struct CostOptions {
   DType partials = DType::Float32;           // partialsTypeMatMuls

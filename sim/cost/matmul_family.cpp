@@ -73,29 +73,71 @@ OpCost planned(const TileContext& ctx, double groups, double rows, double inputs
   return plan_matmul(ctx, s).cost;
 }
 
+// PopART's serializeMatMul (builder.setSerializeMatMul; transforms/serializematmuls.cpp): the
+// matmul and its two gradients run as `factor` matmuls over one dimension cut in `factor`
+// parts, each planned on its own (so its temporaries are 1/factor), and the partial results
+// of a split contracted dimension are added in place.
+struct Serialization {
+  enum class Dim { None, InputChannels, ReducingDim, OutputChannels } dim = Dim::None;
+  double factor = 1;
+};
+
+Serialization serialization_of(const OpWork& w) {
+  Serialization s;
+  const auto mode = w.attributes.find("__serialize_matmul_mode");
+  const auto factor = w.attributes.find("__serialize_matmul_factor");
+  if (mode == w.attributes.end() || factor == w.attributes.end()) return s;
+  const auto* name = std::get_if<std::string>(&mode->second);
+  const auto* f = std::get_if<std::int64_t>(&factor->second);
+  if (!name || !f || *f < 2) return s;
+  if (*name == "input_channels") s.dim = Serialization::Dim::InputChannels;
+  else if (*name == "reducing_dim") s.dim = Serialization::Dim::ReducingDim;
+  else if (*name == "output_channels") s.dim = Serialization::Dim::OutputChannels;
+  else return s;
+  s.factor = static_cast<double>(*f);
+  return s;
+}
+
 } // namespace
 
 OpCost matmul_family(const TileContext& ctx, const OpWork& w) {
-  const Dims d = dims_of(ctx, w);
+  const Serialization serial = w.op_type == "Conv" ? Serialization{} : serialization_of(w);
+  Dims d = dims_of(ctx, w);
+  // One of the `factor` parts; the parts' costs are added below.
+  using Dim = Serialization::Dim;
+  if (serial.dim == Dim::InputChannels) d.rows /= serial.factor;
+  if (serial.dim == Dim::ReducingDim) d.inputs /= serial.factor;
+  if (serial.dim == Dim::OutputChannels) d.outputs /= serial.factor;
+  const double parts = serial.factor;
   const Operand& a = w.inputs.at(0);
   const Operand& b = w.inputs.at(1);
   const DType dtype = a.dtype == DType::Float32 || b.dtype == DType::Float32 ? DType::Float32 : DType::Float16;
   const bool has_bias = w.inputs.size() > 2;
   const double out_elements = w.outputs.at(0).elements();
   OpCost c;
+  // The in-place sums of a serialised contraction: parts-1 adds over the result.
+  auto sums = [&](double elements) {
+    return parts > 1 ? vector_pass(ctx, VectorOp::Add, DType::Float32, elements) * (parts - 1) : OpCost{};
+  };
   if (w.pass == OpPass::Forward) {
     c = planned(ctx, d.groups, d.rows, d.inputs, d.outputs, d.kernel, dtype, !a.rearranged,
-                b.kind == TensorKind::Weight && !b.rearranged);
+                b.kind == TensorKind::Weight && !b.rearranged) *
+        parts;
+    if (serial.dim == Dim::ReducingDim) c += sums(out_elements);
     if (has_bias) c += vector_pass(ctx, VectorOp::Add, w.dtype, out_elements,
                                    operand_exchange_bytes(ctx, w, out_elements, w.dtype));
     return c;
   }
   // dX = dY . W^T: the forward's weights, transposed, are exchanged in full.
-  if (a.needs_gradient)
-    c += planned(ctx, d.groups, d.rows, d.outputs * d.kernel, d.inputs, 1, dtype, true, false);
+  if (a.needs_gradient) {
+    c += planned(ctx, d.groups, d.rows, d.outputs * d.kernel, d.inputs, 1, dtype, true, false) * parts;
+    if (serial.dim == Dim::OutputChannels) c += sums(a.elements());
+  }
   // dW = X^T . dY: the rows become the contracted dimension.
-  if (b.needs_gradient)
-    c += planned(ctx, d.groups, d.inputs * d.kernel, d.rows, d.outputs, 1, dtype, false, true);
+  if (b.needs_gradient) {
+    c += planned(ctx, d.groups, d.inputs * d.kernel, d.rows, d.outputs, 1, dtype, false, true) * parts;
+    if (serial.dim == Dim::InputChannels) c += sums(b.elements());
+  }
   if (has_bias && w.inputs[2].needs_gradient) c += reduction(ctx, out_elements, w.inputs[2].elements(), w.dtype);
   c += accumulate_weight_gradients(ctx, w);
   return c;

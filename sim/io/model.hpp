@@ -10,7 +10,8 @@
 
 namespace ipusim {
 
-enum class DType { Float16, Float32, Int32, Int64, Int8, Bool };
+// Float8: PopART's FLOAT8 (one byte; Graphcore's MLPerf BERT stashes its checkpoints so).
+enum class DType { Float16, Float32, Int32, Int64, Int8, Float8, Bool };
 enum class TensorKind { Input, Weight, Activation };
 
 std::optional<DType> parse_dtype(const std::string& name);

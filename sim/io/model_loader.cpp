@@ -15,6 +15,7 @@ std::optional<DType> parse_dtype(const std::string& name) {
   if (name == "int32") return DType::Int32;
   if (name == "int64") return DType::Int64;
   if (name == "int8") return DType::Int8;
+  if (name == "float8") return DType::Float8;
   if (name == "bool") return DType::Bool;
   return std::nullopt;
 }
@@ -26,6 +27,7 @@ std::string dtype_name(DType dtype) {
   case DType::Int32: return "int32";
   case DType::Int64: return "int64";
   case DType::Int8: return "int8";
+  case DType::Float8: return "float8";
   case DType::Bool: return "bool";
   }
   return "?";
@@ -38,6 +40,7 @@ std::int64_t dtype_bytes(DType dtype) {
   case DType::Int32: return 4;
   case DType::Int64: return 8;
   case DType::Int8: return 1;
+  case DType::Float8: return 1;
   case DType::Bool: return 1;
   }
   return 0;
@@ -72,7 +75,7 @@ Tensor read_tensor(const std::string& name, ObjectReader r) {
   const std::string dtype = r.optional_string("dtype", "float32");
   auto parsed = parse_dtype(dtype);
   if (!parsed) throw r.error("dtype", "tensor.bad-dtype",
-                             "unknown dtype \"" + dtype + "\" (expected float16, float32, int32, int64, int8 or bool)");
+                             "unknown dtype \"" + dtype + "\" (expected float16, float32, int32, int64, int8, float8 or bool)");
   t.dtype = *parsed;
   // Sizes are int64 bytes; a shape whose byte count overflows would turn into a wrong (even
   // negative) size downstream, so it is bad input. 2^50 bytes leaves room for micro-batch scaling.

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <variant>
 
 #include "sim/cost/cost_model.hpp"
 #include "sim/io/aliases.hpp"
@@ -58,6 +59,14 @@ void lay_out_stages(Plan& plan, const std::vector<int>& ipu_of_forward_stage, bo
     st.forward_stage = st.backward ? 2 * L - s : s;
     st.ipu = ipu_of_forward_stage[static_cast<std::size_t>(st.forward_stage)];
   }
+}
+
+bool is_checkpoint(const Op& op) {
+  // PopART's RecomputeType, as builder.checkpointOutput sets it: 1 = Checkpoint.
+  const auto it = op.attributes.find("__recompute_output_in_backward_pass");
+  if (it == op.attributes.end()) return false;
+  const auto* type = std::get_if<std::int64_t>(&it->second);
+  return type && *type == 1;
 }
 
 namespace {
@@ -136,6 +145,16 @@ void describe_activations(const Model& m, const ModelGraph& g, const std::vector
     // IPU (setRecomputation in transforms/pipeline.cpp): such an output that the backward
     // reads is stashed with the entering tensors, not recomputed.
     std::set<std::string> recompute_stash = entering;
+    // The user's checkpoints (builder.checkpointOutput: RecomputeType Checkpoint) are stashed
+    // rather than recomputed when the stage reads them again (getStashCandidateTensors).
+    for (std::size_t op : st.ops)
+      if (is_checkpoint(m.ops[op]))
+        for (const auto& t : m.ops[op].outputs) {
+          bool read_here = false;
+          for (auto u : g.consumers.count(t) ? g.consumers.at(t) : std::vector<std::size_t>{})
+            read_here = read_here || stage_of[u] == s;
+          if (read_here) recompute_stash.insert(t);
+        }
     for (const auto& t : read) {
       auto p = g.producer.find(t);
       if (p == g.producer.end() || stage_of[p->second] != s || !g.consumers.count(t)) continue;

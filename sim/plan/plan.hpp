@@ -103,6 +103,8 @@ Plan make_plan(const Scenario& scenario, const ModelGraph& graph);
 // The forward stages on their IPUs and, for training, the backward stage 2L-s of each on the
 // same IPU: ids, directions and IPUs set, every figure zero.
 void lay_out_stages(Plan& plan, const std::vector<int>& ipu_of_forward_stage, bool training);
+// An op the user checkpointed (PopART's RecomputeType Checkpoint): its outputs are stashed, not recomputed.
+bool is_checkpoint(const Op& op);
 // What an op's gradient needs from its forward.
 enum class BackwardReads { Nothing, Inputs, Outputs };
 BackwardReads backward_reads(const std::string& op_type);
