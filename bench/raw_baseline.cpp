@@ -21,10 +21,13 @@ struct Op {
   double seconds, bytes;
   bool overlapped;
   const std::vector<Transfer>* transfers;
+  bool prefetched = false;  // host streams: the IPU sleeps `seconds`, the gateway's leg
+  double floor = 0;         // HostRoundTrip: the host's own time for the run's streams
 };
 
 struct World {
   Platform platform;
+  double last_round_trip = 0;
   std::vector<std::vector<sg4::Mailbox*>> mailboxes;  // by copy, then round: as the engine's
   std::vector<std::uint64_t> sent, taken;              // by copy
   sg4::BarrierPtr barrier;
@@ -64,6 +67,11 @@ void run_ops(World& w, int ipu, const std::vector<Op>& ops) {
       break;
     case StepKind::HostInput:
     case StepKind::HostOutput: {
+      if (op.prefetched) {
+        sg4::this_actor::sleep_for(op.seconds);
+        ++w.activities;
+        break;
+      }
       const bool in = op.kind == StepKind::HostInput;
       auto comm = in ? sg4::Comm::sendto_async(w.platform.host, me, static_cast<std::uint64_t>(op.bytes))
                      : sg4::Comm::sendto_async(me, w.platform.host, static_cast<std::uint64_t>(op.bytes));
@@ -110,6 +118,22 @@ void run_ops(World& w, int ipu, const std::vector<Op>& ops) {
         w.take(t.copy, &data)->wait();
       }
       break;
+    case StepKind::HostRoundTrip: {
+      for (auto& c : streams) {
+        c->wait();
+        ++w.activities;
+      }
+      streams.clear();
+      w.barrier->wait();
+      const double wait = std::max(0.0, w.last_round_trip + op.floor - sg4::Engine::get_clock()) + op.seconds;
+      if (wait > 0) {
+        sg4::this_actor::sleep_for(wait);
+        ++w.activities;
+      }
+      w.barrier->wait();
+      w.last_round_trip = sg4::Engine::get_clock();
+      break;
+    }
     case StepKind::Sync:
       for (auto& c : streams) {
         c->wait();
@@ -139,7 +163,7 @@ RawResult run_raw(const Schedule& schedule, const HardwareConfig& hw) {
   for (const Program& p : schedule.programs)
     for (const Step& s : p.steps)
       for (const Transfer& t : s.transfers) copies = std::max(copies, t.copy + 1);
-  World w{build_platform(hw, schedule), {}, {}, {}, sg4::Barrier::create(static_cast<unsigned>(schedule.programs.size())), 0};
+  World w{build_platform(hw, schedule), 0, {}, {}, {}, sg4::Barrier::create(static_cast<unsigned>(schedule.programs.size())), 0};
   for (int c = 0; c < copies; ++c) {
     w.mailboxes.emplace_back();
     for (std::size_t r = 0; r < engine_detail::kMailboxesPerCopy; ++r)
@@ -153,7 +177,13 @@ RawResult run_raw(const Schedule& schedule, const HardwareConfig& hw) {
   for (std::size_t i = 0; i < schedule.programs.size(); ++i)
     for (ProgramCursor c(schedule.programs[i]); !c.done(); c.advance()) {
       const Step& s = c.step();
-      ops[i].push_back({s.kind, s.seconds, s.bytes, s.overlapped, &s.transfers});
+      Op op{s.kind, s.seconds, s.bytes, s.overlapped, &s.transfers};
+      if (s.prefetched) {
+        op.prefetched = true;
+        op.seconds = hw.host_link.latency_s + s.bytes / hw.host_link.gateway_bandwidth_bytes_per_s;
+      }
+      op.floor = s.floor_seconds;
+      ops[i].push_back(op);
     }
   std::map<int, sg4::ActorPtr> actors;
   for (std::size_t i = 0; i < schedule.programs.size(); ++i) {

@@ -124,6 +124,11 @@ def build(args):
     places, head, placement_text, placement = sub_layer_places(args)
     num_layers = len(places)
     mlperf = args.implementation == "mlperf"
+    packed = args.sequences_per_pack
+    # MLPerf's max_lm_predictions (bert_model.py): mask_tokens + max_sequences_per_pack - 1 rows.
+    predictions = args.masked + packed - 1 if mlperf else args.masked
+    if predictions > seq:
+        raise SystemExit("error: %d MLM predictions exceed --seq %d" % (predictions, seq))
     # The MLM decoder shares the word embedding only where both sit on IPU0: ipusim does
     # not copy a weight between IPUs, so heads elsewhere get their own decoder weight.
     tied = head[0] == 0
@@ -140,8 +145,7 @@ def build(args):
     b.tensor("position_ids", [seq], "input", "int32")
     b.tensor("segment_ids", [seq], "input", "int32")
     b.tensor("input_mask", [seq], "input", "int32")
-    b.tensor("masked_lm_ids", [args.masked], "input", "int32")
-    packed = args.sequences_per_pack
+    b.tensor("masked_lm_ids", [predictions], "input", "int32")
     nsp = not args.reduce_nsp_overhead
     if nsp:
         b.tensor("next_sentence_label", [packed], "input", "int32")
@@ -236,29 +240,29 @@ def build(args):
         g_ = b.weight("mlm/layernorm/gamma", [h])
         b_ = b.weight("mlm/layernorm/beta", [h])
         m = b.op("mlm/layernorm", "LayerNorm", [m, g_, b_], [("mlm/transformed_all", [seq, h])])
-        m = b.op("mlm/slice", "Slice", [m], [("mlm/transformed", [args.masked, h])])
-        m = checkpoint(b, "mlm/checkpoint", m, [args.masked, h])
+        m = b.op("mlm/slice", "Slice", [m], [("mlm/transformed", [predictions, h])])
+        m = checkpoint(b, "mlm/checkpoint", m, [predictions, h])
     else:
         # MLM: the masked positions, dense + Gelu + LayerNorm, decoder tied to the word embedding.
-        m = b.op("mlm/slice", "Slice", [x], [("mlm/masked", [args.masked, h])])
+        m = b.op("mlm/slice", "Slice", [x], [("mlm/masked", [predictions, h])])
         w = b.weight("mlm/dense/weight", [h, h])
-        m = b.op("mlm/dense", "MatMul", [m, w], [("mlm/dense_out", [args.masked, h])])
+        m = b.op("mlm/dense", "MatMul", [m, w], [("mlm/dense_out", [predictions, h])])
         w = b.weight("mlm/dense/bias", [h])
-        m = b.op("mlm/dense_bias", "Add", [m, w], [("mlm/dense_biased", [args.masked, h])])
-        m = b.op("mlm/gelu", "Gelu", [m], [("mlm/gelu_out", [args.masked, h])])
+        m = b.op("mlm/dense_bias", "Add", [m, w], [("mlm/dense_biased", [predictions, h])])
+        m = b.op("mlm/gelu", "Gelu", [m], [("mlm/gelu_out", [predictions, h])])
         g_ = b.weight("mlm/layernorm/gamma", [h])
         b_ = b.weight("mlm/layernorm/beta", [h])
-        m = b.op("mlm/layernorm", "LayerNorm", [m, g_, b_], [("mlm/transformed", [args.masked, h])])
+        m = b.op("mlm/layernorm", "LayerNorm", [m, g_, b_], [("mlm/transformed", [predictions, h])])
     decoder = word if tied else b.weight("mlm/decoder/weight", [vocab, h])
     serialized = {"__serialize_matmul_mode": "output_channels", "__serialize_matmul_factor": steps} \
         if steps > 1 else None
-    mlm_logits = b.op("mlm/decoder", "MatMul", [m, decoder], [("mlm/logits", [args.masked, vocab])], serialized)
+    mlm_logits = b.op("mlm/decoder", "MatMul", [m, decoder], [("mlm/logits", [predictions, vocab])], serialized)
     if mlperf:
-        mlm_logits = checkpoint(b, "mlm/logits_checkpoint", mlm_logits, [args.masked, vocab])
+        mlm_logits = checkpoint(b, "mlm/logits_checkpoint", mlm_logits, [predictions, vocab])
         if args.projection_bias:
             pb = b.weight("mlm/projection/bias", [vocab])
-            mlm_logits = b.op("mlm/projection_bias", "Add", [mlm_logits, pb], [("mlm/logits_biased", [args.masked, vocab])])
-        mlm_logits = checkpoint(b, "mlm/biased_checkpoint", mlm_logits, [args.masked, vocab])
+            mlm_logits = b.op("mlm/projection_bias", "Add", [mlm_logits, pb], [("mlm/logits_biased", [predictions, vocab])])
+        mlm_logits = checkpoint(b, "mlm/biased_checkpoint", mlm_logits, [predictions, vocab])
     nsp_logits = None
     if nsp:
         # NSP: pooler on the [CLS] token of each sequence of the (packed) sample, Tanh, classifier.
@@ -279,14 +283,14 @@ def build(args):
     # the module docstring for why it is not one op reducing [masked, vocab] to [1].
     n = None
     if args.loss == "softmax-nll":
-        p = b.op("loss/mlm_softmax", "Softmax", [mlm_logits], [("loss/mlm_probs", [args.masked, vocab])])
-        t = b.op("loss/mlm_nll", "NllLoss", [p, "masked_lm_ids"], [("loss/mlm_token_losses", [args.masked])])
+        p = b.op("loss/mlm_softmax", "Softmax", [mlm_logits], [("loss/mlm_probs", [predictions, vocab])])
+        t = b.op("loss/mlm_nll", "NllLoss", [p, "masked_lm_ids"], [("loss/mlm_token_losses", [predictions])])
         if nsp:
             p = b.op("loss/nsp_softmax", "Softmax", [nsp_logits], [("loss/nsp_probs", [packed, 2])])
             n = b.op("loss/nsp_nll", "NllLoss", [p, "next_sentence_label"], [nsp_out])
     else:
         t = b.op("loss/mlm", "SoftmaxCrossEntropy", [mlm_logits, "masked_lm_ids"],
-                 [("loss/mlm_token_losses", [args.masked])])
+                 [("loss/mlm_token_losses", [predictions])])
         if nsp:
             n = b.op("loss/nsp", "SoftmaxCrossEntropy", [nsp_logits, "next_sentence_label"], [nsp_out])
     if nsp and packed > 1:
@@ -298,10 +302,10 @@ def build(args):
         anchors.append("nsp_loss")
     if mlperf:
         # The accuracy bert.py anchors every micro-batch: the argmax over the vocabulary per masked token.
-        b.op("accuracy/mlm_argmax", "ArgMax", [mlm_logits], [("accuracy/mlm_predictions", [args.masked], "int32")])
+        b.op("accuracy/mlm_argmax", "ArgMax", [mlm_logits], [("accuracy/mlm_predictions", [predictions], "int32")])
         b.op("accuracy/mlm_hits", "Equal", ["accuracy/mlm_predictions", "masked_lm_ids"],
-             [("accuracy/mlm_hit", [args.masked], "bool")])
-        b.op("accuracy/mlm_cast", "Cast", ["accuracy/mlm_hit"], [("accuracy/mlm_hit_f", [args.masked], "float32")])
+             [("accuracy/mlm_hit", [predictions], "bool")])
+        b.op("accuracy/mlm_cast", "Cast", ["accuracy/mlm_hit"], [("accuracy/mlm_hit_f", [predictions], "float32")])
         b.op("accuracy/mlm_sum", "ReduceSum", ["accuracy/mlm_hit_f"], [("mlm_accuracy", [1], "float32")])
         anchors.append("mlm_accuracy")
 
@@ -314,9 +318,9 @@ def build(args):
     description = (
         "BERT pre-training (MLM%s) as Graphcore's PopART %s, generated by "
         "scripts/make_bert_model.py %s. %d layers, hidden %d, %d heads, ffn %d, seq %d, vocab %d, "
-        "%d masked tokens, %s. %s; %s."
+        "%d %s, %s. %s; %s."
         % (" + NSP" if nsp else "", "MLPerf BERT" if mlperf else "example", " ".join(command_line(args)),
-           num_layers, h, heads, ffn, seq, vocab, args.masked, args.dtype, placement_text[0].upper() +
+           num_layers, h, heads, ffn, seq, vocab, predictions, "MLM predictions" if mlperf else "masked tokens", args.dtype, placement_text[0].upper() +
            placement_text[1:], heads_text))
     return {
         "name": args.name or "bert",

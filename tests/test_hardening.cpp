@@ -196,6 +196,8 @@ Json full_document(Format format) {
     c["ipu"]["minElementsPerTile"] = 1;
     c["syncSeconds"] = 0;
     c["hostLink"]["sharedBy"] = 1;
+    c["hostLink"]["gatewayBandwidthBytesPerSecond"] = 16e9;
+    c["hostLink"]["runOverheadSeconds"] = 0.01;
     c["rackIpus"] = 2;
     c["streamingMemory"] = {{"bandwidthBytesPerSecond", 1e9}, {"latencySeconds", 0}, {"sharedBy", 1}};
     // Every tile parameter at its GC200 default (docs/formats.md).

@@ -208,7 +208,8 @@ OpWork backward_work(const Model& m, const Op& op, std::int64_t micro_batch_size
 int optimizer_state_tensors(Optimizer optimizer) {
   switch (optimizer) {
   case Optimizer::Sgd: return 0;
-  case Optimizer::Momentum: return 1;
+  case Optimizer::Momentum:
+  case Optimizer::Lars: return 1;
   case Optimizer::Adam:
   case Optimizer::Lamb: return 2;
   }
@@ -223,6 +224,7 @@ OpWork weight_update_work(double weight_elements, double weight_bytes, DType dty
   case Optimizer::Momentum: flops_per_weight = 4; break;
   case Optimizer::Adam: flops_per_weight = 12; break;
   case Optimizer::Lamb: flops_per_weight = 16; break;
+  case Optimizer::Lars: flops_per_weight = 8; break;
   }
   OpWork w;
   w.op_type = "WeightUpdate";

@@ -6,6 +6,9 @@
 //             -> 2 scaled adds, a square, a square root, an add, a divide, a scaled add
 //   LAMB      Adam's u plus weight decay, then per tensor ||w|| and ||u|| (two reductions
 //             of squares) and w -= lr (||w|| / ||u||) u
+//   LARS      per tensor ||w|| and ||g|| (two reductions of squares), g + wd w scaled by
+//             the trust ratio, then momentum (Graphcore's MLPerf ResNet lars_optimizer.py:
+//             norms, trust ratio, grad + weight_decay * var, apply_momentum)
 // and, with gradient accumulation, the accumulators are zeroed for the next step. Each
 // tensor's update is its own sequence of compute sets, so syncs scale with the tensors.
 #include <cmath>
@@ -33,11 +36,14 @@ OpCost weight_update_family(const TileContext& ctx, const OpWork& w) {
     passes = {VectorOp::Add, VectorOp::Square, VectorOp::Add, VectorOp::Sqrt, VectorOp::Add,
               VectorOp::Div, VectorOp::Add, VectorOp::Square, VectorOp::Square, VectorOp::Mul, VectorOp::Add};
     break;
+  case Optimizer::Lars:
+    passes = {VectorOp::Square, VectorOp::Square, VectorOp::Add, VectorOp::Mul, VectorOp::Add, VectorOp::Add};
+    break;
   }
   OpCost c;
   for (VectorOp op : passes) c += vector_pass(ctx, op, state, n);
   double compute_sets = static_cast<double>(passes.size());
-  if (w.optimizer == Optimizer::Lamb) {
+  if (w.optimizer == Optimizer::Lamb || w.optimizer == Optimizer::Lars) {
     c += reduction(ctx, n, tensors, state);
     c += reduction(ctx, n, tensors, state);
     compute_sets += 2;

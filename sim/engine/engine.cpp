@@ -17,6 +17,7 @@ std::string event_kind_name(EventKind kind) {
   case EventKind::Sync: return "sync";
   case EventKind::Receive: return "receive";
   case EventKind::StreamingMemory: return "streaming-memory";
+  case EventKind::HostRoundTrip: return "host-round-trip";
   }
   return "?";
 }
@@ -25,7 +26,7 @@ namespace engine_detail {
 
 Run::Run(const Schedule& schedule, const HardwareConfig& hw, RunObserver& observer, const EngineOptions& options)
     : schedule_(schedule), observer_(observer), options_(options), transfers_wanted_(observer.wants_transfers()),
-      platform_(build_platform(hw, schedule)) {
+      platform_(build_platform(hw, schedule)), host_link_(hw.host_link) {
   actors_.reserve(schedule.programs.size());
   for (const Program& p : schedule.programs) actors_.emplace_back(p);
   link_bytes_.assign(platform_.link_names.size(), 0.0);
@@ -205,6 +206,15 @@ void Run::execute(ActorState& st, const Step& step) {
   case StepKind::HostOutput: {
     const bool in = step.kind == StepKind::HostInput;
     e.kind = in ? EventKind::HostInput : EventKind::HostOutput;
+    if (step.prefetched) {
+      // The host's leg filled the gateway's buffer ahead (its bandwidth bounds the run at the
+      // round trip); the IPU waits for the gateway's own link, which no other IPU shares.
+      st.doing = Doing::Timed;
+      st.timed_start = now();
+      sg4::this_actor::sleep_for(host_link_.latency_s + step.bytes / host_link_.gateway_bandwidth_bytes_per_s);
+      ++activities_;
+      break;
+    }
     const int src = in ? -1 : ipu, dst = in ? ipu : -1;
     Pending p{in ? sg4::Comm::sendto_async(platform_.host, me, static_cast<std::uint64_t>(step.bytes))
                  : sg4::Comm::sendto_async(me, platform_.host, static_cast<std::uint64_t>(step.bytes)),
@@ -270,6 +280,24 @@ void Run::execute(ActorState& st, const Step& step) {
       take(t.copy, &data)->wait();
     }
     break;
+  case StepKind::HostRoundTrip: {
+    finish_streams(st, e);
+    st.doing = Doing::Barrier;
+    barrier_->wait();
+    e.kind = EventKind::HostRoundTrip;
+    e.start = now();
+    // The host streamed the run's data at its own pace meanwhile; a shorter run waits for it.
+    const double behind = std::max(0.0, last_round_trip_ + step.floor_seconds - (now() + offset_));
+    if (behind + step.seconds > 0) {
+      st.doing = Doing::Timed;
+      st.timed_start = now();
+      sg4::this_actor::sleep_for(behind + step.seconds);
+      ++activities_;
+    }
+    barrier_->wait();  // every IPU leaves together, and after each has read the old time
+    if (&st == &actors_.front()) last_round_trip_ = now() + offset_;
+    break;
+  }
   case StepKind::Sync:
     finish_streams(st, e);
     st.doing = Doing::Barrier;

@@ -14,7 +14,8 @@ namespace ipusim {
 
 // Receive: waiting for an asynchronous copy to arrive (idle time, not work).
 // StreamingMemory: optimizer state moving to or from Streaming Memory.
-enum class EventKind { Compute, HostInput, HostOutput, Exchange, Sync, Receive, StreamingMemory };
+// HostRoundTrip: the IPUs waiting for the host between two runs of the device program.
+enum class EventKind { Compute, HostInput, HostOutput, Exchange, Sync, Receive, StreamingMemory, HostRoundTrip };
 std::string event_kind_name(EventKind kind);
 
 struct Event {

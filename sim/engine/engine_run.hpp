@@ -156,6 +156,8 @@ private:
   std::vector<double> link_bytes_;
   std::uint64_t activities_ = 0;
   double offset_ = 0;  // the full run's time minus SimGrid's, after skipped periods
+  const HostLinkSpec host_link_;
+  double last_round_trip_ = 0;  // when the IPUs last got the host's go-ahead, in the full run's time
 
   // Steady state.
   std::vector<bool> every_program_loops_;  // by loop id: every program has a Repeat of it

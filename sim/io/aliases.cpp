@@ -44,6 +44,7 @@ constexpr KeyAlias kAliases[] = {
     {Format::Scenario, "/execution", "replicatedGraphCount", "replicas"},
     {Format::Scenario, "/execution", "replicationFactor", "replicas"},
     {Format::Scenario, "/execution", "deviceIterations", "batchesPerStep"},
+    {Format::Scenario, "/execution", "enablePrefetchDatastreams", "prefetchDataStreams"},
 };
 
 struct KeyHint {

@@ -75,6 +75,12 @@ struct HostLinkSpec {
   double bandwidth_bytes_per_s = 0;  // per link, per direction
   double latency_s = 0;
   int shared_by = 1;                 // consecutive IPUs behind one link (4: an M2000's IPU-Gateway)
+  // An IPU-Gateway's own link to each IPU (0: none, the host link reaches the IPU directly).
+  // Streams prefetched into the gateway's buffer cross only this leg while the IPU waits.
+  double gateway_bandwidth_bytes_per_s = 0;
+  // The host's turn between two runs of the device program (a session.run, or PopART's
+  // optimizerFromHost program): every IPU waits this long each time.
+  double run_overhead_s = 0;
 };
 
 // Off-chip DDR (IPU-M2000 Streaming Memory) that optimizer state may live in.

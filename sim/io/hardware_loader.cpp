@@ -199,6 +199,8 @@ HardwareConfig hardware_from_json(const Json& raw_document, const std::string& o
     hw.host_link.bandwidth_bytes_per_s = host.required_number("bandwidthBytesPerSecond");
     hw.host_link.latency_s = host.required_number("latencySeconds");
     hw.host_link.shared_by = shared_by(host, hw.ipu_count);
+    hw.host_link.gateway_bandwidth_bytes_per_s = host.optional_number("gatewayBandwidthBytesPerSecond", 0);
+    hw.host_link.run_overhead_s = host.optional_number("runOverheadSeconds", 0);
     host.finish();
   }
   if (root.has("streamingMemory")) {

@@ -14,7 +14,7 @@ enum class Mode { Sharded, Pipelined };
 std::string mode_name(Mode mode);
 
 enum class Recomputation { None, Pipeline };
-enum class Optimizer { Sgd, Momentum, Adam, Lamb };
+enum class Optimizer { Sgd, Momentum, Adam, Lamb, Lars };
 std::string optimizer_name(Optimizer optimizer);
 
 // PopART's AccumulateOuterFragmentSchedule: how the weight updates after the flush (the
@@ -46,6 +46,13 @@ struct Execution {
   std::vector<double> available_memory_proportion{0.6};
   std::int64_t io_tiles = 0;                     // numIOTiles
   double sequences_per_sample = 1;               // packed BERT: sequences in one (packed) sample, on average
+  // PopART's enablePrefetchDatastreams (TensorFlow's prefetch_data_streams), on by default in
+  // both: the host fills the IPU-Gateway's buffer ahead of the IPU's stream copies.
+  bool prefetch_data_streams = true;
+  // The host writes new optimizer hyperparameters every step (session.updateOptimizerFromHost
+  // after each session.run, as a learning-rate schedule stepped from Python does): a second
+  // program run per step.
+  bool update_optimizer_from_host_every_step = false;
 
   double available_memory_proportion_of(int virtual_ipu) const {
     const auto i = static_cast<std::size_t>(virtual_ipu);

@@ -22,6 +22,7 @@ std::string optimizer_name(Optimizer optimizer) {
   case Optimizer::Momentum: return "momentum";
   case Optimizer::Adam: return "adam";
   case Optimizer::Lamb: return "lamb";
+  case Optimizer::Lars: return "lars";
   }
   return "?";
 }
@@ -143,9 +144,10 @@ Execution read_execution(const Json& execution, const std::string& origin) {
     else if (type == "momentum") e.optimizer = Optimizer::Momentum;
     else if (type == "adam") e.optimizer = Optimizer::Adam;
     else if (type == "lamb") e.optimizer = Optimizer::Lamb;
+    else if (type == "lars") e.optimizer = Optimizer::Lars;
     else throw o.error("type", "scenario.bad-optimizer",
-                       "unknown optimizer \"" + type + "\" (expected sgd, momentum, adam or lamb)" +
-                           did_you_mean(type, {"sgd", "momentum", "adam", "lamb"}));
+                       "unknown optimizer \"" + type + "\" (expected sgd, momentum, adam, lamb or lars)" +
+                           did_you_mean(type, {"sgd", "momentum", "adam", "lamb", "lars"}));
     const std::string dtype = o.optional_string("stateDtype", "float32");
     auto parsed = parse_dtype(dtype);
     if (!parsed || (*parsed != DType::Float16 && *parsed != DType::Float32))
@@ -171,6 +173,13 @@ Execution read_execution(const Json& execution, const std::string& origin) {
   e.available_memory_proportion = available_memory_proportion(r);
   e.io_tiles = r.optional_int("numIOTiles", 0);
   e.sequences_per_sample = r.optional_number("sequencesPerSample", 1);
+  e.prefetch_data_streams = r.optional_bool("prefetchDataStreams", true);
+  const std::string optimizer_from_host = r.optional_string("updateOptimizerFromHost", "never");
+  if (optimizer_from_host == "every-step") e.update_optimizer_from_host_every_step = true;
+  else if (optimizer_from_host != "never")
+    throw r.error("updateOptimizerFromHost", "scenario.bad-optimizer-from-host",
+                  "updateOptimizerFromHost is \"never\" or \"every-step\", got \"" + optimizer_from_host + "\"" +
+                      did_you_mean(optimizer_from_host, {"never", "every-step"}));
   if (!e.training && e.gradient_accumulation != 1)
     throw r.error("gradientAccumulation", "scenario.accumulation-without-training",
                   "gradient accumulation applies to training only; for inference the pipeline depth is batchesPerStep");

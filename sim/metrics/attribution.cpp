@@ -30,7 +30,8 @@ struct Segment {
 
 void mark(Segment& s, const Step& step) {
   switch (step.kind) {
-  case StepKind::Sync: break;
+  case StepKind::Sync:
+  case StepKind::HostRoundTrip: break;
   case StepKind::Compute:
     if (is_pipeline_pass(step.pass)) s.work = true;
     else if (step.pass == Pass::Update) s.update = true;
@@ -74,7 +75,7 @@ private:
       while (!c.done()) {
         const Step& step = c.step();
         c.advance();
-        if (step.kind == StepKind::Sync) {
+        if (step.kind == StepKind::Sync || step.kind == StepKind::HostRoundTrip) {
           another_ = true;  // the stretch after a barrier exists even when it holds nothing
           break;
         }
@@ -175,7 +176,7 @@ public:
     const auto found = index_of_ipu_.find(e.ipu);
     if (found == index_of_ipu_.end()) return;
     IpuState& st = ipus_[found->second];
-    if (e.kind == EventKind::Sync) {
+    if (e.kind == EventKind::Sync || e.kind == EventKind::HostRoundTrip) {
       barrier_wait(st, st.cursor, e.start);
       st.cursor = e.end;
       st.own_work = false;

@@ -79,7 +79,8 @@ void MetricsAccumulator::on_event(const Event& e) {
   switch (e.kind) {
   case EventKind::Compute: m.busy_s += d; break;
   case EventKind::HostInput:
-  case EventKind::HostOutput: m.host_io_s += d; break;
+  case EventKind::HostOutput:
+  case EventKind::HostRoundTrip: m.host_io_s += d; break;
   case EventKind::Exchange:
     m.exchange_s += d;
     if (e.pass == Pass::AllReduce) t.allreduce += d;

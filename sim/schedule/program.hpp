@@ -18,7 +18,8 @@
 namespace ipusim {
 
 // StateLoad / StateStore move optimizer state between Streaming Memory and the IPU.
-enum class StepKind { Compute, HostInput, HostOutput, Sync, Exchange, Send, Receive, StateLoad, StateStore };
+// HostRoundTrip: the end of one run of the device program; every IPU waits for the host.
+enum class StepKind { Compute, HostInput, HostOutput, Sync, Exchange, Send, Receive, StateLoad, StateStore, HostRoundTrip };
 enum class Pass { None, Forward, Backward, Update, AllReduce };
 
 std::string pass_name(Pass pass);
@@ -40,6 +41,12 @@ struct Step {
   // Host streams with I/O tiles (numIOTiles): the stream runs alongside compute and the IPU
   // waits for it only at its next sync.
   bool overlapped = false;
+  // Host streams prefetched into the IPU-Gateway's buffer: the IPU waits only for the
+  // gateway's leg; the host's own leg runs in the background (see floor_seconds).
+  bool prefetched = false;
+  // HostRoundTrip: the host needs at least this long per run for its legs of the prefetched
+  // streams (the busiest host link's bytes over its bandwidth); a shorter run waits for it.
+  double floor_seconds = 0;
   std::vector<Transfer> transfers;  // Exchange, Send, Receive: src_ipu == this IPU sends
 };
 

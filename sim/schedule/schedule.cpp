@@ -210,6 +210,7 @@ void ProgramBuilder::host_input(const PlanStage& stage, std::int64_t micro_batch
   Step s;
   s.kind = StepKind::HostInput;
   s.overlapped = context_.scenario.execution.io_tiles > 0;
+  s.prefetched = prefetched();
   s.bytes = stage.host_input_bytes;
   s.stage = stage.id;
   s.micro_batch = micro_batch;
@@ -222,6 +223,7 @@ void ProgramBuilder::host_output(const PlanStage& stage, std::int64_t micro_batc
   Step s;
   s.kind = StepKind::HostOutput;
   s.overlapped = context_.scenario.execution.io_tiles > 0;
+  s.prefetched = prefetched();
   s.bytes = stage.host_output_bytes;
   s.stage = stage.id;
   s.micro_batch = micro_batch;
@@ -364,7 +366,34 @@ int ProgramBuilder::repeat(const std::string& name, std::int64_t times, std::int
   return loop;
 }
 
+bool ProgramBuilder::prefetched() const {
+  const Scenario& sc = context_.scenario;
+  return sc.execution.prefetch_data_streams && sc.hardware.host_link.gateway_bandwidth_bytes_per_s > 0;
+}
+
+void ProgramBuilder::host_round_trip(std::int64_t micro_batches) {
+  const Scenario& sc = context_.scenario;
+  const HostLinkSpec& host = sc.hardware.host_link;
+  const int runs = 1 + (sc.execution.training && sc.execution.update_optimizer_from_host_every_step ? 1 : 0);
+  Step s;
+  s.kind = StepKind::HostRoundTrip;
+  s.seconds = runs * host.run_overhead_s;
+  if (prefetched() && sc.execution.host_io) {
+    // Every stage streams each micro-batch once a step; IPUs behind one host link share it.
+    std::map<int, double> bytes_of_link;
+    for (int r = 0; r < replicas_; ++r)
+      for (const PlanStage& st : context_.plan.stages)
+        bytes_of_link[physical_of(r, st.ipu) / host.shared_by] +=
+            (st.host_input_bytes + st.host_output_bytes) * static_cast<double>(micro_batches);
+    for (const auto& [link, bytes] : bytes_of_link)
+      s.floor_seconds = std::max(s.floor_seconds, bytes / host.bandwidth_bytes_per_s);
+  }
+  if (s.seconds <= 0 && s.floor_seconds <= 0) return;
+  for (std::size_t p = 0; p < schedule_.programs.size(); ++p) push(p, s);
+}
+
 Schedule ProgramBuilder::finish(std::int64_t micro_batches, int cycles, std::vector<int> stash_depth) {
+  host_round_trip(micro_batches);
   schedule_.micro_batches = micro_batches;
   schedule_.cycles = cycles;
   schedule_.stash_depth = std::move(stash_depth);
