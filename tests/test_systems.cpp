@@ -7,6 +7,7 @@
 #include "sim/engine/engine.hpp"
 #include "sim/graph/model_graph.hpp"
 #include "sim/io/hardware_loader.hpp"
+#include "sim/io/scenario_loader.hpp"
 #include "sim/plan/plan.hpp"
 #include "sim/schedule/schedule.hpp"
 #include "sim/simulate/simulation.hpp"
@@ -162,4 +163,34 @@ TEST_CASE("BERT-Large on an IPU-POD16: 4 replicas of a 4-IPU pipeline, all-reduc
     expected = std::max(expected, 2.0 * 3 * (1e-6 + ipu.weight_bytes / 4 / 16e9));
   CHECK(r.allreduce_s == Approx(expected).epsilon(1e-9));
   CHECK(r.throughput_samples_per_s == Approx(8.0 * 16 * 4 / r.step_time_s).epsilon(1e-12));
+}
+
+TEST_CASE("Bow over Mk2 for one workload: compute scales with the clock, links, host and syncs do not",
+          "[systems][clock]") {
+  // Graphcore's MLPerf ResNet-50 configuration, one IPU per replica (no pipeline idle), on a
+  // Bow Pod16 (1.85 GHz) and on an IPU-POD16 of GC200s (1.325 GHz), wired alike.
+  const std::string source = IPUSIM_SOURCE_DIR;
+  Scenario bow = load_scenario(source + "/scenarios/validation/resnet50-bow-pod16.json", {});
+  Scenario mk2 = bow;
+  mk2.hardware = load_hardware(source + "/configs/ipu-pod16.json");
+  REQUIRE(bow.hardware.ipu.clock_hz == 1.85e9);
+  REQUIRE(mk2.hardware.ipu.clock_hz == 1.325e9);
+  const RunMetrics b = simulate(bow, {Mode::Pipelined}).runs.at(0).metrics;
+  const RunMetrics m = simulate(mk2, {Mode::Pipelined}).runs.at(0).metrics;
+  const double clock_ratio = 1.85e9 / 1.325e9;
+  for (std::size_t i = 0; i < b.ipus.size(); ++i) {
+    INFO("IPU " << b.ipus[i].id);
+    // Every compute set is cycles: the busy time falls by exactly the clock ratio.
+    CHECK(m.ipus[i].busy_s / b.ipus[i].busy_s == Approx(clock_ratio).epsilon(1e-9));
+    // Streams through the gateway, the host's turn, the all-reduce over the IPU-Links and the
+    // inter-IPU syncs are seconds on both.
+    CHECK(m.ipus[i].host_io_s == Approx(b.ipus[i].host_io_s).epsilon(1e-9));
+    CHECK(m.ipus[i].exchange_s == Approx(b.ipus[i].exchange_s).epsilon(1e-9));
+    CHECK(m.ipus[i].sync_s == Approx(b.ipus[i].sync_s).epsilon(1e-9));
+  }
+  // So the step ratio is the clock ratio diluted by what does not scale (docs/validation.md).
+  const IpuMetrics& first = m.ipus.front();
+  const double fixed = first.host_io_s + first.exchange_s + first.sync_s + first.streaming_memory_s + first.idle_s;
+  CHECK(m.step_time_s / b.step_time_s == Approx(m.step_time_s / (first.busy_s / clock_ratio + fixed)).epsilon(1e-6));
+  CHECK(m.step_time_s / b.step_time_s < clock_ratio);
 }
