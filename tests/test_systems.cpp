@@ -60,9 +60,10 @@ TEST_CASE("a two-hop route pays both latencies and the slower bandwidth", "[syst
   CHECK(exchange_time(config, {{0, 0, 2, 1e6}}) == Approx(1 * us + 3 * us + 1e6 / 1e9).epsilon(1e-9));
 }
 
-TEST_CASE("ring all-reduce across replicas: 2(R-1)/R x bytes / bandwidth plus 2(R-1) latencies", "[systems]") {
+TEST_CASE("ring all-reduce across replicas: 2(R-1)/R x bytes / (2 x bandwidth) plus 2(R-1) latencies", "[systems]") {
   // R = 4 replicas of a one-IPU model on a ring of 4 IPUs (1 GB/s, 1 us per link). The
-  // weight has 1000 float32 = 4000 B of gradients: 6 steps of 1000 B, each 1 us + 1 us.
+  // weight has 1000 float32 = 4000 B of gradients: 6 steps of 1000 B, each sent as 500 B
+  // each way round (GCL's pair of rings), 1 us + 0.5 us.
   Json config = zero_overhead_config(4);
   config["links"] = {{{"ipus", {0, 1}}, {"bandwidthBytesPerSecond", 1e9}, {"latencySeconds", 1 * us}},
                      {{"ipus", {1, 2}}, {"bandwidthBytesPerSecond", 1e9}, {"latencySeconds", 1 * us}},
@@ -78,7 +79,7 @@ TEST_CASE("ring all-reduce across replicas: 2(R-1)/R x bytes / bandwidth plus 2(
                           {"replicas", 4}, {"mode", "sharded"}};
   const Simulation sim = simulate(make_scenario(model, config, execution), {Mode::Sharded});
   const RunMetrics& r = sim.runs.at(0).metrics;
-  const double allreduce = 2.0 * 3 / 4 * 4000 / 1e9 + 2 * 3 * 1 * us;
+  const double allreduce = 2.0 * 3 / 4 * 4000 / (2 * 1e9) + 2 * 3 * 1 * us;
   CHECK(r.allreduce_s == Approx(allreduce).epsilon(1e-9));
   // The step: 2 micro-batches of forward (1 us) and backward (2 us), the all-reduce, the update (2 us).
   CHECK(r.step_time_s == Approx(2 * 3 * us + allreduce + 2 * us).epsilon(1e-9));
@@ -142,8 +143,9 @@ TEST_CASE("the shipped M2000 link probe measures the configured per-direction ba
   REQUIRE(r.links.size() == 1);
   CHECK(r.links[0].name == "ipu0->ipu1");
   CHECK(r.links[0].bytes == 256.0 * 1024 * 1024);
-  // Step = sync, copy (latency + bytes / bandwidth), sync. Config: 32 GB/s, 1 us.
-  const double bandwidth = r.links[0].bytes / (r.step_time_s - 2 * r.sync_seconds - sc.hardware.links[0].latency_s);
+  // Step = sync, copy (latency + bytes / bandwidth), sync, the host's turn. Config: 32 GB/s, 1 us.
+  const double bandwidth = r.links[0].bytes / (r.step_time_s - 2 * r.sync_seconds - sc.hardware.links[0].latency_s -
+                                               sc.hardware.host_link.run_overhead_s);
   CHECK(bandwidth == Approx(sc.hardware.links[0].bandwidth_bytes_per_s).epsilon(1e-9));
   CHECK(bandwidth == Approx(32e9).epsilon(1e-9));
 }
@@ -156,11 +158,12 @@ TEST_CASE("BERT-Large on an IPU-POD16: 4 replicas of a 4-IPU pipeline, all-reduc
   CHECK(r.replicas == 4);
   CHECK(r.ipus.size() == 16);
   CHECK(r.samples == 8 * 16 * 4);
-  // Replica r is M2000 r; the ring of pipeline IPU k runs IPU k -> 4+k -> 8+k -> 12+k -> k, one
-  // rail link (16 GB/s, 1 us) per hop, rings on disjoint rails: 2(R-1) x (1 us + W_k / R / 16 GB/s).
+  // Replica r is M2000 r; the rings of pipeline IPU k run IPU k -> 4+k -> 8+k -> 12+k -> k and
+  // back, one rail link (16 GB/s each way, 1 us) per hop, rings on disjoint rails, half the
+  // data each way: 2(R-1) x (1 us + W_k / R / 2 / 16 GB/s).
   double expected = 0;
   for (const PlanIpu& ipu : sim.plan.ipus)
-    expected = std::max(expected, 2.0 * 3 * (1e-6 + ipu.weight_bytes / 4 / 16e9));
+    expected = std::max(expected, 2.0 * 3 * (1e-6 + ipu.weight_bytes / 4 / 2 / 16e9));
   CHECK(r.allreduce_s == Approx(expected).epsilon(1e-9));
   CHECK(r.throughput_samples_per_s == Approx(8.0 * 16 * 4 / r.step_time_s).epsilon(1e-12));
 }

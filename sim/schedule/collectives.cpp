@@ -1,9 +1,13 @@
 // Gradient collectives across replicas, as Graphcore's GCL runs them: rings. Within one
 // rack (an IPU-Link domain) a ring reduce-scatter leaves each replica 1/R of the summed
-// gradients and a ring all-gather spreads them back, 2(R-1) steps of B/R in all. Replicas
-// in several racks joined by slower GW-Links reduce hierarchically: reduce-scatter inside
-// each rack, then across the racks on the rack's share only, and the reverse to gather,
-// so only B/R_rack of the data crosses the GW-Links.
+// gradients and a ring all-gather spreads them back, 2(R-1) steps of B/R in all. GCL runs
+// a pair of rings in opposite directions, each on half the data (its "bi-directional ring
+// pair" and "meet-in-the-middle ring" methods, GCL User Guide 3.4; the pre-GCL poplibs
+// ReplicatedCollectives.cpp picks one of the two for buffers this size), so every ring
+// step sends B/2R each way over full-duplex links. Replicas in several racks joined by
+// slower GW-Links reduce hierarchically: reduce-scatter inside each rack, then across the
+// racks on the rack's share only, and the reverse to gather, so only B/R_rack of the data
+// crosses the GW-Links.
 #include <map>
 
 #include "sim/schedule/racks.hpp"
@@ -20,8 +24,11 @@ std::vector<std::vector<int>> ProgramBuilder::racks_of(int virtual_ipu) const {
 void ProgramBuilder::ring_step(int virtual_ipu, const std::vector<int>& members, int level, double chunk) {
   const int n = static_cast<int>(members.size());
   const int width = width_;
-  // Mailbox of the transfer sent by replica r at this level: after the pipeline's copies.
-  auto mailbox = [&](int r) { return replicas_ * copies_ + ((level * width + virtual_ipu) * replicas_ + r); };
+  // Mailbox of the transfer replica r sends one way round at this level: after the pipeline's copies.
+  auto mailbox = [&](int r, int way) {
+    return replicas_ * copies_ + (((level * 2 + way) * width + virtual_ipu) * replicas_ + r);
+  };
+  const double half = chunk / 2;
   for (int i = 0; i < n; ++i) {
     const int r = members[static_cast<std::size_t>(i)];
     const int next = members[static_cast<std::size_t>((i + 1) % n)];
@@ -29,8 +36,11 @@ void ProgramBuilder::ring_step(int virtual_ipu, const std::vector<int>& members,
     Step s;
     s.kind = StepKind::Exchange;
     s.pass = Pass::AllReduce;
-    s.transfers.push_back({mailbox(r), physical_of(r, virtual_ipu), physical_of(next, virtual_ipu), chunk});
-    s.transfers.push_back({mailbox(previous), physical_of(previous, virtual_ipu), physical_of(r, virtual_ipu), chunk});
+    const int me = physical_of(r, virtual_ipu);
+    s.transfers.push_back({mailbox(r, 0), me, physical_of(next, virtual_ipu), half});
+    s.transfers.push_back({mailbox(r, 1), me, physical_of(previous, virtual_ipu), half});
+    s.transfers.push_back({mailbox(previous, 0), physical_of(previous, virtual_ipu), me, half});
+    s.transfers.push_back({mailbox(next, 1), physical_of(next, virtual_ipu), me, half});
     push(index_.at(physical_of(r, virtual_ipu)), std::move(s));
   }
 }
