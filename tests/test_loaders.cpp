@@ -646,12 +646,6 @@ TEST_CASE("host link sharing, recomputation and optimizer settings are checked",
     CHECK(e.rule() == "json.unknown-key");
     CHECK(e.pointer() == "/execution/optimizer/lr");
   }
-  SECTION("optimizer written from the host") {
-    const InputError e = scenario_error(scenario_doc({{"training", true}, {"updateOptimizerFromHost", "always"}}));
-    CHECK(e.rule() == "scenario.bad-optimizer-from-host");
-    CHECK(e.pointer() == "/execution/updateOptimizerFromHost");
-    CHECK_THAT(e.message(), Contains("\"never\" or \"every-step\""));
-  }
   SECTION("PopART's enablePrefetchDatastreams is read as prefetchDataStreams") {
     const Scenario sc = scenario_from_json(scenario_doc({{"enablePrefetchDatastreams", false}}), "s.json");
     CHECK(!sc.execution.prefetch_data_streams);

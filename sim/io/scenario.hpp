@@ -49,10 +49,6 @@ struct Execution {
   // PopART's enablePrefetchDatastreams (TensorFlow's prefetch_data_streams), on by default in
   // both: the host fills the IPU-Gateway's buffer ahead of the IPU's stream copies.
   bool prefetch_data_streams = true;
-  // The host writes new optimizer hyperparameters every step (session.updateOptimizerFromHost
-  // after each session.run, as a learning-rate schedule stepped from Python does): a second
-  // program run per step.
-  bool update_optimizer_from_host_every_step = false;
 
   double available_memory_proportion_of(int virtual_ipu) const {
     const auto i = static_cast<std::size_t>(virtual_ipu);

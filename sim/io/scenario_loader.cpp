@@ -174,12 +174,6 @@ Execution read_execution(const Json& execution, const std::string& origin) {
   e.io_tiles = r.optional_int("numIOTiles", 0);
   e.sequences_per_sample = r.optional_number("sequencesPerSample", 1);
   e.prefetch_data_streams = r.optional_bool("prefetchDataStreams", true);
-  const std::string optimizer_from_host = r.optional_string("updateOptimizerFromHost", "never");
-  if (optimizer_from_host == "every-step") e.update_optimizer_from_host_every_step = true;
-  else if (optimizer_from_host != "never")
-    throw r.error("updateOptimizerFromHost", "scenario.bad-optimizer-from-host",
-                  "updateOptimizerFromHost is \"never\" or \"every-step\", got \"" + optimizer_from_host + "\"" +
-                      did_you_mean(optimizer_from_host, {"never", "every-step"}));
   if (!e.training && e.gradient_accumulation != 1)
     throw r.error("gradientAccumulation", "scenario.accumulation-without-training",
                   "gradient accumulation applies to training only; for inference the pipeline depth is batchesPerStep");

@@ -374,10 +374,9 @@ bool ProgramBuilder::prefetched() const {
 void ProgramBuilder::host_round_trip(std::int64_t micro_batches) {
   const Scenario& sc = context_.scenario;
   const HostLinkSpec& host = sc.hardware.host_link;
-  const int runs = 1 + (sc.execution.training && sc.execution.update_optimizer_from_host_every_step ? 1 : 0);
   Step s;
   s.kind = StepKind::HostRoundTrip;
-  s.seconds = runs * host.run_overhead_s;
+  s.seconds = host.run_overhead_s;
   if (prefetched() && sc.execution.host_io) {
     // Every stage streams each micro-batch once a step; IPUs behind one host link share it.
     std::map<int, double> bytes_of_link;

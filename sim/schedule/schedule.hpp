@@ -118,8 +118,8 @@ private:
   std::vector<std::vector<int>> racks_of(int virtual_ipu) const;
   // Host streams go through the IPU-Gateway's buffer, filled ahead by the host.
   bool prefetched() const;
-  // The end of the step's program run: the host's turn (one run, two when the optimizer is
-  // written from the host every step), no shorter than its legs of the step's streams.
+  // The end of the step's program run: the host's turn, no shorter than its legs of the
+  // step's streams.
   void host_round_trip(std::int64_t micro_batches);
   // One IPU's update, or `fraction` of it: state in, compute, state out.
   void update(const PlanIpu& ipu, double fraction);
