@@ -106,6 +106,10 @@ void run_ops(World& w, int ipu, const std::vector<Op>& ops) {
         }
       sg4::Comm::wait_all(comms);
       w.activities += puts;
+      if (op.seconds > 0) {
+        sg4::this_actor::sleep_for(op.seconds);
+        ++w.activities;
+      }
       break;
     }
     case StepKind::Send:

@@ -197,3 +197,44 @@ TEST_CASE("Bow over Mk2 for one workload: compute scales with the clock, links, 
   CHECK(m.step_time_s / b.step_time_s == Approx(m.step_time_s / (first.busy_s / clock_ratio + fixed)).epsilon(1e-6));
   CHECK(m.step_time_s / b.step_time_s < clock_ratio);
 }
+
+TEST_CASE("PopART's collectives per weight tensor: each beyond the first pays its ring steps' latency",
+          "[systems][collectives]") {
+  // R = 4 replicas of a one-IPU model on a ring of 4 IPUs (1 GB/s, 1 us per link, no sync
+  // cost): 2 x 3 ring steps of 1 us per reduce-scatter/all-gather pair. Weights W0, W1 of
+  // 10000 floats (sharded under RTS: at least 8192 elements) and W2 of 100 (all-reduced).
+  Json config = zero_overhead_config(4);
+  config["links"] = {{{"ipus", {0, 1}}, {"bandwidthBytesPerSecond", 1e9}, {"latencySeconds", 1 * us}},
+                     {{"ipus", {1, 2}}, {"bandwidthBytesPerSecond", 1e9}, {"latencySeconds", 1 * us}},
+                     {{"ipus", {2, 3}}, {"bandwidthBytesPerSecond", 1e9}, {"latencySeconds", 1 * us}},
+                     {{"ipus", {3, 0}}, {"bandwidthBytesPerSecond", 1e9}, {"latencySeconds", 1 * us}}};
+  const Json act = {{"shape", {10}}, {"kind", "activation"}};
+  const Json model = {
+      {"name", "three weights"},
+      {"tensors",
+       {{"x", {{"shape", {10}}, {"kind", "input"}}}, {"W0", {{"shape", {10000}}, {"kind", "weight"}}},
+        {"W1", {{"shape", {10000}}, {"kind", "weight"}}}, {"W2", {{"shape", {100}}, {"kind", "weight"}}},
+        {"a", act}, {"b", act}, {"c", act}}},
+      {"ops",
+       {{{"name", "l0"}, {"type", "MatMul"}, {"inputs", {"x", "W0"}}, {"outputs", {"a"}}, {"flops", 1e3}},
+        {{"name", "l1"}, {"type", "MatMul"}, {"inputs", {"a", "W1"}}, {"outputs", {"b"}}, {"flops", 1e3}},
+        {{"name", "l2"}, {"type", "MatMul"}, {"inputs", {"b", "W2"}}, {"outputs", {"c"}}, {"flops", 1e3}}}}};
+  auto allreduce = [&](const Json& optimizer, bool merged) {
+    const Json execution = {{"training", true}, {"gradientAccumulation", 2}, {"hostIo", false},
+                            {"costModel", "compute"}, {"replicas", 4}, {"mode", "sharded"},
+                            {"optimizer", optimizer}, {"mergeAllReduceCollectives", merged}};
+    return simulate(make_scenario(model, config, execution), {Mode::Sharded}).runs.at(0).metrics.allreduce_s;
+  };
+  const double pair = 2 * 3 * 1 * us;
+  const double bytes = (10000 + 10000 + 100) * 4.0;
+  // One all-reduce of every gradient (merged): the ring alone, half the bytes each way.
+  CHECK(allreduce({{"type", "sgd"}}, true) == Approx(2 * 3 * (1 * us + bytes / 4 / 2 / 1e9)).epsilon(1e-9));
+  // Unmerged: three all-reduces, two more pairs of ring steps.
+  CHECK(allreduce({{"type", "sgd"}}, false) - allreduce({{"type", "sgd"}}, true) == Approx(2 * pair).epsilon(1e-6));
+  // RTS with LAMB: W0 and W1 reduce-scattered and all-gathered on their own, W2 all-reduced, and
+  // two norms per sharded tensor all-reduced: 2 + 1 + 4 = 7 pairs (2 + 1 + 2 merged).
+  const Json lamb = {{"type", "lamb"}, {"replicatedTensorSharding", true}};
+  const Json merged_sgd = {{"type", "sgd"}};
+  CHECK(allreduce(lamb, false) - allreduce(merged_sgd, true) == Approx(6 * pair).epsilon(1e-6));
+  CHECK(allreduce(lamb, true) - allreduce(merged_sgd, true) == Approx(4 * pair).epsilon(1e-6));
+}

@@ -262,6 +262,12 @@ void Run::execute(ActorState& st, const Step& step) {
     sg4::Comm::wait_all(comms);
     for (const Pending& p : st.waiting_on) report(p);
     st.waiting_on.clear();
+    if (step.seconds > 0) {  // the latency of collectives whose bytes ride on other steps
+      st.doing = Doing::Timed;
+      st.timed_start = now();
+      sg4::this_actor::sleep_for(step.seconds);
+      ++activities_;
+    }
     break;
   }
   case StepKind::Send:

@@ -49,6 +49,9 @@ struct Execution {
   // PopART's enablePrefetchDatastreams (TensorFlow's prefetch_data_streams), on by default in
   // both: the host fills the IPU-Gateway's buffer ahead of the IPU's stream copies.
   bool prefetch_data_streams = true;
+  // PopART's replicatedCollectivesSettings.mergeAllReduceCollectives (off by default): the
+  // all-reduces of small gradients run as one collective instead of one each.
+  bool merge_all_reduce_collectives = false;
 
   double available_memory_proportion_of(int virtual_ipu) const {
     const auto i = static_cast<std::size_t>(virtual_ipu);

@@ -174,6 +174,7 @@ Execution read_execution(const Json& execution, const std::string& origin) {
   e.io_tiles = r.optional_int("numIOTiles", 0);
   e.sequences_per_sample = r.optional_number("sequencesPerSample", 1);
   e.prefetch_data_streams = r.optional_bool("prefetchDataStreams", true);
+  e.merge_all_reduce_collectives = r.optional_bool("mergeAllReduceCollectives", false);
   if (!e.training && e.gradient_accumulation != 1)
     throw r.error("gradientAccumulation", "scenario.accumulation-without-training",
                   "gradient accumulation applies to training only; for inference the pipeline depth is batchesPerStep");

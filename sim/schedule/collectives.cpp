@@ -8,8 +8,10 @@
 // slower GW-Links reduce hierarchically: reduce-scatter inside each rack, then across the
 // racks on the rack's share only, and the reverse to gather, so only B/R_rack of the data
 // crosses the GW-Links.
+#include <algorithm>
 #include <map>
 
+#include "sim/plan/routes.hpp"
 #include "sim/schedule/racks.hpp"
 #include "sim/schedule/schedule.hpp"
 
@@ -77,6 +79,62 @@ void ProgramBuilder::all_gather(int virtual_ipu, double bytes) {
   }
   for (const auto& members : racks)
     for (int step = 0; step + 1 < in_rack; ++step) ring_step(virtual_ipu, members, 0, bytes / in_rack);
+}
+
+// PopART issues a collective per weight tensor, not one per IPU (its IR holds a
+// ReplicatedAllReduce per gradient; tensor_locations.rst): under replicated tensor sharding
+// each tensor of at least minElementsForReplicatedTensorSharding = 8192 elements gets its own
+// reduce-scatter and all-gather (SDK 2.5 merges only all-reduces; sessionoptions.hpp), the
+// smaller ones an all-reduce each, or one in all with mergeAllReduceCollectives; LAMB and
+// LARS then all-reduce two norms per sharded tensor (LambSquareOp, lamb.cpp). Without
+// sharding every tensor is all-reduced (merged or not). The bytes all ride on the rings laid
+// out above; each further collective pays its ring steps' latency: the slowest neighbour
+// route's link latencies and the sync ending each step.
+void ProgramBuilder::per_tensor_collectives(const PlanIpu& ipu, bool sharded_state) {
+  const Scenario& sc = context_.scenario;
+  const Execution& ex = sc.execution;
+  if (replicas_ < 2 || ipu.weights.empty()) return;
+  constexpr std::int64_t kMinElementsForSharding = 8192;
+  double sharded = 0, small = 0;
+  for (const auto& w : ipu.weights)
+    (sharded_state && sc.model.tensor(w).elements() >= kMinElementsForSharding ? sharded : small) += 1;
+  const bool norms = ex.optimizer == Optimizer::Lamb || ex.optimizer == Optimizer::Lars;
+  const double merged = ex.merge_all_reduce_collectives ? 1.0 : 0.0;
+  auto count = [&](double n) { return merged > 0 ? std::min(n, 1.0) : n; };
+  // Reduce-scatter / all-gather pairs in all: the sharded tensors', the small tensors' all-reduces,
+  // and the norms' (two all-reduces per sharded tensor, merged into two when allowed).
+  const double pairs = sharded + count(small) + (norms && sharded > 0 ? 2 * count(sharded) : 0.0);
+  if (pairs <= 1) return;
+
+  const auto racks = racks_of(ipu.id);
+  RouteFinder routes(sc.hardware);
+  auto hop_latency = [&](int a, int b) {
+    double latency = 0;
+    for (const Hop& h : routes.route(physical_of(a, ipu.id), physical_of(b, ipu.id)))
+      latency += sc.hardware.links[static_cast<std::size_t>(h.link)].latency_s;
+    return latency;
+  };
+  // One reduce-scatter and one all-gather: the ring steps within a rack, then across the racks.
+  double seconds_per_pair = 0;
+  {
+    double in_rack = 0;
+    for (const auto& members : racks)
+      for (std::size_t i = 0; i < members.size(); ++i)
+        in_rack = std::max(in_rack, hop_latency(members[i], members[(i + 1) % members.size()]));
+    const auto n = static_cast<double>(racks.front().size());
+    seconds_per_pair += 2 * (n - 1) * (in_rack + context_.sync_seconds);
+    if (racks.size() > 1) {
+      double across = 0;
+      for (std::size_t k = 0; k < racks.size(); ++k)
+        across = std::max(across, hop_latency(racks[k].front(), racks[(k + 1) % racks.size()].front()));
+      seconds_per_pair += 2 * static_cast<double>(racks.size() - 1) * (across + context_.sync_seconds);
+    }
+  }
+  Step s;
+  s.kind = StepKind::Exchange;
+  s.pass = Pass::AllReduce;
+  s.seconds = (pairs - 1) * seconds_per_pair;
+  append(ipu.id, s);
 }
 
 } // namespace ipusim

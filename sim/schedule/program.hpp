@@ -33,7 +33,9 @@ struct Transfer {
 
 struct Step {
   StepKind kind = StepKind::Compute;
-  double seconds = 0;  // Compute: its duration; Sync: the cost paid once all IPUs have arrived
+  // Compute: its duration; Sync: the cost paid once all IPUs have arrived; Exchange: paid
+  // after its transfers (collectives' latency).
+  double seconds = 0;
   double bytes = 0;    // host streams and Streaming Memory transfers
   int stage = -1;
   std::int64_t micro_batch = -1;

@@ -298,6 +298,7 @@ void ProgramBuilder::weight_updates(bool all_at_once) {
     for (const PlanIpu& ipu : context_.plan.ipus) {
       reduce_scatter(ipu.id, ipu.weight_bytes);
       if (!sharded_state) all_gather(ipu.id, ipu.weight_bytes);
+      per_tensor_collectives(ipu, sharded_state);
     }
     sync_all(context_.sync_seconds);
   }
