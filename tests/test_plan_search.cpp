@@ -397,3 +397,41 @@ TEST_CASE("Memory advice: each setting that makes an overflowing configuration f
   // A configuration that fits needs no advice.
   CHECK(memory_fixes(load_scenario(file), Mode::Pipelined).empty());
 }
+
+TEST_CASE("ipusim plan: bad input exits 2 naming its rule", "[planner][cli][rules]") {
+  std::mt19937 rng(11);
+  TempDir dir;
+  const Json execution = {{"mode", "pipelined"}, {"training", true}, {"costModel", "compute"},
+                          {"gradientAccumulation", 8}, {"microBatchSize", 2}, {"optimizer", {{"type", "adam"}}}};
+  dir.write("model.json", layered_model(rng, 5));
+  dir.write("config.json", zero_overhead_config(4, 2e9));  // no Streaming Memory
+  const std::string scenario = dir.write(
+      "scenario.json", Json{{"name", "bad"}, {"model", "model.json"}, {"config", "config.json"}, {"execution", execution}});
+  auto rule_of_plan = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), {"plan", scenario, "--quiet"});
+    const Result r = run_ipusim(args);
+    INFO(r.err);
+    CHECK(r.exit_code == 2);
+    return r.err;
+  };
+  CHECK_THAT(rule_of_plan({"--ipus", "2", "--replicas", "3"}), Catch::Matchers::Contains("[plan.replicas]"));
+  CHECK_THAT(rule_of_plan({"--global-batch", "16x"}), Catch::Matchers::Contains("[plan.global-batch]"));
+  CHECK_THAT(rule_of_plan({"--global-batch", "64-32"}), Catch::Matchers::Contains("[plan.global-batch]"));
+  CHECK_THAT(rule_of_plan({"--global-batch", "7", "--replicas", "2"}), Catch::Matchers::Contains("[plan.global-batch]"));
+  CHECK_THAT(rule_of_plan({"--schedule", "sharded"}), Catch::Matchers::Contains("[plan.schedule]"));
+  CHECK_THAT(rule_of_plan({"--state", "streaming-memory"}), Catch::Matchers::Contains("[plan.state]"));
+  CHECK_THAT(rule_of_plan({"--recomputation", "maybe"}), Catch::Matchers::Contains("[plan.bad-value]"));
+  CHECK_THAT(rule_of_plan({"--amp", "1.5"}), Catch::Matchers::Contains("[plan.bad-value]"));
+  CHECK_THAT(rule_of_plan({"--ipus", "3", "--set", "execution.availableMemoryProportion=[0.2,0.3]"}),
+             Catch::Matchers::Contains("[plan.fixed-amp]"));
+  // Layer 1's op listed after layer 2's, which reads its output: blocks of layers would not be stages.
+  Json model = layered_model(rng, 5);
+  std::swap(model["ops"][2], model["ops"][3]);
+  dir.write("unordered.json", model);
+  const std::string unordered = dir.write(
+      "unordered-scenario.json",
+      Json{{"name", "unordered"}, {"model", "unordered.json"}, {"config", "config.json"}, {"execution", execution}});
+  const Result r = run_ipusim({"plan", unordered, "--quiet"});
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Catch::Matchers::Contains("[plan.layers]"));
+}
