@@ -178,13 +178,16 @@ ConfirmedPlans confirm_top(std::ostream& out, const Scenario& sc, const PlanSear
   std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
     return engine_score(c.metrics[a], objective) > engine_score(c.metrics[b], objective);
   });
+  const RunMetrics metrics_by_evaluator_first = c.metrics.front();
   std::vector<RunMetrics> metrics;
   for (std::size_t i : order) c.candidates.push_back(search.ranked[i]), metrics.push_back(c.metrics[i]);
   c.metrics = metrics;
   c.best = c.candidates.front();
   c.best_scenario = scenarios[order.front()];
   const bool training = sc.execution.training;
-  if (order.front() != 0)
+  // Reordered only where the engine's figures differ by more than the search's tolerance.
+  if (order.front() != 0 &&
+      engine_score(c.metrics.front(), objective) > engine_score(metrics_by_evaluator_first, objective) * (1 + 1e-4))
     out << "\n(the engine ranks evaluator's #" << order.front() + 1
         << " first: the evaluator is approximate where transfers share links; ranked below by the engine)\n";
   for (std::size_t i = 0; i < c.candidates.size(); ++i) {

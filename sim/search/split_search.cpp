@@ -32,6 +32,8 @@ SplitSearch::SplitSearch(const Scenario& sc, const PlanSpace& space, const Split
   global_batch_ = st.micro_batch * st.depth * st.replicas;
   samples_ = static_cast<double>(batches_) * static_cast<double>(depth_) * static_cast<double>(st.micro_batch) * st.replicas;
   const int S = training ? 2 * P_ - 1 : P_;
+  S_ = S;
+  ramps_ = popart && depth_ >= S;
   if (popart)
     sync_term_ = static_cast<double>(batches_) * static_cast<double>(depth_ + S - 1) * sc.hardware.sync_seconds(W_ * st.replicas);
   stash_ = stash_depths(st.schedule, P_, st.depth, training);
@@ -88,12 +90,17 @@ double SplitSearch::min_work(int first, int last) const {
   return unit_prefix_[static_cast<std::size_t>(last) + 1] - unit_prefix_[static_cast<std::size_t>(first)];
 }
 
-double SplitSearch::score_bound(double busiest, double total) const {
+double SplitSearch::score_bound(double busiest, double total, double ramps) const {
   if (objective_ == Objective::Latency) return 1 / (total * (1 - kMargin));
   // Each IPU runs every micro-batch through its stages; TensorFlow's Sequential runs one
   // stage at a time, so there every IPU's work adds up.
   const double per_micro_batch = settings_.schedule == "tf-sequential" ? total : busiest;
-  const double step = static_cast<double>(batches_) * static_cast<double>(depth_) * per_micro_batch + sync_term_;
+  double step = static_cast<double>(batches_) * static_cast<double>(depth_) * per_micro_batch;
+  // PopART: the D-S+1 main cycles each take the busiest IPU's whole work; each fill and
+  // flush cycle at least what the IPUs known so far do in it.
+  if (ramps >= 0)
+    step = std::max(step, static_cast<double>(batches_) * (ramps + static_cast<double>(depth_ - S_ + 1) * busiest));
+  step += sync_term_;
   return samples_ / (step * (1 - kMargin));
 }
 
@@ -222,11 +229,33 @@ bool SplitSearch::run(Incumbents& incumbents, SearchCounts& counts, const std::f
   stopped_ = false;
   refine(counts);
   chosen_.assign(static_cast<std::size_t>(W_), {0, 0});
+  if (ramps_) ramp_.assign(static_cast<std::size_t>(W_) + 1, std::vector<double>(static_cast<std::size_t>(2 * (S_ - 1)), 0.0));
   ipu_of_unit_.assign(static_cast<std::size_t>(U_), -1);
   if (!settings_.heads_on_last) ipu_of_unit_.back() = 0;
   if (solve(0, 1).feasible) walk(0, 1, 0, 0, kInfinity);
   release();
   return !stopped_;
+}
+
+void SplitSearch::add_ramps(int ipu, const IpuFootprint& f, std::vector<double>& ramps) const {
+  const bool training = sc_.execution.training;
+  const int L = P_ - 1;
+  std::vector<std::pair<int, double>> stages;  // (stage id, seconds per micro-batch)
+  if (ipu == L) {
+    stages.push_back({ipu, f.stage_seconds[0][0] + f.stage_seconds[0][1]});  // the loss stage does both
+  } else {
+    stages.push_back({ipu, f.stage_seconds[0][0]});
+    if (training) stages.push_back({2 * L - ipu, f.stage_seconds[0][1]});
+  }
+  if (ipu == 0 && !settings_.heads_on_last) stages.push_back({L, f.stage_seconds[1][0] + f.stage_seconds[1][1]});
+  const auto S = static_cast<std::int64_t>(S_);
+  for (std::int64_t k = 0; k < 2 * (S - 1); ++k) {
+    const std::int64_t c = k < S - 1 ? k : depth_ + (k - (S - 1));
+    double segment = 0;
+    for (const auto& [s, t] : stages)
+      if (s <= c && c < s + depth_) segment += t;
+    ramps[static_cast<std::size_t>(k)] = std::max(ramps[static_cast<std::size_t>(k)], segment);
+  }
 }
 
 void SplitSearch::walk(int ipu, int u, double busiest, double total, double headroom) {
@@ -243,8 +272,16 @@ void SplitSearch::walk(int ipu, int u, double busiest, double total, double head
     const double b = std::max(busiest, o.footprint.seconds);
     const double t = total + o.footprint.seconds;
     const double h = std::min(headroom, tile_capacity_ - o.footprint.tile_bytes);
-    if (prune_ && !incumbents_->worth(score_bound(std::max(b, next.busiest), t + next.total), std::min(h, next.headroom),
-                                      global_batch_)) {
+    double ramps = -1;
+    if (ramps_) {
+      auto& mine = ramp_[static_cast<std::size_t>(ipu) + 1];
+      mine = ramp_[static_cast<std::size_t>(ipu)];
+      add_ramps(ipu, o.footprint, mine);
+      ramps = 0;
+      for (double r : mine) ramps += r;
+    }
+    if (prune_ && !incumbents_->worth(score_bound(std::max(b, next.busiest), t + next.total, ramps),
+                                      std::min(h, next.headroom), global_batch_)) {
       ++counts_->bounded;
       continue;
     }

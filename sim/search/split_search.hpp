@@ -50,7 +50,10 @@ private:
   const Suffix& solve(int ipu, int u);
   void walk(int ipu, int u, double busiest, double total, double headroom);
   void leaf();
-  double score_bound(double busiest, double total) const;
+  // `ramps`: a lower bound on PopART's fill and flush cycles (their sum), or negative when none.
+  double score_bound(double busiest, double total, double ramps = -1) const;
+  // PopART: the fill and flush cycles' lower bounds with IPU `ipu` holding option `o` added.
+  void add_ramps(int ipu, const IpuFootprint& f, std::vector<double>& ramps) const;
   double min_work(int first, int last) const;
 
   const Scenario& sc_;
@@ -66,6 +69,9 @@ private:
   std::int64_t depth_ = 1, batches_ = 1, global_batch_ = 0;
   double samples_ = 0, sync_term_ = 0, bound_ = 0, headroom_bound_ = 0, tile_capacity_ = 0, capacity_ = 0;
   bool refined_ = false;
+  bool ramps_ = false;  // PopART with D >= S: its fill and flush cycles are bounded too
+  int S_ = 0;
+  std::vector<std::vector<double>> ramp_;  // per depth of the walk: each fill and flush cycle's bound
   std::vector<int> stash_;
   std::vector<std::vector<int>> allowed_amps_;  // per IPU
   std::vector<double> unit_prefix_;             // fastest allowed amp, cumulative by unit
