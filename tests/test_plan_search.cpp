@@ -237,7 +237,7 @@ TEST_CASE("ipusim plan: the real binary ranks, confirms, writes a runnable best 
   CHECK(r.out.find("#2 ") != std::string::npos);
   CHECK(r.out.find("loses to #1: ") != std::string::npos);
   CHECK(r.out.find("(exact: no contention)") != std::string::npos);
-  CHECK(r.out.find("exact: every configuration not timed") != std::string::npos);
+  CHECK(r.out.find("exact (to 0.01 %): every configuration not timed") != std::string::npos);
 
   // The written scenario runs, and the engine's throughput is the planner's best.
   std::mt19937 same_rng(11);  // the same model as written above

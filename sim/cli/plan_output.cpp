@@ -157,9 +157,11 @@ void print_search_summary(std::ostream& out, const Scenario& sc, const PlanSearc
       << " placements refused by PopART's rules (a weight or host input on two IPUs), " << count(n.bounded)
       << " partial splits dropped by the bound; " << count(n.evaluated) << " candidates timed\n";
   if (search.complete)
-    out << "exact: every configuration not timed was proven (by memory, a rule or the step-time bound) unable to enter "
-           "the top "
-        << std::max<std::size_t>(search.ranked.size(), 1) << ", the front or, with a free batch, the best at its global batch\n";
+    out << "exact (to 0.01 %): every configuration not timed was proven (by memory, a rule or the step-time bound) "
+           "unable to enter the top "
+        << std::max<std::size_t>(search.ranked.size(), 1)
+        << ", the front or, with a free batch, the best at its global batch; each IPU at its fastest "
+           "availableMemoryProportion that fits, lowered afterwards where the step time allows\n";
   else
     out << "stopped by --time-limit: the best is the best among those examined; the unexamined part could reach "
         << format_rate(search.unexplored_bound, "samples/s") << " at most (by its bound)\n";

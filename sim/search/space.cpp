@@ -252,12 +252,11 @@ std::string describe_space(const PlanSpace& s) {
   std::vector<std::string> heads;
   for (bool h : s.heads_on_last) heads.push_back(heads_name(h));
   std::string out = "IPUs x replicas " + shapes + "; micro-batch " + join(s.micro_batches) + "; ";
-  out += s.global_batch ? "global batch " + std::to_string(*s.global_batch)
-                        : "depth " + join(s.depths) +
-                              (s.min_global_batch > 1 || s.max_global_batch < std::numeric_limits<std::int64_t>::max()
-                                   ? " within global batch " + std::to_string(s.min_global_batch) + "-" +
-                                         std::to_string(s.max_global_batch)
-                                   : "");
+  if (s.global_batch) out += "global batch " + std::to_string(*s.global_batch);
+  else if (s.min_global_batch > 1 || s.max_global_batch < std::numeric_limits<std::int64_t>::max())
+    out += "G every power of two within global batch " + std::to_string(s.min_global_batch) + "-" +
+           std::to_string(s.max_global_batch);
+  else out += "G " + join(s.depths);
   out += "; schedules " + join(s.schedules) + "; recomputation " + join(s.recomputation) + "; state off chip " +
          join(s.state_off_chip) + "; RTS " + join(s.rts) + "; weight update " + join(wu) + "; heads on IPU " +
          join(heads) + "; availableMemoryProportion " + (s.fixed_amps.empty() ? join(s.amps) + " per IPU" : join(s.fixed_amps)) +
