@@ -33,7 +33,9 @@ std::string Candidate::placement() const {
   std::string out = "[";
   for (std::size_t i = 0; i < split.layers_per_ipu.size(); ++i)
     out += (i ? "," : "") + std::to_string(split.layers_per_ipu[i]);
-  return out + "] heads on " + (split.heads_on_last ? "last IPU" : "IPU0");
+  // As describe_placement names a model's own placement.
+  const auto last = split.layers_per_ipu.empty() ? 0 : split.layers_per_ipu.size() - 1;
+  return out + "] heads on IPU" + (split.heads_on_last ? std::to_string(last) : "0");
 }
 
 std::string describe_settings(const PlanSettings& s, bool training) {
