@@ -4,6 +4,8 @@
 // sends. A task starts once its IPU is free and its input has landed (the transfer's time
 // after its send). The batch ends with every IPU's weight update at once (training) or a sync.
 #include <algorithm>
+#include <deque>
+#include <limits>
 #include <map>
 #include <stdexcept>
 
@@ -14,26 +16,24 @@ namespace ipusim {
 
 namespace {
 
+constexpr double kNever = std::numeric_limits<double>::infinity();
+
 struct Task {
   bool forward;
   std::int64_t micro_batch;
 };
 
-// build_async's phases: GPipe m forwards then m backwards; 1F1B min(p-s-1, m) warm-up
-// forwards, then forward w+i with backward i, then the last w backwards.
-std::vector<Task> tasks_of(bool one_f_one_b, int s, int p, std::int64_t m, bool training) {
-  std::vector<Task> out;
-  if (!training || !one_f_one_b) {
-    for (std::int64_t i = 0; i < m; ++i) out.push_back({true, i});
-    if (training)
-      for (std::int64_t i = 0; i < m; ++i) out.push_back({false, i});
-    return out;
-  }
+// Task k of forward stage s's list, as build_async's phases lay it out (computed, not listed,
+// so memory does not grow with the micro-batches): GPipe m forwards then m backwards; 1F1B
+// min(p-s-1, m) warm-up forwards, then forward w+i with backward i, then the last w backwards.
+Task task_of(bool one_f_one_b, int s, int p, std::int64_t m, bool training, std::int64_t k) {
+  if (!training) return {true, k};
+  if (!one_f_one_b) return k < m ? Task{true, k} : Task{false, k - m};
   const std::int64_t w = std::min<std::int64_t>(p - s - 1, m);
-  for (std::int64_t i = 0; i < w; ++i) out.push_back({true, i});
-  for (std::int64_t i = 0; i < m - w; ++i) out.push_back({true, w + i}), out.push_back({false, i});
-  for (std::int64_t i = m - w; i < m; ++i) out.push_back({false, i});
-  return out;
+  if (k < w) return {true, k};
+  const std::int64_t j = k - w;
+  if (j < 2 * (m - w)) return j % 2 == 0 ? Task{true, w + j / 2} : Task{false, j / 2};
+  return {false, (m - w) + (j - 2 * (m - w))};
 }
 
 } // namespace
@@ -64,41 +64,78 @@ StepEstimate estimate_async_step(const Execution& ex, const Plan& plan, RouteTab
   }
   auto host = [&](double bytes) { return ex.host_io && bytes > 0 && ex.io_tiles == 0 ? timer.host_seconds(bytes) : 0.0; };
   if (ex.host_io && ex.io_tiles > 0) timer.contention |= kIoTiles;
-  std::vector<std::vector<Task>> tasks;
-  for (int s = 0; s < p; ++s) tasks.push_back(tasks_of(one_f_one_b, s, p, m, training));
+  const std::int64_t per_stage = training ? 2 * m : m;
 
-  // Each replica on its own IPUs and links (their latencies may differ): played one by one,
-  // the batch ends when the slowest is done.
+  // Who uses each directed link: one copy of two replicas on one link moves at the same
+  // times (the replicas run alike), so that shares it; copies of one replica that share a
+  // link are checked as they are sent.
   const int replicas = timer.replicas();
   const std::size_t copies = plan.copies.size();
-  std::vector<std::vector<double>> duration(static_cast<std::size_t>(replicas), std::vector<double>(copies));
-  std::vector<std::vector<std::vector<double>>> sent(static_cast<std::size_t>(replicas));
+  std::map<int, std::vector<std::pair<int, int>>> users;  // slot -> (replica, copy id)
+  for (int r = 0; r < replicas; ++r)
+    for (const PlanCopy& c : plan.copies)
+      for (int slot : routes.path(timer.physical(r, c.src_ipu), timer.physical(r, c.dst_ipu)).slots)
+        users[slot].push_back({r, c.id});
+  std::vector<std::vector<std::vector<int>>> shared_slots(static_cast<std::size_t>(replicas),
+                                                          std::vector<std::vector<int>>(copies));
+  for (const auto& [slot, list] : users) {
+    for (std::size_t i = 0; i < list.size(); ++i)
+      for (std::size_t j = i + 1; j < list.size(); ++j)
+        if (list[i].first != list[j].first) timer.contention |= kSharedCopyLinks;
+    bool several = false;
+    for (const auto& u : list) several = several || u.second != list.front().second;
+    if (several)
+      for (const auto& [r, id] : list) shared_slots[static_cast<std::size_t>(r)][static_cast<std::size_t>(id)].push_back(slot);
+  }
+
+  // Each replica on its own IPUs and links (their latencies may differ): played one by one,
+  // the batch ends when the slowest is done. A copy's arrivals wait in a queue until taken
+  // (in micro-batch order), so memory follows how far a stage runs ahead, not the batch.
   double makespan = 0, busiest = 0, first_start = 0, first_end = 0;
   for (int r = 0; r < replicas; ++r) {
-    const auto ri = static_cast<std::size_t>(r);
+    std::vector<double> duration(copies), last_end(copies, -kNever);
     LinkUse unused;
     for (const PlanCopy& c : plan.copies)
-      duration[ri][static_cast<std::size_t>(c.id)] =
+      duration[static_cast<std::size_t>(c.id)] =
           timer.transfer_seconds(timer.physical(r, c.src_ipu), timer.physical(r, c.dst_ipu), c.bytes, 0, unused);
-    auto& sent_r = sent[ri];
-    sent_r.assign(copies, std::vector<double>(static_cast<std::size_t>(m), -1));
-    std::vector<std::size_t> next(static_cast<std::size_t>(p), 0);
+    std::vector<std::deque<double>> arrivals(copies);
+    std::map<int, std::vector<std::pair<double, double>>> busy_slots;  // shared slots: transfers not yet over
+    std::vector<std::int64_t> next(static_cast<std::size_t>(p), 0);
     std::vector<double> clock(static_cast<std::size_t>(p), 0), busy(clock.size(), 0);
+    auto send = [&](const PlanCopy& c, double t) {
+      const auto id = static_cast<std::size_t>(c.id);
+      const double end = t + duration[id];
+      if (t < last_end[id]) timer.contention |= kSharedCopyLinks;  // the previous micro-batch's still moving
+      last_end[id] = end;
+      if (!shared_slots[static_cast<std::size_t>(r)][id].empty()) {
+        // Transfers ending before every IPU's clock cannot overlap any later one.
+        const double now = *std::min_element(clock.begin(), clock.end());
+        for (int slot : shared_slots[static_cast<std::size_t>(r)][id]) {
+          auto& spans = busy_slots[slot];
+          spans.erase(std::remove_if(spans.begin(), spans.end(), [&](const auto& x) { return x.second <= now; }),
+                      spans.end());
+          for (const auto& [s0, e0] : spans)
+            if (t < e0 && s0 < end) timer.contention |= kSharedCopyLinks;
+          spans.emplace_back(t, end);
+        }
+      }
+      arrivals[id].push_back(end);
+    };
     for (std::size_t left = static_cast<std::size_t>(p); left > 0;) {
       bool progressed = false;
       for (int s = 0; s < p; ++s) {
         const auto si = static_cast<std::size_t>(s);
-        while (next[si] < tasks[si].size()) {
-          const Task& task = tasks[si][next[si]];
-          const auto mb = static_cast<std::size_t>(task.micro_batch);
+        while (next[si] < per_stage) {
+          const Task task = task_of(one_f_one_b, s, p, m, training, next[si]);
           double start = clock[si];
           bool ready = true;
           for (const PlanCopy* c : in[2 * si + (task.forward ? 0 : 1)]) {
-            const double at = sent_r[static_cast<std::size_t>(c->id)][mb];
-            if (at < 0) ready = false;
-            else start = std::max(start, at + duration[ri][static_cast<std::size_t>(c->id)]);
+            const auto& queue = arrivals[static_cast<std::size_t>(c->id)];
+            if (queue.empty()) ready = false;
+            else start = std::max(start, queue.front());
           }
           if (!ready) break;
+          for (const PlanCopy* c : in[2 * si + (task.forward ? 0 : 1)]) arrivals[static_cast<std::size_t>(c->id)].pop_front();
           double t = start;
           if (task.forward) {
             const PlanStage& st = plan.stages[si];
@@ -108,11 +145,11 @@ StepEstimate estimate_async_step(const Execution& ex, const Plan& plan, RouteTab
             t += st.backward_seconds + (recompute && s != L ? st.recompute_seconds : 0.0);
           }
           busy[si] += t - start;
-          for (const PlanCopy* c : out[2 * si + (task.forward ? 0 : 1)]) sent_r[static_cast<std::size_t>(c->id)][mb] = t;
-          if (r == 0 && mb == 0 && s == 0 && task.forward) first_start = start;
-          if (r == 0 && mb == 0 && s == (training ? 0 : p - 1) && task.forward != training) first_end = t;
           clock[si] = t;
-          if (++next[si] == tasks[si].size()) --left;
+          for (const PlanCopy* c : out[2 * si + (task.forward ? 0 : 1)]) send(*c, t);
+          if (r == 0 && task.micro_batch == 0 && s == 0 && task.forward) first_start = start;
+          if (r == 0 && task.micro_batch == 0 && s == (training ? 0 : p - 1) && task.forward != training) first_end = t;
+          if (++next[si] == per_stage) --left;
           progressed = true;
         }
       }
@@ -122,34 +159,6 @@ StepEstimate estimate_async_step(const Execution& ex, const Plan& plan, RouteTab
     busiest = std::max(busiest, *std::max_element(busy.begin(), busy.end()));
   }
 
-  // Copies in flight at once on one directed link share it: the same copy's successive
-  // micro-batches, or copies (of any replica) whose routes cross.
-  std::map<int, std::vector<std::pair<int, int>>> users;  // slot -> (replica, copy id)
-  for (int r = 0; r < replicas; ++r)
-    for (const PlanCopy& c : plan.copies)
-      for (int slot : routes.path(timer.physical(r, c.src_ipu), timer.physical(r, c.dst_ipu)).slots)
-        users[slot].push_back({r, c.id});
-  auto overlaps = [&](std::pair<int, int> a, std::pair<int, int> b) {
-    std::vector<std::pair<double, double>> spans;
-    for (auto [r, id] : {a, b}) {
-      const double d = duration[static_cast<std::size_t>(r)][static_cast<std::size_t>(id)];
-      for (double at : sent[static_cast<std::size_t>(r)][static_cast<std::size_t>(id)]) spans.emplace_back(at, at + d);
-      if (a == b) break;
-    }
-    std::sort(spans.begin(), spans.end());
-    for (std::size_t i = 1; i < spans.size(); ++i)
-      if (spans[i].first < spans[i - 1].second) return true;
-    return false;
-  };
-  for (const auto& [slot, list] : users) {
-    bool shared = false;
-    for (std::size_t i = 0; i < list.size() && !shared; ++i)
-      for (std::size_t j = i; j < list.size() && !shared; ++j) shared = overlaps(list[i], list[j]);
-    if (shared) {
-      timer.contention |= kSharedCopyLinks;
-      break;
-    }
-  }
   if (ex.host_io && hw.host_link.shared_by > 1) {
     std::map<int, int> streaming;
     for (int r = 0; r < timer.replicas(); ++r)
