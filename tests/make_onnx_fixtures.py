@@ -152,6 +152,49 @@ def layered():
     return model(nodes, [batched("x", [32])], [out("probs")], inits)
 
 
+def gpt2_export(legacy):
+    """A 3-layer GPT-2 named as torch.onnx.export names Hugging Face's GPT2LMHeadModel: since
+    PyTorch 1.13 nodes carry their module's scope ("/transformer/h.0/attn/c_attn/MatMul", as
+    Optimum's exports list them); before, nodes were named by op type and number ("MatMul_12",
+    "Identity_7") and only the weights carry the module path ("transformer.h.0.attn.c_attn.weight").
+    Shapes are small (hidden 16, sequence 8, vocabulary 50)."""
+    h, seq, vocab = 16, 8, 50
+    inits, nodes, count = [], [], [0]
+
+    def weight(name, dims):
+        inits.append(shape_only(name, dims))
+        return name
+
+    def op(kind, inputs, outputs, scope, **attrs):
+        name = "%s_%d" % (kind, count[0]) if legacy else scope + "/" + kind
+        count[0] += 1
+        nodes.append(node(kind, inputs, outputs, name, **attrs))
+        return outputs[0]
+
+    x = op("Gather", [weight("transformer.wte.weight", [vocab, h]), "input_ids"], ["tok"], "/transformer/wte", axis=0)
+    x = op("Add", [x, weight("transformer.wpe.weight", [seq, h])], ["emb"], "/transformer")
+    for i in range(3):
+        p = "transformer.h.%d" % i
+        scope = "/" + p.replace("transformer.h.", "transformer/h.")
+        n = op("LayerNormalization", [x, weight(p + ".ln_1.weight", [h]), weight(p + ".ln_1.bias", [h])], [p + "/n1"],
+               scope + "/ln_1", axis=-1)
+        a = op("MatMul", [n, weight(p + ".attn.c_attn.weight", [h, h])], [p + "/qkv"], scope + "/attn/c_attn")
+        a = op("Softmax", [a], [p + "/probs"], scope + "/attn", axis=-1)
+        a = op("Identity", [a], [p + "/attn_dropout"], scope + "/attn/attn_dropout")
+        a = op("MatMul", [a, weight(p + ".attn.c_proj.weight", [h, h])], [p + "/attn_out"], scope + "/attn/c_proj")
+        x = op("Add", [x, a], [p + "/res1"], scope)
+        f = op("MatMul", [x, weight(p + ".mlp.c_fc.weight", [h, 4 * h])], [p + "/fc"], scope + "/mlp/c_fc")
+        f = op("Tanh", [f], [p + "/act"], scope + "/mlp/act")
+        f = op("Identity", [f], [p + "/mlp_dropout"], scope + "/mlp/dropout")
+        f = op("MatMul", [f, weight(p + ".mlp.c_proj.weight", [4 * h, h])], [p + "/mlp_out"], scope + "/mlp/c_proj")
+        x = op("Add", [x, f], [p + "/res2"], scope)
+    x = op("LayerNormalization", [x, weight("transformer.ln_f.weight", [h]), weight("transformer.ln_f.bias", [h])],
+           ["final"], "/transformer/ln_f", axis=-1)
+    x = op("MatMul", [x, weight("lm_head.weight", [h, vocab])], ["logits"], "/lm_head")
+    ids = helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["N", seq])
+    return model(nodes, [ids], [out(x)], inits, opset=17)
+
+
 def write_all(folder):
     os.makedirs(folder, exist_ok=True)
 
@@ -162,6 +205,8 @@ def write_all(folder):
     save("mlp-virtual-graph-only.onnx", mlp(stages=False))
     save("every-op.onnx", every_op())
     save("layered.onnx", layered())
+    save("gpt2-export.onnx", gpt2_export(legacy=False))
+    save("gpt2-export-legacy.onnx", gpt2_export(legacy=True))
 
     # Static batch 4 instead of a symbolic one (imported with batch size 4).
     m = mlp()

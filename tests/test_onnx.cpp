@@ -4,6 +4,7 @@
 // data, and each bad input with its located error and exit 2.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -19,6 +20,7 @@
 #include "sim/io/input_error.hpp"
 #include "sim/io/model_loader.hpp"
 #include "sim/io/scenario_loader.hpp"
+#include "sim/search/layers.hpp"
 #include "temp_dir.hpp"
 
 using namespace ipusim;
@@ -294,6 +296,32 @@ TEST_CASE("onnx: annotate places detected layers by --layers-per-ipu and --heads
   CHECK(bad.exit_code == 2);
   CHECK_THAT(bad.err, Contains("[annotate.layer-count]") && Contains("layers.3"));
   CHECK_FALSE(fs::exists(dir / "bad.onnx"));
+}
+
+TEST_CASE("onnx: annotate and plan find the same layers in a PyTorch export of GPT-2 (scoped and op-numbered names)",
+          "[onnx][cli][layers]") {
+  if (!have_fixtures()) return;
+  const test::TempDir dir;
+  for (const char* name : {"gpt2-export.onnx", "gpt2-export-legacy.onnx"}) {
+    INFO(name);
+    const std::string placed = dir / (std::string(name) + ".json");
+    const test::Result a =
+        test::run_ipusim({"annotate", fixture(name), "--layers-per-ipu", "1,1,1", "-o", placed});
+    REQUIRE(a.exit_code == 0);
+    CHECK_THAT(a.out, Contains("3 layers (transformer.h.0 ... transformer.h.2)"));
+    const std::string scenario = dir.write(
+        std::string(name) + ".scenario.json",
+        nlohmann::json{{"model", fixture(name)}, {"config", kSource + "/configs/ipu-m2000.json"},
+                       {"execution", {{"training", true}, {"gradientAccumulation", 16}}}});
+    const test::Result p = test::run_ipusim({"plan", scenario, "--explain-layers"});
+    REQUIRE(p.exit_code == 0);
+    CHECK_THAT(p.out, Contains("3 layers of the template \"transformer.h.#\": transformer.h.0 (11 ops)"));
+    // Op by op the same: annotate's IPU of each node is the planner's unit (stem on IPU 0, heads on the last).
+    const LayerStructure layers = detect_layers(load_model(fixture(name)));
+    const ModelGraph g = build_graph(load_model(placed));
+    REQUIRE(layers.unit_of_op.size() == g.ipu_of_op.size());
+    for (std::size_t i = 0; i < g.ipu_of_op.size(); ++i) CHECK(g.ipu_of_op[i] == std::clamp(layers.unit_of_op[i], 0, 2));
+  }
 }
 
 TEST_CASE("onnx: annotate --split-at places by node-name prefixes", "[onnx][cli]") {

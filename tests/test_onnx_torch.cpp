@@ -115,4 +115,13 @@ TEST_CASE("torch: a TransformerEncoder, exported and annotated, has PyTorch's pa
   CHECK(product_flops(m) == counts["flops"].get<double>());
   const ModelGraph g = build_graph(m);
   CHECK(g.stage_count == 3);
+  // The planner finds the same six layers in the export (the detector annotate uses).
+  const test::TempDir scenarios;
+  const std::string scenario = scenarios.write(
+      "encoder.scenario.json", nlohmann::json{{"model", std::string(export_dir() / "encoder.onnx")},
+                                              {"config", kSource + "/configs/ipu-m2000.json"},
+                                              {"execution", {{"batchesPerStep", 16}}}});
+  const test::Result plan = test::run_ipusim({"plan", scenario, "--explain-layers"});
+  REQUIRE(plan.exit_code == 0);
+  CHECK_THAT(plan.out, Catch::Matchers::Contains("6 layers of the template \"encoder.layers.#\""));
 }

@@ -309,6 +309,8 @@ TEST_CASE("the zoo generators reproduce the shipped BERT, GPT-2 and ViT models",
         read_all(kSource + "/models/gpt2-small.json"));
   CHECK(generate("make_vit_model.py", "--preset vit-b-16 --layers-per-ipu 3,3,3,3") ==
         read_all(kSource + "/models/vit-b-16.json"));
+  CHECK(generate("make_gpt_model.py", "--preset gpt2-medium --layers-per-ipu 0,4,4,4,3,3,3,3") ==
+        read_all(kSource + "/models/gpt2-medium.json"));
 }
 
 TEST_CASE("the zoo's scenarios plan: ResNet-50, GPT-2 small and ViT-B/16 on an IPU-M2000", "[zoo]") {

@@ -1,7 +1,7 @@
-// ipusim plan SCENARIO: search the split of the model's layers over the IPUs, recomputation
-// and G for PopART's pipeline; rank by the evaluator, confirm the best with the engine, and
-// write the best as an annotated model and scenario (docs/planner.md).
-#include <chrono>
+// ipusim plan SCENARIO: search the configurations of the scenario's model on its system
+// (pipeline width x replicas, split, micro-batch, G, schedule, recomputation, memory settings),
+// rank them by the evaluators, confirm the best with the engine, say why each loses to the
+// first, and write the best as an annotated model and scenario (docs/planner.md).
 #include <cmath>
 #include <filesystem>
 #include <iomanip>
@@ -10,11 +10,13 @@
 #include <sstream>
 
 #include "sim/cli/commands.hpp"
+#include "sim/cli/plan_output.hpp"
 #include "sim/io/input_error.hpp"
 #include "sim/io/model_writer.hpp"
 #include "sim/io/scenario_loader.hpp"
 #include "sim/output/output_file.hpp"
 #include "sim/output/units.hpp"
+#include "sim/search/memory_advice.hpp"
 #include "sim/search/planner.hpp"
 #include "sim/simulate/simulation.hpp"
 
@@ -25,27 +27,48 @@ namespace {
 namespace fs = std::filesystem;
 
 struct PlanOptions {
-  std::string scenario, objective = "throughput", write;
-  std::vector<std::string> sets;
-  std::vector<std::int64_t> gradient_accumulation;
-  int ipus = 0, top = 3, jobs = 1;
-  bool force = false;
+  std::string scenario, objective = "throughput", write, global_batch, layer_free = "yes";
+  std::vector<std::string> sets, schedules, recomputation, state, rts, weight_update, heads_on;
+  std::vector<std::int64_t> micro_batches, gradient_accumulation;
+  std::vector<int> ipus, replicas;
+  std::vector<double> amps;
+  int top = 3;
+  double front_within = 5, time_limit = 0;
+  bool force = false, explain_layers = false, quiet = false;
 };
 
-// Why `c` ranks below `best`: the figure of the objective, and what differs.
-std::string loses_because(const Candidate& c, const Candidate& best, Objective objective) {
-  std::ostringstream why;
-  if (objective == Objective::Throughput)
-    why << format_percent(1 - c.throughput / best.throughput) << " less throughput";
-  else
-    why << format_percent(c.estimate.latency_seconds / best.estimate.latency_seconds - 1) << " more latency";
-  if (c.estimate.cycle_seconds > best.estimate.cycle_seconds)
-    why << " (slowest stage: cycle " << format_seconds(c.estimate.cycle_seconds) << " vs "
-        << format_seconds(best.estimate.cycle_seconds) << ")";
-  else if (c.estimate.update_seconds > best.estimate.update_seconds)
-    why << " (weight update " << format_seconds(c.estimate.update_seconds) << " vs "
-        << format_seconds(best.estimate.update_seconds) << ")";
-  return why.str();
+// "2048" or "1024-4096".
+void parse_global_batch(const std::string& text, PlanRequest& r) {
+  if (text.empty()) return;
+  auto number = [&](const std::string& s) {
+    std::size_t used = 0;
+    long long v = -1;
+    try {
+      v = std::stoll(s, &used);
+    } catch (const std::exception&) {
+    }
+    if (s.empty() || used != s.size() || v < 1)
+      throw InputError("--global-batch", "", "plan.global-batch",
+                       "expected a global batch such as 2048, or bounds such as 1024-4096, got \"" + text + "\"");
+    return static_cast<std::int64_t>(v);
+  };
+  const auto dash = text.find('-');
+  if (dash == std::string::npos) {
+    r.global_batch = number(text);
+    return;
+  }
+  const std::int64_t lo = number(text.substr(0, dash)), hi = number(text.substr(dash + 1));
+  if (lo > hi)
+    throw InputError("--global-batch", "", "plan.global-batch", "the lower bound " + std::to_string(lo) +
+                                                                   " exceeds the upper bound " + std::to_string(hi));
+  r.global_batch_range = std::pair{lo, hi};
+}
+
+// The dimensions a --set fixes: the scenario fields it names.
+std::vector<std::string> fields_of(const std::vector<std::string>& sets) {
+  std::vector<std::string> out;
+  for (const auto& s : sets) out.push_back(s.substr(0, s.find('=')));
+  return out;
 }
 
 // The written scenario names its model and config relative to itself.
@@ -59,8 +82,9 @@ void write_best(const PlanOptions& o, const Scenario& base, const Scenario& best
   check_output(model_path, o.force);
   check_output(scenario_path, o.force);
   const fs::path folder = fs::path(scenario_path).parent_path().empty() ? fs::path(".") : fs::path(scenario_path).parent_path();
-  const std::string description = "written by ipusim plan from " + base.file + ": " + best.placement() +
-                                  " (" + base.model.name + " re-annotated; the layers' ops are otherwise unchanged)";
+  const bool training = base.execution.training;
+  const std::string description = "written by ipusim plan from " + base.file + ": " + best.describe(training) + " (" +
+                                  base.model.name + " re-annotated; the layers' ops are otherwise unchanged)";
   nlohmann::json doc = base.scenario_document;
   doc["name"] = base.name + "-planned";
   doc["description"] = description;
@@ -68,40 +92,41 @@ void write_best(const PlanOptions& o, const Scenario& base, const Scenario& best
   if (doc.contains("config") && doc["config"].is_string())
     doc["config"] = relative_to(fs::path(base.file).parent_path() / doc["config"].get<std::string>(), folder);
   auto& ex = doc["execution"];
+  const Execution& e = best_sc.execution;
   ex["mode"] = "pipelined";
-  ex["schedule"] = "popart";
-  ex["recomputation"] = best.recompute ? "pipeline" : "none";
-  if (best_sc.execution.training) ex["gradientAccumulation"] = best.gradient_accumulation;
+  ex["schedule"] = e.schedule;
+  ex["recomputation"] = e.recomputation == Recomputation::Pipeline ? "pipeline" : "none";
+  ex["microBatchSize"] = e.micro_batch_size;
+  ex["replicas"] = e.replicas;
+  ex.erase("placement");
+  if (training) ex["gradientAccumulation"] = e.gradient_accumulation;
+  else ex["batchesPerStep"] = e.batches_per_step;
+  ex["availableMemoryProportion"] = e.available_memory_proportion;
+  if (training) {
+    auto& opt = ex["optimizer"];
+    if (!opt.is_object()) opt = nlohmann::json::object();
+    opt["type"] = optimizer_name(e.optimizer);
+    opt["stateLocation"] = e.optimizer_state_off_chip ? "streaming-memory" : "on-chip";
+    opt["replicatedTensorSharding"] = e.replicated_tensor_sharding;
+    auto& wu = ex["accumulateOuterFragmentSettings"];
+    if (!wu.is_object()) wu = nlohmann::json::object();
+    wu["schedule"] = weight_update_schedule_name(e.weight_update_schedule);
+    wu["excludedVirtualGraphs"] = e.weight_update_excluded_ipus;
+  }
   write_output(model_path, model_to_json_text(best_sc.model, description), o.force);
   write_output(scenario_path, doc.dump(2) + "\n", o.force);
-  std::cout << "wrote " << model_path << " and " << scenario_path << " (ipusim run " << scenario_path << ")\n";
+  std::cout << "\nwrote " << model_path << " and " << scenario_path << " (ipusim run " << scenario_path << ")\n";
 }
 
-// The scenario's own placement (the model as annotated, e.g. Graphcore's split), simulated
-// as `run --mode pipelined` would with PopART's schedule, against the planner's best.
-void compare_with_given(const Scenario& sc, const LayerStructure& layers, const RunMetrics& best, Objective objective) {
-  if (!sc.model.ops.front().virtual_graph) return;
-  Scenario given = sc;
-  given.execution.schedule = "popart";
-  given.execution.modes = {Mode::Pipelined};
-  std::cout << "\ngiven: the model as annotated, " << describe_placement(sc.model, layers)
-            << (sc.execution.recomputation == Recomputation::Pipeline ? ", recomputation" : ", no recomputation");
-  if (sc.execution.training) std::cout << ", G=" << sc.execution.gradient_accumulation;
-  std::cout << "\n" << std::flush;
-  try {
-    const RunMetrics m = simulate(given, {Mode::Pipelined}).runs.at(0).metrics;
-    std::cout << "  engine:    step " << format_seconds(m.step_time_s) << ", "
-              << format_rate(m.throughput_samples_per_s, "samples/s") << ", latency " << format_seconds(m.latency_s.mean)
-              << " (mean)\n  memory:    " << (m.memory.fits ? "fits" : "does not fit") << "\n  #1 vs given: ";
-    const double change = objective == Objective::Throughput
-                              ? best.throughput_samples_per_s / m.throughput_samples_per_s - 1
-                              : best.latency_s.mean / m.latency_s.mean - 1;
-    std::cout << format_percent(std::abs(change)) << (change >= 0 ? " more " : " less ")
-              << (objective == Objective::Throughput ? "throughput" : "mean latency") << " (engine figures)\n"
-              << std::flush;
-  } catch (const InputError& e) {
-    std::cout << "  not runnable pipelined: " << e.what() << "\n" << std::flush;
-  }
+// Progress on standard error once a second, for searches longer than a second.
+void print_progress(const SearchProgress& p, bool training) {
+  std::cerr << "plan: " << format_fixed(p.elapsed_s, 1) << " s, " << p.settings_done << " of " << p.settings_total
+            << " settings, " << p.evaluated << " candidates timed";
+  if (p.best)
+    std::cerr << ", best " << format_rate(p.best->throughput, "samples/s") << " (" << p.best->describe(training) << ")";
+  if (p.settings_done > 0 && p.settings_done < p.settings_total) std::cerr << ", ETA at most ~" << format_fixed(p.eta_s, 0) << " s";
+  if (!p.current.empty()) std::cerr << "; searching " << p.current;
+  std::cerr << "\n";
 }
 
 int plan(const PlanOptions& o) {
@@ -110,52 +135,46 @@ int plan(const PlanOptions& o) {
     check_output(o.write + ".scenario.json", o.force);
   }
   const Scenario sc = load_scenario(o.scenario, parse_overrides(o.sets));
+  const LayerStructure layers = detect_layers(sc.model);
+  if (o.explain_layers) {
+    std::cout << sc.model.file << ": " << explain_layers(layers);
+    return kExitOk;
+  }
+  PlanRequest request;
+  request.ipus = o.ipus;
+  request.replicas = o.replicas;
+  parse_global_batch(o.global_batch, request);
+  request.micro_batches = o.micro_batches;
+  request.gradient_accumulation = o.gradient_accumulation;
+  request.schedules = o.schedules;
+  request.recomputation = o.recomputation;
+  request.state_location = o.state;
+  request.rts = o.rts;
+  request.weight_update = o.weight_update;
+  request.heads_on = o.heads_on;
+  request.amps = o.amps;
+  request.fixed_fields = fields_of(o.sets);
+  request.layer_free_ipus = o.layer_free == "yes";
+  const PlanSpace space = make_plan_space(sc, request, static_cast<int>(layers.names.size()));
+
   PlanSearchOptions options;
-  options.ipus = o.ipus;
   options.objective = o.objective == "latency" ? Objective::Latency : Objective::Throughput;
-  options.gradient_accumulation = o.gradient_accumulation;
-  options.jobs = o.jobs;
-  options.recheck = std::max(o.top, 1);
-  const auto start = std::chrono::steady_clock::now();
-  const PlanSearch search = search_plans(sc, options);
-  const double search_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::cout << "ipusim plan " << sc.file << ": " << search.layers.names.size()
-            << (search.layers.by_ops ? " ops" : " layers") << ", " << search.evaluated << " candidates evaluated in "
-            << format_fixed(search_s, 2) << " s; " << search.out_of_memory << " do not fit in memory, "
-            << search.too_shallow << " too shallow for PopART (G < S), " << search.ranked.size() << " fit";
-  if (search.refused > 0) std::cout << "; " << search.refused << " placements refused by PopART's rules, e.g. " << search.first_refusal;
-  std::cout << "\n" << std::flush;  // the engine runs in forked children: nothing buffered may be inherited
+  options.top = o.top;
+  options.front_within = o.front_within / 100;
+  options.time_limit_s = o.time_limit;
+  const bool training = sc.execution.training;
+  if (!o.quiet) options.progress = [training](const SearchProgress& p) { print_progress(p, training); };
+  const PlanSearch search = search_plans(sc, space, options);
+  print_search_summary(std::cout, sc, search);
   if (search.ranked.empty()) {
-    std::cerr << "ipusim: no candidate fits in memory; try more IPUs (--ipus) or recomputation\n";
+    std::cout << std::flush;
+    std::cerr << "ipusim: " << no_fit_message(sc, search, request) << "\n";
     return kExitOutOfMemory;
   }
-  const std::size_t top = std::min<std::size_t>(static_cast<std::size_t>(std::max(o.top, 1)), search.ranked.size());
-  const Candidate& best = search.ranked.front();
-  Scenario best_sc;
-  RunMetrics best_metrics;
-  for (std::size_t i = 0; i < top; ++i) {
-    const Candidate& c = search.ranked[i];
-    const Scenario csc = candidate_scenario(sc, search.layers, c);
-    const Simulation sim = simulate(csc, {Mode::Pipelined});
-    const RunMetrics& m = sim.runs.at(0).metrics;
-    const double gap = c.estimate.step_seconds / m.step_time_s - 1;
-    std::cout << "\n#" << i + 1 << " " << c.placement() << "\n"
-              << "  engine:    step " << format_seconds(m.step_time_s) << ", "
-              << format_rate(m.throughput_samples_per_s, "samples/s") << ", latency "
-              << format_seconds(m.latency_s.mean) << " (mean)\n"
-              << "  evaluator: step " << format_seconds(c.estimate.step_seconds) << ", gap to engine "
-              << std::showpos << std::scientific << std::setprecision(2) << gap << std::noshowpos
-              << std::defaultfloat << std::setprecision(6)
-              << (c.estimate.exact ? " (exact: no contention)" : " (approximate: " + c.estimate.inexact_reason + ")")
-              << "\n"
-              << "  memory:    fits; least headroom " << format_bytes(c.headroom_bytes) << " per tile on IPU"
-              << c.tightest_ipu << "\n";
-    if (i > 0) std::cout << "  loses to #1: " << loses_because(c, best, options.objective) << "\n";
-    std::cout << std::flush;
-    if (i == 0) best_sc = csc, best_metrics = m;
-  }
-  compare_with_given(sc, search.layers, best_metrics, options.objective);
-  if (!o.write.empty()) write_best(o, sc, best_sc, best);
+  const ConfirmedPlans confirmed = confirm_top(std::cout, sc, search, options.objective);
+  print_fronts(std::cout, sc, search, options.objective);
+  compare_with_given(std::cout, sc, search.layers, confirmed, options.objective);
+  if (!o.write.empty()) write_best(o, sc, confirmed.best_scenario, confirmed.best);
   return kExitOk;
 }
 
@@ -163,22 +182,59 @@ int plan(const PlanOptions& o) {
 
 Command add_plan_command(CLI::App& app) {
   auto o = std::make_shared<PlanOptions>();
-  auto* cmd = app.add_subcommand("plan", "Search the split of the model's layers over the IPUs, recomputation and "
-                                         "G for PopART pipelining; confirm the best with the engine");
-  cmd->add_option("scenario", o->scenario, "Scenario file (scenarios/*.json)")->required();
-  cmd->add_option("--ipus", o->ipus, "IPUs per pipeline (default: as many as the model uses)")
-      ->check(CLI::Range(2, 1024));
+  auto* cmd = app.add_subcommand("plan", "Search pipeline width x replicas, the split of the layers, micro-batch, G, "
+                                         "schedule, recomputation and memory settings; confirm the best with the engine");
+  cmd->add_option("scenario", o->scenario, "Scenario file (scenarios/*.json): model, system and fixed settings")->required();
+  cmd->add_option("--ipus", o->ipus, "IPUs per pipeline to try (default: every divisor of the system's IPUs from 2)")
+      ->delimiter(',')
+      ->check(CLI::Range(2, 4096));
+  cmd->add_option("--replicas", o->replicas, "Replicas to try (default: the system's IPUs / IPUs per pipeline)")
+      ->delimiter(',')
+      ->check(CLI::Range(1, 4096));
+  cmd->add_option("--global-batch", o->global_batch,
+                  "Samples per weight update (micro-batch x G x replicas): B fixed, or MIN-MAX free within bounds "
+                  "(default: the scenario's, fixed)");
+  cmd->add_option("--micro-batch", o->micro_batches, "Micro-batch sizes to try (default 1,2,4,...,64)")
+      ->delimiter(',')
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 20));
+  cmd->add_option("--gradient-accumulation", o->gradient_accumulation,
+                  "Values of G to try (training; the global batch is then free)")
+      ->delimiter(',')
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 20));
+  cmd->add_option("--schedule", o->schedules,
+                  "Schedules to try: popart, tf-grouped, tf-interleaved, tf-sequential, gpipe, 1f1b (default all)")
+      ->delimiter(',');
+  cmd->add_option("--recomputation", o->recomputation, "none, pipeline (default both in training)")->delimiter(',');
+  cmd->add_option("--state", o->state, "Optimizer state: on-chip, streaming-memory (default both when it applies)")
+      ->delimiter(',');
+  cmd->add_option("--rts", o->rts, "Replicated tensor sharding: off, on (default both when it applies)")->delimiter(',');
+  cmd->add_option("--weight-update", o->weight_update,
+                  "Serial, OverlapCycleOptimized, OverlapMemoryOptimized (default all in training)")
+      ->delimiter(',');
+  cmd->add_option("--heads-on", o->heads_on, "Heads on IPU 0 (a final stage) or the last IPU: 0, last (default both)")
+      ->delimiter(',');
+  cmd->add_option("--amp", o->amps,
+                  "availableMemoryProportion values each IPU may take (default 0.05-0.6 and the scenario's)")
+      ->delimiter(',');
+  cmd->add_option("--layer-free-ipus", o->layer_free,
+                  "Let IPU 0 hold only the stem (embeddings) and the last IPU only the heads (default yes)")
+      ->check(CLI::IsMember({"yes", "no"}));
   cmd->add_option("--objective", o->objective, "Rank by throughput (default) or micro-batch latency")
       ->check(CLI::IsMember({"throughput", "latency"}));
   cmd->add_option("--top", o->top, "How many of the best to confirm with the engine and print (default 3)")
       ->check(CLI::Range(1, 100));
-  cmd->add_option("-j,--jobs", o->jobs, "Threads for the search when every plan is built (default 1)")->check(CLI::Range(1, 64));
-  cmd->add_option("--gradient-accumulation", o->gradient_accumulation,
-                  "Values of G to try (training; default the scenario's); repeatable or comma-separated")
-      ->delimiter(',')
-      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 20));
-  cmd->add_option("--set", o->sets, "Override a scenario field before planning: path=value; repeatable")
+  cmd->add_option("--front-within", o->front_within,
+                  "The memory-headroom front spans candidates within this many percent of the best (default 5)")
+      ->check(CLI::Range(0.0, 100.0));
+  cmd->add_option("--time-limit", o->time_limit, "Stop searching after this many seconds (default: none; the "
+                                                  "output then says what was left unexamined)")
+      ->check(CLI::Range(0.0, 1e6));
+  cmd->add_option("--set", o->sets,
+                  "Override a scenario field before planning: path=value; a searched dimension it names keeps that "
+                  "value (execution.replicas=2 fixes the replicas); repeatable")
       ->allow_extra_args(false);
+  cmd->add_flag("--explain-layers", o->explain_layers, "Print the layers the planner finds in the model, and stop");
+  cmd->add_flag("--quiet", o->quiet, "No progress on standard error");
   cmd->add_option("--write", o->write,
                   "Write the best as PREFIX.model.json (annotated model) and PREFIX.scenario.json (for ipusim run)");
   cmd->add_flag("--force", o->force, "Overwrite the --write files if they exist");

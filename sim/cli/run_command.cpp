@@ -12,6 +12,7 @@
 #include "sim/output/json_report.hpp"
 #include "sim/output/table.hpp"
 #include "sim/output/trace.hpp"
+#include "sim/search/memory_advice.hpp"
 #include "sim/simulate/simulation.hpp"
 
 namespace ipusim::cli {
@@ -67,7 +68,10 @@ int run(const RunOptions& o) {
   options.exact_full = o.exact_full;
   options.last_in_process = simulate_last_in_process;
   options.notes = &std::cerr;
-  const Simulation sim = simulate(sc, modes_for(sc, o.mode), options);
+  Simulation sim = simulate(sc, modes_for(sc, o.mode), options);
+  // What would make a run that does not fit fit: the memory model tries each setting.
+  for (ModeRun& run : sim.runs)
+    if (!run.metrics.memory.fits) run.metrics.memory.fixes = memory_fixes(sc, run.metrics.mode);
   if (!o.trace.empty()) write_output(o.trace, [&](std::ostream& out) { write_trace(out, sc, sim); }, o.force);
   const std::string text = o.json  ? report_json(sc, sim).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n"
                            : o.csv ? render_run_csv(report_json(sc, sim))

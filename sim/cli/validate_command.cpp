@@ -9,9 +9,11 @@
 #include "sim/io/model_loader.hpp"
 #include "sim/io/model_writer.hpp"
 #include "sim/io/scenario_loader.hpp"
+#include "sim/memory/memory.hpp"
 #include "sim/plan/plan.hpp"
 #include "sim/plan/routes.hpp"
 #include "sim/schedule/schedule.hpp"
+#include "sim/search/memory_advice.hpp"
 #include "sim/simulate/run_estimate.hpp"
 
 namespace ipusim::cli {
@@ -79,6 +81,16 @@ int validate(const ValidateOptions& o) {
     const RunEstimate estimate = estimate_run(sc, plan, sc.execution.modes, false);
     std::cout << o.path << ": valid scenario, " << plan.stage_count() << " stage(s) on " << plan.ipus.size()
               << " IPU(s); a run needs " << describe_estimate(estimate) << "\n";
+    // Whether it fits, as the run would report it, and what would make it fit.
+    const bool placed = sc.execution.replicas > 1 || !sc.execution.placement.empty();
+    for (Mode mode : sc.execution.modes) {
+      const Schedule schedule = make_schedule(mode, sc, plan);
+      const MemoryReport memory = estimate_memory(sc, plan, schedule.stash_depth, schedule.recompute);
+      if (memory.fits) continue;
+      for (const IpuMemory& m : memory.ipus)
+        if (!m.fits) std::cout << "  does not fit (" << mode_name(mode) << "): " << out_of_memory_verdict(m, placed) << "\n";
+      std::cout << "  it " << fixes_sentence(memory_fixes(sc, mode)) << "\n";
+    }
   }
   return kExitOk;
 }

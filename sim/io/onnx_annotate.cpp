@@ -1,13 +1,12 @@
 #include "sim/io/onnx_annotate.hpp"
 
 #include <algorithm>
-#include <cctype>
 #include <filesystem>
 #include <map>
-#include <optional>
 #include <set>
 
 #include "sim/io/input_error.hpp"
+#include "sim/io/layer_names.hpp"
 #include "sim/io/model_writer.hpp"
 #include "sim/io/onnx_proto.hpp"
 
@@ -15,107 +14,29 @@ namespace ipusim {
 
 namespace {
 
-// "/layer1/layer1.0/conv1/Conv" or "layer1.0.conv1.weight" -> its parts; "/" and "." both separate.
-std::vector<std::string> name_parts(const std::string& name) {
-  std::vector<std::string> parts;
-  std::string part;
-  for (char c : name) {
-    if (c == '/' || c == '.') {
-      if (!part.empty()) parts.push_back(part);
-      part.clear();
-    } else {
-      part += c;
-    }
-  }
-  if (!part.empty()) parts.push_back(part);
-  return parts;
-}
-
-bool has_digit(const std::string& s) {
-  return std::any_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c) != 0; });
-}
-
-// The name with each run of digits replaced by '#': "layer1.0" -> "layer#.#".
-std::string template_of(const std::string& key) {
-  std::string t;
-  for (std::size_t i = 0; i < key.size(); ++i) {
-    if (std::isdigit(static_cast<unsigned char>(key[i]))) {
-      if (t.empty() || t.back() != '#') t += '#';
-    } else {
-      t += key[i];
-    }
-  }
-  return t;
-}
-
-// Every prefix of a name that ends in a numbered part, leaving out the last part (the op
-// of a node name, or the parameter of a weight name: neither is a layer).
-void numbered_prefixes(const std::string& name, std::map<std::string, std::string>& key_of_template) {
-  const auto parts = name_parts(name);
-  std::string prefix;
-  for (std::size_t i = 0; i + 1 < parts.size(); ++i) {
-    prefix += (i ? "." : "") + parts[i];
-    if (has_digit(parts[i])) key_of_template.emplace(template_of(prefix), prefix);
-  }
-}
-
 struct Layers {
   std::vector<std::string> names;     // in order of first appearance
   std::vector<int> layer_of_node;     // -1 stem, names.size() head
 };
 
-// Repeated blocks: among the name templates with at least two distinct keys, the one
-// that names the most nodes (ties: the most keys, i.e. the finer blocks, then the name).
-// Nodes without a key belong to the layer before them; nodes before the first layer are
-// the stem, nodes after the last layer's last node the head.
+// The layers by their names (sim/io/layer_names.hpp, shared with `ipusim plan`).
 Layers detect_layers(const onnx::GraphProto& g, const std::string& file) {
   std::set<std::string> weights;
   for (const auto& t : g.initializer()) weights.insert(t.name());
-  std::vector<std::map<std::string, std::string>> keys(static_cast<std::size_t>(g.node_size()));
+  std::vector<NamedNode> nodes(static_cast<std::size_t>(g.node_size()));
   for (int i = 0; i < g.node_size(); ++i) {
     const auto& n = g.node(i);
-    auto& k = keys[static_cast<std::size_t>(i)];
-    numbered_prefixes(n.name(), k);
+    auto& node = nodes[static_cast<std::size_t>(i)];
+    node.name = n.name();
     for (const auto& in : n.input())
-      if (weights.count(in)) numbered_prefixes(in, k);
+      if (weights.count(in)) node.weights.push_back(in);
   }
-  std::map<std::string, std::pair<int, std::set<std::string>>> coverage;  // template -> nodes, keys
-  for (const auto& k : keys)
-    for (const auto& [t, key] : k) {
-      coverage[t].first++;
-      coverage[t].second.insert(key);
-    }
-  std::optional<std::string> best;
-  for (const auto& [t, c] : coverage) {
-    if (c.second.size() < 2) continue;
-    if (!best) {
-      best = t;
-      continue;
-    }
-    const auto& b = coverage[*best];
-    if (c.first > b.first || (c.first == b.first && c.second.size() > b.second.size())) best = t;
-  }
-  if (!best)
+  DetectedLayers found = detect_layers_by_name(nodes);
+  if (found.pattern.empty())
     throw InputError(file, "/graph/node", "annotate.no-layers",
                      "found no repeated blocks (node or weight names such as layer.0, layer.1, ...); place the nodes "
                      "by name prefix with --split-at instead");
-  Layers layers;
-  std::map<std::string, int> index;
-  int current = -1, last_keyed = -1;
-  layers.layer_of_node.assign(keys.size(), -1);
-  for (std::size_t i = 0; i < keys.size(); ++i) {
-    const auto it = keys[i].find(*best);
-    if (it != keys[i].end()) {
-      auto [pos, added] = index.emplace(it->second, static_cast<int>(layers.names.size()));
-      if (added) layers.names.push_back(it->second);
-      current = std::max(current, pos->second);  // a node never moves back to an earlier layer
-      last_keyed = static_cast<int>(i);
-    }
-    layers.layer_of_node[i] = current;
-  }
-  for (std::size_t i = static_cast<std::size_t>(last_keyed) + 1; i < keys.size(); ++i)
-    layers.layer_of_node[i] = static_cast<int>(layers.names.size());
-  return layers;
+  return {std::move(found.names), std::move(found.layer_of_node)};
 }
 
 void set_int_attribute(onnx::NodeProto& n, const std::string& name, std::int64_t value) {

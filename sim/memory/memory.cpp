@@ -196,4 +196,24 @@ std::string out_of_memory_verdict(const IpuMemory& ipu, bool replicated_or_place
   return text;
 }
 
+std::string fixes_sentence(const std::vector<MemoryFix>& fixes, std::size_t at_most) {
+  std::string fitting, partial;
+  std::size_t n = 0;
+  for (const MemoryFix& f : fixes) {
+    if (n == at_most) break;
+    std::string text = f.change + " (" + f.how + "; " + (f.freed_bytes >= 0 ? "frees " : "needs ") +
+                       format_bytes(std::abs(f.freed_bytes)) + " per tile";
+    if (std::isfinite(f.step_change))
+      text += std::string(", ") + (f.step_change >= 0 ? "+" : "-") + format_percent(std::abs(f.step_change)) + " step time";
+    text += ")";
+    (f.fits ? fitting : partial) += ((f.fits ? fitting : partial).empty() ? "" : "; ") + text;
+    ++n;
+  }
+  std::string out;
+  if (!fitting.empty()) out = "would fit with " + fitting;
+  if (!partial.empty()) out += (out.empty() ? "" : "; ") + std::string("alone not enough: ") + partial;
+  if (out.empty()) out = "no single setting the memory model tries makes it fit";
+  return out;
+}
+
 } // namespace ipusim

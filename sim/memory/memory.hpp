@@ -4,6 +4,7 @@
 // flight), host stream buffers, and code. Tensors are spread over tiles with a grain,
 // starting from tile 0, so the report gives each IPU's total and its fullest tile
 // against SRAM per tile. An estimate, documented in docs/memory.md.
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -36,10 +37,22 @@ struct StageStash {
   double slot_bytes = 0;     // one micro-batch's stashed tensors
 };
 
+// A setting that would make a configuration fit (or bring it closer), as sim/search's
+// memory_fixes finds it with this memory model.
+struct MemoryFix {
+  std::string setting;      // "recomputation"
+  std::string change;       // "pipeline recomputation (now none)"
+  std::string how;          // "--set execution.recomputation=pipeline"
+  bool fits = false;        // the whole configuration fits with this change alone
+  double freed_bytes = 0;   // on the fullest tile of the IPU that overflows most (re-splits: its headroom gained)
+  double step_change = 0;   // relative change of the step time; NaN when not estimated
+};
+
 struct MemoryReport {
   bool fits = true;
   std::vector<IpuMemory> ipus;
   std::vector<StageStash> stashes;
+  std::vector<MemoryFix> fixes;  // when it does not fit and the caller asked (run, validate, plan)
 };
 
 // `stash_depth[s]`: micro-batches forward stage s keeps for its backward (0: none).
@@ -57,5 +70,8 @@ void add_to_report(MemoryReport& report, IpuMemory ipu, const IpuSpec& spec);
 
 // "IPU0 does not fit: its fullest tile needs 700 KiB of 624 KiB; largest: stash 300 KiB, ..."
 std::string out_of_memory_verdict(const IpuMemory& ipu, bool replicated_or_placed = false);
+
+// "would fit with: pipeline recomputation (--set ...; frees 120 KiB per tile, +25 % step time); ..."
+std::string fixes_sentence(const std::vector<MemoryFix>& fixes, std::size_t at_most = 3);
 
 } // namespace ipusim

@@ -1,5 +1,7 @@
 #include "sim/output/json_report.hpp"
 
+#include <cmath>
+
 #include "sim/output/explanation.hpp"
 
 namespace ipusim {
@@ -63,7 +65,17 @@ Json memory_json(const MemoryReport& memory, bool placed) {
   for (const StageStash& s : memory.stashes)
     stashes.push_back({{"stage", s.stage}, {"ipu", s.ipu}, {"depth", s.depth}, {"slotBytes", s.slot_bytes},
                        {"bytes", s.slot_bytes * s.depth}});
-  return {{"fits", memory.fits}, {"ipus", ipus}, {"stashes", stashes}, {"verdicts", verdicts}};
+  Json out = {{"fits", memory.fits}, {"ipus", ipus}, {"stashes", stashes}, {"verdicts", verdicts}};
+  // Settings that would make it fit, best first (docs/formats.md): only on runs that do not fit.
+  if (!memory.fixes.empty()) {
+    Json fixes = Json::array();
+    for (const MemoryFix& f : memory.fixes)
+      fixes.push_back({{"setting", f.setting}, {"change", f.change}, {"how", f.how}, {"fits", f.fits},
+                       {"freedTileBytes", f.freed_bytes},
+                       {"stepTimeChange", std::isfinite(f.step_change) ? Json(f.step_change) : Json(nullptr)}});
+    out["fixes"] = fixes;
+  }
+  return out;
 }
 
 Json time_shares_json(const RunMetrics& r) {

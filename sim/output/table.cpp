@@ -154,10 +154,13 @@ std::string render_table(const Scenario& sc, const Simulation& sim) {
       return std::string("0 B");
     });
 
-  for (const ModeRun& run : sim.runs)
+  for (const ModeRun& run : sim.runs) {
     for (const IpuMemory& m : run.metrics.memory.ipus)
       if (!m.fits)
         out << "\nOUT OF MEMORY (" << mode_name(run.metrics.mode) << "): " << out_of_memory_verdict(m, placed) << "\n";
+    if (!run.metrics.memory.fits && !run.metrics.memory.fixes.empty())
+      out << "  It " << fixes_sentence(run.metrics.memory.fixes) << ".\n";
+  }
   const std::string why = explain_runs(sc, sim);
   if (!why.empty()) out << "\nWhy: " << why << "\n";
   for (const ModeRun& run : sim.runs)

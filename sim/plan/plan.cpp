@@ -23,16 +23,24 @@ BackwardReads backward_reads(const std::string& type) {
 }
 
 CostOptions cost_options(const Scenario& sc, int ipu) {
+  return cost_options(sc.execution, sc.execution.available_memory_proportion_of(ipu));
+}
+
+CostOptions cost_options(const Execution& ex, double available_memory_proportion) {
   CostOptions o;
-  o.partials = sc.execution.partials_type;
-  o.available_memory_proportion = sc.execution.available_memory_proportion_of(ipu);
-  o.io_tiles = static_cast<int>(sc.execution.io_tiles);
+  o.partials = ex.partials_type;
+  o.available_memory_proportion = available_memory_proportion;
+  o.io_tiles = static_cast<int>(ex.io_tiles);
   return o;
 }
 
 std::pair<double, double> weight_update_cost(const Scenario& sc, const CostModel& cost, double elements, double bytes,
                                              DType dtype, double tensors) {
-  const Execution& ex = sc.execution;
+  return weight_update_cost(sc.execution, cost, elements, bytes, dtype, tensors);
+}
+
+std::pair<double, double> weight_update_cost(const Execution& ex, const CostModel& cost, double elements, double bytes,
+                                             DType dtype, double tensors) {
   const double state_bytes_per_weight =
       optimizer_state_tensors(ex.optimizer) * static_cast<double>(dtype_bytes(ex.optimizer_state_dtype));
   const bool streamed = ex.training && ex.optimizer_state_off_chip && state_bytes_per_weight > 0;

@@ -108,11 +108,15 @@ bool is_checkpoint(const Op& op);
 // What an op's gradient needs from its forward.
 enum class BackwardReads { Nothing, Inputs, Outputs };
 BackwardReads backward_reads(const std::string& op_type);
-// The execution options that change how an op runs on virtual IPU `ipu`.
+// The execution options that change how an op runs on virtual IPU `ipu`, or with a given
+// availableMemoryProportion.
 CostOptions cost_options(const Scenario& scenario, int ipu);
+CostOptions cost_options(const Execution& execution, double available_memory_proportion);
 // One weight update of `elements` weights (`tensors` tensors) costed on `cost`: its seconds,
 // and the optimizer state it streams in (and back out) when the state is off chip.
 std::pair<double, double> weight_update_cost(const Scenario& scenario, const CostModel& cost, double elements,
+                                             double bytes, DType dtype, double tensors);
+std::pair<double, double> weight_update_cost(const Execution& execution, const CostModel& cost, double elements,
                                              double bytes, DType dtype, double tensors);
 
 } // namespace ipusim

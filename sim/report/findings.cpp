@@ -105,7 +105,19 @@ std::string memory_sentence(const Json& run, const std::string& label) {
     else if (const double total = num(m, "totalBytes"), cap = num(m, "capacityBytes"); cap > 0)
       ipus += " (" + format_bytes(total) + " of " + format_bytes(cap) + ")";
   }
-  return capitalised(label) + " does not fit in memory" + (ipus.empty() ? "" : " on " + ipus) + ".";
+  std::string out = capitalised(label) + " does not fit in memory" + (ipus.empty() ? "" : " on " + ipus) + ".";
+  // The settings the memory model found would make it fit (memory.fixes, best first).
+  std::string fixes;
+  for (const Json& f : array_at(object_at(run, "memory"), "fixes")) {
+    const Json* fits = field(f, "fits");
+    const Json* change = field(f, "change");
+    const Json* how = field(f, "how");
+    if (!fits || !fits->is_boolean() || !fits->get<bool>() || !change || !change->is_string()) continue;
+    fixes += (fixes.empty() ? "" : "; ") + change->get<std::string>() +
+             (how && how->is_string() ? " (" + how->get<std::string>() + ")" : "");
+  }
+  if (!fixes.empty()) out += " It would fit with " + fixes + ".";
+  return out;
 }
 
 double throughput(const Json& run) { return num(run, "throughputSamplesPerSecond"); }

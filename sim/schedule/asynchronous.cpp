@@ -73,11 +73,7 @@ Schedule build_async(const ScheduleContext& ctx, Order order) {
     else b.sync_all(ctx.sync_seconds);
   });
   // In flight per stage: GPipe holds every micro-batch; 1F1B at most p-s.
-  std::vector<int> stash(static_cast<std::size_t>(p), 0);
-  if (plan.training)
-    for (int s = 0; s < p; ++s)
-      stash[s] = static_cast<int>(order == Order::GPipe ? m : std::min<std::int64_t>(p - s, m));
-  return b.finish(ctx.batches() * m, 0, stash);
+  return b.finish(ctx.batches() * m, 0, stash_depths(name, p, m, plan.training));
 }
 
 } // namespace

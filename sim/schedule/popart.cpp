@@ -16,10 +16,7 @@ namespace ipusim {
 
 std::vector<int> popart_stash_depth(const Plan& plan) {
   // Merged stages from the stashing stage to its backward, inclusive; none for the loss stage.
-  std::vector<int> stash(static_cast<std::size_t>(plan.forward_stage_count), 0);
-  if (plan.training)
-    for (int s = 0; s < plan.loss_stage; ++s) stash[s] = 2 * (plan.loss_stage - s) + 1;
-  return stash;
+  return stash_depths("popart", plan.forward_stage_count, 0, plan.training);
 }
 
 Schedule build_popart(const ScheduleContext& ctx) {

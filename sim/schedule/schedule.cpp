@@ -77,6 +77,22 @@ Schedule make_schedule(Mode mode, const Scenario& sc, const Plan& plan) {
                    "unknown schedule \"" + name + "\" (known: " + schedule_names() + ")");
 }
 
+std::vector<int> stash_depths(const std::string& schedule, int N, std::int64_t depth, bool training) {
+  std::vector<int> out(static_cast<std::size_t>(N), 0);
+  if (!training) return out;
+  for (int s = 0; s < N; ++s) {
+    int d = 0;
+    if (schedule == "popart") d = s < N - 1 ? 2 * (N - 1 - s) + 1 : 0;
+    else if (schedule == "tf-grouped") d = 2 * (N - 1 - s);
+    else if (schedule == "tf-interleaved") d = N - 1 - s;
+    else if (schedule == "tf-sequential") d = s + 1 < N ? 1 : 0;
+    else if (schedule == "gpipe") d = static_cast<int>(std::min<std::int64_t>(depth, INT32_MAX));
+    else if (schedule == "1f1b") d = static_cast<int>(std::min<std::int64_t>(N - s, depth));
+    out[static_cast<std::size_t>(s)] = d;
+  }
+  return out;
+}
+
 std::vector<const PlanCopy*> ScheduleContext::copies_from(int stage, bool gradient) const {
   std::vector<const PlanCopy*> out;
   for (const PlanCopy& c : plan.copies)

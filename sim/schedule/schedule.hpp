@@ -56,7 +56,26 @@ Schedule build_sharded(const ScheduleContext& context);
 Schedule build_popart(const ScheduleContext& context);
 // Micro-batches each forward stage stashes under PopART's schedule (build_popart's rule).
 std::vector<int> popart_stash_depth(const Plan& plan);
+// Micro-batches forward stage s keeps for its backward under `schedule` (popart-semantics.md):
+// popart 2(L-s)+1 (none for the loss stage L), tf-grouped 2(N-1-s), tf-interleaved N-1-s,
+// tf-sequential 1 (none for the last), gpipe every micro-batch of the batch (`depth`),
+// 1f1b min(N-s, depth); none in inference.
+std::vector<int> stash_depths(const std::string& schedule, int forward_stages, std::int64_t depth, bool training);
 Schedule build_tf_grouped(const ScheduleContext& context);
+// TensorFlow's lockstep steps of one batch, for the planner's evaluator: which forward stage
+// runs which micro-batch in which pass, in runs of `times` repeats of `body`, each repeat one
+// micro-batch further ("tf-grouped", "tf-interleaved"; anything else: "tf-sequential").
+struct LockstepTask {
+  int stage;  // forward stage index
+  std::int64_t micro_batch;
+  bool backward;
+};
+struct LockstepRun {
+  std::vector<std::vector<LockstepTask>> body;
+  std::int64_t times = 1;
+};
+std::vector<LockstepRun> tf_lockstep_runs(const std::string& schedule, int forward_stages, std::int64_t depth,
+                                          bool training);
 Schedule build_tf_interleaved(const ScheduleContext& context);
 Schedule build_tf_sequential(const ScheduleContext& context);
 Schedule build_gpipe(const ScheduleContext& context);

@@ -20,11 +20,8 @@ namespace {
 
 enum class Flavour { Grouped, Interleaved };
 
-struct Task {
-  int stage;  // forward stage index
-  std::int64_t micro_batch;
-  bool backward;
-};
+using Task = LockstepTask;
+using Segment = LockstepRun;
 
 bool same_shifted(const std::vector<Task>& later, const std::vector<Task>& earlier, std::int64_t shift) {
   if (later.size() != earlier.size()) return false;
@@ -39,13 +36,6 @@ std::vector<Task> shifted(std::vector<Task> step, std::int64_t shift) {
   for (Task& t : step) t.micro_batch += shift;
   return step;
 }
-
-// A run of lockstep steps: `body` (micro-batches of its first time) `times` times, each
-// time one micro-batch further.
-struct Segment {
-  std::vector<std::vector<Task>> body;
-  std::int64_t times = 1;
-};
 
 // Folds a stream of steps into segments: whenever the last P steps (P = 1 or 2) repeat the
 // P before them one micro-batch further, they start a run that lasts as long as the steps
@@ -134,6 +124,15 @@ std::vector<Segment> lockstep_tasks(Flavour flavour, int N, std::int64_t m, bool
   return folder.finish();
 }
 
+// TensorFlow's Sequential schedule: each stage's forward, then each backward, one step each.
+std::vector<std::vector<Task>> sequential_steps(int N, bool training) {
+  std::vector<std::vector<Task>> steps;
+  for (int s = 0; s < N; ++s) steps.push_back({{s, 0, false}});
+  if (training)
+    for (int s = N - 1; s >= 0; --s) steps.push_back({{s, 0, true}});
+  return steps;
+}
+
 // Lays out tasks step by step: per IPU its streams and compute, then one sync and the copies the step produced.
 void emit_steps(const ScheduleContext& ctx, ProgramBuilder& b, const std::vector<std::vector<Task>>& steps) {
   const Plan& plan = ctx.plan;
@@ -204,13 +203,16 @@ Schedule build_lockstep(const ScheduleContext& ctx, Flavour flavour) {
     if (training) b.weight_updates();
   });
   // FIFO depth: Grouped 2 x (last forward stage - stage), Interleaved 1 x.
-  std::vector<int> fifo(static_cast<std::size_t>(N), 0);
-  if (training)
-    for (int s = 0; s < N; ++s) fifo[s] = (flavour == Flavour::Grouped ? 2 : 1) * (N - 1 - s);
-  return b.finish(ctx.batches() * depth, static_cast<int>(steps), fifo);
+  return b.finish(ctx.batches() * depth, static_cast<int>(steps), stash_depths(name, N, depth, training));
 }
 
 } // namespace
+
+std::vector<LockstepRun> tf_lockstep_runs(const std::string& schedule, int N, std::int64_t depth, bool training) {
+  if (schedule == "tf-grouped") return lockstep_tasks(Flavour::Grouped, N, depth, training);
+  if (schedule == "tf-interleaved") return lockstep_tasks(Flavour::Interleaved, N, depth, training);
+  return {{sequential_steps(N, training), depth}};
+}
 
 Schedule build_tf_grouped(const ScheduleContext& ctx) { return build_lockstep(ctx, Flavour::Grouped); }
 Schedule build_tf_interleaved(const ScheduleContext& ctx) { return build_lockstep(ctx, Flavour::Interleaved); }
@@ -221,19 +223,13 @@ Schedule build_tf_sequential(const ScheduleContext& ctx) {
   const int N = plan.forward_stage_count;
   const std::int64_t depth = ctx.depth();
   ProgramBuilder b(ctx, "tf-sequential", ctx.recompute());
-  std::vector<std::vector<Task>> one_at_a_time;
-  for (int s = 0; s < N; ++s) one_at_a_time.push_back({{s, 0, false}});
-  if (plan.training)
-    for (int s = N - 1; s >= 0; --s) one_at_a_time.push_back({{s, 0, true}});
+  const std::vector<std::vector<Task>> one_at_a_time = sequential_steps(N, plan.training);
   b.repeat("batches", ctx.batches(), depth, [&] {
     b.repeat("micro-batches", depth, 1, [&] { emit_steps(ctx, b, one_at_a_time); });
     if (plan.training) b.weight_updates();
   });
   // No FIFOs; one micro-batch's activations wait from its forward to its backward.
-  std::vector<int> stash(static_cast<std::size_t>(N), 0);
-  if (plan.training)
-    for (int s = 0; s + 1 < N; ++s) stash[s] = 1;
-  Schedule schedule = b.finish(ctx.batches() * depth, 0, stash);
+  Schedule schedule = b.finish(ctx.batches() * depth, 0, stash_depths("tf-sequential", N, depth, plan.training));
   schedule.one_stage_at_a_time = true;
   return schedule;
 }

@@ -1,28 +1,44 @@
 #pragma once
-// The planner's fast evaluator: the step time of PopART's lockstep schedule computed from a
-// plan's stage times, copies, syncs, host streams and weight update in closed form, cycle by
-// cycle (docs/planner.md), without building per-IPU programs or running SimGrid. It equals the
-// engine to rounding when no two transfers share a link at once; where they would (host links
-// of one IPU-Gateway, Streaming Memory of one M2000, links of two copies), it says so and
-// gives an approximation; the engine's figure is then the one to trust.
+// The planner's fast evaluators: the step time of a pipeline schedule computed from a plan's
+// stage times, copies, syncs, host streams and weight update, without building per-IPU
+// programs or running SimGrid (docs/planner.md). One per schedule:
+// - popart: closed form over its fill, its identical main cycles (one computed, times their
+//   count) and its flush;
+// - tf-grouped, tf-interleaved, tf-sequential: the schedule's own lockstep steps
+//   (tf_lockstep_runs), each repeated run costed once;
+// - gpipe, 1f1b: each IPU's task list played in dependency order (a task starts when its IPU
+//   is free and its input copy has landed).
+// Each equals the engine to rounding when no two transfers share a link or a memory at once;
+// where they would, it says so (`contention`) and gives an approximation: the engine's figure
+// is then the one to trust.
 #include <string>
 
 #include "sim/io/scenario.hpp"
 #include "sim/plan/plan.hpp"
+#include "sim/search/transfer_timer.hpp"
 
 namespace ipusim {
 
 struct StepEstimate {
   double step_seconds = 0;
-  double cycle_seconds = 0;     // one main-phase cycle (every stage busy), training or inference
-  double latency_seconds = 0;   // a micro-batch's way through: S main-phase cycles
+  double cycle_seconds = 0;     // the steady period per micro-batch (popart: one main cycle)
+  double latency_seconds = 0;   // a micro-batch's way through the pipeline
   double update_seconds = 0;    // the weight-update phase per batch (all-reduce included)
-  bool exact = true;            // false: contention modelled approximately (see `inexact_reason`)
-  std::string inexact_reason;
+  double fill_flush_seconds = 0;  // per batch, what the fill and the flush add to the steady cycles
+  unsigned contention = kNoContention;
+  bool exact() const { return contention == kNoContention; }
+  std::string inexact_reason() const { return contention_reason(contention); }
 };
 
-// PopART's schedule ("popart") as build_popart lays it out. Throws InputError as build_popart
+// Schedules with an evaluator here.
+bool has_evaluator(const std::string& schedule);
+
+// `execution.schedule`'s step for `plan`. The depth must be one the schedule accepts
+// (InputError from the schedule's builder otherwise; the planner checks before asking).
+StepEstimate estimate_step(const Execution& execution, const Plan& plan, RouteTable& routes);
+
+// As run would: the scenario's schedule on its system. Throws InputError as build_popart
 // does when the pipeline is too shallow (G or batchesPerStep < S).
-StepEstimate estimate_popart_step(const Scenario& scenario, const Plan& plan);
+StepEstimate estimate_step(const Scenario& scenario, const Plan& plan);
 
 } // namespace ipusim

@@ -1,30 +1,8 @@
 #include "sim/search/layers.hpp"
 
 #include <algorithm>
-#include <cctype>
-#include <map>
-#include <set>
 
 namespace ipusim {
-
-namespace {
-
-std::string first_part(const std::string& name) { return name.substr(0, name.find('/')); }
-
-// "layer12" -> "layer#": blocks that differ only in their numbers repeat.
-std::string masked(const std::string& key) {
-  std::string out;
-  for (std::size_t i = 0; i < key.size(); ++i) {
-    if (std::isdigit(static_cast<unsigned char>(key[i]))) {
-      if (out.empty() || out.back() != '#') out += '#';
-    } else {
-      out += key[i];
-    }
-  }
-  return out;
-}
-
-} // namespace
 
 bool LayerStructure::has_stem() const {
   return std::find(unit_of_op.begin(), unit_of_op.end(), -1) != unit_of_op.end();
@@ -36,18 +14,18 @@ bool LayerStructure::has_heads() const {
 }
 
 LayerStructure detect_layers(const Model& model) {
-  std::map<std::string, std::set<std::string>> keys_by_mask;
+  std::vector<NamedNode> nodes;
   for (const Op& op : model.ops) {
-    const std::string key = first_part(op.name);
-    if (masked(key) != key) keys_by_mask[masked(key)].insert(key);
+    NamedNode node{op.name, {}};
+    for (const auto& t : op.inputs)
+      if (auto it = model.tensors.find(t); it != model.tensors.end() && it->second.kind == TensorKind::Weight)
+        node.weights.push_back(t);
+    nodes.push_back(std::move(node));
   }
-  // The repeated pattern with the most members: "layer#" in BERT, not "embedding" or "mlm".
-  std::string pattern;
-  std::size_t members = 1;
-  for (const auto& [mask, keys] : keys_by_mask)
-    if (keys.size() > members) pattern = mask, members = keys.size();
+  DetectedLayers found = detect_layers_by_name(nodes);
   LayerStructure out;
-  if (pattern.empty()) {
+  out.candidates = std::move(found.candidates);
+  if (found.pattern.empty()) {
     out.by_ops = true;
     for (std::size_t i = 0; i < model.ops.size(); ++i) {
       out.names.push_back(model.ops[i].name);
@@ -55,21 +33,36 @@ LayerStructure detect_layers(const Model& model) {
     }
     return out;
   }
-  std::map<std::string, int> index;
-  int current = -1;
-  std::size_t last_layer_op = 0;
-  for (std::size_t i = 0; i < model.ops.size(); ++i) {
-    const std::string key = first_part(model.ops[i].name);
-    if (masked(key) == pattern) {
-      auto [pos, added] = index.emplace(key, static_cast<int>(out.names.size()));
-      if (added) out.names.push_back(key);
-      current = std::max(current, pos->second);  // an op never moves back to an earlier layer
-      last_layer_op = i;
-    }
-    out.unit_of_op.push_back(current);
+  out.pattern = std::move(found.pattern);
+  out.names = std::move(found.names);
+  out.unit_of_op = std::move(found.layer_of_node);
+  return out;
+}
+
+std::string explain_layers(const LayerStructure& layers) {
+  std::string out;
+  if (layers.by_ops) {
+    out = "no repeated block in the op or weight names (such as layer0/..., h.0.attn...): every op is a unit (" +
+          std::to_string(layers.names.size()) + " ops)\n";
+  } else {
+    const int units = static_cast<int>(layers.names.size());
+    std::vector<int> ops(static_cast<std::size_t>(units) + 2, 0);
+    for (int u : layers.unit_of_op) ++ops[static_cast<std::size_t>(u + 1)];
+    out = std::to_string(units) + " layers of the template \"" + layers.pattern + "\": ";
+    for (int l = 0; l < units; ++l)
+      out += (l ? ", " : "") + layers.names[static_cast<std::size_t>(l)] + " (" +
+             std::to_string(ops[static_cast<std::size_t>(l + 1)]) + " ops)";
+    out += "\nstem (before the first layer, on IPU 0): " + std::to_string(ops.front()) + " ops";
+    out += "\nheads (after the last layer): " + std::to_string(ops.back()) + " ops\n";
   }
-  for (std::size_t i = last_layer_op + 1; i < model.ops.size(); ++i)
-    out.unit_of_op[i] = static_cast<int>(out.names.size());
+  if (!layers.candidates.empty()) {
+    out += "templates weighed (nodes named, layers it would give):";
+    for (std::size_t i = 0; i < layers.candidates.size() && i < 6; ++i)
+      out += (i ? ", " : " ") + layers.candidates[i].pattern + " " + std::to_string(layers.candidates[i].nodes) + "/" +
+             std::to_string(layers.candidates[i].keys);
+    if (layers.candidates.size() > 6) out += ", ... (" + std::to_string(layers.candidates.size()) + " in all)";
+    out += "\n";
+  }
   return out;
 }
 
@@ -98,26 +91,22 @@ Model place_layers(const Model& model, const LayerStructure& layers, const std::
 std::string describe_placement(const Model& model, const LayerStructure& layers) {
   const int units = static_cast<int>(layers.names.size());
   std::vector<std::int64_t> ipu_of_layer(static_cast<std::size_t>(units), -1);
-  std::int64_t heads = -1;
+  std::int64_t heads = -1, width = 0;
   for (std::size_t i = 0; i < model.ops.size(); ++i) {
     const int unit = layers.unit_of_op[i];
     const std::int64_t ipu = model.ops[i].virtual_graph.value_or(0);
+    width = std::max(width, ipu + 1);
     if (unit == units && heads < 0) heads = ipu;
     if (unit >= 0 && unit < units && ipu_of_layer[static_cast<std::size_t>(unit)] < 0) ipu_of_layer[static_cast<std::size_t>(unit)] = ipu;
   }
-  std::vector<int> per_ipu;
-  bool contiguous = true;
-  for (std::size_t l = 0; l < ipu_of_layer.size(); ++l) {
-    const auto ipu = static_cast<std::size_t>(ipu_of_layer[l]);
-    if (ipu == per_ipu.size()) per_ipu.push_back(0);
-    contiguous = contiguous && ipu + 1 == per_ipu.size();
-    if (contiguous) ++per_ipu.back();
-  }
-  std::string out = "[";
+  // Contiguous: the layers' IPUs never go back (an IPU may hold none).
+  const bool contiguous = std::is_sorted(ipu_of_layer.begin(), ipu_of_layer.end());
+  std::string out = contiguous ? "[" : "layers on IPUs [";
   if (contiguous) {
+    std::vector<int> per_ipu(static_cast<std::size_t>(width), 0);
+    for (auto ipu : ipu_of_layer) ++per_ipu[static_cast<std::size_t>(ipu)];
     for (std::size_t i = 0; i < per_ipu.size(); ++i) out += (i ? "," : "") + std::to_string(per_ipu[i]);
   } else {
-    out = "layers on IPUs [";
     for (std::size_t l = 0; l < ipu_of_layer.size(); ++l) out += (l ? "," : "") + std::to_string(ipu_of_layer[l]);
   }
   out += "]";

@@ -1,319 +1,371 @@
 #include "sim/search/planner.hpp"
 
 #include <algorithm>
+#include <chrono>
+#include <limits>
 #include <map>
-#include <mutex>
-#include <optional>
-#include <thread>
+#include <memory>
+#include <queue>
+#include <sstream>
 
+#include "sim/cost/op_work.hpp"
 #include "sim/graph/model_graph.hpp"
 #include "sim/io/input_error.hpp"
 #include "sim/memory/memory.hpp"
 #include "sim/plan/plan.hpp"
 #include "sim/schedule/schedule.hpp"
-#include "sim/search/split_costs.hpp"
+#include "sim/search/incumbents.hpp"
+#include "sim/search/split_search.hpp"
 
 namespace ipusim {
 
+namespace {
+
+std::string number(double v) {
+  std::ostringstream out;
+  out << v;
+  return out.str();
+}
+
+} // namespace
+
 std::string Candidate::placement() const {
   std::string out = "[";
-  for (std::size_t i = 0; i < layers_per_ipu.size(); ++i) out += (i ? "," : "") + std::to_string(layers_per_ipu[i]);
-  out += "]";
-  out += heads_on_last ? " heads on last IPU" : " heads on IPU0";
-  out += recompute ? ", recomputation" : ", no recomputation";
-  out += ", G=" + std::to_string(gradient_accumulation);
+  for (std::size_t i = 0; i < split.layers_per_ipu.size(); ++i)
+    out += (i ? "," : "") + std::to_string(split.layers_per_ipu[i]);
+  // As describe_placement names a model's own placement.
+  const auto last = split.layers_per_ipu.empty() ? 0 : split.layers_per_ipu.size() - 1;
+  return out + "] heads on IPU" + (split.heads_on_last ? std::to_string(last) : "0");
+}
+
+std::string describe_settings(const PlanSettings& s, bool training) {
+  std::string out = std::to_string(s.ipus) + " IPUs x " + std::to_string(s.replicas) + " replica" +
+                    (s.replicas == 1 ? "" : "s") + ", " + s.schedule + ", micro-batch " + std::to_string(s.micro_batch) +
+                    (training ? ", G " : ", batchesPerStep ") + std::to_string(s.depth);
+  if (training) {
+    out += s.recompute ? ", recomputation" : ", no recomputation";
+    out += s.state_off_chip ? ", state off chip" : ", state on chip";
+    if (s.replicas > 1) out += s.rts ? ", RTS" : ", no RTS";
+  }
+  return out + ", heads on " + (s.heads_on_last ? "last IPU" : "IPU0");
+}
+
+std::string Candidate::describe(bool training) const {
+  const PlanSettings& s = settings;
+  std::string out = std::to_string(s.ipus) + " IPUs x " + std::to_string(s.replicas) + " replica" +
+                    (s.replicas == 1 ? "" : "s") + ", " + placement() + ", " + s.schedule + ", micro-batch " +
+                    std::to_string(s.micro_batch) + (training ? ", G " : ", batchesPerStep ") + std::to_string(s.depth);
+  if (training) {
+    out += s.recompute ? ", recomputation" : ", no recomputation";
+    out += s.state_off_chip ? ", state off chip" : ", state on chip";
+    if (s.replicas > 1) out += s.rts ? ", RTS" : ", no RTS";
+    if (s.schedule != "gpipe" && s.schedule != "1f1b") out += ", " + weight_update_schedule_name(s.weight_update);
+  }
+  bool uniform = std::all_of(amp.begin(), amp.end(), [&](double a) { return a == amp.front(); });
+  out += ", AMP ";
+  if (uniform && !amp.empty()) out += number(amp.front());
+  else {
+    out += "[";
+    for (std::size_t i = 0; i < amp.size(); ++i) out += (i ? "," : "") + number(amp[i]);
+    out += "]";
+  }
   return out;
 }
 
-std::vector<std::vector<int>> contiguous_splits(int layers, int ipus) {
+std::vector<std::vector<int>> contiguous_splits(int layers, int ipus, bool first_may_be_empty, bool last_may_be_empty) {
   std::vector<std::vector<int>> out;
   std::vector<int> split;
   auto place = [&](auto&& self, int left, int ipu) -> void {
     if (ipu == ipus - 1) {
-      split.push_back(left);
-      out.push_back(split);
-      split.pop_back();
+      if (left >= (last_may_be_empty ? 0 : 1)) {
+        split.push_back(left);
+        out.push_back(split);
+        split.pop_back();
+      }
       return;
     }
-    for (int k = 1; k <= left - (ipus - 1 - ipu); ++k) {
+    const int least = ipu == 0 && first_may_be_empty ? 0 : 1;
+    for (int k = least; k <= left; ++k) {
       split.push_back(k);
       self(self, left - k, ipu + 1);
       split.pop_back();
     }
   };
-  if (ipus >= 1 && layers >= ipus) place(place, layers, 0);
+  if (ipus >= 1) place(place, layers, 0);
   return out;
+}
+
+bool schedule_accepts(const std::string& schedule, int P, bool ipu_holds_two_stages, std::int64_t depth, bool training) {
+  const int S = training ? 2 * P - 1 : P;
+  if (schedule == "popart") return depth >= S;
+  if (schedule == "tf-grouped") {
+    const int unit = training ? 2 * P : P;
+    return depth >= unit && depth % unit == 0;
+  }
+  if (schedule == "tf-interleaved") return depth % P == 0 && !(training && ipu_holds_two_stages);
+  if (schedule == "gpipe" || schedule == "1f1b") return !ipu_holds_two_stages;
+  return schedule == "tf-sequential";
+}
+
+Execution settings_execution(const Execution& base, const PlanSettings& s, const std::vector<double>& amp) {
+  Execution ex = base;
+  ex.schedule = s.schedule;
+  ex.modes = {Mode::Pipelined};
+  ex.replicas = s.replicas;
+  ex.placement.clear();
+  ex.micro_batch_size = s.micro_batch;
+  if (ex.training) ex.gradient_accumulation = s.depth;
+  else ex.batches_per_step = s.depth;
+  ex.recomputation = s.recompute ? Recomputation::Pipeline : Recomputation::None;
+  ex.optimizer_state_off_chip = s.state_off_chip;
+  ex.replicated_tensor_sharding = s.rts;
+  ex.weight_update_schedule = s.weight_update;
+  auto& excluded = ex.weight_update_excluded_ipus;
+  excluded.erase(std::remove_if(excluded.begin(), excluded.end(), [&](std::int64_t v) { return v >= s.ipus; }),
+                 excluded.end());
+  if (!amp.empty()) {
+    const bool uniform = std::all_of(amp.begin(), amp.end(), [&](double a) { return a == amp.front(); });
+    ex.available_memory_proportion = uniform ? std::vector<double>{amp.front()} : amp;
+  }
+  return ex;
 }
 
 Scenario candidate_scenario(const Scenario& scenario, const LayerStructure& layers, const Candidate& c) {
   Scenario sc = scenario;
-  sc.model = place_layers(scenario.model, layers, c.layers_per_ipu, c.heads_on_last);
-  sc.execution.recomputation = c.recompute ? Recomputation::Pipeline : Recomputation::None;
-  if (sc.execution.training) sc.execution.gradient_accumulation = c.gradient_accumulation;
-  sc.execution.schedule = "popart";
-  sc.execution.modes = {Mode::Pipelined};
+  sc.model = place_layers(scenario.model, layers, c.split.layers_per_ipu, c.split.heads_on_last);
+  sc.execution = settings_execution(scenario.execution, c.settings, c.amp);
   return sc;
 }
 
 namespace {
 
-bool better(const Candidate& a, const Candidate& b, Objective objective) {
-  const double ka = objective == Objective::Throughput ? -a.throughput : a.estimate.latency_seconds;
-  const double kb = objective == Objective::Throughput ? -b.throughput : b.estimate.latency_seconds;
-  if (ka != kb) return ka < kb;
-  if (a.layers_per_ipu != b.layers_per_ipu) return a.layers_per_ipu < b.layers_per_ipu;
-  if (a.heads_on_last != b.heads_on_last) return !a.heads_on_last;
-  if (a.recompute != b.recompute) return !a.recompute;
-  return a.gradient_accumulation < b.gradient_accumulation;
-}
-
-struct SplitJob {
-  std::vector<int> split;
-  bool heads_on_last;
-};
-
-enum class Verdict { Fits, OutOfMemory, TooShallow };
-
-// A candidate's figures from its plan (built or composed) and memory; `sc` has its
-// recomputation and G set.
-Verdict judge(const Scenario& sc, const Plan& plan, const MemoryReport& memory, Candidate& c) {
-  c.fits = memory.fits;
-  c.headroom_bytes = 0;
-  bool first = true;
+// The candidate's figures from the plan `run` builds (equal to the composed ones to rounding);
+// false when it no longer fits.
+bool recheck(const Scenario& scenario, const LayerStructure& layers, Candidate& c, Objective objective) {
+  const Scenario sc = candidate_scenario(scenario, layers, c);
+  const Plan plan = make_plan(sc, build_graph(sc.model));
+  const Execution& ex = sc.execution;
+  const MemoryReport memory =
+      estimate_memory(sc, plan, stash_depths(ex.schedule, plan.forward_stage_count, c.settings.depth, ex.training),
+                      ex.recomputation == Recomputation::Pipeline);
+  if (!memory.fits) return false;
+  const double samples = c.throughput * c.estimate.step_seconds;
+  c.estimate = estimate_step(sc, plan);
+  c.throughput = samples / c.estimate.step_seconds;
+  c.score = objective == Objective::Throughput ? c.throughput : 1 / c.estimate.latency_seconds;
   for (const IpuMemory& m : memory.ipus) {
     const double free = m.tile_capacity_bytes - m.fullest_tile_bytes;
-    if (first || free < c.headroom_bytes) c.headroom_bytes = free, c.tightest_ipu = m.id;
-    first = false;
+    c.headroom[static_cast<std::size_t>(m.id)] = free;
+    if (m.id == 0 || free < c.least_headroom) c.least_headroom = free, c.tightest_ipu = m.id;
   }
-  if (!c.fits) return Verdict::OutOfMemory;
-  const Execution& ex = sc.execution;
-  const bool accumulating = ex.training && ex.gradient_accumulation > 1;
-  const std::int64_t depth = accumulating ? ex.gradient_accumulation : ex.batches_per_step;
-  if (depth < plan.stage_count()) return Verdict::TooShallow;
-  c.estimate = estimate_popart_step(sc, plan);
-  const std::int64_t micro_batches = depth * (accumulating ? ex.batches_per_step : 1);
-  c.throughput = static_cast<double>(micro_batches * ex.micro_batch_size * ex.replicas) / c.estimate.step_seconds;
-  return Verdict::Fits;
+  return true;
 }
 
-// The candidate's scenario with its recomputation and G.
-Scenario with_settings(Scenario sc, bool recompute, std::int64_t g) {
-  sc.execution.recomputation = recompute ? Recomputation::Pipeline : Recomputation::None;
-  if (sc.execution.training) sc.execution.gradient_accumulation = g;
-  return sc;
-}
-
-// The search's inputs and what it has counted so far.
-struct Search {
-  const Scenario& scenario;
-  const LayerStructure& layers;
-  std::vector<SplitJob> jobs;
-  std::vector<bool> recomputes;
-  std::vector<std::int64_t> gs;
-  PlanSearch& out;
-  std::size_t refusal_job = 0;  // the lowest refused job: the same message whatever -j
-
-  Scenario job_scenario(const SplitJob& job) const {
-    Candidate base;
-    base.layers_per_ipu = job.split;
-    base.heads_on_last = job.heads_on_last;
-    base.gradient_accumulation = gs.front();
-    return candidate_scenario(scenario, layers, base);
-  }
-  // The plan `run` builds for the job; throws InputError when PopART refuses the placement.
-  Plan full_plan(const Scenario& sc) const {
-    Plan plan = make_plan(sc, build_graph(sc.model));
-    if (plan.pipelining_refused) throw *plan.pipelining_refused;
-    return plan;
-  }
-};
-
-// Every candidate built as `run` builds it: graph, plan, memory (~45 ms for BERT-Large), on
-// `jobs` threads. For models whose layers the split tables cannot compose.
-std::vector<Candidate> search_with_full_plans(Search& search, int jobs) {
-  std::mutex lock;
-  std::size_t next = 0;
-  search.refusal_job = search.jobs.size();
-  std::vector<Candidate> fitting;
-  std::exception_ptr failure;
-  auto worker = [&] {
-    std::vector<Candidate> mine;
-    std::size_t evaluated = 0, oom = 0, shallow = 0, refused = 0;
-    std::string first_refusal;
-    std::size_t first_refusal_job = search.jobs.size();
-    try {
-      for (;;) {
-        std::size_t j = 0;
-        {
-          std::lock_guard<std::mutex> guard(lock);
-          if (next >= search.jobs.size() || failure) break;
-          j = next++;
-        }
-        const Scenario sc = search.job_scenario(search.jobs[j]);
-        Plan plan;
-        try {
-          plan = search.full_plan(sc);
-        } catch (const InputError& e) {
-          // A placement PopART refuses (a tied weight on two IPUs, ...): not a candidate.
-          ++refused;
-          if (j < first_refusal_job) first_refusal_job = j, first_refusal = e.what();
-          continue;
-        }
-        const std::vector<int> stash = popart_stash_depth(plan);
-        for (bool recompute : search.recomputes) {
-          const MemoryReport memory = estimate_memory(sc, plan, stash, recompute);
-          for (std::int64_t g : search.gs) {
-            ++evaluated;
-            Candidate c;
-            c.layers_per_ipu = search.jobs[j].split;
-            c.heads_on_last = search.jobs[j].heads_on_last;
-            c.recompute = recompute;
-            c.gradient_accumulation = g;
-            const Verdict v = judge(with_settings(sc, recompute, g), plan, memory, c);
-            if (v == Verdict::OutOfMemory) ++oom;
-            if (v == Verdict::TooShallow) ++shallow;
-            if (v == Verdict::Fits) mine.push_back(std::move(c));
-          }
-        }
-      }
-    } catch (...) {
-      std::lock_guard<std::mutex> guard(lock);
-      if (!failure) failure = std::current_exception();
-    }
-    std::lock_guard<std::mutex> guard(lock);
-    search.out.evaluated += evaluated;
-    search.out.out_of_memory += oom;
-    search.out.too_shallow += shallow;
-    search.out.refused += refused;
-    if (first_refusal_job < search.refusal_job) search.refusal_job = first_refusal_job, search.out.first_refusal = first_refusal;
-    for (auto& c : mine) fitting.push_back(std::move(c));
-  };
-  const int threads = std::max(1, std::min<int>(jobs, static_cast<int>(search.jobs.size())));
-  std::vector<std::thread> pool;
-  for (int t = 1; t < threads; ++t) pool.emplace_back(worker);
-  worker();
-  for (auto& t : pool) t.join();
-  if (failure) std::rethrow_exception(failure);
-  return fitting;
-}
-
-// Every candidate composed from the split tables (sim/search/split_costs.hpp): microseconds
-// each. Returns nothing and counts nothing when the tables do not apply.
-std::optional<std::vector<Candidate>> search_with_split_costs(Search& search) {
-  const Scenario base = search.job_scenario(search.jobs.front());
-  const int ipus = static_cast<int>(search.jobs.front().split.size());
-  const SplitCosts table(base, search.layers, ipus);
-  if (!table.usable()) return std::nullopt;
-  std::size_t reference = 0;  // the first job PopART accepts: options it refuses whatever the split show here
-  while (reference < search.jobs.size() &&
-         table.refused(search.jobs[reference].split, search.jobs[reference].heads_on_last))
-    ++reference;
-  if (reference < search.jobs.size()) {
-    try {
-      search.full_plan(search.job_scenario(search.jobs[reference]));
-    } catch (const InputError&) {
-      return std::nullopt;
+// The search takes each IPU's fastest fitting availableMemoryProportion. Where a lower one
+// (less memory for matmul temporaries, more headroom) leaves the step time within the
+// tolerance, as on an IPU that paces nothing, the candidate takes it.
+void polish_headroom(Candidate& c, const Scenario& sc, const PlanSpace& space, const SplitCosts& table,
+                     RouteTable& routes, Objective objective, double tolerance) {
+  if (!space.fixed_amps.empty()) return;
+  const Execution ex = settings_execution(sc.execution, c.settings, {});
+  const int W = c.settings.ipus;
+  const int P = W + (c.settings.heads_on_last ? 0 : 1);
+  const std::vector<int> stash = stash_depths(c.settings.schedule, P, c.settings.depth, ex.training);
+  const auto stages = table.stage_blocks(c.split);
+  MemorySettings m;
+  m.recompute = c.settings.recompute;
+  m.state_on_chip = !c.settings.state_off_chip;
+  m.shards = c.settings.rts && c.settings.replicas > 1 ? c.settings.replicas : 1;
+  const double capacity = static_cast<double>(sc.hardware.ipu.sram_bytes_per_tile);
+  const double limit = c.estimate.step_seconds * (1 + tolerance);
+  const double samples = c.throughput * c.estimate.step_seconds;
+  for (int ipu = 0; ipu < W; ++ipu) {
+    const auto i = static_cast<std::size_t>(ipu);
+    for (int a = 0; a < c.split.amp[i]; ++a) {
+      m.amp = a;
+      const IpuFootprint f = table.footprint(table.ipu_blocks(stages, ipu, W, stash), m);
+      if (f.tile_bytes > capacity || f.total_bytes > capacity * static_cast<double>(sc.hardware.ipu.tiles)) continue;
+      Split trial = c.split;
+      trial.amp[i] = a;
+      const StepEstimate e = estimate_step(ex, table.compose(trial, ex).plan, routes);
+      if (e.step_seconds > limit) continue;
+      c.split = trial;
+      c.amp[i] = table.amps()[static_cast<std::size_t>(a)];
+      c.estimate = e;
+      c.throughput = samples / e.step_seconds;
+      c.score = objective == Objective::Throughput ? c.throughput : 1 / e.latency_seconds;
+      c.headroom[i] = capacity - f.tile_bytes;
+      break;
     }
   }
-  std::map<std::pair<bool, std::int64_t>, Scenario> settings;
-  for (bool recompute : search.recomputes)
-    for (std::int64_t g : search.gs) settings.emplace(std::pair{recompute, g}, with_settings(base, recompute, g));
-  std::vector<Candidate> fitting;
-  PlanSearch& out = search.out;
-  search.refusal_job = search.jobs.size();
-  for (std::size_t j = 0; j < search.jobs.size(); ++j) {
-    const SplitJob& job = search.jobs[j];
-    if (table.refused(job.split, job.heads_on_last)) {
-      ++out.refused;
-      search.refusal_job = std::min(search.refusal_job, j);
-      continue;
-    }
-    const ComposedPlan composed = table.compose(job.split, job.heads_on_last);
-    for (bool recompute : search.recomputes) {
-      const MemoryReport memory = table.memory(composed, recompute);
-      for (std::int64_t g : search.gs) {
-        ++out.evaluated;
-        Candidate c;
-        c.layers_per_ipu = job.split;
-        c.heads_on_last = job.heads_on_last;
-        c.recompute = recompute;
-        c.gradient_accumulation = g;
-        const Verdict v = judge(settings.at({recompute, g}), composed.plan, memory, c);
-        if (v == Verdict::OutOfMemory) ++out.out_of_memory;
-        if (v == Verdict::TooShallow) ++out.too_shallow;
-        if (v == Verdict::Fits) fitting.push_back(std::move(c));
-      }
-    }
-  }
-  if (search.refusal_job < search.jobs.size()) {
-    try {
-      search.full_plan(search.job_scenario(search.jobs[search.refusal_job]));
-    } catch (const InputError& e) {
-      out.first_refusal = e.what();
-    }
-  }
-  return fitting;
-}
-
-// The leading candidates' figures from the plan `run` builds, replacing the composed ones
-// (equal to rounding); one that no longer fits drops out.
-void recheck_with_full_plans(Search& search, std::size_t count, Objective objective) {
-  std::vector<Candidate>& ranked = search.out.ranked;
-  std::size_t i = 0;
-  while (i < ranked.size() && i < count) {
-    Candidate& c = ranked[i];
-    const Scenario sc = search.job_scenario({c.layers_per_ipu, c.heads_on_last});
-    const Plan plan = search.full_plan(sc);
-    const MemoryReport memory = estimate_memory(sc, plan, popart_stash_depth(plan), c.recompute);
-    const Verdict v = judge(with_settings(sc, c.recompute, c.gradient_accumulation), plan, memory, c);
-    if (v == Verdict::Fits) {
-      ++i;
-      continue;
-    }
-    ++(v == Verdict::OutOfMemory ? search.out.out_of_memory : search.out.too_shallow);
-    ranked.erase(ranked.begin() + static_cast<std::ptrdiff_t>(i));
-  }
-  std::sort(ranked.begin(), ranked.begin() + static_cast<std::ptrdiff_t>(i),
-            [&](const Candidate& a, const Candidate& b) { return better(a, b, objective); });
+  c.least_headroom = *std::min_element(c.headroom.begin(), c.headroom.end());
+  c.tightest_ipu = static_cast<int>(std::min_element(c.headroom.begin(), c.headroom.end()) - c.headroom.begin());
 }
 
 } // namespace
 
-PlanSearch search_plans(const Scenario& scenario, const PlanSearchOptions& options) {
+PlanSearch search_plans(const Scenario& scenario, const PlanSpace& space, const PlanSearchOptions& options) {
+  using Clock = std::chrono::steady_clock;
+  const auto start = Clock::now();
+  auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
   PlanSearch out;
   out.layers = detect_layers(scenario.model);
-  int ipus = options.ipus;
-  if (ipus <= 0) {
-    std::int64_t highest = 0;
-    for (const Op& op : scenario.model.ops) highest = std::max(highest, op.virtual_graph.value_or(0));
-    ipus = static_cast<int>(highest) + 1;
+  out.space = space;
+  const Execution& base = scenario.execution;
+  const bool training = base.training;
+  const int units = static_cast<int>(out.layers.names.size()) + 2;
+  bool has_heads = false;
+  for (int u : out.layers.unit_of_op) has_heads = has_heads || u + 2 == units;
+
+  // One table per micro-batch (and whether G > 1), built when first needed.
+  std::map<std::pair<std::int64_t, bool>, std::unique_ptr<SplitCosts>> tables;
+  auto table_for = [&](std::int64_t mb, bool accumulating) -> const SplitCosts& {
+    auto& t = tables[{mb, accumulating}];
+    if (!t) {
+      t = std::make_unique<SplitCosts>(scenario, out.layers, mb, accumulating, space.amps);
+      if (!t->usable())
+        throw InputError(scenario.model.file, scenario.model.ops_pointer, "plan.layers",
+                         "the planner's layers (" + (out.layers.pattern.empty() ? std::string("ops") : out.layers.pattern) +
+                             ") do not follow the data flow: " + t->why_not_usable() +
+                             " (see plan --explain-layers)");
+    }
+    return *t;
+  };
+
+  RouteTable routes(scenario.hardware);
+  std::vector<std::unique_ptr<SplitSearch>> points;
+  for (const PipelineShape& shape : space.shapes)
+    for (std::int64_t mb : space.micro_batches)
+      for (std::int64_t depth : space.depths_for(mb, shape.replicas))
+        for (const std::string& schedule : space.schedules)
+          for (bool recompute : space.recomputation)
+            for (bool off_chip : space.state_off_chip)
+              for (bool rts : space.rts)
+                for (bool heads_on_last : space.heads_on_last) {
+                  ++out.counts.settings;
+                  const int P = shape.ipus + (heads_on_last ? 0 : 1);
+                  const bool accumulating = training && depth > 1;
+                  const std::int64_t schedule_depth =
+                      schedule == "popart" && training && !accumulating ? base.batches_per_step : depth;
+                  if ((!heads_on_last && !has_heads) || (rts && shape.replicas == 1) ||
+                      !schedule_accepts(schedule, P, !heads_on_last, schedule_depth, training)) {
+                    ++out.counts.settings_ruled_out;
+                    continue;
+                  }
+                  PlanSettings st;
+                  st.ipus = shape.ipus, st.replicas = shape.replicas, st.micro_batch = mb, st.depth = depth;
+                  st.schedule = schedule, st.recompute = recompute, st.state_off_chip = off_chip, st.rts = rts;
+                  st.heads_on_last = heads_on_last, st.weight_update = base.weight_update_schedule;
+                  points.push_back(std::make_unique<SplitSearch>(scenario, space, table_for(mb, accumulating), st,
+                                                                 options.objective, options.prune, routes));
+                }
+  Incumbents incumbents(std::max(options.top, 1), options.front_within, space.batch_free(),
+                        options.prune ? options.tolerance : 0.0);
+  std::size_t done = 0;
+  double last_report = 0;
+  const PlanSettings* current = nullptr;
+  auto report = [&](bool force) {
+    if (!options.progress) return;
+    const double now = elapsed();
+    if (!force && (now < 1.0 || now - last_report < 1.0)) return;
+    last_report = now;
+    SearchProgress p;
+    p.elapsed_s = now;
+    p.settings_done = done;
+    p.settings_total = points.size();
+    p.evaluated = out.counts.evaluated;
+    p.best = incumbents.best();
+    if (current) p.current = describe_settings(*current, training);
+    p.eta_s = done > 0 ? now / static_cast<double>(done) * static_cast<double>(points.size() - done) : 0;
+    options.progress(p);
+  };
+  bool stopped = false;
+  auto stop = [&] {
+    report(false);
+    stopped = stopped || (options.time_limit_s > 0 && elapsed() > options.time_limit_s);
+    return stopped;
+  };
+  // Best bound first, the bound refined by each point's dynamic program when it comes up:
+  // good candidates early prune the rest.
+  struct Entry {
+    double bound;
+    std::size_t index;
+    bool operator<(const Entry& o) const { return bound != o.bound ? bound < o.bound : index > o.index; }
+  };
+  std::priority_queue<Entry> queue;
+  for (std::size_t i = 0; i < points.size(); ++i) queue.push({points[i]->bound(), i});
+  while (!queue.empty()) {
+    const Entry e = queue.top();
+    queue.pop();
+    SplitSearch& point = *points[e.index];
+    auto finish = [&] {
+      points[e.index].reset();
+      ++done;
+      report(false);
+    };
+    if (stopped || stop()) {
+      out.complete = false;
+      out.unexplored_bound = std::max(out.unexplored_bound, e.bound);
+      finish();
+      continue;
+    }
+    if (options.prune && !incumbents.worth(e.bound, point.headroom_bound(), point.global_batch())) {
+      ++out.counts.settings_pruned;
+      finish();
+      continue;
+    }
+    if (!point.refined()) {
+      point.refine(out.counts);
+      if (point.bound() <= 0) {
+        ++out.counts.settings_infeasible;
+        finish();
+        continue;
+      }
+      if (!queue.empty() && point.bound() < queue.top().bound) {
+        point.release();
+        queue.push({point.bound(), e.index});
+        continue;
+      }
+      if (options.prune && !incumbents.worth(point.bound(), point.headroom_bound(), point.global_batch())) {
+        ++out.counts.settings_pruned;
+        finish();
+        continue;
+      }
+    }
+    current = &point.settings();
+    const bool finished = point.run(incumbents, out.counts, stop);
+    current = nullptr;
+    if (!finished) {
+      out.complete = false;
+      out.unexplored_bound = std::max(out.unexplored_bound, point.bound());
+    }
+    finish();
   }
-  const int units = static_cast<int>(out.layers.names.size());
-  if (ipus < 2 || ipus > units)
-    throw InputError(scenario.model.file, scenario.model.ops_pointer, "plan.ipus",
-                     "the planner splits " + std::to_string(units) + (out.layers.by_ops ? " ops" : " layers") +
-                         " over 2 to " + std::to_string(units) + " IPUs; asked for " + std::to_string(ipus) +
-                         " (--ipus)");
-  const Execution& ex = scenario.execution;
-  Search search{scenario, out.layers, {}, {false}, options.gradient_accumulation, out};
-  if (search.gs.empty() || !ex.training) search.gs = {ex.gradient_accumulation};
-  if (ex.training) search.recomputes.push_back(true);
-  for (const auto& split : contiguous_splits(units, ipus)) {
-    search.jobs.push_back({split, true});
-    if (out.layers.has_heads()) search.jobs.push_back({split, false});
+  if (out.counts.settings > 0) report(true);
+
+  out.ranked = incumbents.ranked();
+  out.front = incumbents.front();
+  out.batch_front = incumbents.batch_front();
+  const double tolerance = options.prune ? options.tolerance : 0.0;
+  for (auto* list : {&out.ranked, &out.front, &out.batch_front})
+    for (Candidate& c : *list)
+      polish_headroom(c, scenario, space, table_for(c.settings.micro_batch, training && c.settings.depth > 1), routes,
+                      options.objective, tolerance);
+  // The front again without what the polish made dominated.
+  std::vector<Candidate> front;
+  for (const Candidate& c : out.front) {
+    bool dominated = false;
+    for (const Candidate& d : out.front)
+      dominated = dominated || (&d != &c && d.score >= c.score && d.least_headroom >= c.least_headroom &&
+                                (d.score > c.score || d.least_headroom > c.least_headroom));
+    if (!dominated) front.push_back(c);
   }
-  std::vector<Candidate> fitting;
-  if (options.full_plans_only) {
-    fitting = search_with_full_plans(search, options.jobs);
-  } else if (auto composed = search_with_split_costs(search)) {
-    fitting = std::move(*composed);
-  } else {
-    fitting = search_with_full_plans(search, options.jobs);
-  }
-  std::sort(fitting.begin(), fitting.end(),
-            [&](const Candidate& a, const Candidate& b) { return better(a, b, options.objective); });
-  out.ranked = std::move(fitting);
-  recheck_with_full_plans(search, static_cast<std::size_t>(std::max(options.recheck, 0)), options.objective);
+  out.front = front;
+  // The leading candidates from the plan `run` builds, as a check of the tables.
+  out.ranked.erase(std::remove_if(out.ranked.begin(), out.ranked.end(),
+                                  [&](Candidate& c) { return !recheck(scenario, out.layers, c, options.objective); }),
+                   out.ranked.end());
+  out.seconds = elapsed();
   return out;
 }
 

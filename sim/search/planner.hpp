@@ -1,63 +1,120 @@
 #pragma once
-// `ipusim plan`'s search: every split of the model's layers into contiguous blocks over N IPUs
-// (each IPU at least one layer), heads on the last IPU or back on IPU 0 (when the model has
-// heads), recomputation off and on (training), and each G asked for; each candidate's stage
-// times, copies and memory are composed from tables of per-op costs and per-block sums
-// (split_costs.hpp, equal to the plan `run` builds), or its plan built as `run` builds it where
-// the tables do not apply, and its PopART step computed by the evaluator. Exhaustive, so exact
-// for the evaluator's figures; the leading candidates are rebuilt as `run` builds them, and
-// the caller confirms the best with the engine.
+// `ipusim plan`'s search over a PlanSpace (space.hpp): for every point of the outer
+// dimensions (IPUs per pipeline x replicas, micro-batch, depth, schedule, recomputation,
+// optimizer state on or off chip, RTS, heads on IPU 0 or last), every split of the layers into
+// contiguous blocks over the pipeline's IPUs with an availableMemoryProportion per IPU, and
+// every weight-update schedule; each complete candidate composed from the split tables
+// (split_costs.hpp, equal to the plan `run` builds) and timed by its schedule's evaluator.
+// Branch and bound, exact: IPUs are filled in order, and a partial split is dropped only when
+// an IPU it has filled does not fit (its memory is known exactly once its blocks are), when a
+// lower bound on the step time of every completion (each IPU runs each of the depth's
+// micro-batches through its stages, so step >= depth x the busiest IPU's work) cannot beat
+// what the answer needs (the top K, the front within `front_within` of the best, the best of
+// each smaller global batch), or when another availableMemoryProportion is at least as fast on
+// that IPU. With a time limit the search may stop early and says so.
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "sim/io/scenario.hpp"
 #include "sim/search/evaluator.hpp"
 #include "sim/search/layers.hpp"
+#include "sim/search/space.hpp"
+#include "sim/search/split_costs.hpp"
 
 namespace ipusim {
 
 enum class Objective { Throughput, Latency };
 
-struct PlanSearchOptions {
-  int ipus = 0;                                      // 0: as many as the scenario's model uses
-  Objective objective = Objective::Throughput;
-  std::vector<std::int64_t> gradient_accumulation;  // empty: the scenario's G
-  int jobs = 1;                                      // threads (when every plan is built)
-  // The first `recheck` candidates are re-evaluated from the plan `run` builds (the others
-  // come from the split tables, equal to rounding).
-  int recheck = 3;
-  bool full_plans_only = false;  // build every candidate's plan (the reference the tables are tested against)
+// One point of the outer dimensions.
+struct PlanSettings {
+  int ipus = 2, replicas = 1;
+  std::int64_t micro_batch = 1, depth = 1;  // depth: G in training, batchesPerStep in inference
+  std::string schedule = "popart";
+  bool recompute = false, state_off_chip = false, rts = false, heads_on_last = true;
+  WeightUpdateSchedule weight_update = WeightUpdateSchedule::Serial;
 };
 
+// "8 IPUs x 2 replicas, popart, micro-batch 1, G 1024, recomputation, ..."
+std::string describe_settings(const PlanSettings& settings, bool training);
+
 struct Candidate {
-  std::vector<int> layers_per_ipu;
-  bool heads_on_last = true;
-  bool recompute = false;
-  std::int64_t gradient_accumulation = 1;
+  PlanSettings settings;
+  Split split;              // layers per IPU, heads placement, availableMemoryProportion index per IPU
+  std::vector<double> amp;  // availableMemoryProportion per IPU
   StepEstimate estimate;
-  double throughput = 0;        // samples/s, from the evaluator
-  double headroom_bytes = 0;    // least free SRAM on any IPU's fullest tile
+  double throughput = 0;    // samples/s, from the evaluator
+  double score = 0;         // the objective: throughput, or 1 / latency; larger is better
+  std::int64_t global_batch = 0;
+  std::vector<double> headroom;  // per IPU: free SRAM on its fullest tile
+  double least_headroom = 0;
   int tightest_ipu = 0;
-  bool fits = false;
-  std::string placement() const;  // "[3,7,7,7] heads on IPU0, recomputation, G=2048"
+  // "[0,4,4,4,3,3,3,3] heads on IPU0"
+  std::string placement() const;
+  // "8 IPUs x 2 replicas, [0,4,...] heads on IPU0, popart, micro-batch 1, G 1024, recomputation, ..."
+  std::string describe(bool training) const;
+};
+
+struct SearchCounts {
+  std::size_t settings = 0;         // points of the outer dimensions
+  std::size_t settings_ruled_out = 0;  // the schedule's rules refuse them (depth, stages per IPU)
+  std::size_t settings_pruned = 0;  // their bound could not beat what was found
+  std::size_t settings_infeasible = 0;  // no split fits in memory
+  std::size_t partial_splits = 0;   // IPU blocks examined
+  std::size_t out_of_memory = 0;    // IPU blocks that do not fit (their splits dropped)
+  std::size_t refused = 0;          // a weight or host input used on two IPUs
+  std::size_t bounded = 0;          // partial splits dropped by the step-time bound
+  std::size_t evaluated = 0;        // complete candidates timed (each weight-update schedule counts)
+};
+
+struct SearchProgress {
+  double elapsed_s = 0;
+  std::size_t settings_done = 0, settings_total = 0, evaluated = 0;
+  const Candidate* best = nullptr;
+  double eta_s = 0;
+  std::string current;  // the settings being searched
+};
+
+struct PlanSearchOptions {
+  Objective objective = Objective::Throughput;
+  int top = 3;
+  double front_within = 0.05;  // the headroom front spans candidates within this share of the best
+  double time_limit_s = 0;    // 0: none
+  // A part of the space is pruned when it cannot beat what it must by more than this share
+  // (and 1 KiB per tile of headroom): the answer is exact to within it.
+  double tolerance = 1e-4;
+  bool prune = true;          // false: no bound pruning (the reference the tests compare against)
+  std::function<void(const SearchProgress&)> progress;  // called about once a second
 };
 
 struct PlanSearch {
   LayerStructure layers;
-  std::vector<Candidate> ranked;  // those that fit, best first (ties: fewer layers earlier, lexicographic)
-  std::size_t evaluated = 0, out_of_memory = 0, too_shallow = 0;
-  std::size_t refused = 0;      // placements PopART's rules refuse (counted per split and head placement)
-  std::string first_refusal;    // the first such refusal's message
+  PlanSpace space;
+  std::vector<Candidate> ranked;       // the top K, best first
+  std::vector<Candidate> front;        // throughput (or latency) against least headroom, best first
+  std::vector<Candidate> batch_front;  // the best at each global batch that beats every smaller one
+  SearchCounts counts;
+  bool complete = true;                // false: stopped by the time limit
+  double unexplored_bound = 0;         // then: the best score the unexamined part could reach
+  double seconds = 0;
 };
 
-PlanSearch search_plans(const Scenario& scenario, const PlanSearchOptions& options);
+PlanSearch search_plans(const Scenario& scenario, const PlanSpace& space, const PlanSearchOptions& options);
 
-// The scenario a candidate describes: the model re-annotated, recomputation and G set.
+// The scenario a candidate describes, ready for `ipusim run`: the model re-annotated and
+// every setting applied.
 Scenario candidate_scenario(const Scenario& scenario, const LayerStructure& layers, const Candidate& candidate);
+// The execution a point of the outer dimensions runs with (the scenario's otherwise).
+Execution settings_execution(const Execution& base, const PlanSettings& settings, const std::vector<double>& amp);
 
-// Every way to put `layers` layers on `ipus` IPUs in contiguous blocks of at least one, in
-// lexicographic order.
-std::vector<std::vector<int>> contiguous_splits(int layers, int ipus);
+// Every split of `layers` layers over `ipus` IPUs into contiguous blocks, lexicographic; the
+// first and the last IPU may hold none when allowed.
+std::vector<std::vector<int>> contiguous_splits(int layers, int ipus, bool first_may_be_empty = false,
+                                                bool last_may_be_empty = false);
+
+// The schedule accepts the point: its depth rule, and one forward stage per IPU where it needs it.
+bool schedule_accepts(const std::string& schedule, int forward_stages, bool ipu_holds_two_stages, std::int64_t depth,
+                      bool training);
 
 } // namespace ipusim

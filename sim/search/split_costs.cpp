@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 #include <string>
+#include <tuple>
 
 namespace ipusim {
 
@@ -24,14 +25,20 @@ void add_weight(std::vector<std::pair<int, double>>& shapes, int shape, double e
 
 } // namespace
 
-SplitCosts::SplitCosts(const Scenario& sc, const LayerStructure& layers, int ipus) : scenario_(sc), ipus_(ipus) {
+SplitCosts::SplitCosts(const Scenario& sc, const LayerStructure& layers, std::int64_t micro_batch, bool accumulating,
+                       std::vector<double> amps)
+    : scenario_(sc), micro_batch_(micro_batch), accumulating_(accumulating), amps_(std::move(amps)) {
   const Model& m = sc.model;
   const Execution& ex = sc.execution;
   const IpuSpec& spec = sc.hardware.ipu;
   const ModelGraph g = unplaced_graph(m);
   units_ = static_cast<int>(layers.names.size()) + 2;
   for (int u : layers.unit_of_op) unit_of_op_.push_back(u + 1);
+  has_stem_ = std::find(unit_of_op_.begin(), unit_of_op_.end(), 0) != unit_of_op_.end();
+  has_heads_ = std::find(unit_of_op_.begin(), unit_of_op_.end(), units_ - 1) != unit_of_op_.end();
   topological_order_ = g.topological_order;
+  blocks_.resize(static_cast<std::size_t>(units_ * units_));
+  block_costs_.resize(blocks_.size() * amps_.size());
 
   std::map<std::string, int> id;
   std::map<std::vector<std::int64_t>, int> shape_id;
@@ -40,7 +47,7 @@ SplitCosts::SplitCosts(const Scenario& sc, const LayerStructure& layers, int ipu
     TensorInfo info;
     info.kind = t.kind;
     info.dtype = t.dtype;
-    info.bytes = t.kind == TensorKind::Weight ? static_cast<double>(t.bytes()) : t.bytes_per_micro_batch(ex.micro_batch_size);
+    info.bytes = t.kind == TensorKind::Weight ? static_cast<double>(t.bytes()) : t.bytes_per_micro_batch(micro_batch_);
     info.tile = tile0_share(info.bytes, dtype_bytes(t.dtype), spec);
     if (auto p = g.producer.find(name); p != g.producer.end()) info.producer = static_cast<int>(p->second);
     if (auto c = g.consumers.find(name); c != g.consumers.end())
@@ -49,16 +56,20 @@ SplitCosts::SplitCosts(const Scenario& sc, const LayerStructure& layers, int ipu
   }
   for (const TensorInfo& t : tensors_)
     for (int c : t.consumers)
-      if (t.producer >= 0 && unit_of(static_cast<std::size_t>(t.producer)) > unit_of(static_cast<std::size_t>(c)))
+      if (t.producer >= 0 && unit_of(static_cast<std::size_t>(t.producer)) > unit_of(static_cast<std::size_t>(c)) &&
+          usable_) {
         usable_ = false;
+        why_ = "op " + m.ops[static_cast<std::size_t>(c)].name + " reads the output of " +
+               m.ops[static_cast<std::size_t>(t.producer)].name + ", in a later layer";
+      }
 
   std::map<std::string, int> signature_id;
   const TensorFacts facts = tensor_facts(m);
-  for (int ipu = 0; ipu < ipus; ++ipu) {
-    cost_models_.push_back(make_cost_model(ex.cost_model, spec, cost_options(sc, ipu)));
-    if (!cost_models_.back()) usable_ = false;  // the full plan reports the unknown cost model
+  for (double amp : amps_) {
+    cost_models_.push_back(make_cost_model(ex.cost_model, spec, cost_options(ex, amp)));
+    if (!cost_models_.back() && usable_) usable_ = false, why_ = "unknown cost model \"" + ex.cost_model + "\"";
   }
-  forward_cost_.assign(static_cast<std::size_t>(ipus), std::vector<OpCost>(m.ops.size()));
+  forward_cost_.assign(amps_.size(), std::vector<OpCost>(m.ops.size()));
   backward_cost_ = forward_cost_;
   for (const Op& op : m.ops) {
     std::vector<int> in, out;
@@ -68,27 +79,25 @@ SplitCosts::SplitCosts(const Scenario& sc, const LayerStructure& layers, int ipu
     op_outputs_.push_back(std::move(out));
     op_reads_.push_back(backward_reads(op.type));
     op_signature_.push_back(signature_id.emplace(code_signature(m, op), static_cast<int>(signature_id.size())).first->second);
-    op_tiles_.push_back(tiles_used(forward_work(m, op, ex.micro_batch_size), spec));
+    op_tiles_.push_back(tiles_used(forward_work(m, op, micro_batch_), spec));
     if (!usable_) continue;
-    OpWork forward = forward_work(m, op, ex.micro_batch_size, facts);
+    OpWork forward = forward_work(m, op, micro_batch_, facts);
     forward.training = ex.training;
     OpWork backward;
     if (ex.training) {
-      backward = backward_work(m, op, ex.micro_batch_size, facts);
+      backward = backward_work(m, op, micro_batch_, facts);
       backward.training = true;
-      backward.accumulates_weight_gradients = ex.gradient_accumulation > 1;
+      backward.accumulates_weight_gradients = accumulating_;
     }
-    for (std::size_t ipu = 0; ipu < cost_models_.size(); ++ipu) {
-      forward_cost_[ipu][op.index] = cost_models_[ipu]->cost(forward);
-      if (ex.training) backward_cost_[ipu][op.index] = cost_models_[ipu]->cost(backward);
+    for (std::size_t a = 0; a < cost_models_.size(); ++a) {
+      forward_cost_[a][op.index] = cost_models_[a]->cost(forward);
+      if (ex.training) backward_cost_[a][op.index] = cost_models_[a]->cost(backward);
     }
   }
   for (const auto& a : g.anchors) anchors_.push_back(id.at(a));
 
   unit_weights_.resize(static_cast<std::size_t>(units_));
   completing_ = unit_weights_;
-  const double shards = ex.replicated_tensor_sharding ? static_cast<double>(ex.replicas) : 1.0;
-  const int state_tensors = optimizer_state_tensors(ex.optimizer);
   for (const auto& [name, users] : g.consumers) {
     const Tensor& t = m.tensor(name);
     const int tid = id.at(name);
@@ -111,22 +120,59 @@ SplitCosts::SplitCosts(const Scenario& sc, const LayerStructure& layers, int ipu
     }
     UnitWeights& w = unit_weights_[unit_of(users.front())];
     w.tile += tensors_[tid].tile;
+    w.tensor_elements.push_back(elements);
     add_weight(w.shapes, shape_id.emplace(t.shape, static_cast<int>(shape_id.size())).first->second, elements);
-    if (ex.training && !ex.optimizer_state_off_chip && state_tensors > 0) {
-      const double state =
-          static_cast<double>(state_tensors * t.elements() * dtype_bytes(ex.optimizer_state_dtype)) / shards;
-      for (int i = 0; i < state_tensors; ++i) {
-        w.state_bytes += state / state_tensors;
-        w.state_tile += tile0_share(state / state_tensors, dtype_bytes(ex.optimizer_state_dtype), spec);
-      }
-    }
+  }
+  const int state_tensors = ex.training ? optimizer_state_tensors(ex.optimizer) : 0;
+  weight_prefix_.assign(static_cast<std::size_t>(units_) + 1, 0);
+  weight_tile_prefix_ = state_bytes_prefix_ = weight_prefix_;
+  for (int u = 0; u < units_; ++u) {
+    const UnitWeights& w = unit_weights_[static_cast<std::size_t>(u)];
+    const auto i = static_cast<std::size_t>(u);
+    weight_prefix_[i + 1] = weight_prefix_[i] + w.bytes;
+    weight_tile_prefix_[i + 1] = weight_tile_prefix_[i] + w.tile;
+    state_bytes_prefix_[i + 1] =
+        state_bytes_prefix_[i] + static_cast<double>(state_tensors) * w.elements * static_cast<double>(dtype_bytes(ex.optimizer_state_dtype));
   }
 }
 
+const std::vector<double>& SplitCosts::state_tile_prefix(double shards) const {
+  auto [it, added] = state_tile_prefixes_.try_emplace(shards);
+  if (!added) return it->second;
+  const Execution& ex = scenario_.execution;
+  const int n = ex.training ? optimizer_state_tensors(ex.optimizer) : 0;
+  const auto bytes = dtype_bytes(ex.optimizer_state_dtype);
+  std::vector<double>& prefix = it->second;
+  prefix.assign(static_cast<std::size_t>(units_) + 1, 0);
+  for (int u = 0; u < units_; ++u) {
+    double tile = 0;
+    // estimate_memory: each of the n state tensors of a weight is spread like its own buffer.
+    for (double elements : unit_weights_[static_cast<std::size_t>(u)].tensor_elements) {
+      const double state = static_cast<double>(n) * elements * static_cast<double>(bytes) / shards;
+      for (int i = 0; i < n; ++i) tile += tile0_share(state / n, bytes, scenario_.hardware.ipu);
+    }
+    prefix[static_cast<std::size_t>(u) + 1] = prefix[static_cast<std::size_t>(u)] + tile;
+  }
+  return prefix;
+}
+
+std::pair<double, double> SplitCosts::weight_memory(int first, int last, bool accumulators,
+                                                    const MemorySettings& settings) const {
+  const auto a = static_cast<std::size_t>(first), b = static_cast<std::size_t>(last) + 1;
+  double bytes = weight_prefix_[b] - weight_prefix_[a], tile = weight_tile_prefix_[b] - weight_tile_prefix_[a];
+  if (accumulators) bytes *= 2, tile *= 2;
+  if (scenario_.execution.training && settings.state_on_chip) {
+    bytes += (state_bytes_prefix_[b] - state_bytes_prefix_[a]) / settings.shards;
+    const auto& prefix = state_tile_prefix(settings.shards);
+    tile += prefix[b] - prefix[a];
+  }
+  return {bytes, tile};
+}
+
 const SplitCosts::Block& SplitCosts::block(int first, int last) const {
-  auto [it, added] = blocks_.try_emplace({first, last});
-  Block& b = it->second;
-  if (!added) return b;
+  Block& b = blocks_[static_cast<std::size_t>(first * units_ + last)];
+  if (b.ready) return b;
+  b.ready = true;
   auto inside = [&](int op) { return first <= unit_of(static_cast<std::size_t>(op)) && unit_of(static_cast<std::size_t>(op)) <= last; };
   std::vector<std::size_t> ops;
   for (std::size_t op : topological_order_)
@@ -186,30 +232,41 @@ const SplitCosts::Block& SplitCosts::block(int first, int last) const {
   }
   b.live_bytes = peak;
   std::set<int> outlined;
+  const double copies = scenario_.execution.training ? 2.0 : 1.0;
+  const double per_op = scenario_.hardware.ipu.code_bytes_per_op;
   for (std::size_t op : ops)
-    if (outlined.insert(op_signature_[op]).second) b.code.emplace_back(op_signature_[op], op_tiles_[op]);
+    if (outlined.insert(op_signature_[op]).second) {
+      b.code.emplace_back(op_signature_[op], op_tiles_[op]);
+      b.code_bytes += copies * per_op * op_tiles_[op], b.code_tile += copies * per_op;
+    }
   b.stash_read.assign(read.begin(), read.end());
   b.entering.assign(entering.begin(), entering.end());
   return b;
 }
 
-const SplitCosts::BlockCost& SplitCosts::block_cost(int first, int last, int ipu) const {
-  auto [it, added] = block_costs_.try_emplace({first, last, ipu});
-  BlockCost& c = it->second;
-  if (!added) return c;
+
+const SplitCosts::BlockCost& SplitCosts::block_cost(int first, int last, int amp) const {
+  BlockCost& c = block_costs_[static_cast<std::size_t>((first * units_ + last)) * amps_.size() + static_cast<std::size_t>(amp)];
+  if (c.ready) return c;
+  c.ready = true;
   const double clock = scenario_.hardware.ipu.clock_hz;
   const bool training = scenario_.execution.training;
   for (std::size_t op : topological_order_) {
     if (unit_of(op) < first || unit_of(op) > last) continue;
-    const OpCost& fc = forward_cost_[static_cast<std::size_t>(ipu)][op];
+    const OpCost& fc = forward_cost_[static_cast<std::size_t>(amp)][op];
     c.forward_seconds += fc.cycles() / clock;
     c.temp_bytes_per_tile = std::max(c.temp_bytes_per_tile, fc.temp_bytes_per_tile);
     if (!training) continue;
-    const OpCost& bc = backward_cost_[static_cast<std::size_t>(ipu)][op];
+    const OpCost& bc = backward_cost_[static_cast<std::size_t>(amp)][op];
     c.backward_seconds += bc.cycles() / clock;
     c.temp_bytes_per_tile = std::max(c.temp_bytes_per_tile, bc.temp_bytes_per_tile);
   }
   return c;
+}
+
+double SplitCosts::unit_seconds(int unit, int amp, bool recompute) const {
+  const BlockCost& c = block_cost(unit, unit, amp);
+  return c.forward_seconds + c.backward_seconds + (recompute ? c.forward_seconds : 0.0);
 }
 
 // Under recomputation the stash holds the tensors entering the stage and those it sends to
@@ -231,42 +288,124 @@ std::pair<double, double> SplitCosts::recompute_stash(int first, int last, int o
   return it->second;
 }
 
-bool SplitCosts::refused(const std::vector<int>& layers_per_ipu, bool heads_on_last) const {
-  if (ipus_ > scenario_.hardware.ipu_count) return true;
-  std::vector<int> ipu_of_unit(static_cast<std::size_t>(units_), 0);
-  const auto blocks = stage_units(layers_per_ipu, heads_on_last);
-  for (std::size_t s = 0; s < blocks.size() / 2; ++s)
-    for (int u = blocks[2 * s]; u <= blocks[2 * s + 1]; ++u) ipu_of_unit[static_cast<std::size_t>(u)] = s < static_cast<std::size_t>(ipus_) ? static_cast<int>(s) : 0;
+std::vector<int> SplitCosts::ipu_of_unit(const Split& split) const {
+  const auto stages = stage_blocks(split);
+  const int ipus = static_cast<int>(split.layers_per_ipu.size());
+  std::vector<int> out(static_cast<std::size_t>(units_), 0);
+  for (std::size_t s = 0; s < stages.size(); ++s)
+    for (int u = stages[s].first; u <= stages[s].second; ++u)
+      out[static_cast<std::size_t>(u)] = static_cast<int>(s) < ipus ? static_cast<int>(s) : 0;
+  return out;
+}
+
+bool SplitCosts::refused(const std::vector<int>& ipu_of_unit) const {
   for (const auto& units : shared_by_units_)
     for (int u : units)
       if (ipu_of_unit[static_cast<std::size_t>(u)] != ipu_of_unit[static_cast<std::size_t>(units.front())]) return true;
   return false;
 }
 
-// First and last unit of each forward stage, flattened: the stem and the first block on IPU 0,
-// block i on IPU i, the heads with the last block or in a final stage back on IPU 0.
-std::vector<int> SplitCosts::stage_units(const std::vector<int>& layers_per_ipu, bool heads_on_last) const {
-  std::vector<int> out;
+// First and last unit of each forward stage: the stem and the first block on IPU 0 (the stem
+// alone when IPU 0 holds no layer), block i on IPU i, the heads with the last block (alone when
+// the last IPU holds no layer) or in a final stage back on IPU 0.
+std::vector<std::pair<int, int>> SplitCosts::stage_blocks(const Split& split) const {
+  std::vector<std::pair<int, int>> out;
   int next = 1;
-  for (std::size_t i = 0; i < layers_per_ipu.size(); ++i) {
-    out.push_back(i == 0 ? 0 : next);
-    next += layers_per_ipu[i];
-    out.push_back(i + 1 == layers_per_ipu.size() && heads_on_last ? units_ - 1 : next - 1);
+  const auto& per_ipu = split.layers_per_ipu;
+  for (std::size_t i = 0; i < per_ipu.size(); ++i) {
+    const int first = i == 0 ? 0 : next;
+    next += per_ipu[i];
+    out.emplace_back(first, i + 1 == per_ipu.size() && split.heads_on_last ? units_ - 1 : next - 1);
   }
-  if (!heads_on_last) out.push_back(units_ - 1), out.push_back(units_ - 1);
+  if (!split.heads_on_last) out.emplace_back(units_ - 1, units_ - 1);
   return out;
 }
 
-ComposedPlan SplitCosts::compose(const std::vector<int>& layers_per_ipu, bool heads_on_last) const {
+IpuBlocks SplitCosts::ipu_blocks(const std::vector<std::pair<int, int>>& stages, int ipu, int ipus,
+                                 const std::vector<int>& stash_depth) const {
+  IpuBlocks b;
+  const int P = static_cast<int>(stages.size());
+  for (int s = 0; s < P; ++s) {
+    if ((s < ipus ? s : 0) != ipu) continue;
+    b.block[b.count] = stages[static_cast<std::size_t>(s)];
+    b.stash_depth[b.count] = s < static_cast<int>(stash_depth.size()) ? stash_depth[static_cast<std::size_t>(s)] : 0;
+    b.loss[b.count] = s == P - 1;
+    ++b.count;
+  }
+  return b;
+}
+
+IpuFootprint SplitCosts::footprint(const IpuBlocks& ib, const MemorySettings& settings) const {
+  return footprints(ib, settings, {settings.amp}).front();
+}
+
+std::vector<IpuFootprint> SplitCosts::footprints(const IpuBlocks& ib, const MemorySettings& settings,
+                                                 const std::vector<int>& amps) const {
+  const Execution& ex = scenario_.execution;
+  const IpuSpec& spec = scenario_.hardware.ipu;
+  // Everything but the availableMemoryProportion's part: matmul temporaries and times.
+  IpuFootprint base;
+  double live = 0;
+  for (int k = 0; k < ib.count; ++k) {
+    const auto [first, last] = ib.block[k];
+    const Block& b = block(first, last);
+    const auto [wb, wt] = weight_memory(first, last, ex.training && accumulating_, settings);
+    base.total_bytes += wb, base.tile_bytes += wt;
+    live = std::max(live, ex.training ? 2 * b.live_bytes + b.weights_read_bytes : b.live_bytes);
+    if (ex.training && ib.stash_depth[k] > 0) {
+      const double depth = ib.stash_depth[k];
+      if (settings.recompute) {
+        const int o = 1 - k;
+        const auto [sb, st] = recompute_stash(first, last, ib.count > 1 ? ib.block[o].first : -1,
+                                              ib.count > 1 ? ib.block[o].second : -1);
+        base.total_bytes += depth * sb, base.tile_bytes += depth * st;
+      } else {
+        base.total_bytes += depth * b.stash_bytes, base.tile_bytes += depth * b.stash_tile;
+      }
+    }
+    if (ex.host_io) base.total_bytes += b.host_buffer_bytes, base.tile_bytes += b.host_buffer_tile;
+  }
+  base.total_bytes += live, base.tile_bytes += tile0_share(live, 2, spec);
+  if (ib.count == 1) {
+    const Block& b = block(ib.block[0].first, ib.block[0].second);
+    base.total_bytes += b.code_bytes, base.tile_bytes += b.code_tile;
+  } else {
+    std::set<int> outlined;
+    const double copies = ex.training ? 2.0 : 1.0;
+    for (int k = 0; k < ib.count; ++k)
+      for (const auto& [signature, tiles] : block(ib.block[k].first, ib.block[k].second).code)
+        if (outlined.insert(signature).second)
+          base.total_bytes += copies * spec.code_bytes_per_op * tiles, base.tile_bytes += copies * spec.code_bytes_per_op;
+  }
+  std::vector<IpuFootprint> out;
+  for (int amp : amps) {
+    IpuFootprint f = base;
+    double temp = 0;
+    for (int k = 0; k < ib.count; ++k) {
+      const BlockCost& c = block_cost(ib.block[k].first, ib.block[k].second, amp);
+      temp = std::max(temp, c.temp_bytes_per_tile);
+      const double backward = c.backward_seconds + (settings.recompute && !ib.loss[k] ? c.forward_seconds : 0.0);
+      f.stage_seconds[k][0] = c.forward_seconds, f.stage_seconds[k][1] = backward;
+      f.forward_seconds += c.forward_seconds;
+      f.backward_seconds += backward;
+    }
+    f.seconds = f.forward_seconds + f.backward_seconds;
+    f.total_bytes += temp * static_cast<double>(spec.tiles), f.tile_bytes += temp;
+    out.push_back(f);
+  }
+  return out;
+}
+
+ComposedPlan SplitCosts::compose(const Split& split, const Execution& ex) const {
   const Scenario& sc = scenario_;
-  const Execution& ex = sc.execution;
-  const std::vector<int> units = stage_units(layers_per_ipu, heads_on_last);
+  const int ipus = static_cast<int>(split.layers_per_ipu.size());
   ComposedPlan out;
-  for (std::size_t i = 0; i < units.size(); i += 2) out.blocks.emplace_back(units[i], units[i + 1]);
+  out.blocks = stage_blocks(split);
   const int P = static_cast<int>(out.blocks.size());
   const int L = P - 1;
   const int S = ex.training ? 2 * P - 1 : P;
-  auto ipu_of_stage = [&](int fs) { return fs < ipus_ ? fs : 0; };
+  auto ipu_of_stage = [&](int fs) { return fs < ipus ? fs : 0; };
+  auto amp_of = [&](int ipu) { return split.amp.empty() ? 0 : split.amp[static_cast<std::size_t>(ipu)]; };
   std::vector<int> stage_of_unit(static_cast<std::size_t>(units_));
   for (int fs = 0; fs < P; ++fs)
     for (int u = out.blocks[fs].first; u <= out.blocks[fs].second; ++u) stage_of_unit[static_cast<std::size_t>(u)] = fs;
@@ -275,14 +414,14 @@ ComposedPlan SplitCosts::compose(const std::vector<int>& layers_per_ipu, bool he
   Plan& plan = out.plan;
   plan.training = ex.training;
   plan.clock_hz = sc.hardware.ipu.clock_hz;
-  plan.micro_batch_size = ex.micro_batch_size;
+  plan.micro_batch_size = micro_batch_;
   plan.annotated = true;
   std::vector<int> ipu_of_forward_stage;
   for (int fs = 0; fs < P; ++fs) ipu_of_forward_stage.push_back(ipu_of_stage(fs));
   lay_out_stages(plan, ipu_of_forward_stage, ex.training);
   for (int fs = 0; fs < P; ++fs) {
     const auto [first, last] = out.blocks[fs];
-    const BlockCost& c = block_cost(first, last, ipu_of_stage(fs));
+    const BlockCost& c = block_cost(first, last, amp_of(ipu_of_stage(fs)));
     const Block& b = block(first, last);
     PlanStage& st = plan.stages[fs];
     st.forward_seconds = c.forward_seconds;
@@ -343,14 +482,14 @@ ComposedPlan SplitCosts::compose(const std::vector<int>& layers_per_ipu, bool he
       st.weight_elements = w.elements, st.weight_bytes = w.bytes;
       if (w.count > 0)
         std::tie(st.update_seconds, st.state_bytes) =
-            weight_update_cost(sc, *cost_models_[static_cast<std::size_t>(st.ipu)], w.elements, w.bytes, dtype_of(w.first), w.count);
+            weight_update_cost(ex, *cost_models_[static_cast<std::size_t>(amp_of(st.ipu))], w.elements, w.bytes, dtype_of(w.first), w.count);
     }
   }
-  std::vector<UnitWeights> by_ipu(static_cast<std::size_t>(ipus_));
+  std::vector<UnitWeights> by_ipu(static_cast<std::size_t>(ipus));
   for (int u = 0; u < units_; ++u) merge(by_ipu[static_cast<std::size_t>(ipu_of_stage(stage_of_unit[static_cast<std::size_t>(u)]))], unit_weights_[static_cast<std::size_t>(u)]);
   const auto& excluded = ex.weight_update_excluded_ipus;
   auto is_excluded = [&](int ipu) { return std::find(excluded.begin(), excluded.end(), ipu) != excluded.end(); };
-  for (int id = 0; id < ipus_; ++id) {
+  for (int id = 0; id < ipus; ++id) {
     const UnitWeights& w = by_ipu[static_cast<std::size_t>(id)];
     PlanIpu ipu;
     ipu.id = id;
@@ -358,18 +497,18 @@ ComposedPlan SplitCosts::compose(const std::vector<int>& layers_per_ipu, bool he
       if (st.ipu == id) ipu.stages.push_back(st.id);
     for (int fs = 0; fs < P; ++fs)
       if (ipu_of_stage(fs) == id)
-        ipu.temp_bytes_per_tile = std::max(ipu.temp_bytes_per_tile, block_cost(out.blocks[fs].first, out.blocks[fs].second, id).temp_bytes_per_tile);
+        ipu.temp_bytes_per_tile = std::max(ipu.temp_bytes_per_tile, block_cost(out.blocks[fs].first, out.blocks[fs].second, amp_of(id)).temp_bytes_per_tile);
     ipu.weight_elements = w.elements, ipu.weight_bytes = w.bytes, ipu.weight_tensors = w.count;
     if (ex.training && w.elements > 0)
       std::tie(ipu.update_seconds, ipu.state_bytes) =
-          weight_update_cost(sc, *cost_models_[static_cast<std::size_t>(id)], w.elements, w.bytes, dtype_of(w.first), w.count);
+          weight_update_cost(ex, *cost_models_[static_cast<std::size_t>(amp_of(id))], w.elements, w.bytes, dtype_of(w.first), w.count);
     // OverlapMemoryOptimized overlaps the updates of weights shaped like a weight of another IPU not excluded.
     if (ex.training && ex.weight_update_schedule == WeightUpdateSchedule::OverlapMemoryOptimized && !is_excluded(id) &&
         w.elements > 0) {
       double shared = 0;
       for (const auto& [shape, elements] : w.shapes) {
         bool elsewhere = false;
-        for (int other = 0; other < ipus_; ++other)
+        for (int other = 0; other < ipus; ++other)
           if (other != id && !is_excluded(other))
             for (const auto& [s2, e2] : by_ipu[static_cast<std::size_t>(other)].shapes) elsewhere = elsewhere || s2 == shape;
         if (elsewhere) shared += elements;
@@ -381,66 +520,19 @@ ComposedPlan SplitCosts::compose(const std::vector<int>& layers_per_ipu, bool he
   return out;
 }
 
-MemoryReport SplitCosts::memory(const ComposedPlan& composed, bool recompute) const {
-  const Scenario& sc = scenario_;
-  const Execution& ex = sc.execution;
-  const IpuSpec& spec = sc.hardware.ipu;
-  const Plan& plan = composed.plan;
-  const int L = plan.loss_stage;
+MemoryReport SplitCosts::memory(const ComposedPlan& composed, const Split& split, const MemorySettings& settings,
+                               const std::vector<int>& stash_depth) const {
   MemoryReport report;
-  std::vector<int> stage_of_unit(static_cast<std::size_t>(units_));
-  for (int fs = 0; fs < plan.forward_stage_count; ++fs)
-    for (int u = composed.blocks[fs].first; u <= composed.blocks[fs].second; ++u) stage_of_unit[static_cast<std::size_t>(u)] = fs;
-  for (const PlanIpu& ipu : plan.ipus) {
-    double bytes = 0, tile = 0;
-    auto add = [&](double b, double t) { bytes += b, tile += t; };
-    for (int u = 0; u < units_; ++u) {
-      if (plan.stages[stage_of_unit[static_cast<std::size_t>(u)]].ipu != ipu.id) continue;
-      const UnitWeights& w = unit_weights_[static_cast<std::size_t>(u)];
-      add(w.bytes, w.tile);
-      if (ex.training && ex.gradient_accumulation > 1) add(w.bytes, w.tile);
-      if (ex.training) add(w.state_bytes, w.state_tile);
-    }
-    std::vector<int> forward_stages;
-    for (int s : ipu.stages)
-      if (!plan.stages[s].backward) forward_stages.push_back(s);
-    double live = 0;
-    for (int s : ipu.stages) {
-      const PlanStage& st = plan.stages[s];
-      const auto [first, last] = composed.blocks[st.forward_stage];
-      const bool backward = st.backward || st.backward_seconds > 0;
-      live = std::max(live, block(first, last).live_bytes * (backward ? 2.0 : 1.0) +
-                                (backward ? block(first, last).weights_read_bytes : 0.0));
-    }
-    add(live, tile0_share(live, 2, spec));
-    add(ipu.temp_bytes_per_tile * static_cast<double>(spec.tiles), ipu.temp_bytes_per_tile);
-    for (int s : forward_stages) {
-      if (!plan.training || s >= L) continue;  // PopART's stash depth: none for the loss stage
-      const double depth = 2.0 * (L - s) + 1;
-      const auto [first, last] = composed.blocks[s];
-      if (recompute) {
-        int other_first = -1, other_last = -1;
-        for (int o : forward_stages)
-          if (o != s) other_first = composed.blocks[o].first, other_last = composed.blocks[o].second;
-        const auto [b, t] = recompute_stash(first, last, other_first, other_last);
-        add(depth * b, depth * t);
-      } else {
-        add(depth * block(first, last).stash_bytes, depth * block(first, last).stash_tile);
-      }
-    }
-    std::set<int> outlined;
-    const double copies = ex.training ? 2.0 : 1.0;
-    for (int s : forward_stages) {
-      const Block& b = block(composed.blocks[s].first, composed.blocks[s].second);
-      if (ex.host_io) add(b.host_buffer_bytes, b.host_buffer_tile);
-      for (const auto& [signature, tiles] : b.code)
-        if (outlined.insert(signature).second) add(copies * spec.code_bytes_per_op * tiles, copies * spec.code_bytes_per_op);
-    }
+  const int ipus = static_cast<int>(split.layers_per_ipu.size());
+  for (int id = 0; id < ipus; ++id) {
+    MemorySettings s = settings;
+    s.amp = split.amp.empty() ? 0 : split.amp[static_cast<std::size_t>(id)];
+    const IpuFootprint f = footprint(ipu_blocks(composed.blocks, id, ipus, stash_depth), s);
     IpuMemory m;
-    m.id = ipu.id;
-    m.total_bytes = bytes;
-    m.fullest_tile_bytes = tile;
-    add_to_report(report, m, spec);
+    m.id = id;
+    m.total_bytes = f.total_bytes;
+    m.fullest_tile_bytes = f.tile_bytes;
+    add_to_report(report, m, scenario_.hardware.ipu);
   }
   return report;
 }

@@ -1,0 +1,31 @@
+#pragma once
+// What `ipusim plan` prints: the search's summary, the top K confirmed by the engine with why
+// each loses to the first, the fronts, the comparison with the scenario's own configuration,
+// and the advice when nothing fits.
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "sim/metrics/metrics.hpp"
+#include "sim/search/planner.hpp"
+
+namespace ipusim::cli {
+
+struct ConfirmedPlans {
+  std::vector<Candidate> candidates;  // best first by the engine's figures
+  std::vector<RunMetrics> metrics;
+  Candidate best;
+  Scenario best_scenario;
+};
+
+void print_search_summary(std::ostream& out, const Scenario& scenario, const PlanSearch& search);
+// Simulates the top K (the engine's streaming metrics, no event log) and prints them.
+ConfirmedPlans confirm_top(std::ostream& out, const Scenario& scenario, const PlanSearch& search, Objective objective);
+void print_fronts(std::ostream& out, const Scenario& scenario, const PlanSearch& search, Objective objective);
+// The scenario as annotated (its own split and settings), simulated, against the best.
+void compare_with_given(std::ostream& out, const Scenario& scenario, const LayerStructure& layers,
+                        const ConfirmedPlans& confirmed, Objective objective);
+// Why nothing fits, and which fixed dimension, if searched, would give a configuration that does.
+std::string no_fit_message(const Scenario& scenario, const PlanSearch& search, const PlanRequest& request);
+
+} // namespace ipusim::cli

@@ -1,0 +1,159 @@
+// TensorFlow's lockstep schedules timed as emit_steps lays them out (sim/schedule/tensorflow.cpp):
+// per step each IPU streams in, computes its tasks and streams out; then one sync, and the
+// copies the step produced (sync, copies, barrier) when there are any.
+#include <algorithm>
+#include <map>
+
+#include "sim/io/input_error.hpp"
+#include "sim/schedule/schedule.hpp"
+#include "sim/search/schedule_evaluators.hpp"
+
+namespace ipusim {
+
+namespace {
+
+class LockstepEvaluator {
+public:
+  LockstepEvaluator(const Execution& ex, const Plan& plan, RouteTable& routes)
+      : ex_(ex), plan_(plan), hw_(routes.hardware()), timer_(ex, plan, routes) {
+    recompute_ = ex.recomputation == Recomputation::Pipeline;
+    const int stages = plan.stage_count();
+    out_.resize(static_cast<std::size_t>(stages) * 2);
+    for (const PlanCopy& c : plan.copies) out_[static_cast<std::size_t>(2 * c.from_stage + (c.gradient ? 1 : 0))].push_back(&c);
+  }
+
+  StepEstimate run() {
+    const int N = plan_.forward_stage_count;
+    const bool training = plan_.training;
+    const std::int64_t depth = training ? ex_.gradient_accumulation : ex_.batches_per_step;
+    const std::int64_t batches = training ? ex_.batches_per_step : 1;
+    check_depth(N, depth);
+    const std::vector<LockstepRun> runs = tf_lockstep_runs(ex_.schedule, N, depth, training);
+    StepEstimate e;
+    double batch = 0;
+    for (const LockstepRun& run : runs) {
+      double body = 0;
+      for (const auto& step : run.body) body += step_seconds(step);
+      batch += body * static_cast<double>(run.times);
+      // The steady period: the longest run's repeat, one micro-batch further each time.
+      if (run.times > 1) e.cycle_seconds = std::max(e.cycle_seconds, body);
+    }
+    if (e.cycle_seconds == 0) e.cycle_seconds = batch / static_cast<double>(depth);
+    e.fill_flush_seconds = batch - static_cast<double>(depth) * e.cycle_seconds;
+    e.latency_seconds = first_micro_batch_seconds(runs, N, training);
+    if (training) {
+      e.update_seconds = timer_.weight_update_seconds(false);
+      batch += e.update_seconds;
+    }
+    e.step_seconds = static_cast<double>(batches) * batch;
+    e.contention = timer_.contention;
+    return e;
+  }
+
+private:
+  void check_depth(int N, std::int64_t depth) const {
+    const std::string field = plan_.training ? "/execution/gradientAccumulation" : "/execution/batchesPerStep";
+    if (ex_.schedule == "tf-grouped") {
+      const std::int64_t unit = plan_.training ? 2 * N : N;
+      if (depth < unit || depth % unit != 0)
+        throw InputError("", field, "pipeline.depth",
+                         "TensorFlow's Grouped schedule needs the depth to be a multiple of, and at least, " +
+                             std::to_string(unit) + "; got " + std::to_string(depth));
+    } else if (ex_.schedule == "tf-interleaved") {
+      if (depth % N != 0)
+        throw InputError("", field, "pipeline.depth",
+                         "TensorFlow's Interleaved schedule needs the depth to be a multiple of N = " +
+                             std::to_string(N) + "; got " + std::to_string(depth));
+      if (plan_.training)
+        for (const PlanIpu& ipu : plan_.ipus)
+          if (ipu.stages.size() > 2)
+            throw InputError("", "/ops", "pipeline.interleaved-shared-ipu",
+                             "TensorFlow's Interleaved schedule cannot map several forward stages to one IPU when training");
+    }
+  }
+
+  // The plan stage whose work a task runs, and which part of it.
+  const PlanStage& stage_of(const LockstepTask& t) const {
+    const int L = plan_.loss_stage;
+    return plan_.stages[static_cast<std::size_t>(t.backward && t.stage != L ? 2 * L - t.stage : t.stage)];
+  }
+  double compute_seconds(const LockstepTask& t) const {
+    const PlanStage& st = stage_of(t);
+    if (!t.backward) return st.backward ? 0.0 : st.forward_seconds;
+    return st.backward || st.backward_seconds > 0 ? st.backward_seconds + (recompute_ ? st.recompute_seconds : 0.0) : 0.0;
+  }
+
+  double step_seconds(const std::vector<LockstepTask>& step) {
+    const int L = plan_.loss_stage;
+    double slowest = 0;
+    std::map<int, int> streaming_per_host_link;
+    for (const PlanIpu& ipu : plan_.ipus) {
+      double compute = 0, io = 0;
+      for (const LockstepTask& t : step) {
+        if (plan_.stages[static_cast<std::size_t>(t.stage)].ipu != ipu.id) continue;
+        compute += compute_seconds(t);
+        if (t.backward || !ex_.host_io) continue;
+        const PlanStage& st = plan_.stages[static_cast<std::size_t>(t.stage)];
+        if (st.host_input_bytes > 0) io += timer_.host_seconds(st.host_input_bytes);
+        if (st.host_output_bytes > 0) io += timer_.host_seconds(st.host_output_bytes);
+      }
+      if (io > 0 && hw_.host_link.shared_by > 1)
+        for (int r = 0; r < timer_.replicas(); ++r)
+          if (++streaming_per_host_link[timer_.physical(r, ipu.id) / hw_.host_link.shared_by] > 1)
+            timer_.contention |= kSharedHostLink;
+      if (ex_.io_tiles > 0 && io > 0) {
+        timer_.contention |= kIoTiles;
+        slowest = std::max(slowest, std::max(compute, io));
+      } else {
+        slowest = std::max(slowest, compute + io);
+      }
+    }
+    double copies = 0;
+    LinkUse use;
+    for (const LockstepTask& t : step) {
+      const int from = t.backward ? 2 * L - t.stage : t.stage;
+      for (const PlanCopy* c : out_[static_cast<std::size_t>(2 * from + (t.backward ? 1 : 0))])
+        for (int r = 0; r < timer_.replicas(); ++r)
+          copies = std::max(copies, timer_.transfer_seconds(timer_.physical(r, c->src_ipu), timer_.physical(r, c->dst_ipu),
+                                                            c->bytes, 0, use));
+    }
+    if (use.contended()) timer_.contention |= kSharedCopyLinks;
+    return slowest + timer_.sync() + copies;
+  }
+
+  // From the step of micro-batch 0's first task to the end of the step of its last (its
+  // backward through stage 0, or its forward through the last stage in inference).
+  double first_micro_batch_seconds(const std::vector<LockstepRun>& runs, int N, bool training) {
+    double t = 0;
+    bool started = false;
+    for (const LockstepRun& run : runs)
+      for (std::int64_t k = 0; k < run.times; ++k)
+        for (const auto& step : run.body) {
+          bool first = false, last = false;
+          for (const LockstepTask& task : step) {
+            if (task.micro_batch + k != 0) continue;
+            first = true;
+            last = last || (training ? task.backward && task.stage == 0 : task.stage == N - 1);
+          }
+          started = started || first;
+          if (started) t += step_seconds(step);
+          if (last) return t;
+        }
+    return t;
+  }
+
+  const Execution& ex_;
+  const Plan& plan_;
+  const HardwareConfig& hw_;
+  TransferTimer timer_;
+  bool recompute_ = false;
+  std::vector<std::vector<const PlanCopy*>> out_;  // by 2 x from_stage + gradient
+};
+
+} // namespace
+
+StepEstimate estimate_lockstep_step(const Execution& ex, const Plan& plan, RouteTable& routes) {
+  return LockstepEvaluator(ex, plan, routes).run();
+}
+
+} // namespace ipusim

@@ -1,0 +1,234 @@
+#include "sim/search/memory_advice.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <limits>
+
+#include "sim/cost/op_work.hpp"
+#include "sim/graph/model_graph.hpp"
+#include "sim/io/input_error.hpp"
+#include "sim/memory/memory.hpp"
+#include "sim/output/units.hpp"
+#include "sim/plan/plan.hpp"
+#include "sim/schedule/schedule.hpp"
+#include "sim/search/evaluator.hpp"
+#include "sim/search/planner.hpp"
+
+namespace ipusim {
+
+namespace {
+
+struct Verdict {
+  MemoryReport memory;
+  double step = std::numeric_limits<double>::quiet_NaN();
+};
+
+// Memory as the run in `mode` would report it, and the step time when an evaluator applies.
+Verdict judge(const Scenario& sc, Mode mode) {
+  Verdict v;
+  const Plan plan = make_plan(sc, build_graph(sc.model));
+  const Schedule schedule = make_schedule(mode, sc, plan);
+  v.memory = estimate_memory(sc, plan, schedule.stash_depth, schedule.recompute);
+  if (mode == Mode::Pipelined && has_evaluator(sc.execution.schedule)) {
+    try {
+      v.step = estimate_step(sc, plan).step_seconds;
+    } catch (const InputError&) {
+    }
+  }
+  return v;
+}
+
+std::string number(double v) {
+  std::string s = format_fixed(v, 2);
+  while (s.find('.') != std::string::npos && (s.back() == '0' || s.back() == '.')) s.pop_back();
+  return s;
+}
+
+} // namespace
+
+std::vector<MemoryFix> memory_fixes(const Scenario& sc, Mode mode) {
+  const Execution& ex = sc.execution;
+  Verdict base;
+  try {
+    base = judge(sc, mode);
+  } catch (const InputError&) {
+    return {};
+  }
+  if (base.memory.fits) return {};
+  // The IPU that overflows most, and by how much.
+  int worst = 0;
+  double over = -std::numeric_limits<double>::infinity();
+  for (const IpuMemory& m : base.memory.ipus)
+    if (m.fullest_tile_bytes - m.tile_capacity_bytes > over) over = m.fullest_tile_bytes - m.tile_capacity_bytes, worst = m.id;
+  const double worst_tile = over + static_cast<double>(sc.hardware.ipu.sram_bytes_per_tile);
+
+  std::vector<MemoryFix> fixes;
+  std::vector<std::function<void(Scenario&)>> edits;  // by fix, for the settings one can combine
+  auto change_of = [&](const Verdict& v) {
+    return std::isfinite(base.step) && std::isfinite(v.step) ? v.step / base.step - 1 : std::numeric_limits<double>::quiet_NaN();
+  };
+  // One setting changed: what the memory model says of the scenario with it.
+  auto attempt = [&](MemoryFix fix, const std::function<void(Scenario&)>& edit) -> bool {
+    Scenario v = sc;
+    edit(v);
+    try {
+      const Verdict got = judge(v, mode);
+      fix.fits = got.memory.fits;
+      for (const IpuMemory& m : got.memory.ipus)
+        if (m.id == worst) fix.freed_bytes = worst_tile - m.fullest_tile_bytes;
+      fix.step_change = change_of(got);
+      fixes.push_back(fix);
+      edits.push_back(edit);
+      return fix.fits;
+    } catch (const InputError&) {
+      return false;
+    }
+  };
+
+  const bool has_state = ex.training && optimizer_state_tensors(ex.optimizer) > 0;
+  if (ex.training && ex.recomputation == Recomputation::None)
+    attempt({"recomputation", "pipeline recomputation (now none)", "--set execution.recomputation=pipeline"},
+            [](Scenario& v) { v.execution.recomputation = Recomputation::Pipeline; });
+  if (ex.micro_batch_size > 1) {
+    // Halve until it fits, keeping the global batch with a larger G (training).
+    for (std::int64_t mb = ex.micro_batch_size / 2; mb >= 1; mb /= 2) {
+      if (ex.micro_batch_size % mb != 0) continue;
+      const std::int64_t g = ex.gradient_accumulation * (ex.micro_batch_size / mb);
+      std::string change = "micro-batch " + std::to_string(mb) + " (now " + std::to_string(ex.micro_batch_size) + ")";
+      std::string how = "--set execution.microBatchSize=" + std::to_string(mb);
+      if (ex.training) {
+        change += ", G " + std::to_string(g) + " to keep the global batch";
+        how += " --set execution.gradientAccumulation=" + std::to_string(g);
+      }
+      const bool fits = attempt({"micro-batch", change, how}, [&](Scenario& v) {
+        v.execution.micro_batch_size = mb;
+        if (v.execution.training) v.execution.gradient_accumulation = g;
+      });
+      if (fits || mb == 1) break;
+      fixes.pop_back(), edits.pop_back();  // only the largest that fits, or the smallest tried
+    }
+  }
+  if (has_state && !ex.optimizer_state_off_chip && sc.hardware.streaming_memory.present)
+    attempt({"optimizer state", "optimizer state in Streaming Memory (now on chip)",
+             "--set execution.optimizer.stateLocation=streaming-memory"},
+            [](Scenario& v) { v.execution.optimizer_state_off_chip = true; });
+  if (has_state && !ex.optimizer_state_off_chip && ex.replicas > 1 && !ex.replicated_tensor_sharding)
+    attempt({"replicated tensor sharding", "replicated tensor sharding over the " + std::to_string(ex.replicas) + " replicas",
+             "--set execution.optimizer.replicatedTensorSharding=true"},
+            [](Scenario& v) { v.execution.replicated_tensor_sharding = true; });
+  {
+    const double now = *std::max_element(ex.available_memory_proportion.begin(), ex.available_memory_proportion.end());
+    std::vector<double> lower;
+    for (double a : {0.5, 0.4, 0.3, 0.25, 0.2, 0.15, 0.1, 0.05})
+      if (a < now) lower.push_back(a);
+    for (std::size_t i = 0; i < lower.size(); ++i) {
+      const double a = lower[i];
+      const bool fits = attempt({"availableMemoryProportion", "availableMemoryProportion " + number(a) + " on every IPU (now " +
+                                                                  number(now) + " at most)",
+                                 "--set execution.availableMemoryProportion=" + number(a)},
+                                [&](Scenario& v) { v.execution.available_memory_proportion = {a}; });
+      if (fits || i + 1 == lower.size()) break;
+      fixes.pop_back(), edits.pop_back();
+    }
+  }
+  // No one setting enough: the settings together, cheapest per byte freed first, as many as it takes.
+  const bool one_fits = std::any_of(fixes.begin(), fixes.end(), [](const MemoryFix& f) { return f.fits; });
+  if (!one_fits && fixes.size() > 1) {
+    std::vector<std::size_t> order;
+    for (std::size_t i = 0; i < fixes.size(); ++i)
+      if (fixes[i].freed_bytes > 0) order.push_back(i);
+    auto cost = [&](std::size_t i) {
+      const double c = std::isfinite(fixes[i].step_change) ? std::max(fixes[i].step_change, 0.0) : 1.0;
+      return c / fixes[i].freed_bytes;
+    };
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return cost(a) < cost(b); });
+    // The first prefix of that order that fits, then without each setting it can do without.
+    auto fits_with = [&](const std::vector<std::size_t>& chosen, Verdict* out) {
+      Scenario v = sc;
+      for (std::size_t i : chosen) edits[i](v);
+      try {
+        const Verdict got = judge(v, mode);
+        if (out) *out = got;
+        return got.memory.fits;
+      } catch (const InputError&) {
+        return false;
+      }
+    };
+    std::vector<std::size_t> chosen;
+    bool fit = false;
+    for (std::size_t i : order) {
+      chosen.push_back(i);
+      if ((fit = fits_with(chosen, nullptr))) break;
+    }
+    if (fit) {
+      for (std::size_t k = chosen.size(); k-- > 0;) {
+        std::vector<std::size_t> fewer;
+        for (std::size_t j = 0; j < chosen.size(); ++j)
+          if (j != k) fewer.push_back(chosen[j]);
+        if (!fewer.empty() && fits_with(fewer, nullptr)) chosen = fewer;
+      }
+      Verdict got;
+      fits_with(chosen, &got);
+      MemoryFix together{"together", "", "", true, 0, change_of(got)};
+      for (std::size_t i : chosen) {
+        together.change += (together.change.empty() ? "" : " and ") + fixes[i].change;
+        together.how += (together.how.empty() ? "" : " ") + fixes[i].how;
+      }
+      for (const IpuMemory& m : got.memory.ipus)
+        if (m.id == worst) together.freed_bytes = worst_tile - m.fullest_tile_bytes;
+      fixes.push_back(together);
+    }
+  }
+  // Re-splits, by the planner with every other setting as the scenario has it.
+  const LayerStructure layers = detect_layers(sc.model);
+  const bool annotated = !sc.model.ops.empty() && sc.model.ops.front().virtual_graph.has_value();
+  if (mode == Mode::Pipelined && annotated && !layers.by_ops && has_evaluator(ex.schedule)) {
+    std::int64_t width = 0;
+    for (const Op& op : sc.model.ops) width = std::max(width, op.virtual_graph.value_or(0) + 1);
+    auto resplit = [&](int ipus, bool stem_alone, const std::string& setting, const std::string& change) {
+      PlanSpace space = scenario_space(sc, ipus, static_cast<int>(ex.replicas));
+      space.stem_alone = stem_alone;
+      PlanSearchOptions options;
+      options.top = 1;
+      options.front_within = 0;
+      PlanSearch found;
+      try {
+        found = search_plans(sc, space, options);
+      } catch (const InputError&) {
+        return false;
+      }
+      if (found.ranked.empty()) return false;
+      const Candidate& c = found.ranked.front();
+      MemoryFix fix{setting, change + ": " + c.placement(),
+                    "ipusim plan " + sc.file + " --ipus " + std::to_string(ipus) + " --write PREFIX", true,
+                    c.least_headroom - (static_cast<double>(sc.hardware.ipu.sram_bytes_per_tile) - worst_tile),
+                    std::isfinite(base.step) ? c.estimate.step_seconds / base.step - 1 : std::numeric_limits<double>::quiet_NaN()};
+      fixes.push_back(fix);
+      return true;
+    };
+    bool ipu0_has_layer = false;
+    for (std::size_t i = 0; i < sc.model.ops.size(); ++i) {
+      const int u = layers.unit_of_op[i];
+      if (u >= 0 && u < static_cast<int>(layers.names.size()) && sc.model.ops[i].virtual_graph.value_or(0) == 0)
+        ipu0_has_layer = true;
+    }
+    if (ipu0_has_layer && layers.unit_of_op.front() < 0 && width >= 2)
+      resplit(static_cast<int>(width), true, "embedding alone", "the embedding alone on IPU 0, the layers re-split");
+    for (std::int64_t w = width + 1; w * ex.replicas <= sc.hardware.ipu_count; ++w)
+      if (resplit(static_cast<int>(w), false, "IPUs per pipeline",
+                  std::to_string(w) + " IPUs per pipeline (now " + std::to_string(width) + ")"))
+        break;
+  }
+  std::stable_sort(fixes.begin(), fixes.end(), [](const MemoryFix& a, const MemoryFix& b) {
+    if (a.fits != b.fits) return a.fits;
+    if (a.fits) {
+      const double x = std::isfinite(a.step_change) ? a.step_change : 1e9, y = std::isfinite(b.step_change) ? b.step_change : 1e9;
+      return x < y;
+    }
+    return a.freed_bytes > b.freed_bytes;
+  });
+  return fixes;
+}
+
+} // namespace ipusim

@@ -1,0 +1,346 @@
+#include "sim/search/split_search.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "sim/schedule/schedule.hpp"
+
+namespace ipusim {
+
+namespace {
+
+// Bounds are sums in another order than the evaluators': a margin far above rounding.
+constexpr double kMargin = 1e-9;
+constexpr double kInfinity = std::numeric_limits<double>::infinity();
+
+} // namespace
+
+SplitSearch::SplitSearch(const Scenario& sc, const PlanSpace& space, const SplitCosts& table, const PlanSettings& st,
+                         Objective objective, bool prune, RouteTable& routes)
+    : sc_(sc), space_(space), table_(table), settings_(st), objective_(objective), prune_(prune), routes_(routes) {
+  const bool training = sc.execution.training;
+  ex_ = settings_execution(sc.execution, st, {});
+  W_ = st.ipus;
+  U_ = table.units();
+  L_ = U_ - 2;
+  P_ = W_ + (st.heads_on_last ? 0 : 1);
+  const bool popart = st.schedule == "popart";
+  depth_ = st.depth;
+  batches_ = training ? sc.execution.batches_per_step : 1;
+  if (popart && training && st.depth == 1) depth_ = sc.execution.batches_per_step, batches_ = 1;
+  global_batch_ = st.micro_batch * st.depth * st.replicas;
+  samples_ = static_cast<double>(batches_) * static_cast<double>(depth_) * static_cast<double>(st.micro_batch) * st.replicas;
+  const int S = training ? 2 * P_ - 1 : P_;
+  S_ = S;
+  ramps_ = popart && depth_ >= S;
+  if (popart)
+    sync_term_ = static_cast<double>(batches_) * static_cast<double>(depth_ + S - 1) * sc.hardware.sync_seconds(W_ * st.replicas);
+  stash_ = stash_depths(st.schedule, P_, st.depth, training);
+  memory_.recompute = st.recompute;
+  memory_.state_on_chip = !st.state_off_chip;
+  memory_.shards = st.rts && st.replicas > 1 ? st.replicas : 1;
+  tile_capacity_ = static_cast<double>(sc.hardware.ipu.sram_bytes_per_tile);
+  capacity_ = tile_capacity_ * static_cast<double>(sc.hardware.ipu.tiles);
+
+  const auto& amps = table.amps();
+  std::vector<int> every;
+  allowed_amps_.resize(static_cast<std::size_t>(W_));
+  for (int i = 0; i < W_; ++i) {
+    auto& allowed = allowed_amps_[static_cast<std::size_t>(i)];
+    if (space.fixed_amps.empty()) {
+      for (int a = 0; a < static_cast<int>(amps.size()); ++a) allowed.push_back(a);
+    } else {
+      const double v = space.fixed_amps.size() == 1 ? space.fixed_amps.front() : space.fixed_amps[static_cast<std::size_t>(i)];
+      allowed.push_back(static_cast<int>(std::find(amps.begin(), amps.end(), v) - amps.begin()));
+    }
+    for (int a : allowed)
+      if (std::find(every.begin(), every.end(), a) == every.end()) every.push_back(a);
+  }
+  // With the heads back on IPU 0 no layer is in the loss stage: each recomputes its forward.
+  const bool layers_recompute = training && st.recompute && !st.heads_on_last;
+  unit_prefix_.assign(static_cast<std::size_t>(U_) + 1, 0);
+  for (int u = 0; u < U_; ++u) {
+    double best = kInfinity;
+    for (int a : every) best = std::min(best, table.unit_seconds(u, a, layers_recompute && u != U_ - 1));
+    unit_prefix_[static_cast<std::size_t>(u) + 1] = unit_prefix_[static_cast<std::size_t>(u)] + best;
+  }
+  double busiest = min_work(0, U_ - 1) / W_;
+  if (!st.heads_on_last) busiest = std::max(busiest, min_work(0, 0) + min_work(U_ - 1, U_ - 1));
+  bound_ = score_bound(busiest, min_work(0, U_ - 1));
+  headroom_bound_ = kInfinity;
+
+  shares_stem_.assign(static_cast<std::size_t>(U_), 0);
+  shares_heads_ = shares_stem_;
+  for (const auto& shared : table.shared_units()) {
+    const bool stem = std::find(shared.begin(), shared.end(), 0) != shared.end();
+    const bool heads = std::find(shared.begin(), shared.end(), U_ - 1) != shared.end();
+    for (int u : shared) {
+      if (stem) shares_stem_[static_cast<std::size_t>(u)] = 1;
+      if (heads) shares_heads_[static_cast<std::size_t>(u)] = 1;
+    }
+  }
+  if (training && popart && st.depth > 1) weight_updates_ = space.weight_update;
+  else if (training && st.schedule.rfind("tf-", 0) == 0) weight_updates_ = space.weight_update;
+  else weight_updates_ = {sc.execution.weight_update_schedule};
+}
+
+double SplitSearch::min_work(int first, int last) const {
+  if (last < first) return 0;
+  return unit_prefix_[static_cast<std::size_t>(last) + 1] - unit_prefix_[static_cast<std::size_t>(first)];
+}
+
+double SplitSearch::score_bound(double busiest, double total, double ramps) const {
+  if (objective_ == Objective::Latency) return 1 / (total * (1 - kMargin));
+  // Each IPU runs every micro-batch through its stages; TensorFlow's Sequential runs one
+  // stage at a time, so there every IPU's work adds up.
+  const double per_micro_batch = settings_.schedule == "tf-sequential" ? total : busiest;
+  double step = static_cast<double>(batches_) * static_cast<double>(depth_) * per_micro_batch;
+  // PopART: the D-S+1 main cycles each take the busiest IPU's whole work; each fill and
+  // flush cycle at least what the IPUs known so far do in it.
+  if (ramps >= 0)
+    step = std::max(step, static_cast<double>(batches_) * (ramps + static_cast<double>(depth_ - S_ + 1) * busiest));
+  step += sync_term_;
+  return samples_ / (step * (1 - kMargin));
+}
+
+std::pair<int, int> SplitSearch::block_of(int ipu, int u, int k) const {
+  if (ipu == 0) return {0, k};  // the stem and the first k layers
+  if (ipu < W_ - 1) return {u, u + k - 1};
+  if (!settings_.heads_on_last) return {u, L_};
+  return {k == 0 ? U_ - 1 : u, U_ - 1};
+}
+
+const std::vector<SplitSearch::Option>& SplitSearch::options(int ipu, int u, int k) {
+  const auto key = static_cast<std::size_t>((ipu * (U_ + 1) + u) * (U_ + 1) + k);
+  std::vector<Option>& out = option_cache_[key];
+  if (option_ready_[key]) return out;
+  option_ready_[key] = 1;
+  const auto [first, last] = block_of(ipu, u, k);
+  // A weight or host input the stem or the heads read must be on their IPU (PopART's rule).
+  const int heads_ipu = settings_.heads_on_last ? W_ - 1 : 0;
+  for (int x = first; x <= last; ++x)
+    if ((shares_stem_[static_cast<std::size_t>(x)] && ipu != 0) || (shares_heads_[static_cast<std::size_t>(x)] && ipu != heads_ipu)) {
+      ++counts_->refused;
+      return out;
+    }
+  std::vector<std::pair<int, int>> stages(static_cast<std::size_t>(P_));
+  stages[static_cast<std::size_t>(ipu)] = {first, last};
+  if (!settings_.heads_on_last) stages.back() = {U_ - 1, U_ - 1};
+  const IpuBlocks blocks = table_.ipu_blocks(stages, ipu, W_, stash_);
+  ++counts_->partial_splits;
+  const auto& allowed = allowed_amps_[static_cast<std::size_t>(ipu)];
+  const std::vector<IpuFootprint> all = table_.footprints(blocks, memory_, allowed);
+  std::vector<Option> fitting;
+  for (std::size_t i = 0; i < all.size(); ++i)
+    if (all[i].tile_bytes <= tile_capacity_ && all[i].total_bytes <= capacity_) fitting.push_back({allowed[i], all[i]});
+  if (fitting.empty()) ++counts_->out_of_memory;
+  // Another value at least as fast in each of the IPU's stages makes this one needless: the
+  // evaluators' step times never decrease as a stage's time grows, and an IPU's memory is its
+  // own. Of equally fast ones the one with the most headroom stays. (The headroom a slower
+  // value would buy on an IPU that paces nothing is taken afterwards: polish_headroom.)
+  for (const Option& o : fitting) {
+    bool dominated = false;
+    for (const Option& p : fitting) {
+      if (&p == &o) continue;
+      const IpuFootprint &a = p.footprint, &b = o.footprint;
+      bool no_worse = true, faster = false;
+      for (int block = 0; block < 2; ++block)
+        for (int pass = 0; pass < 2; ++pass) {
+          no_worse = no_worse && a.stage_seconds[block][pass] <= b.stage_seconds[block][pass];
+          faster = faster || a.stage_seconds[block][pass] < b.stage_seconds[block][pass];
+        }
+      const bool roomier = a.tile_bytes < b.tile_bytes || (a.tile_bytes == b.tile_bytes && p.amp > o.amp);
+      dominated = dominated || (no_worse && (faster || roomier));
+    }
+    if (!dominated) out.push_back(o);
+  }
+  return out;
+}
+
+const SplitSearch::Suffix& SplitSearch::solve(int ipu, int u) {
+  Suffix& s = suffixes_[static_cast<std::size_t>(ipu * (L_ + 2) + u)];
+  if (s.ready) return s;
+  s.ready = true;
+  if (ipu == W_) {
+    s.feasible = u == L_ + 1;
+    s.busiest = s.total = 0;
+    s.headroom = kInfinity;
+    return s;
+  }
+  const bool heads_alone_ok = settings_.heads_on_last && space_.layer_free_ipus && table_.has_heads();
+  const int after = W_ - 1 - ipu;
+  const int needed_after = after == 0 ? 0 : (after - 1) + (heads_alone_ok ? 0 : 1);
+  const int left = L_ - u + 1;
+  int lo = ipu == 0 && (space_.layer_free_ipus || space_.stem_alone) && table_.has_stem() ? 0 : 1;
+  int hi = ipu == 0 && space_.stem_alone ? 0 : left - needed_after;
+  if (ipu == W_ - 1) lo = hi = left;
+  if (ipu == W_ - 1 && left == 0 && !heads_alone_ok) hi = -1;
+  std::vector<std::pair<double, std::pair<int, int>>> moves;
+  s.busiest = s.total = kInfinity;
+  s.headroom = -kInfinity;
+  for (int k = lo; k <= hi; ++k) {
+    const std::vector<Option>& opts = options(ipu, u, k);
+    if (opts.empty()) continue;
+    const Suffix& next = solve(ipu + 1, u + k);
+    if (!next.feasible) continue;
+    for (std::size_t o = 0; o < opts.size(); ++o) {
+      const IpuFootprint& f = opts[o].footprint;
+      const double busiest = std::max(f.seconds, next.busiest);
+      s.feasible = true;
+      s.busiest = std::min(s.busiest, busiest);
+      s.total = std::min(s.total, f.seconds + next.total);
+      s.headroom = std::max(s.headroom, std::min(tile_capacity_ - f.tile_bytes, next.headroom));
+      moves.push_back({objective_ == Objective::Throughput ? busiest : f.seconds + next.total, {k, static_cast<int>(o)}});
+    }
+  }
+  std::stable_sort(moves.begin(), moves.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (const auto& m : moves) s.moves.push_back(m.second);
+  return s;
+}
+
+void SplitSearch::refine(SearchCounts& counts) {
+  counts_ = &counts;
+  if (option_cache_.empty()) {
+    option_cache_.assign(static_cast<std::size_t>(W_ * (U_ + 1) * (U_ + 1)), {});
+    option_ready_.assign(option_cache_.size(), 0);
+    suffixes_.assign(static_cast<std::size_t>((W_ + 1) * (L_ + 2)), {});
+  }
+  const Suffix& top = solve(0, 1);
+  refined_ = true;
+  if (!top.feasible) {
+    bound_ = 0;
+    headroom_bound_ = -kInfinity;
+    return;
+  }
+  bound_ = std::min(bound_, score_bound(top.busiest, top.total));
+  headroom_bound_ = top.headroom;
+}
+
+void SplitSearch::release() {
+  std::vector<std::vector<Option>>().swap(option_cache_);
+  std::vector<char>().swap(option_ready_);
+  std::vector<Suffix>().swap(suffixes_);
+}
+
+bool SplitSearch::run(Incumbents& incumbents, SearchCounts& counts, const std::function<bool()>& stop) {
+  incumbents_ = &incumbents;
+  stop_ = &stop;
+  stopped_ = false;
+  refine(counts);
+  chosen_.assign(static_cast<std::size_t>(W_), {0, 0});
+  if (ramps_) ramp_.assign(static_cast<std::size_t>(W_) + 1, std::vector<double>(static_cast<std::size_t>(2 * (S_ - 1)), 0.0));
+  ipu_of_unit_.assign(static_cast<std::size_t>(U_), -1);
+  if (!settings_.heads_on_last) ipu_of_unit_.back() = 0;
+  if (solve(0, 1).feasible) walk(0, 1, 0, 0, kInfinity);
+  release();
+  return !stopped_;
+}
+
+void SplitSearch::add_ramps(int ipu, const IpuFootprint& f, std::vector<double>& ramps) const {
+  const bool training = sc_.execution.training;
+  const int L = P_ - 1;
+  std::vector<std::pair<int, double>> stages;  // (stage id, seconds per micro-batch)
+  if (ipu == L) {
+    stages.push_back({ipu, f.stage_seconds[0][0] + f.stage_seconds[0][1]});  // the loss stage does both
+  } else {
+    stages.push_back({ipu, f.stage_seconds[0][0]});
+    if (training) stages.push_back({2 * L - ipu, f.stage_seconds[0][1]});
+  }
+  if (ipu == 0 && !settings_.heads_on_last) stages.push_back({L, f.stage_seconds[1][0] + f.stage_seconds[1][1]});
+  const auto S = static_cast<std::int64_t>(S_);
+  for (std::int64_t k = 0; k < 2 * (S - 1); ++k) {
+    const std::int64_t c = k < S - 1 ? k : depth_ + (k - (S - 1));
+    double segment = 0;
+    for (const auto& [s, t] : stages)
+      if (s <= c && c < s + depth_) segment += t;
+    ramps[static_cast<std::size_t>(k)] = std::max(ramps[static_cast<std::size_t>(k)], segment);
+  }
+}
+
+void SplitSearch::walk(int ipu, int u, double busiest, double total, double headroom) {
+  if (stopped_) return;
+  if (++ticks_ % 256 == 0 && (*stop_)()) {
+    stopped_ = true;
+    return;
+  }
+  if (ipu == W_) return leaf();
+  const Suffix& here = solve(ipu, u);
+  for (const auto& [k, index] : here.moves) {
+    const Option& o = options(ipu, u, k)[static_cast<std::size_t>(index)];
+    const Suffix& next = solve(ipu + 1, u + k);
+    const double b = std::max(busiest, o.footprint.seconds);
+    const double t = total + o.footprint.seconds;
+    const double h = std::min(headroom, tile_capacity_ - o.footprint.tile_bytes);
+    double ramps = -1;
+    if (ramps_) {
+      auto& mine = ramp_[static_cast<std::size_t>(ipu) + 1];
+      mine = ramp_[static_cast<std::size_t>(ipu)];
+      add_ramps(ipu, o.footprint, mine);
+      ramps = 0;
+      for (double r : mine) ramps += r;
+    }
+    if (prune_ && !incumbents_->worth(score_bound(std::max(b, next.busiest), t + next.total, ramps),
+                                      std::min(h, next.headroom), global_batch_)) {
+      ++counts_->bounded;
+      continue;
+    }
+    // The layers' own shared weights and inputs (those of the stem and heads are checked per block).
+    const auto [first, last] = block_of(ipu, u, k);
+    for (int x = first; x <= last; ++x) ipu_of_unit_[static_cast<std::size_t>(x)] = ipu;
+    bool refused = false;
+    for (const auto& shared : table_.shared_units()) {
+      int where = -1;
+      for (int x : shared) {
+        const int at = ipu_of_unit_[static_cast<std::size_t>(x)];
+        if (at < 0) continue;
+        refused = refused || (where >= 0 && at != where);
+        where = at;
+      }
+    }
+    if (refused) {
+      ++counts_->refused;
+    } else {
+      chosen_[static_cast<std::size_t>(ipu)] = {k, index};
+      walk(ipu + 1, u + k, b, t, h);
+    }
+    for (int x = first; x <= last; ++x) ipu_of_unit_[static_cast<std::size_t>(x)] = -1;
+    if (!settings_.heads_on_last) ipu_of_unit_.back() = 0;
+    if (stopped_) return;
+  }
+}
+
+void SplitSearch::leaf() {
+  Candidate c;
+  c.settings = settings_;
+  c.split.heads_on_last = settings_.heads_on_last;
+  c.global_batch = global_batch_;
+  int u = 1;
+  for (int i = 0; i < W_; ++i) {
+    const auto [k, index] = chosen_[static_cast<std::size_t>(i)];
+    const Option& o = options(i, u, k)[static_cast<std::size_t>(index)];
+    u += k;
+    c.split.layers_per_ipu.push_back(k);
+    c.split.amp.push_back(o.amp);
+    c.amp.push_back(table_.amps()[static_cast<std::size_t>(o.amp)]);
+    const double free = tile_capacity_ - o.footprint.tile_bytes;
+    c.headroom.push_back(free);
+    if (i == 0 || free < c.least_headroom) c.least_headroom = free, c.tightest_ipu = i;
+  }
+  Execution ex = ex_;
+  const bool by_shape = std::find(weight_updates_.begin(), weight_updates_.end(),
+                                  WeightUpdateSchedule::OverlapMemoryOptimized) != weight_updates_.end();
+  ex.weight_update_schedule = by_shape ? WeightUpdateSchedule::OverlapMemoryOptimized : weight_updates_.front();
+  const ComposedPlan composed = table_.compose(c.split, ex);
+  for (WeightUpdateSchedule wu : weight_updates_) {
+    ex.weight_update_schedule = wu;
+    c.settings.weight_update = wu;
+    c.estimate = estimate_step(ex, composed.plan, routes_);
+    c.throughput = samples_ / c.estimate.step_seconds;
+    c.score = objective_ == Objective::Throughput ? c.throughput : 1 / c.estimate.latency_seconds;
+    ++counts_->evaluated;
+    incumbents_->add(c);
+  }
+}
+
+} // namespace ipusim

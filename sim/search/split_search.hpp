@@ -1,0 +1,92 @@
+#pragma once
+// The search over splits and availableMemoryProportion per IPU for one point of the outer
+// dimensions (planner.hpp). IPU i's memory and work are known exactly once its block is, so a
+// dynamic program over (IPU, first layer left) gives, for every suffix of IPUs, whether the
+// layers left can be placed so that each of those IPUs fits, and bounds on what the suffix can
+// reach: the least possible busiest IPU, the least total work, the most headroom. A depth-first
+// walk then fills IPU 0, 1, ... in order of those bounds, prunes a partial split whose bound
+// cannot enter the answer, and composes and times each complete split.
+#include <functional>
+
+#include "sim/search/incumbents.hpp"
+#include "sim/search/planner.hpp"
+
+namespace ipusim {
+
+class SplitSearch {
+public:
+  SplitSearch(const Scenario& scenario, const PlanSpace& space, const SplitCosts& table, const PlanSettings& settings,
+              Objective objective, bool prune, RouteTable& routes);
+
+  // An upper bound on the score of every candidate of this point: from perfect balance, or
+  // once refined from the dynamic program (0 when no split fits).
+  double bound() const { return bound_; }
+  double headroom_bound() const { return headroom_bound_; }
+  bool refined() const { return refined_; }
+  std::int64_t global_batch() const { return global_batch_; }
+  const PlanSettings& settings() const { return settings_; }
+  // Runs the dynamic program: the bounds become those of the best splits that fit.
+  void refine(SearchCounts& counts);
+  // Walks the splits; `stop` is asked now and then and ends the walk when it says so.
+  // Returns false when stopped.
+  bool run(Incumbents& incumbents, SearchCounts& counts, const std::function<bool()>& stop);
+  // Frees the per-block tables (kept between refine and run otherwise).
+  void release();
+
+private:
+  struct Option {
+    int amp = 0;
+    IpuFootprint footprint;
+  };
+  struct Suffix {  // IPUs i.. holding the layers from u on
+    bool ready = false, feasible = false;
+    double busiest = 0, total = 0, headroom = 0;
+    std::vector<std::pair<int, int>> moves;  // (layers on IPU i, option index), best bound first
+  };
+  // Units of IPU `ipu`'s block when it takes `k` layers from layer unit `u`.
+  std::pair<int, int> block_of(int ipu, int u, int k) const;
+  // The fitting, not dominated availableMemoryProportion choices for that block, cached.
+  const std::vector<Option>& options(int ipu, int u, int k);
+  const Suffix& solve(int ipu, int u);
+  void walk(int ipu, int u, double busiest, double total, double headroom);
+  void leaf();
+  // `ramps`: a lower bound on PopART's fill and flush cycles (their sum), or negative when none.
+  double score_bound(double busiest, double total, double ramps = -1) const;
+  // PopART: the fill and flush cycles' lower bounds with IPU `ipu` holding option `o` added.
+  void add_ramps(int ipu, const IpuFootprint& f, std::vector<double>& ramps) const;
+  double min_work(int first, int last) const;
+
+  const Scenario& sc_;
+  const PlanSpace& space_;
+  const SplitCosts& table_;
+  PlanSettings settings_;
+  Objective objective_;
+  bool prune_;
+  RouteTable& routes_;
+  Execution ex_;
+  MemorySettings memory_;
+  int W_ = 0, L_ = 0, P_ = 0, U_ = 0;
+  std::int64_t depth_ = 1, batches_ = 1, global_batch_ = 0;
+  double samples_ = 0, sync_term_ = 0, bound_ = 0, headroom_bound_ = 0, tile_capacity_ = 0, capacity_ = 0;
+  bool refined_ = false;
+  bool ramps_ = false;  // PopART with D >= S: its fill and flush cycles are bounded too
+  int S_ = 0;
+  std::vector<std::vector<double>> ramp_;  // per depth of the walk: each fill and flush cycle's bound
+  std::vector<int> stash_;
+  std::vector<std::vector<int>> allowed_amps_;  // per IPU
+  std::vector<double> unit_prefix_;             // fastest allowed amp, cumulative by unit
+  std::vector<char> shares_stem_, shares_heads_;  // units reading a weight or input the stem or heads read
+  std::vector<int> ipu_of_unit_;
+  std::vector<std::pair<int, int>> chosen_;     // per IPU: layers, option index
+  std::vector<std::vector<Option>> option_cache_;
+  std::vector<char> option_ready_;
+  std::vector<Suffix> suffixes_;
+  std::vector<WeightUpdateSchedule> weight_updates_;
+  Incumbents* incumbents_ = nullptr;
+  SearchCounts* counts_ = nullptr;
+  const std::function<bool()>* stop_ = nullptr;
+  bool stopped_ = false;
+  std::size_t ticks_ = 0;
+};
+
+} // namespace ipusim

@@ -1,0 +1,180 @@
+#include "sim/search/transfer_timer.hpp"
+
+#include <algorithm>
+
+#include "sim/schedule/racks.hpp"
+
+namespace ipusim {
+
+namespace {
+
+// The engine sends whole bytes (a transfer's size is a count of bytes).
+double whole(double bytes) { return static_cast<double>(static_cast<std::uint64_t>(bytes)); }
+
+} // namespace
+
+std::string contention_reason(unsigned c) {
+  static const std::vector<std::pair<unsigned, const char*>> reasons{
+      {kSharedHostLink, "IPUs behind one host link stream in the same cycle"},
+      {kSharedCopyLinks, "copies in flight at once share an IPU-Link"},
+      {kSharedStreamingMemory, "overlapped weight updates share a Streaming Memory (taken as its total bytes)"},
+      {kCrossingRings, "all-reduce rings share an IPU-Link"},
+      {kIoTiles, "host streams on I/O tiles overlap compute: taken as the larger of the two"},
+      {kStageUpdatesWithReplicas, "per-micro-batch weight updates with replicas: all-reduce not modelled"},
+  };
+  std::string out;
+  for (const auto& [bit, text] : reasons)
+    if (c & bit) out += (out.empty() ? "" : "; ") + std::string(text);
+  return out;
+}
+
+const RouteTable::Path& RouteTable::path(int src, int dst) {
+  auto [it, added] = paths_.try_emplace({src, dst});
+  if (!added) return it->second;
+  Path& p = it->second;
+  for (const Hop& hop : finder_.route(src, dst)) {
+    const LinkSpec& link = hw_.links[static_cast<std::size_t>(hop.link)];
+    p.latency += link.latency_s;
+    p.bandwidth = p.bandwidth == 0 ? link.bandwidth_bytes_per_s : std::min(p.bandwidth, link.bandwidth_bytes_per_s);
+    p.slots.push_back(2 * hop.link + (hop.forward ? 0 : 1));
+  }
+  return p;
+}
+
+bool LinkUse::contended() const {
+  for (auto [slot, spans] : busy_) {
+    std::sort(spans.begin(), spans.end());
+    for (std::size_t i = 1; i < spans.size(); ++i)
+      if (spans[i].first < spans[i - 1].second) return true;
+  }
+  return false;
+}
+
+TransferTimer::TransferTimer(const Execution& ex, const Plan& plan, RouteTable& routes)
+    : ex_(ex), plan_(plan), hw_(routes.hardware()), routes_(routes) {
+  replicas_ = static_cast<int>(ex.replicas);
+  width_ = plan.ipus.back().id + 1;
+  sync_ = hw_.sync_seconds(static_cast<int>(plan.ipus.size()) * replicas_);
+}
+
+int TransferTimer::physical(int replica, int virtual_ipu) const {
+  const auto i = static_cast<std::size_t>(replica * width_ + virtual_ipu);
+  return ex_.placement.empty() ? static_cast<int>(i) : static_cast<int>(ex_.placement[i]);
+}
+
+double TransferTimer::host_seconds(double bytes) const {
+  return hw_.host_link.latency_s + whole(bytes) / hw_.host_link.bandwidth_bytes_per_s;
+}
+
+double TransferTimer::memory_seconds(double bytes) const {
+  return hw_.streaming_memory.latency_s + whole(bytes) / hw_.streaming_memory.bandwidth_bytes_per_s;
+}
+
+double TransferTimer::transfer_seconds(int src, int dst, double bytes, double start, LinkUse& use) {
+  const RouteTable::Path& p = routes_.path(src, dst);
+  const double d = p.latency + (p.slots.empty() ? 0.0 : whole(bytes) / p.bandwidth);
+  use.add(p.slots, start, start + d);
+  return d;
+}
+
+double TransferTimer::weight_update_seconds(bool all_at_once) {
+  const bool sharded_state = ex_.replicated_tensor_sharding && replicas_ > 1;
+  double t = sync_;
+  if (replicas_ > 1) t += collectives_seconds(true, !sharded_state) + sync_;
+  const auto& excluded = ex_.weight_update_excluded_ipus;
+  auto is_excluded = [&](int id) {
+    return !all_at_once && std::find(excluded.begin(), excluded.end(), id) != excluded.end();
+  };
+  auto has_update = [](const PlanIpu& ipu, double f) { return f > 0 && (ipu.update_seconds > 0 || ipu.state_bytes > 0); };
+  auto one = [&](const PlanIpu& ipu, double f) {
+    return ipu.update_seconds * f + (ipu.state_bytes > 0 ? 2 * memory_seconds(ipu.state_bytes * f) : 0.0);
+  };
+  const WeightUpdateSchedule schedule = all_at_once ? WeightUpdateSchedule::OverlapCycleOptimized : ex_.weight_update_schedule;
+  if (schedule == WeightUpdateSchedule::Serial) {
+    for (const PlanIpu& ipu : plan_.ipus)
+      if (has_update(ipu, 1)) t += one(ipu, 1) + sync_;
+  } else {
+    for (const PlanIpu& ipu : plan_.ipus)
+      if (is_excluded(ipu.id) && has_update(ipu, 1)) t += one(ipu, 1) + sync_;
+    const bool by_shape = schedule == WeightUpdateSchedule::OverlapMemoryOptimized;
+    double together = 0;
+    // Updates overlapped on IPUs behind one Streaming Memory share its bandwidth: the memory
+    // moves all their state in and out (the replicas' IPUs are behind other memories).
+    std::map<int, std::pair<int, double>> per_memory;  // loads, bytes there and back
+    for (const PlanIpu& ipu : plan_.ipus) {
+      const double f = by_shape ? ipu.shared_update_fraction : 1;
+      if (is_excluded(ipu.id) || !has_update(ipu, f)) continue;
+      together = std::max(together, one(ipu, f));
+      if (ipu.state_bytes > 0 && hw_.streaming_memory.present) {
+        auto& m = per_memory[physical(0, ipu.id) / hw_.streaming_memory.shared_by];
+        ++m.first;
+        m.second += 2 * whole(ipu.state_bytes * f);
+      }
+    }
+    for (const auto& [memory, use] : per_memory)
+      if (use.first > 1) {
+        contention |= kSharedStreamingMemory;
+        together = std::max(together, hw_.streaming_memory.latency_s + use.second / hw_.streaming_memory.bandwidth_bytes_per_s);
+      }
+    t += together + sync_;
+    if (by_shape)
+      for (const PlanIpu& ipu : plan_.ipus)
+        if (!is_excluded(ipu.id) && has_update(ipu, 1 - ipu.shared_update_fraction))
+          t += one(ipu, 1 - ipu.shared_update_fraction) + sync_;
+  }
+  if (sharded_state) t += collectives_seconds(false, true) + sync_;
+  return t;
+}
+
+// The replicas' rings, as collectives.cpp lays them out, timed step by step: a transfer
+// starts once both ends have reached the step; an IPU's step ends when its send and its
+// receive have both landed. Returns the time the last IPU finishes.
+double TransferTimer::collectives_seconds(bool reduce_scatter, bool all_gather) {
+  std::map<int, double> clock;  // physical IPU -> time since the phase began
+  LinkUse use;
+  auto ring = [&](int v, const std::vector<int>& members, double chunk) {
+    const auto n = members.size();
+    std::vector<double> send_end(n), recv_end(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      const int a = physical(members[i], v), b = physical(members[(i + 1) % n], v);
+      const double start = std::max(clock[a], clock[b]);
+      const double end = start + transfer_seconds(a, b, chunk, start, use);
+      send_end[i] = end;
+      recv_end[(i + 1) % n] = end;
+    }
+    for (std::size_t i = 0; i < n; ++i) clock[physical(members[i], v)] = std::max(send_end[i], recv_end[i]);
+  };
+  for (const PlanIpu& ipu : plan_.ipus) {
+    if (ipu.weight_bytes <= 0) continue;
+    const auto racks = racks_of(ipu.id);
+    const auto in_rack = static_cast<double>(racks.front().size());
+    const auto across = static_cast<double>(racks.size());
+    auto in_racks = [&] {
+      for (const auto& members : racks)
+        for (std::size_t step = 0; step + 1 < members.size(); ++step) ring(ipu.id, members, ipu.weight_bytes / in_rack);
+    };
+    auto across_racks = [&] {
+      if (racks.size() < 2) return;
+      for (std::size_t i = 0; i < racks.front().size(); ++i) {
+        std::vector<int> members;
+        for (const auto& rack : racks) members.push_back(rack[i]);
+        for (std::size_t step = 0; step + 1 < racks.size(); ++step)
+          ring(ipu.id, members, ipu.weight_bytes / in_rack / across);
+      }
+    };
+    if (reduce_scatter) in_racks(), across_racks();
+    if (all_gather) across_racks(), in_racks();
+  }
+  if (use.contended()) contention |= kCrossingRings;
+  double end = 0;
+  for (auto [ipu, t] : clock) end = std::max(end, t);
+  return end;
+}
+
+std::vector<std::vector<int>> TransferTimer::racks_of(int v) const {
+  std::vector<int> ipus;
+  for (int r = 0; r < replicas_; ++r) ipus.push_back(physical(r, v));
+  return replicas_by_rack(ipus, hw_.rack_ipus);
+}
+
+} // namespace ipusim

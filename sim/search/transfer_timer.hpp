@@ -1,0 +1,91 @@
+#pragma once
+// What the planner's evaluators share: transfers timed as SimGrid's CM02 model times a lone
+// flow (the route's latencies plus the whole bytes over its narrowest link), the routes
+// cached per system, a record of which directed links are busy when (to say when two
+// transfers would share one, which the evaluators then do not model), and the weight-update
+// phase as ProgramBuilder::weight_updates lays it out (ring collectives across the replicas,
+// each IPU's state load, compute and store, serially or overlapped).
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "sim/io/scenario.hpp"
+#include "sim/plan/plan.hpp"
+#include "sim/plan/routes.hpp"
+
+namespace ipusim {
+
+// Why an estimate is approximate: where transfers would share a link or a memory.
+enum Contention : unsigned {
+  kNoContention = 0,
+  kSharedHostLink = 1u << 0,         // IPUs behind one host link stream in the same cycle
+  kSharedCopyLinks = 1u << 1,        // copies of one copy phase (or in flight at once) share an IPU-Link
+  kSharedStreamingMemory = 1u << 2,  // overlapped weight updates load state from one Streaming Memory
+  kCrossingRings = 1u << 3,          // all-reduce rings share an IPU-Link
+  kIoTiles = 1u << 4,                // host streams on I/O tiles overlap compute
+  kStageUpdatesWithReplicas = 1u << 5,  // per-micro-batch weight updates with replicas
+};
+std::string contention_reason(unsigned contention);
+
+// One system's routes, kept across the candidates of a search.
+class RouteTable {
+public:
+  explicit RouteTable(const HardwareConfig& hardware) : hw_(hardware), finder_(hardware) {}
+  explicit RouteTable(HardwareConfig&&) = delete;
+  struct Path {
+    double latency = 0, bandwidth = 0;
+    std::vector<int> slots;  // directed links: 2 x link + (0 forward, 1 backward)
+  };
+  const Path& path(int src, int dst);
+  const HardwareConfig& hardware() const { return hw_; }
+
+private:
+  const HardwareConfig& hw_;
+  RouteFinder finder_;
+  std::map<std::pair<int, int>, Path> paths_;
+};
+
+// Busy intervals per directed link: two transfers overlapping on one link share its bandwidth.
+class LinkUse {
+public:
+  void add(const std::vector<int>& slots, double start, double end) {
+    for (int slot : slots) busy_[slot].emplace_back(start, end);
+  }
+  bool contended() const;
+
+private:
+  std::map<int, std::vector<std::pair<double, double>>> busy_;
+};
+
+class TransferTimer {
+public:
+  // `plan`'s virtual IPUs in `execution.replicas` replicas, on the IPUs `execution.placement` names.
+  TransferTimer(const Execution& execution, const Plan& plan, RouteTable& routes);
+
+  int physical(int replica, int virtual_ipu) const;
+  int replicas() const { return replicas_; }
+  double sync() const { return sync_; }
+  double host_seconds(double bytes) const;
+  double memory_seconds(double bytes) const;
+  // The transfer from `src` to `dst`, starting at `start`, noted in `use`.
+  double transfer_seconds(int src, int dst, double bytes, double start, LinkUse& use);
+  // The weight-update phase of one batch (ProgramBuilder::weight_updates); `all_at_once` as there.
+  double weight_update_seconds(bool all_at_once);
+
+  unsigned contention = kNoContention;
+
+private:
+  double collectives_seconds(bool reduce_scatter, bool all_gather);
+  std::vector<std::vector<int>> racks_of(int virtual_ipu) const;
+
+  const Execution& ex_;
+  const Plan& plan_;
+  const HardwareConfig& hw_;
+  RouteTable& routes_;
+  int replicas_ = 1, width_ = 1;
+  double sync_ = 0;
+};
+
+} // namespace ipusim
