@@ -41,6 +41,11 @@ RandomCase random_case(std::mt19937& rng, int trial) {
   for (auto& link : config["links"]) link["latencySeconds"] = uniform(0, 2e-6);
   config["hostLink"] = {{"bandwidthBytesPerSecond", uniform(1e8, 1e10)}, {"latencySeconds", uniform(0, 5e-6)}};
   config["syncLatencyPerHopSeconds"] = uniform(0, 1e-6);
+  // Some behind an IPU-Gateway, streams prefetched, and the host's turn after each run.
+  if (trial % 3 == 2) {
+    config["hostLink"]["gatewayBandwidthBytesPerSecond"] = uniform(1e8, 1e10);
+    config["hostLink"]["runOverheadSeconds"] = uniform(0, 1e-3);
+  }
   Json ex = {{"mode", "pipelined"}, {"training", training}, {"costModel", "compute"},
              {"microBatchSize", integer(1, 4)}, {"replicas", replicas}, {"hostIo", trial % 5 != 0}};
   const int S = training ? 2 * ipus - 1 : ipus;

@@ -392,6 +392,7 @@ Plan make_plan(const Scenario& sc, const ModelGraph& g) {
     ipu.weight_elements += static_cast<double>(t.elements());
     ipu.weight_bytes += static_cast<double>(t.bytes());
     ipu.weight_tensors += 1;
+    if (t.elements() >= kMinElementsForReplicatedTensorSharding) ipu.shardable_weight_tensors += 1;
     weight_dtype.emplace(ipu.id, t.dtype);
     if (!ex.training) continue;
     int first = P;

@@ -66,6 +66,9 @@ struct PlanIpu {
   double weight_elements = 0;
   double weight_bytes = 0;
   double weight_tensors = 0;
+  // Of them, those PopART would shard under replicated tensor sharding: at least
+  // minElementsForReplicatedTensorSharding = 8192 elements (popart sessionoptions.hpp).
+  double shardable_weight_tensors = 0;
   double update_seconds = 0;     // one weight update's compute (training), on this replica's shard
   double state_bytes = 0;        // optimizer state streamed in, and back out, per update (off-chip state)
   // The share of the update over weights shaped like weights of other IPUs (not excluded):
@@ -75,6 +78,8 @@ struct PlanIpu {
 };
 
 // One op's cost per micro-batch, as the plan's stage times add them up (cycles of its IPU).
+inline constexpr std::int64_t kMinElementsForReplicatedTensorSharding = 8192;
+
 struct OpTiming {
   OpCost forward;
   OpCost backward;  // training only

@@ -90,20 +90,20 @@ void ProgramBuilder::all_gather(int virtual_ipu, double bytes) {
 // sharding every tensor is all-reduced (merged or not). The bytes all ride on the rings laid
 // out above; each further collective pays its ring steps' latency: the slowest neighbour
 // route's link latencies and the sync ending each step.
+double collective_pairs(const Execution& ex, const PlanIpu& ipu, bool sharded_state) {
+  const double sharded = sharded_state ? ipu.shardable_weight_tensors : 0.0;
+  const double small = ipu.weight_tensors - sharded;
+  const bool norms = ex.optimizer == Optimizer::Lamb || ex.optimizer == Optimizer::Lars;
+  auto count = [&](double n) { return ex.merge_all_reduce_collectives ? std::min(n, 1.0) : n; };
+  // The sharded tensors', the small tensors' all-reduces, and the norms' (two all-reduces per
+  // sharded tensor, merged into two when allowed).
+  return sharded + count(small) + (norms && sharded > 0 ? 2 * count(sharded) : 0.0);
+}
+
 void ProgramBuilder::per_tensor_collectives(const PlanIpu& ipu, bool sharded_state) {
   const Scenario& sc = context_.scenario;
-  const Execution& ex = sc.execution;
-  if (replicas_ < 2 || ipu.weights.empty()) return;
-  constexpr std::int64_t kMinElementsForSharding = 8192;
-  double sharded = 0, small = 0;
-  for (const auto& w : ipu.weights)
-    (sharded_state && sc.model.tensor(w).elements() >= kMinElementsForSharding ? sharded : small) += 1;
-  const bool norms = ex.optimizer == Optimizer::Lamb || ex.optimizer == Optimizer::Lars;
-  const double merged = ex.merge_all_reduce_collectives ? 1.0 : 0.0;
-  auto count = [&](double n) { return merged > 0 ? std::min(n, 1.0) : n; };
-  // Reduce-scatter / all-gather pairs in all: the sharded tensors', the small tensors' all-reduces,
-  // and the norms' (two all-reduces per sharded tensor, merged into two when allowed).
-  const double pairs = sharded + count(small) + (norms && sharded > 0 ? 2 * count(sharded) : 0.0);
+  if (replicas_ < 2 || ipu.weight_tensors <= 0) return;
+  const double pairs = collective_pairs(sc.execution, ipu, sharded_state);
   if (pairs <= 1) return;
 
   const auto racks = racks_of(ipu.id);

@@ -36,6 +36,10 @@ void check_pipelinable(const ScheduleContext& context, bool one_ipu_allowed = fa
 // An InputError about the pipeline depth, pointing at G (training) or batchesPerStep.
 [[noreturn]] void depth_error(const ScheduleContext& context, const std::string& rule, const std::string& message);
 
+// Reduce-scatter / all-gather pairs PopART issues for one IPU's weights in a weight update
+// (per tensor, or merged; collectives.cpp). Each beyond the first pays its ring steps' latency.
+double collective_pairs(const Execution& execution, const PlanIpu& ipu, bool sharded_state);
+
 struct ScheduleInfo {
   std::string name;
   std::string description;

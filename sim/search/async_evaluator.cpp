@@ -159,7 +159,7 @@ StepEstimate estimate_async_step(const Execution& ex, const Plan& plan, RouteTab
     busiest = std::max(busiest, *std::max_element(busy.begin(), busy.end()));
   }
 
-  if (ex.host_io && hw.host_link.shared_by > 1) {
+  if (ex.host_io && hw.host_link.shared_by > 1 && !timer.prefetched()) {
     std::map<int, int> streaming;
     for (int r = 0; r < timer.replicas(); ++r)
       for (const PlanStage& st : plan.stages)
@@ -173,7 +173,7 @@ StepEstimate estimate_async_step(const Execution& ex, const Plan& plan, RouteTab
   e.fill_flush_seconds = makespan - static_cast<double>(m) * e.cycle_seconds;
   e.latency_seconds = first_end - first_start;
   e.update_seconds = training ? timer.weight_update_seconds(true) : timer.sync();
-  e.step_seconds = static_cast<double>(batches) * (makespan + e.update_seconds);
+  e.step_seconds = timer.step_seconds(static_cast<double>(batches) * (makespan + e.update_seconds), batches * m);
   if (!training) e.update_seconds = 0;
   e.contention = timer.contention;
   return e;

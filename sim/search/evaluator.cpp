@@ -47,7 +47,7 @@ public:
       e.update_seconds = timer_.weight_update_seconds(false);
       batch += e.update_seconds;
     }
-    e.step_seconds = static_cast<double>(batches) * batch;
+    e.step_seconds = timer_.step_seconds(static_cast<double>(batches) * batch, batches * depth);
     e.latency_seconds = static_cast<double>(S) * e.cycle_seconds;
     e.contention = timer_.contention;
     return e;
@@ -71,7 +71,8 @@ private:
       if (ex_.host_io && st.host_input_bytes > 0) io += timer_.host_seconds(st.host_input_bytes), streams = true;
       if (ex_.host_io && st.host_output_bytes > 0) io += timer_.host_seconds(st.host_output_bytes), streams = true;
     }
-    if (streams && hw_.host_link.shared_by > 1 && !(timer_.contention & kSharedHostLink)) note_host_sharing(ipu, c, depth);
+    if (streams && hw_.host_link.shared_by > 1 && !timer_.prefetched() && !(timer_.contention & kSharedHostLink))
+      note_host_sharing(ipu, c, depth);
     if (ex_.io_tiles > 0 && io > 0) {
       timer_.contention |= kIoTiles;
       return std::max(compute, io);

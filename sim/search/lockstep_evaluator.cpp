@@ -45,7 +45,7 @@ public:
       e.update_seconds = timer_.weight_update_seconds(false);
       batch += e.update_seconds;
     }
-    e.step_seconds = static_cast<double>(batches) * batch;
+    e.step_seconds = timer_.step_seconds(static_cast<double>(batches) * batch, batches * depth);
     e.contention = timer_.contention;
     return e;
   }

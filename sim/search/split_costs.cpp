@@ -116,6 +116,7 @@ SplitCosts::SplitCosts(const Scenario& sc, const LayerStructure& layers, std::in
       w->elements += elements;
       w->bytes += static_cast<double>(t.bytes());
       w->count += 1;
+      if (t.elements() >= kMinElementsForReplicatedTensorSharding) w->shardable += 1;
       if (w->first < 0) w->first = tid;
     }
     UnitWeights& w = unit_weights_[unit_of(users.front())];
@@ -469,7 +470,7 @@ ComposedPlan SplitCosts::compose(const Split& split, const Execution& ex) const 
   // Weights: each on its first user's IPU; its gradient complete in the backward of its earliest user's stage.
   auto dtype_of = [&](int t) { return tensors_[static_cast<std::size_t>(t)].dtype; };
   auto merge = [](UnitWeights& into, const UnitWeights& w) {
-    into.elements += w.elements, into.bytes += w.bytes, into.count += w.count;
+    into.elements += w.elements, into.bytes += w.bytes, into.count += w.count, into.shardable += w.shardable;
     if (into.first < 0 || (w.first >= 0 && w.first < into.first)) into.first = w.first;
     for (const auto& [shape, elements] : w.shapes) add_weight(into.shapes, shape, elements);
   };
@@ -499,6 +500,7 @@ ComposedPlan SplitCosts::compose(const Split& split, const Execution& ex) const 
       if (ipu_of_stage(fs) == id)
         ipu.temp_bytes_per_tile = std::max(ipu.temp_bytes_per_tile, block_cost(out.blocks[fs].first, out.blocks[fs].second, amp_of(id)).temp_bytes_per_tile);
     ipu.weight_elements = w.elements, ipu.weight_bytes = w.bytes, ipu.weight_tensors = w.count;
+    ipu.shardable_weight_tensors = w.shardable;
     if (ex.training && w.elements > 0)
       std::tie(ipu.update_seconds, ipu.state_bytes) =
           weight_update_cost(ex, *cost_models_[static_cast<std::size_t>(amp_of(id))], w.elements, w.bytes, dtype_of(w.first), w.count);

@@ -127,6 +127,7 @@ private:
   };
   struct UnitWeights {
     double elements = 0, bytes = 0, count = 0;
+    double shardable = 0;                              // tensors of kMinElementsForReplicatedTensorSharding or more
     double tile = 0;                                   // weights on the fullest tile
     int first = -1;                                    // smallest tensor id: its dtype is the update's
     std::vector<std::pair<int, double>> shapes;        // (shape id, elements)

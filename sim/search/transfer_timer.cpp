@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "sim/schedule/racks.hpp"
+#include "sim/schedule/schedule.hpp"
 
 namespace ipusim {
 
@@ -52,7 +53,7 @@ bool LinkUse::contended() const {
 
 TransferTimer::TransferTimer(const Execution& ex, const Plan& plan, RouteTable& routes)
     : ex_(ex), plan_(plan), hw_(routes.hardware()), routes_(routes) {
-  replicas_ = static_cast<int>(ex.replicas);
+  replicas_ = static_cast<int>(ex_.replicas);
   width_ = plan.ipus.back().id + 1;
   sync_ = hw_.sync_seconds(static_cast<int>(plan.ipus.size()) * replicas_);
 }
@@ -62,8 +63,26 @@ int TransferTimer::physical(int replica, int virtual_ipu) const {
   return ex_.placement.empty() ? static_cast<int>(i) : static_cast<int>(ex_.placement[i]);
 }
 
+bool TransferTimer::prefetched() const {
+  return ex_.prefetch_data_streams && hw_.host_link.gateway_bandwidth_bytes_per_s > 0;
+}
+
 double TransferTimer::host_seconds(double bytes) const {
+  if (prefetched()) return hw_.host_link.latency_s + bytes / hw_.host_link.gateway_bandwidth_bytes_per_s;
   return hw_.host_link.latency_s + whole(bytes) / hw_.host_link.bandwidth_bytes_per_s;
+}
+
+double TransferTimer::step_seconds(double device, std::int64_t micro_batches) const {
+  double floor = 0;
+  if (prefetched() && ex_.host_io) {
+    std::map<int, double> bytes_of_link;
+    for (int r = 0; r < replicas_; ++r)
+      for (const PlanStage& st : plan_.stages)
+        bytes_of_link[physical(r, st.ipu) / hw_.host_link.shared_by] +=
+            (st.host_input_bytes + st.host_output_bytes) * static_cast<double>(micro_batches);
+    for (const auto& [link, bytes] : bytes_of_link) floor = std::max(floor, bytes / hw_.host_link.bandwidth_bytes_per_s);
+  }
+  return std::max(device, floor) + hw_.host_link.run_overhead_s;
 }
 
 double TransferTimer::memory_seconds(double bytes) const {
@@ -132,17 +151,24 @@ double TransferTimer::weight_update_seconds(bool all_at_once) {
 double TransferTimer::collectives_seconds(bool reduce_scatter, bool all_gather) {
   std::map<int, double> clock;  // physical IPU -> time since the phase began
   LinkUse use;
+  // Each step sends half the chunk each way round (collectives.cpp); an IPU's step ends when
+  // its two sends and two receives have landed. Two members are each other's neighbour both
+  // ways: their halves share one direction of the route, as one transfer of the whole chunk.
   auto ring = [&](int v, const std::vector<int>& members, double chunk) {
     const auto n = members.size();
-    std::vector<double> send_end(n), recv_end(n);
-    for (std::size_t i = 0; i < n; ++i) {
-      const int a = physical(members[i], v), b = physical(members[(i + 1) % n], v);
-      const double start = std::max(clock[a], clock[b]);
-      const double end = start + transfer_seconds(a, b, chunk, start, use);
-      send_end[i] = end;
-      recv_end[(i + 1) % n] = end;
-    }
-    for (std::size_t i = 0; i < n; ++i) clock[physical(members[i], v)] = std::max(send_end[i], recv_end[i]);
+    std::vector<double> end(n, 0);
+    const std::vector<std::size_t> ways = n == 2 ? std::vector<std::size_t>{1} : std::vector<std::size_t>{1, n - 1};
+    const double part = n == 2 ? chunk : chunk / 2;
+    for (std::size_t i = 0; i < n; ++i)
+      for (std::size_t way : ways) {
+        const std::size_t j = (i + way) % n;
+        const int a = physical(members[i], v), b = physical(members[j], v);
+        const double start = std::max(clock[a], clock[b]);
+        const double done = start + transfer_seconds(a, b, part, start, use);
+        end[i] = std::max(end[i], done);
+        end[j] = std::max(end[j], done);
+      }
+    for (std::size_t i = 0; i < n; ++i) clock[physical(members[i], v)] = end[i];
   };
   for (const PlanIpu& ipu : plan_.ipus) {
     if (ipu.weight_bytes <= 0) continue;
@@ -164,6 +190,26 @@ double TransferTimer::collectives_seconds(bool reduce_scatter, bool all_gather) 
     };
     if (reduce_scatter) in_racks(), across_racks();
     if (all_gather) across_racks(), in_racks();
+    // The latency of PopART's further collectives (ProgramBuilder::per_tensor_collectives),
+    // laid out with the reduce-scatter.
+    if (reduce_scatter) {
+      const bool sharded_state = ex_.replicated_tensor_sharding && replicas_ > 1;
+      const double pairs = collective_pairs(ex_, ipu, sharded_state);
+      if (pairs > 1) {
+        auto hop = [&](int a, int b) { return routes_.path(physical(a, ipu.id), physical(b, ipu.id)).latency; };
+        double inside = 0, between = 0;
+        for (const auto& members : racks)
+          for (std::size_t i = 0; i < members.size(); ++i)
+            inside = std::max(inside, hop(members[i], members[(i + 1) % members.size()]));
+        for (std::size_t k = 0; racks.size() > 1 && k < racks.size(); ++k)
+          between = std::max(between, hop(racks[k].front(), racks[(k + 1) % racks.size()].front()));
+        double per_pair = 2 * (in_rack - 1) * (inside + sync_);
+        if (racks.size() > 1) per_pair += 2 * (across - 1) * (between + sync_);
+        const double extra = (pairs - 1) * per_pair;
+        for (const auto& members : racks)
+          for (int r : members) clock[physical(r, ipu.id)] += extra;
+      }
+    }
   }
   if (use.contended()) contention |= kCrossingRings;
   double end = 0;

@@ -67,7 +67,12 @@ public:
   int physical(int replica, int virtual_ipu) const;
   int replicas() const { return replicas_; }
   double sync() const { return sync_; }
+  // A host stream as the IPU waits for it: through the IPU-Gateway when prefetched.
   double host_seconds(double bytes) const;
+  bool prefetched() const;
+  // The step the engine ends with: no shorter than the host's legs of the prefetched streams
+  // of `micro_batches` micro-batches, then the host's turn (ProgramBuilder::host_round_trip).
+  double step_seconds(double device, std::int64_t micro_batches) const;
   double memory_seconds(double bytes) const;
   // The transfer from `src` to `dst`, starting at `start`, noted in `use`.
   double transfer_seconds(int src, int dst, double bytes, double start, LinkUse& use);
