@@ -152,6 +152,60 @@ def layered():
     return model(nodes, [batched("x", [32])], [out("probs")], inits)
 
 
+def constant_first():
+    """What torch.onnx.export writes for a small decoder block (issue 23): a Constant first,
+    annotated like every node, whose value a later Reshape reads. The importer drops the
+    Constant, so op indices differ from node indices."""
+    nodes = [
+        node("Constant", [], ["shape"], "/Constant", ipu=0, value=const("v", [-1, 4, 8])),
+        node("MatMul", ["x", "W0"], ["h0"], "/fc0/MatMul", ipu=0),
+        node("Relu", ["h0"], ["h1"], "/act0/Relu", ipu=0),
+        node("MatMul", ["h1", "W1"], ["h2"], "/fc1/MatMul", ipu=1),
+        node("Reshape", ["h2", "shape"], ["h3"], "/Reshape", ipu=1),
+        node("Relu", ["h3"], ["y"], "/act1/Relu", ipu=1),
+    ]
+    return model(nodes, [batched("x", [16])], [out("y")], [shape_only("W0", [16, 64]), shape_only("W1", [64, 32])])
+
+
+def malformed(folder, save):
+    """Graphs libonnx's shape inference would crash on (issue 23), each refused before it runs."""
+    bad = constant_first()
+    scan = node("Scan", ["h1"], ["s"], "/Scan", ipu=0, num_scan_inputs=1)  # no "body"
+    bad.graph.node.insert(3, scan)
+    save("bad-scan-without-body.onnx", bad)                               # onnx.bad-node at node 3
+    bad = constant_first()
+    bad.graph.node[0].attribute[0].t.ClearField("int64_data")
+    bad.graph.node[0].attribute[0].t.raw_data = struct.pack("<2q", -1, 4)  # 16 bytes for 3 values
+    save("bad-raw-data-length.onnx", bad)                                 # onnx.bad-tensor
+    bad = constant_first()
+    bad.graph.initializer.append(helper.make_tensor("shape2", TensorProto.INT64, [3], [-1, 4, 8]))
+    del bad.graph.initializer[-1].dims[:]
+    bad.graph.initializer[-1].dims.append(0)                               # dims [0] with 3 int64_data
+    save("bad-empty-dims-with-data.onnx", bad)                            # onnx.bad-tensor
+    bad = constant_first()
+    bad.graph.initializer[1].dims[:] = [2 ** 40, 2 ** 40]                 # 2^80 elements
+    save("bad-dims-overflow.onnx", bad)                                   # onnx.bad-tensor
+    bad = constant_first()
+    w = bad.graph.initializer[0]
+    w.data_location = TensorProto.EXTERNAL
+    for key, value in (("location", "constant-first.data"), ("offset", str(2 ** 63 - 8)), ("length", "4096")):
+        entry = w.external_data.add()
+        entry.key, entry.value = key, value
+    with open(os.path.join(folder, "constant-first.data"), "wb") as f:
+        f.write(b"\0" * 4096)
+    save("bad-external-offset-overflow.onnx", bad)                        # onnx.external-data
+    bad = constant_first()
+    bad.functions.append(helper.make_function("local", "Block", ["a"], ["b"], [helper.make_node("Relu", ["a"], ["b"])],
+                                              [helper.make_opsetid("", 13)]))
+    save("bad-local-function.onnx", bad)                                  # onnx.local-function
+    bad = constant_first()
+    sparse = bad.graph.sparse_initializer.add()
+    sparse.values.CopyFrom(helper.make_tensor("Ws", F, [1], [1.0]))
+    sparse.indices.CopyFrom(helper.make_tensor("Ws_i", TensorProto.INT64, [1], [0]))
+    sparse.dims.extend([4, 4])
+    save("bad-sparse-initializer.onnx", bad)                              # onnx.sparse-tensor
+
+
 def write_all(folder):
     os.makedirs(folder, exist_ok=True)
 
@@ -162,6 +216,8 @@ def write_all(folder):
     save("mlp-virtual-graph-only.onnx", mlp(stages=False))
     save("every-op.onnx", every_op())
     save("layered.onnx", layered())
+    save("constant-first.onnx", constant_first())
+    malformed(folder, save)
 
     # Static batch 4 instead of a symbolic one (imported with batch size 4).
     m = mlp()
@@ -208,6 +264,9 @@ def write_all(folder):
     del bad.graph.node[0].input[2]
     bad.graph.initializer[0].dims[0] = 700
     save("bad-shape-mismatch.onnx", bad)                                  # onnx.shape-inference
+    bad = mlp()
+    bad.graph.node[-1].op_type = "Hardmax"                                # ONNX infers it; ipusim cannot cost it
+    save("bad-hardmax.onnx", bad)                                         # op.flops-underivable
     bad = mlp()
     bad.graph.input[0].type.tensor_type.shape.dim[1].dim_param = "features"
     save("bad-symbolic-feature.onnx", bad)                                # onnx.shape-unknown

@@ -193,6 +193,15 @@ TEST_CASE("onnx: every bad input exits 2 with its file, place and rule", "[onnx]
       {"bad-truncated.onnx", "[onnx.unreadable]", "at /"},
       {"bad-not-onnx.onnx", "[onnx.unreadable]", "at /"},
       {"mlp-external-missing.onnx", "[onnx.external-data]", "at /graph/initializer/0"},
+      // Each of these crashed libonnx's shape inference or the importer (issue 23).
+      {"bad-hardmax.onnx", "[op.flops-underivable]", "at /graph/node/"},  // validate costs every op, as run does
+      {"bad-scan-without-body.onnx", "[onnx.bad-node]", "at /graph/node/3: node \"/Scan\" (Scan)"},
+      {"bad-raw-data-length.onnx", "[onnx.bad-tensor]", "at /graph/node/0/attribute/0/t/raw_data"},
+      {"bad-empty-dims-with-data.onnx", "[onnx.bad-tensor]", "at /graph/initializer/2/int64_data"},
+      {"bad-dims-overflow.onnx", "[onnx.bad-tensor]", "at /graph/initializer/1/dims"},
+      {"bad-external-offset-overflow.onnx", "[onnx.external-data]", "at /graph/initializer/0"},
+      {"bad-local-function.onnx", "[onnx.local-function]", "at /functions/0"},
+      {"bad-sparse-initializer.onnx", "[onnx.sparse-tensor]", "at /graph/sparse_initializer/0"},
   };
   for (const Case& c : cases) {
     INFO(c.file);
@@ -207,6 +216,34 @@ TEST_CASE("onnx: every bad input exits 2 with its file, place and rule", "[onnx]
   CHECK(r.exit_code == 0);
   CHECK_THAT(r.out, Contains("sharded runs only") && Contains("[annotation.stage-without-virtual-graph]") &&
                         Contains("/graph/node/"));
+}
+
+TEST_CASE("onnx: a Constant node before the ops (as torch.onnx.export writes) keeps op indices dense",
+          "[onnx][cli]") {
+  if (!have_fixtures()) return;
+  // Six nodes, the first a Constant the importer drops: the ops are numbered 0-4 (graphs index
+  // their tables by it: ipu_of_op[5] was out of bounds, SIGSEGV), errors still name node indices.
+  const Model m = load_model(fixture("constant-first.onnx"));
+  REQUIRE(m.ops.size() == 5);
+  for (std::size_t i = 0; i < m.ops.size(); ++i) {
+    CHECK(m.ops[i].index == i);
+    CHECK(m.op_pointer(m.ops[i]) == "/graph/node/" + std::to_string(i + 1));
+  }
+  const ModelGraph g = build_graph(m);
+  CHECK(g.ipu_of_op == std::vector<int>{0, 0, 1, 1, 1});
+  const test::TempDir dir;
+  REQUIRE(test::run_ipusim({"convert", fixture("constant-first.onnx"), "-o", dir / "cf.json"}).exit_code == 0);
+  const std::string config = kSource + "/configs/ipu-m2000.json";
+  for (const std::string mode : {"sharded", "pipelined"}) {
+    INFO(mode);
+    const test::Result onnx =
+        test::run_ipusim({"run", fixture("constant-first.onnx"), "--config", config, "--mode", mode, "--json"});
+    const test::Result json = test::run_ipusim({"run", dir / "cf.json", "--config", config, "--mode", mode, "--json"});
+    REQUIRE(onnx.exit_code == 0);
+    REQUIRE(json.exit_code == 0);
+    CHECK(nlohmann::json::parse(onnx.out)["runs"] == nlohmann::json::parse(json.out)["runs"]);
+  }
+  CHECK(test::run_ipusim({"validate", fixture("constant-first.onnx")}).exit_code == 0);
 }
 
 TEST_CASE("onnx: an op type ipusim cannot cost names the node and how to give its FLOPs", "[onnx][cli]") {

@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "sim/cli/commands.hpp"
+#include "sim/cost/op_work.hpp"
 #include "sim/graph/model_graph.hpp"
 #include "sim/io/hardware_loader.hpp"
 #include "sim/io/json_reader.hpp"
@@ -26,6 +27,9 @@ struct ValidateOptions {
 
 void report_model(const std::string& path, const Model& m) {
   const ModelGraph g = build_graph(m);
+  // As a run would: an op whose FLOPs neither the file gives nor its type derives is refused here.
+  for (const Op& op : m.ops)
+    if (!op.flops) derived_flops_per_sample(m, op);
   std::cout << path << ": valid model, " << m.ops.size() << " ops, " << m.tensors.size() << " tensors, ";
   if (const auto& refused = g.pipelining_refused)
     std::cout << "sharded runs only; pipelined runs refuse it at " << refused->pointer() << ": " << refused->message()

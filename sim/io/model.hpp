@@ -36,7 +36,9 @@ using AttributeValue =
     std::variant<std::int64_t, double, std::string, std::vector<std::int64_t>, std::vector<double>>;
 
 struct Op {
-  std::size_t index = 0;  // position in the file's "ops" array, or the ONNX node index (for error locations)
+  std::size_t index = 0;         // position in Model::ops (graphs index their per-op tables by it)
+  std::size_t source_index = 0;  // position in the file: the "ops" array, or the ONNX node (error locations);
+                                 // differs from index where the importer drops nodes (Constant, Shape)
   std::string name;
   std::string type;
   std::vector<std::string> inputs;
@@ -57,7 +59,7 @@ struct Model {
   std::string ops_pointer = "/ops";  // where ops live in the file: "/graph/node" for ONNX
 
   const Tensor& tensor(const std::string& tensor_name) const { return tensors.at(tensor_name); }
-  std::string op_pointer(const Op& op) const { return ops_pointer + "/" + std::to_string(op.index); }
+  std::string op_pointer(const Op& op) const { return ops_pointer + "/" + std::to_string(op.source_index); }
 };
 
 } // namespace ipusim

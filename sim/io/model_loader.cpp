@@ -153,6 +153,7 @@ Model model_from_json(const Json& document, const std::string& origin) {
     ObjectReader r(ops[i], origin, pointer_child("/ops", i), Format::Model);
     Op op;
     op.index = i;
+    op.source_index = i;
     op.name = r.required_string("name");
     op.type = r.required_string("type");
     op.inputs = r.string_list("inputs", true);

@@ -12,6 +12,7 @@
 #include "sim/io/onnx_proto.hpp"
 #include "sim/io/op_attribute_ranges.hpp"
 #include "sim/io/onnx_shape_folding.hpp"
+#include "sim/io/onnx_structure_check.hpp"
 
 namespace ipusim {
 
@@ -80,6 +81,7 @@ public:
       : path_(std::move(path)), options_(options), proto_(std::move(proto)) {}
 
   Model run() {
+    check_onnx_structure(proto_, path_);
     check_external_data();
     infer_shapes();
     collect_types();
@@ -108,32 +110,36 @@ private:
       const auto& t = inits[i];
       if (t.data_location() != onnx::TensorProto::EXTERNAL) continue;
       const std::string pointer = "/graph/initializer/" + std::to_string(i);
+      const std::string what = "initializer \"" + t.name() + "\"";
       std::string location;
-      std::int64_t offset = 0, length = -1;
+      std::int64_t offset = 0;
+      std::optional<std::int64_t> length;
       for (const auto& e : t.external_data()) {
         try {
           if (e.key() == "location") location = e.value();
           else if (e.key() == "offset") offset = std::stoll(e.value());
           else if (e.key() == "length") length = std::stoll(e.value());
         } catch (const std::exception&) {
-          fail(pointer, "onnx.external-data", "initializer \"" + t.name() + "\": external_data " + e.key() + " \"" +
-                                                  e.value() + "\" is not a number");
+          fail(pointer, "onnx.external-data", what + ": external_data " + e.key() + " \"" + e.value() + "\" is not a number");
         }
       }
-      if (location.empty())
-        fail(pointer, "onnx.external-data", "initializer \"" + t.name() + "\" is stored externally without a location");
+      if (location.empty()) fail(pointer, "onnx.external-data", what + " is stored externally without a location");
+      if (offset < 0 || length.value_or(0) < 0)
+        fail(pointer, "onnx.external-data",
+             what + ": external_data offset " + std::to_string(offset) + " and length " +
+                 std::to_string(length.value_or(0)) + " must not be negative");
       const fs::path file = fs::path(path_).parent_path() / location;
       std::error_code ec;
       if (!fs::is_regular_file(file, ec))
         fail(pointer, "onnx.external-data",
-             "initializer \"" + t.name() + "\" is stored in \"" + file.string() +
-                 "\", which does not exist: copy the data file beside the model");
+             what + " is stored in \"" + file.string() + "\", which does not exist: copy the data file beside the model");
       const auto size = static_cast<std::int64_t>(fs::file_size(file, ec));
-      if (length >= 0 && offset + length > size)
+      // Checked: an offset near 2^63 plus a length must not wrap past the truncation test.
+      std::int64_t end = 0;
+      if (__builtin_add_overflow(offset, length.value_or(0), &end) || end > size)
         fail(pointer, "onnx.external-data",
-             "initializer \"" + t.name() + "\" needs bytes " + std::to_string(offset) + ".." +
-                 std::to_string(offset + length) + " of \"" + file.string() + "\", which holds " +
-                 std::to_string(size) + ": the data file is truncated");
+             what + " needs " + std::to_string(length.value_or(0)) + " bytes from byte " + std::to_string(offset) +
+                 " of \"" + file.string() + "\", which holds " + std::to_string(size) + ": the data file is truncated");
     }
   }
 
@@ -374,7 +380,8 @@ private:
       const auto& n = g.node(i);
       const std::string pointer = "/graph/node/" + std::to_string(i);
       Op op;
-      op.index = static_cast<std::size_t>(i);
+      op.index = m.ops.size();
+      op.source_index = static_cast<std::size_t>(i);
       op.name = n.name().empty() ? n.op_type() + "_" + std::to_string(i) : n.name();
       if (!names.insert(op.name).second) op.name += "#" + std::to_string(i);  // ONNX does not require unique names
       op.type = n.op_type();
