@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "sim/cli/commands.hpp"
+#include "sim/cli/plan_checks.hpp"
 #include "sim/io/input_error.hpp"
 #include "sim/io/model_writer.hpp"
 #include "sim/io/scenario_loader.hpp"
@@ -110,6 +111,7 @@ int plan(const PlanOptions& o) {
     check_output(o.write + ".scenario.json", o.force);
   }
   const Scenario sc = load_scenario(o.scenario, parse_overrides(o.sets));
+  check_plan_inputs(sc, o.ipus, o.gradient_accumulation, &std::cerr);
   PlanSearchOptions options;
   options.ipus = o.ipus;
   options.objective = o.objective == "latency" ? Objective::Latency : Objective::Throughput;

@@ -1,0 +1,27 @@
+#pragma once
+// What `plan` checks before it searches: every check `run` makes of the system (replicas
+// and placement for the pipeline width planned), and the size of the search itself, which
+// is announced and refused (plan.too-large) when it would not finish in bounded memory and
+// time (docs/planner.md).
+#include <cstdint>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "sim/io/scenario.hpp"
+
+namespace ipusim::cli {
+
+struct PlanSearchSize {
+  int ipus = 0;           // pipeline width planned
+  int units = 0;          // layers (or ops) to split
+  double candidates = 0;  // splits x head placements x recomputation x G values
+  double bytes = 0, seconds = 0;  // the search's estimate
+};
+
+// Throws InputError (scenario.not-enough-ipus, scenario.bad-placement, plan.too-large);
+// a large search is announced on `notes`.
+PlanSearchSize check_plan_inputs(const Scenario& scenario, int ipus, const std::vector<std::int64_t>& gs,
+                                 std::ostream* notes);
+
+} // namespace ipusim::cli
