@@ -167,6 +167,26 @@ def constant_first():
     return model(nodes, [batched("x", [16])], [out("y")], [shape_only("W0", [16, 64]), shape_only("W1", [64, 32])])
 
 
+def tied(folded):
+    """A head tied to the token embedding (vocab 32, width 8): read through a Transpose node
+    (an export without weights), or (folded) through an initializer holding the transposed
+    values, as constant folding writes it. Embedding on IPU 0, head on IPU 1."""
+    vocab, width = 32, 8
+    values = [float(i % 7) + i / 1000.0 for i in range(vocab * width)]
+    emb = helper.make_tensor("emb", F, [vocab, width], values)
+    nodes = [node("Gather", ["emb", "ids"], ["h"], "/tokens/Gather", ipu=0),
+             node("Relu", ["h"], ["h1"], "/act/Relu", ipu=0)]
+    inits = [emb]
+    if folded:
+        transposed = [values[r * width + c] for c in range(width) for r in range(vocab)]
+        inits.append(helper.make_tensor("onnx::MatMul_9", F, [width, vocab], transposed))
+        nodes.append(node("MatMul", ["h1", "onnx::MatMul_9"], ["logits"], "/head/MatMul", ipu=1))
+    else:
+        nodes.append(node("Transpose", ["emb"], ["embT"], "/head/Transpose", ipu=1, perm=[1, 0]))
+        nodes.append(node("MatMul", ["h1", "embT"], ["logits"], "/head/MatMul", ipu=1))
+    return model(nodes, [batched("ids", [4], TensorProto.INT64)], [out("logits")], inits)
+
+
 def malformed(folder, save):
     """Graphs libonnx's shape inference would crash on (issue 23), each refused before it runs."""
     bad = constant_first()
@@ -217,6 +237,8 @@ def write_all(folder):
     save("every-op.onnx", every_op())
     save("layered.onnx", layered())
     save("constant-first.onnx", constant_first())
+    save("tied-transpose.onnx", tied(folded=False))
+    save("tied-folded.onnx", tied(folded=True))
     malformed(folder, save)
 
     # Static batch 4 instead of a symbolic one (imported with batch size 4).

@@ -6,6 +6,8 @@
 #include <chrono>
 
 #include "cli_runner.hpp"
+#include "sim/io/overrides.hpp"
+#include "sim/io/scenario_loader.hpp"
 
 using Catch::Matchers::Contains;
 
@@ -52,4 +54,23 @@ TEST_CASE("plan.too-large: a search beyond the machine's memory or 10 minutes is
   CHECK_THAT(deep.err, Contains("64860 candidates") && Contains("longer than the 600.0 s") &&
                            Contains("[plan.too-large]"));
   CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(20));
+}
+
+TEST_CASE("modelDtype: the precision a model runs in, whatever its file stores", "[loaders][cli]") {
+  const std::string scenario = kSource + "/scenarios/mlp-training.json";
+  const ipusim::Scenario fp32 = ipusim::load_scenario(scenario);
+  const ipusim::Scenario fp16 = ipusim::load_scenario(scenario, {ipusim::parse_override("modelDtype=float16")});
+  int floats = 0;
+  for (const auto& [name, t] : fp16.model.tensors) {
+    INFO(name);
+    if (!ipusim::is_float_dtype(fp32.model.tensor(name).dtype)) continue;
+    ++floats;
+    CHECK(t.dtype == ipusim::DType::Float16);
+    const ipusim::Tensor& stored = fp32.model.tensor(name);
+    CHECK(t.bytes() == stored.bytes() / ipusim::dtype_bytes(stored.dtype) * 2);
+  }
+  CHECK(floats > 0);
+  const auto bad = ipusim::test::run_ipusim({"run", scenario, "--set", "modelDtype=half"});
+  CHECK(bad.exit_code == 2);
+  CHECK_THAT(bad.err, Contains("at modelDtype") && Contains("[scenario.bad-model-dtype]"));
 }

@@ -246,6 +246,32 @@ TEST_CASE("onnx: a Constant node before the ops (as torch.onnx.export writes) ke
   CHECK(test::run_ipusim({"validate", fixture("constant-first.onnx")}).exit_code == 0);
 }
 
+TEST_CASE("onnx: a head tied to the embedding reads the one weight, through a Transpose node or a folded copy",
+          "[onnx][cli]") {
+  if (!have_fixtures()) return;
+  for (const std::string file : {"tied-transpose.onnx", "tied-folded.onnx"}) {
+    INFO(file);
+    const Model m = load_model(fixture(file));
+    // One 32 x 8 weight: the transposed copy is not a second weight, nor an activation
+    // (which would be held per sample), and the Transpose node is not an op.
+    std::vector<std::string> weights;
+    for (const auto& [name, t] : m.tensors)
+      if (t.kind == TensorKind::Weight) weights.push_back(name);
+    CHECK(weights == std::vector<std::string>{"emb"});
+    REQUIRE(m.ops.size() == 3);
+    const Op& head = op_named(m, "/head/MatMul");
+    CHECK(head.inputs == std::vector<std::string>{"h1", "emb"});
+    CHECK(std::get<std::int64_t>(head.attributes.at("transB")) == 1);
+    // 2 x 4 tokens x 8 x 32 FLOPs per sample, as the untied product.
+    CHECK(derived_flops_per_sample(m, head) == 2.0 * 4 * 8 * 32);
+    // The embedding on IPU 0 and the head on IPU 1 share the weight: refused, as PopART would.
+    const test::Result r = test::run_ipusim({"run", fixture(file), "--config", kSource + "/configs/ipu-m2000.json",
+                                             "--mode", "sharded"});
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.err, Contains("weight \"emb\"") && Contains("[annotation.weight-on-several-ipus]"));
+  }
+}
+
 TEST_CASE("onnx: an op type ipusim cannot cost names the node and how to give its FLOPs", "[onnx][cli]") {
   if (!have_fixtures()) return;
   const test::TempDir dir;

@@ -18,6 +18,7 @@ struct AnnotateCommandOptions {
   std::string input, output, layers_per_ipu, heads_on = "last";
   std::vector<std::string> split_at;
   std::int64_t batch_size = 0;
+  std::string dtype;
   bool force = false;
 };
 
@@ -59,6 +60,7 @@ int annotate(const AnnotateCommandOptions& o) {
   options.heads_on_last = o.heads_on == "last";
   options.split_at = o.split_at;
   if (o.batch_size > 0) options.import.batch_size = o.batch_size;
+  if (!o.dtype.empty()) options.import.float_dtype = parse_dtype(o.dtype);
   const Annotation a = annotate_onnx_model(o.input, o.output, options);
   write_output(o.output, a.output, o.force);
   if (!a.layers.empty())
@@ -87,6 +89,9 @@ Command add_annotate_command(CLI::App& app) {
                   "Instead of layers: node-name prefixes where IPU 1, 2, ... begin (as Graphcore's --pipeline-splits)");
   cmd->add_option("--batch-size", o->batch_size, "Static leading batch dimension (for a .json output)")
       ->check(CLI::PositiveNumber);
+  cmd->add_option("--dtype", o->dtype, "The precision the model runs in: every float tensor becomes this type "
+                                        "(default: as the file has them)")
+      ->check(CLI::IsMember({"float16", "float32"}));
   cmd->add_flag("--force", o->force, "Overwrite the output file if it exists");
   return [o] { return annotate(*o); };
 }

@@ -17,6 +17,7 @@ namespace {
 struct ConvertOptions {
   std::string input, output;
   std::int64_t batch_size = 0;
+  std::string dtype;
   bool force = false;
 };
 
@@ -27,6 +28,7 @@ int convert(const ConvertOptions& o) {
     throw InputError(o.output, "/", "convert.bad-output", "ipusim convert writes ipusim's JSON model format: name a .json file");
   OnnxImportOptions options;
   if (o.batch_size > 0) options.batch_size = o.batch_size;
+  if (!o.dtype.empty()) options.float_dtype = parse_dtype(o.dtype);
   const Model m = load_onnx_model(o.input, options);
   write_output(o.output, model_to_json_text(m, "converted by ipusim convert from " + o.input), o.force);
   std::cout << o.output << ": " << m.ops.size() << " ops, " << m.tensors.size() << " tensors\n";
@@ -43,6 +45,9 @@ Command add_convert_command(CLI::App& app) {
   cmd->add_option("--batch-size", o->batch_size,
                   "Size of the static leading batch dimension in the file (default: a symbolic one, or none)")
       ->check(CLI::PositiveNumber);
+  cmd->add_option("--dtype", o->dtype, "The precision the model runs in: every float tensor becomes this type "
+                                        "(default: as the file has them)")
+      ->check(CLI::IsMember({"float16", "float32"}));
   cmd->add_flag("--force", o->force, "Overwrite the output file if it exists");
   return [o] { return convert(*o); };
 }

@@ -17,6 +17,7 @@ std::optional<DType> parse_dtype(const std::string& name);
 std::string dtype_name(DType dtype);
 std::int64_t dtype_bytes(DType dtype);
 std::string tensor_kind_name(TensorKind kind);
+bool is_float_dtype(DType dtype);
 
 struct Tensor {
   std::string name;
@@ -59,6 +60,8 @@ struct Model {
   std::string ops_pointer = "/ops";  // where ops live in the file: "/graph/node" for ONNX
 
   const Tensor& tensor(const std::string& tensor_name) const { return tensors.at(tensor_name); }
+  // Every float16/float32 tensor becomes `dtype` (the precision the model runs in).
+  void set_float_dtype(DType dtype);
   std::string op_pointer(const Op& op) const { return ops_pointer + "/" + std::to_string(op.source_index); }
 };
 

@@ -43,6 +43,13 @@ std::int64_t dtype_bytes(DType dtype) {
   return 0;
 }
 
+bool is_float_dtype(DType dtype) { return dtype == DType::Float16 || dtype == DType::Float32; }
+
+void Model::set_float_dtype(DType dtype) {
+  for (auto& entry : tensors)
+    if (is_float_dtype(entry.second.dtype)) entry.second.dtype = dtype;
+}
+
 std::string tensor_kind_name(TensorKind kind) {
   switch (kind) {
   case TensorKind::Input: return "input";

@@ -13,6 +13,7 @@
 #include "sim/io/op_attribute_ranges.hpp"
 #include "sim/io/onnx_shape_folding.hpp"
 #include "sim/io/onnx_structure_check.hpp"
+#include "sim/io/onnx_tied_weights.hpp"
 
 namespace ipusim {
 
@@ -86,6 +87,7 @@ public:
     infer_shapes();
     collect_types();
     find_constants();
+    copies_ = find_weight_copies(proto_.graph(), constants_, dropped_);
     Model m;
     m.file = path_;
     m.name = proto_.graph().name().empty() ? path_ : proto_.graph().name();
@@ -94,6 +96,7 @@ public:
     add_inputs(m);
     add_ops(m);
     add_anchors(m);
+    if (options_.float_dtype) m.set_float_dtype(*options_.float_dtype);
     return m;
   }
 
@@ -312,7 +315,7 @@ private:
     const auto& g = proto_.graph();
     for (int i = 0; i < g.initializer_size(); ++i) {
       const auto& t = g.initializer(i);
-      if (constants_.count(t.name())) continue;
+      if (constants_.count(t.name()) || copies_.count(t.name())) continue;
       const std::string pointer = "/graph/initializer/" + std::to_string(i);
       std::vector<std::int64_t> shape(t.dims().begin(), t.dims().end());
       for (auto d : shape)
@@ -385,13 +388,20 @@ private:
       op.name = n.name().empty() ? n.op_type() + "_" + std::to_string(i) : n.name();
       if (!names.insert(op.name).second) op.name += "#" + std::to_string(i);  // ONNX does not require unique names
       op.type = n.op_type();
-      for (const auto& in : n.input())
+      bool transposed_b = false;  // B is a transposed copy of a weight: the op reads the weight with transB
+      for (int k = 0; k < n.input_size(); ++k) {
+        std::string in = n.input(k);
+        if (const auto copy = copies_.find(in); copy != copies_.end()) {
+          in = copy->second.weight;
+          transposed_b = copy->second.transposed;
+        }
         if (!in.empty() && !constants_.count(in)) {
           if (!m.tensors.count(in))
             fail(pointer, "tensor.unknown",
                  "node \"" + op.name + "\" reads \"" + in + "\", which no node, input or initializer defines");
           op.inputs.push_back(in);
         }
+      }
       // An optional output nothing reads (BatchNormalization's running statistics in a
       // training export) is left out, as long as the node has an output that is used.
       const bool any_used = std::any_of(n.output().begin(), n.output().end(), [&](const std::string& o) {
@@ -407,6 +417,11 @@ private:
       // PopART's RecomputeType: 0 Undefined, 1 Checkpoint, 2 Recompute, 3 Recomputed.
       annotation(n, pointer, kRecomputeAttribute, 3);
       copy_attributes(n, pointer, op);
+      if (transposed_b) {
+        const auto it = op.attributes.find("transB");
+        const auto* v = it == op.attributes.end() ? nullptr : std::get_if<std::int64_t>(&it->second);
+        op.attributes["transB"] = std::int64_t{v && *v != 0 ? 0 : 1};
+      }
       m.ops.push_back(std::move(op));
     }
   }
@@ -425,6 +440,7 @@ private:
   std::map<std::string, int> initializer_index_;
   std::set<std::string> constants_;
   std::set<int> dropped_;
+  std::map<std::string, WeightCopy> copies_;  // tensors that repeat a weight (tied weights), by name
   bool batch_stand_in_ = false;
   std::set<std::string> used_;  // tensors a node reads, and the graph outputs
 };
