@@ -224,6 +224,13 @@ def malformed(folder, save):
     sparse.indices.CopyFrom(helper.make_tensor("Ws_i", TensorProto.INT64, [1], [0]))
     sparse.dims.extend([4, 4])
     save("bad-sparse-initializer.onnx", bad)                              # onnx.sparse-tensor
+    # A node name that is not UTF-8 (proto2 strings are not checked): same length, so the
+    # protobuf's length prefixes stay right. convert threw from the JSON writer (exit 3).
+    bad = constant_first()
+    bad.graph.node[2].name = "@@NOT-UTF-8@@"
+    data = bad.SerializeToString().replace(b"@@NOT-UTF-8@@", b"\xff" * 13)
+    with open(os.path.join(folder, "bad-name-utf8.onnx"), "wb") as f:
+        f.write(data)                                                     # onnx.bad-name
 
 
 def write_all(folder):

@@ -201,6 +201,7 @@ TEST_CASE("onnx: every bad input exits 2 with its file, place and rule", "[onnx]
       {"bad-dims-overflow.onnx", "[onnx.bad-tensor]", "at /graph/initializer/1/dims"},
       {"bad-external-offset-overflow.onnx", "[onnx.external-data]", "at /graph/initializer/0"},
       {"bad-local-function.onnx", "[onnx.local-function]", "at /functions/0"},
+      {"bad-name-utf8.onnx", "[onnx.bad-name]", "at /graph/node/2/name"},  // fuzz_onnx finding
       {"bad-sparse-initializer.onnx", "[onnx.sparse-tensor]", "at /graph/sparse_initializer/0"},
   };
   for (const Case& c : cases) {

@@ -86,7 +86,23 @@ private:
     throw InputError(path_, pointer, rule, message);
   }
 
+  // Names become keys and messages of JSON documents: they must be UTF-8 (protobuf's proto2
+  // strings are not checked when parsed).
+  void name(const std::string& text, const std::string& pointer, const std::string& what) const {
+    if (!is_valid_utf8(text))
+      fail(pointer, "onnx.bad-name",
+           what + " \"" + printable(short_name(text)) + "\" is not UTF-8 text; export the model again");
+  }
+
+  void value_names(const google::protobuf::RepeatedPtrField<onnx::ValueInfoProto>& values, const std::string& pointer) const {
+    for (int i = 0; i < values.size(); ++i) name(values[i].name(), pointer + "/" + std::to_string(i) + "/name", "the name");
+  }
+
   void graph(const onnx::GraphProto& g, const std::string& pointer) {
+    value_names(g.input(), pointer + "/input");
+    value_names(g.output(), pointer + "/output");
+    value_names(g.value_info(), pointer + "/value_info");
+    name(g.name(), pointer + "/name", "the graph's name");
     if (++depth_ > 16)
       fail(pointer, "onnx.bad-node", "subgraphs are nested more than 16 deep; no exporter writes that");
     if (g.sparse_initializer_size() > 0)
@@ -98,6 +114,13 @@ private:
   }
 
   void node(const onnx::NodeProto& n, const std::string& pointer) {
+    name(n.name(), pointer + "/name", "the node's name");
+    name(n.op_type(), pointer + "/op_type", "the op type");
+    name(n.domain(), pointer + "/domain", "the domain");
+    for (int k = 0; k < n.input_size(); ++k) name(n.input(k), pointer + "/input/" + std::to_string(k), "the input");
+    for (int k = 0; k < n.output_size(); ++k) name(n.output(k), pointer + "/output/" + std::to_string(k), "the output");
+    for (int k = 0; k < n.attribute_size(); ++k)
+      name(n.attribute(k).name(), pointer + "/attribute/" + std::to_string(k) + "/name", "the attribute");
     const std::string what = "node \"" + short_name(n.name()) + "\" (" + short_name(n.op_type()) + ")";
     for (int j = 0; j < n.attribute_size(); ++j) {
       const auto& a = n.attribute(j);
@@ -135,6 +158,7 @@ private:
   }
 
   void tensor(const T& t, const std::string& pointer) const {
+    name(t.name(), pointer + "/name", "the tensor's name");
     const std::string what = "tensor \"" + short_name(t.name()) + "\"";
     if (!T::DataType_IsValid(t.data_type()) || t.data_type() == T::UNDEFINED)
       fail(pointer + "/data_type", "onnx.bad-tensor",
