@@ -1,11 +1,20 @@
-// Inputs that crashed or ran without bound before issue 23, each through the binary: `plan`
-// makes the checks `run` makes before it searches, and refuses a search too large for the
-// machine (plan.too-large) at once.
+// Inputs that crashed, ran without bound or left files behind before issue 23, each through
+// the binary: `plan` makes the checks `run` makes and refuses a search too large for the
+// machine (plan.too-large); outputs: --write prefixes, -o -, bounded error lines, temporary
+// files and report folders of killed writers.
 #include <catch2/catch.hpp>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 
 #include "cli_runner.hpp"
+#include "temp_dir.hpp"
 #include "sim/io/overrides.hpp"
 #include "sim/io/scenario_loader.hpp"
 
@@ -73,4 +82,99 @@ TEST_CASE("modelDtype: the precision a model runs in, whatever its file stores",
   const auto bad = ipusim::test::run_ipusim({"run", scenario, "--set", "modelDtype=half"});
   CHECK(bad.exit_code == 2);
   CHECK_THAT(bad.err, Contains("at modelDtype") && Contains("[scenario.bad-model-dtype]"));
+}
+
+namespace {
+
+// A PID that no process has now: a child that has exited and been reaped.
+pid_t dead_pid() {
+  const pid_t child = ::fork();
+  if (child == 0) ::_exit(0);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  return child;
+}
+
+std::string lines_longer_than(const std::string& text, std::size_t limit) {
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);)
+    if (line.size() > limit) return line.substr(0, 200);
+  return "";
+}
+
+} // namespace
+
+TEST_CASE("outputs: plan --write refuses devices and bare folders; convert and annotate write -o - to standard output",
+          "[cli]") {
+  const ipusim::test::TempDir dir;
+  const std::string scenario = kSource + "/scenarios/mlp-training.json";
+  const auto device = ipusim::test::run_ipusim({"plan", scenario, "--write", "/dev/null"});
+  CHECK(device.exit_code == 2);
+  CHECK_THAT(device.err, Contains("at --write") && Contains("/dev/null is a device") && Contains("[cli.bad-value]"));
+  CHECK(!std::filesystem::exists("/dev/null.model.json"));
+  const auto folder = ipusim::test::run_ipusim({"plan", scenario, "--write", dir.root().string() + "/"});
+  CHECK(folder.exit_code == 2);
+  CHECK_THAT(folder.err, Contains("names a folder") && Contains("[cli.bad-value]"));
+  CHECK(dir.entries() == 0);  // no hidden .model.json inside it
+
+  const std::string model = kSource + "/models/mlp.json";
+  const auto converted = ipusim::test::run_ipusim({"convert", "-o", "-", kSource + "/tests/no-such.onnx"});
+  CHECK(converted.exit_code == 2);  // the input is checked before anything is written
+  if (std::system("/usr/bin/python3 -c 'import onnx' 2>/dev/null") != 0) return;
+  REQUIRE(std::system(("/usr/bin/python3 '" + kSource + "/tests/make_onnx_fixtures.py' '" + dir.root().string() + "'")
+                          .c_str()) == 0);
+  const auto json = ipusim::test::run_ipusim({"convert", dir / "mlp.onnx", "-o", "-"});
+  REQUIRE(json.exit_code == 0);
+  CHECK(nlohmann::json::parse(json.out)["ops"].size() == 4);
+  CHECK_THAT(json.err, Contains("4 ops"));
+  const auto onnx = ipusim::test::run_ipusim({"annotate", dir / "layered.onnx", "--layers-per-ipu", "2,2", "-o", "-"});
+  REQUIRE(onnx.exit_code == 0);
+  const std::string annotated = dir.write("annotated.onnx", onnx.out);
+  const auto valid = ipusim::test::run_ipusim({"validate", annotated});
+  CHECK(valid.exit_code == 0);
+  CHECK_THAT(valid.out, Contains("2 stage(s)"));
+}
+
+TEST_CASE("outputs: an error line echoes at most a few hundred bytes of a 1 MB key", "[cli][hardening]") {
+  const ipusim::test::TempDir dir;
+  nlohmann::json doc = nlohmann::json::parse(std::ifstream(kSource + "/scenarios/mlp-training.json"));
+  doc["model"] = kSource + "/models/mlp.json";
+  doc["config"] = kSource + "/configs/ipu-m2000.json";
+  doc[std::string(1 << 20, 'k')] = 1;
+  const auto r = ipusim::test::run_ipusim({"run", dir.write("s.json", doc)});
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Contains("[json.unknown-key]") && Contains("more bytes)"));
+  CHECK(r.err.size() < 2500);  // was 2 MB: the key in the pointer and in the message
+  CHECK(lines_longer_than(r.err, 2500).empty());
+}
+
+TEST_CASE("outputs: temporary files and report folders of killed writers are removed by the next write",
+          "[cli][hardening]") {
+  const ipusim::test::TempDir dir;
+  const std::string scenario = kSource + "/scenarios/mlp-inference.json";
+  const std::string stale = dir.write(".out.json.tmp-" + std::to_string(dead_pid()) + "-0", "half a run");
+  const std::string live = dir.write(".out.json.tmp-" + std::to_string(::getpid()) + "-0", "being written");
+  const std::string other = dir.write(".other.json.tmp-" + std::to_string(dead_pid()) + "-0", "not this name's");
+  REQUIRE(ipusim::test::run_ipusim({"run", scenario, "--json", "-o", dir / "out.json"}).exit_code == 0);
+  CHECK(!std::filesystem::exists(stale));
+  CHECK(std::filesystem::exists(live));   // its writer still runs
+  CHECK(std::filesystem::exists(other));  // another file's: removed when that file is written
+
+  // A report killed while writing (file size limit: SIGXFSZ) leaves only its temporary
+  // folder, which does not block the rerun and is removed by it.
+  const std::string run = dir / "out.json";
+  const std::string report = dir / "report";
+  const std::string killed = "ulimit -f 4; exec '" + std::string(IPUSIM_BINARY) + "' report '" + run + "' -o '" +
+                             report + "' >/dev/null 2>&1";
+  CHECK(std::system(("/bin/sh -c \"" + killed + "\" 2>/dev/null").c_str()) != 0);
+  CHECK(!std::filesystem::exists(report));
+  std::size_t temps = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir.root()))
+    if (e.path().filename().string().rfind(".report.tmp-", 0) == 0) ++temps;
+  CHECK(temps == 1);
+  const auto rerun = ipusim::test::run_ipusim({"report", run, "-o", report});
+  CHECK(rerun.exit_code == 0);
+  CHECK(std::filesystem::exists(report + "/report.html"));
+  for (const auto& e : std::filesystem::directory_iterator(dir.root()))
+    CHECK(e.path().filename().string().rfind(".report.tmp-", 0) != 0);
 }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 
 #include "sim/io/input_error.hpp"
 #include "sim/output/units.hpp"
@@ -44,6 +45,27 @@ std::string count_text(double n) {
 }
 
 } // namespace
+
+void check_write_prefix(const std::string& prefix) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path p(prefix);
+  const auto status = fs::status(p, ec);
+  std::string why;
+  if (prefix.empty() || p.filename().empty() || p.filename() == "." || p.filename() == "..")
+    why = "names a folder";
+  else if (fs::is_directory(status))
+    why = "is a folder";
+  else if (fs::exists(status) && !fs::is_regular_file(status))
+    why = "is a device, FIFO or socket";
+  else if (const fs::path parent = p.parent_path(); !parent.empty() && fs::is_directory(parent, ec) &&
+                                                       parent.lexically_normal() == fs::path("/dev"))
+    why = "is in /dev";
+  if (!why.empty())
+    throw InputError("command line", "--write", "cli.bad-value",
+                     "--write " + prefix + " " + why + "; it is the prefix of the two files written (PREFIX.model.json, "
+                     "PREFIX.scenario.json): name one, e.g. --write out/bert-plan");
+}
 
 PlanSearchSize check_plan_inputs(const Scenario& sc, int ipus, const std::vector<std::int64_t>& gs,
                                  std::ostream* notes) {

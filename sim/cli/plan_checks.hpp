@@ -19,6 +19,11 @@ struct PlanSearchSize {
   double bytes = 0, seconds = 0;  // the search's estimate
 };
 
+// `plan --write PREFIX` writes PREFIX.model.json and PREFIX.scenario.json: PREFIX must name a
+// file in a folder, not a folder ("out/", hidden files inside it) nor a device or FIFO
+// ("/dev/null", files created beside it in /dev). Throws cli.bad-value.
+void check_write_prefix(const std::string& prefix);
+
 // Throws InputError (scenario.not-enough-ipus, scenario.bad-placement, plan.too-large);
 // a large search is announced on `notes`.
 PlanSearchSize check_plan_inputs(const Scenario& scenario, int ipus, const std::vector<std::int64_t>& gs,

@@ -107,6 +107,7 @@ void compare_with_given(const Scenario& sc, const LayerStructure& layers, const 
 
 int plan(const PlanOptions& o) {
   if (!o.write.empty()) {
+    check_write_prefix(o.write);
     check_output(o.write + ".model.json", o.force);
     check_output(o.write + ".scenario.json", o.force);
   }
