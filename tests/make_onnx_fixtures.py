@@ -294,6 +294,9 @@ def write_all(folder):
     bad.graph.initializer[0].dims[0] = 700
     save("bad-shape-mismatch.onnx", bad)                                  # onnx.shape-inference
     bad = mlp()
+    bad.graph.input[0].type.tensor_type.shape.dim[1].dim_value = 2 ** 62  # fuzz_onnx: elements() overflowed
+    save("bad-huge-input.onnx", bad)                                      # tensor.bad-shape
+    bad = mlp()
     bad.graph.node[-1].op_type = "Hardmax"                                # ONNX infers it; ipusim cannot cost it
     save("bad-hardmax.onnx", bad)                                         # op.flops-underivable
     bad = mlp()

@@ -194,6 +194,7 @@ TEST_CASE("onnx: every bad input exits 2 with its file, place and rule", "[onnx]
       {"bad-not-onnx.onnx", "[onnx.unreadable]", "at /"},
       {"mlp-external-missing.onnx", "[onnx.external-data]", "at /graph/initializer/0"},
       // Each of these crashed libonnx's shape inference or the importer (issue 23).
+      {"bad-huge-input.onnx", "[tensor.bad-shape]", "at /graph/input/0"},  // fuzz_onnx finding
       {"bad-hardmax.onnx", "[op.flops-underivable]", "at /graph/node/"},  // validate costs every op, as run does
       {"bad-scan-without-body.onnx", "[onnx.bad-node]", "at /graph/node/3: node \"/Scan\" (Scan)"},
       {"bad-raw-data-length.onnx", "[onnx.bad-tensor]", "at /graph/node/0/attribute/0/t/raw_data"},

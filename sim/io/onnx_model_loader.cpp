@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -68,6 +69,12 @@ std::string dim_text(const Dim& d) {
   if (d.value == kBatchStandIn) return "batch";
   if (d.value >= 0) return std::to_string(d.value);
   return d.symbol.empty() ? "?" : "\"" + d.symbol + "\"";
+}
+
+std::vector<Dim> dims_of(const std::vector<std::int64_t>& shape) {
+  std::vector<Dim> dims;
+  for (auto d : shape) dims.push_back(Dim{d, {}});
+  return dims;
 }
 
 std::string shape_text(const std::vector<Dim>& dims) {
@@ -307,6 +314,17 @@ private:
     t.name = name;
     t.kind = kind;
     t.dtype = dtype(name, pointer);
+    // As for a JSON model: sizes are int64 bytes, and a shape whose byte count overflows
+    // would be a wrong (even negative) size downstream (a shape inference gave it).
+    double bytes = static_cast<double>(dtype_bytes(t.dtype));
+    for (auto d : shape) bytes *= static_cast<double>(d);
+    if (bytes > 0x1p50) {
+      char amount[32];
+      std::snprintf(amount, sizeof amount, "%.3g", bytes);
+      fail(pointer, "tensor.bad-shape",
+           "tensor \"" + name + "\" has shape " + shape_text(dims_of(shape)) + ": " + amount +
+               " bytes per sample, more than any IPU system could hold");
+    }
     t.shape = std::move(shape);
     m.tensors.emplace(name, std::move(t));
   }

@@ -105,8 +105,9 @@ std::int64_t edge_int(Rng& rng, std::int64_t current) {
                                        INT32_MAX, INT32_MIN, std::int64_t{1} << 31, std::int64_t{1} << 32,
                                        std::int64_t{1} << 40, std::int64_t{1} << 62, INT64_MAX, INT64_MIN};
   switch (pick(rng, 4)) {
-  case 0: return current + (pick(rng, 2) ? 1 : -1);
-  case 1: return current * 2;
+  // Wrapping on purpose (in unsigned arithmetic: the mutator must not overflow itself).
+  case 0: return static_cast<std::int64_t>(static_cast<std::uint64_t>(current) + (pick(rng, 2) ? 1u : ~std::uint64_t{0}));
+  case 1: return static_cast<std::int64_t>(static_cast<std::uint64_t>(current) * 2u);
   case 2: return static_cast<std::int64_t>(pick(rng, 17));
   default: return edges[pick(rng, sizeof edges / sizeof edges[0])];
   }
