@@ -69,8 +69,13 @@ int run(const RunOptions& o) {
   options.notes = &std::cerr;
   const Simulation sim = simulate(sc, modes_for(sc, o.mode), options);
   if (!o.trace.empty()) write_output(o.trace, [&](std::ostream& out) { write_trace(out, sc, sim); }, o.force);
-  const std::string text = o.json  ? report_json(sc, sim).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n"
-                           : o.csv ? render_run_csv(report_json(sc, sim))
+  nlohmann::json document = report_json(sc, sim);
+  // What reruns it: the flags as given (--set included) and the version that ran it.
+  document["overrides"] = o.sets;
+  document["commandLine"] = command_line;
+  document["ipusimVersion"] = IPUSIM_VERSION;
+  const std::string text = o.json  ? document.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n"
+                           : o.csv ? render_run_csv(document)
                                    : render_table(sc, sim);
   write_output(o.output.empty() ? "-" : o.output, text, o.force);
   if (o.fail_on_oom)

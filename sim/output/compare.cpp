@@ -138,21 +138,50 @@ std::string fits_text(const Json& run) {
   return run.at(fits).get<bool>() ? "yes" : "no";
 }
 
-// The settings that differ from the first document's: "gradientAccumulation 16 -> 64".
+// Ops per virtual IPU in the forward stages of a document's plan: how the model is split.
+Json split_of(const Json& doc) {
+  const Json::json_pointer stages("/plan/stages");
+  if (!doc.contains(stages) || !doc.at(stages).is_array()) return Json();
+  std::map<std::int64_t, std::size_t> ops;
+  for (const Json& s : doc.at(stages)) {
+    if (!s.is_object() || s.value("pass", "") == "backward" || !s.contains("virtualIpu") ||
+        !s.at("virtualIpu").is_number_integer() || !s.contains("ops") || !s.at("ops").is_array())
+      continue;
+    ops[s.at("virtualIpu").get<std::int64_t>()] += s.at("ops").size();
+  }
+  Json out = Json::array();
+  for (const auto& [ipu, n] : ops) out.push_back(n);
+  return out;
+}
+
+std::string dumped(const Json& v) { return v.dump(-1, ' ', false, Json::error_handler_t::replace); }
+
+// Every recorded setting that differs from the first document's: "gradientAccumulation 16 ->
+// 64", the model's content ("modelHash"), the split of its ops over the IPUs, the --set flags.
 std::vector<std::string> setting_differences(const Json& base, const Json& other) {
   std::vector<std::string> out;
-  for (const char* key : {"model", "config"})
+  for (const char* key : {"model", "modelFile", "modelHash", "modelDtype", "config", "configFile", "configHash",
+                          "overrides", "ipusimVersion"})
     if (base.value(key, Json()) != other.value(key, Json()))
-      out.push_back(std::string(key) + " " + base.value(key, Json()).dump() + " -> " + other.value(key, Json()).dump());
+      out.push_back(std::string(key) + " " + dumped(base.value(key, Json())) + " -> " + dumped(other.value(key, Json())));
+  if (const Json a = split_of(base), b = split_of(other); a != b)
+    out.push_back("split (ops per virtual IPU) " + dumped(a) + " -> " + dumped(b));
   const Json a = base.value("execution", Json::object()), b = other.value("execution", Json::object());
   if (!a.is_object() || !b.is_object()) return out;
+  // Keys indexed once: documents with many keys compare in n log n, not n^2.
+  std::map<std::string, const Json*> in_a, in_b;
   std::vector<std::string> keys;
-  for (auto it = a.begin(); it != a.end(); ++it) keys.push_back(it.key());
-  for (auto it = b.begin(); it != b.end(); ++it)
-    if (!a.contains(it.key())) keys.push_back(it.key());
-  for (const std::string& k : keys)
-    if (a.value(k, Json()) != b.value(k, Json()))
-      out.push_back(k + " " + a.value(k, Json()).dump() + " -> " + b.value(k, Json()).dump());
+  for (auto it = a.begin(); it != a.end(); ++it) in_a.emplace(it.key(), &it.value()), keys.push_back(it.key());
+  for (auto it = b.begin(); it != b.end(); ++it) {
+    in_b.emplace(it.key(), &it.value());
+    if (!in_a.count(it.key())) keys.push_back(it.key());
+  }
+  const Json none;
+  for (const std::string& k : keys) {
+    const Json& va = in_a.count(k) ? *in_a[k] : none;
+    const Json& vb = in_b.count(k) ? *in_b[k] : none;
+    if (va != vb) out.push_back(k + " " + dumped(va) + " -> " + dumped(vb));
+  }
   return out;
 }
 

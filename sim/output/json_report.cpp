@@ -1,5 +1,9 @@
 #include "sim/output/json_report.hpp"
 
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
 #include "sim/output/explanation.hpp"
 
 namespace ipusim {
@@ -141,6 +145,43 @@ Json run_json(const RunMetrics& r) {
           {"memory", memory_json(r.memory, ipus_placed(r))}};
 }
 
+namespace {
+
+// FNV-1a (64 bits) of a file's bytes, "fnv1a64:HEX": tells two model or config files apart
+// (compare, report); empty when the document was inline or the file cannot be read.
+std::string content_hash(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) return "";
+  std::ifstream in(path, std::ios::binary);
+  std::uint64_t h = 1469598103934665603ull;
+  char buffer[1 << 16];
+  while (in.read(buffer, sizeof buffer) || in.gcount() > 0) {
+    for (std::streamsize i = 0; i < in.gcount(); ++i) {
+      h ^= static_cast<unsigned char>(buffer[i]);
+      h *= 1099511628211ull;
+    }
+    if (!in) break;
+  }
+  char text[32];
+  std::snprintf(text, sizeof text, "fnv1a64:%016llx", static_cast<unsigned long long>(h));
+  return text;
+}
+
+// The file a model or config came from: an ONNX model's file, or the JSON file ("(as JSON)"
+// and "#/model" suffixes name an edited or inline document, which has no file of its own).
+std::string source_file(const std::string& origin) {
+  const auto edited = origin.find(" (as JSON)");
+  return edited == std::string::npos ? origin : origin.substr(0, edited);
+}
+
+Json modes_json(const std::vector<Mode>& modes) {
+  Json out = Json::array();
+  for (Mode m : modes) out.push_back(mode_name(m));
+  return out;
+}
+
+} // namespace
+
 Json report_json(const Scenario& sc, const Simulation& sim) {
   Json runs = Json::array();
   const RunMetrics* sharded = nullptr;
@@ -169,13 +210,25 @@ Json report_json(const Scenario& sc, const Simulation& sim) {
                 {"replicatedTensorSharding", ex.replicated_tensor_sharding},
                 {"partialsTypeMatMuls", dtype_name(ex.partials_type)},
                 {"numIOTiles", ex.io_tiles},
-                {"sequencesPerSample", ex.sequences_per_sample}}},
+                {"sequencesPerSample", ex.sequences_per_sample},
+                {"optimizerStateDtype", dtype_name(ex.optimizer_state_dtype)},
+                {"optimizerStateLocation", ex.optimizer_state_off_chip ? "streaming-memory" : "on-chip"},
+                {"availableMemoryProportion", ex.available_memory_proportion},
+                {"weightUpdateExcludedVirtualGraphs", ex.weight_update_excluded_ipus},
+                {"placement", ex.placement},
+                {"modes", modes_json(ex.modes)}}},
+              {"modelFile", source_file(sc.model.file)},
+              {"modelHash", content_hash(source_file(sc.model.file))},
+              {"configFile", sc.hardware.file},
+              {"configHash", content_hash(sc.hardware.file)},
               {"plan", plan_json(sc, sim.plan)},
               {"estimate",
                {{"peakBytes", sim.estimate.peak_bytes},
                 {"seconds", sim.estimate.seconds},
                 {"programSteps", sim.estimate.steps}}},
               {"runs", runs}};
+  if (sc.scenario_document.is_object() && sc.scenario_document.contains("modelDtype"))
+    doc["modelDtype"] = sc.scenario_document.at("modelDtype");
   if (sharded && pipelined && pipelined->step_time_s > 0)
     doc["speedupPipelinedOverSharded"] = sharded->step_time_s / pipelined->step_time_s;
   return doc;
