@@ -178,3 +178,39 @@ TEST_CASE("outputs: temporary files and report folders of killed writers are rem
   for (const auto& e : std::filesystem::directory_iterator(dir.root()))
     CHECK(e.path().filename().string().rfind(".report.tmp-", 0) != 0);
 }
+
+TEST_CASE("run documents record what reruns them, and compare names every difference", "[cli][report]") {
+  const ipusim::test::TempDir dir;
+  const std::string scenario = kSource + "/scenarios/mlp-training.json";
+  const auto a = ipusim::test::run_ipusim({"run", scenario, "--json", "-o", dir / "a.json"});
+  const auto b = ipusim::test::run_ipusim({"run", scenario, "--json", "-o", dir / "b.json", "--set",
+                                           "execution.replicas=2", "--set", "execution.availableMemoryProportion=0.5",
+                                           "--set", "model.ops.2.virtualGraph=0"});
+  REQUIRE(a.exit_code == 0);
+  REQUIRE(b.exit_code == 0);
+  const auto doc = nlohmann::json::parse(std::ifstream(dir / "a.json"));
+  const auto& ex = doc.at("execution");
+  CHECK(ex.at("availableMemoryProportion") == nlohmann::json::array({0.6}));
+  CHECK(ex.at("optimizerStateLocation") == "on-chip");
+  CHECK(ex.at("optimizerStateDtype") == "float32");
+  CHECK(ex.at("modes") == nlohmann::json::array({"sharded", "pipelined"}));
+  CHECK(doc.at("modelFile") == kSource + "/models/mlp.json");
+  CHECK(doc.at("modelHash").get<std::string>().rfind("fnv1a64:", 0) == 0);
+  CHECK(doc.at("configFile") == kSource + "/configs/ipu-m2000.json");
+  CHECK(doc.at("overrides") == nlohmann::json::array());
+  CHECK(doc.at("commandLine").at(1) == "run");
+  CHECK(doc.at("ipusimVersion") == IPUSIM_TEST_VERSION);
+  // "B differs from A in: replicas" hid the split and the memory proportion before.
+  const auto c = ipusim::test::run_ipusim({"compare", dir / "a.json", dir / "b.json"});
+  REQUIRE(c.exit_code == 0);
+  CHECK_THAT(c.out, Contains("replicas 1 -> 2") && Contains("availableMemoryProportion [0.6] -> [0.5]") &&
+                        Contains("split (ops per virtual IPU) [2,3] -> [3,2]") &&
+                        Contains("\"model.ops.2.virtualGraph=0\""));
+  // The report names the second run by its flags, so the two are told apart.
+  const auto r = ipusim::test::run_ipusim({"report", dir / "a.json", dir / "b.json", "-o", dir / "report"});
+  REQUIRE(r.exit_code == 0);
+  std::ostringstream md;
+  md << std::ifstream(dir / "report/report.md").rdbuf();
+  CHECK_THAT(md.str(), Contains("mlp-training \\[execution.replicas=2, execution.availableMemoryProportion=0.5") &&
+                           Contains(doc.at("modelHash").get<std::string>()));
+}
