@@ -76,12 +76,12 @@ PlanSearchSize check_plan_inputs(const Scenario& sc, int ipus, const std::vector
     ipus = static_cast<int>(std::min<std::int64_t>(highest + 1, INT32_MAX));
   }
   size.ipus = ipus;
-  // The replicas of the planned pipeline must fit the system, and a placement must name
-  // each of their IPUs once, as run requires.
-  physical_ipus(sc, std::max(ipus, 1));
   const LayerStructure layers = detect_layers(sc.model);
   size.units = static_cast<int>(layers.names.size());
   if (ipus < 2 || ipus > size.units) return size;  // the planner refuses it (plan.ipus)
+  // The replicas of the planned pipeline must fit the system, and a placement must name
+  // each of their IPUs once, as run requires.
+  physical_ipus(sc, ipus);
   const Execution& ex = sc.execution;
   const std::vector<std::int64_t> g_values =
       ex.training && !gs.empty() ? gs : std::vector<std::int64_t>{ex.gradient_accumulation};

@@ -1,8 +1,6 @@
 #include "sim/output/json_report.hpp"
 
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
 
 #include "sim/output/explanation.hpp"
 
@@ -147,29 +145,24 @@ Json run_json(const RunMetrics& r) {
 
 namespace {
 
-// FNV-1a (64 bits) of a file's bytes, "fnv1a64:HEX": tells two model or config files apart
-// (compare, report); empty when the document was inline or the file cannot be read.
-std::string content_hash(const std::string& path) {
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) return "";
-  std::ifstream in(path, std::ios::binary);
+// FNV-1a (64 bits) of a document as run (after "extends" and --set), "fnv1a64:HEX": tells
+// two models or configs apart by content (compare, report), whether from a file or inline.
+std::string content_hash(const Json& document) {
+  const std::string text = document.dump(-1, ' ', false, Json::error_handler_t::replace);
   std::uint64_t h = 1469598103934665603ull;
-  char buffer[1 << 16];
-  while (in.read(buffer, sizeof buffer) || in.gcount() > 0) {
-    for (std::streamsize i = 0; i < in.gcount(); ++i) {
-      h ^= static_cast<unsigned char>(buffer[i]);
-      h *= 1099511628211ull;
-    }
-    if (!in) break;
+  for (char c : text) {
+    h ^= static_cast<unsigned char>(c);
+    h *= 1099511628211ull;
   }
-  char text[32];
-  std::snprintf(text, sizeof text, "fnv1a64:%016llx", static_cast<unsigned long long>(h));
-  return text;
+  char out[32];
+  std::snprintf(out, sizeof out, "fnv1a64:%016llx", static_cast<unsigned long long>(h));
+  return out;
 }
 
-// The file a model or config came from: an ONNX model's file, or the JSON file ("(as JSON)"
-// and "#/model" suffixes name an edited or inline document, which has no file of its own).
+// The file a model or config came from ("" for one inline in the scenario); an edited
+// ONNX model ("(as JSON)") names its ONNX file, the edits being in "overrides".
 std::string source_file(const std::string& origin) {
+  if (origin.find("#/") != std::string::npos) return "";
   const auto edited = origin.find(" (as JSON)");
   return edited == std::string::npos ? origin : origin.substr(0, edited);
 }
@@ -218,9 +211,9 @@ Json report_json(const Scenario& sc, const Simulation& sim) {
                 {"placement", ex.placement},
                 {"modes", modes_json(ex.modes)}}},
               {"modelFile", source_file(sc.model.file)},
-              {"modelHash", content_hash(source_file(sc.model.file))},
-              {"configFile", sc.hardware.file},
-              {"configHash", content_hash(sc.hardware.file)},
+              {"modelHash", content_hash(sc.model_document)},
+              {"configFile", source_file(sc.hardware.file)},
+              {"configHash", content_hash(sc.config_document)},
               {"plan", plan_json(sc, sim.plan)},
               {"estimate",
                {{"peakBytes", sim.estimate.peak_bytes},
