@@ -214,3 +214,36 @@ TEST_CASE("run documents record what reruns them, and compare names every differ
   CHECK_THAT(md.str(), Contains("mlp-training \\[execution.replicas=2, execution.availableMemoryProportion=0.5") &&
                            Contains(doc.at("modelHash").get<std::string>()));
 }
+
+TEST_CASE("run --from RUN.json reruns a run document and gives the same document", "[cli]") {
+  const ipusim::test::TempDir dir;
+  for (const std::string name : {"mlp-training", "mlp-inference", "bert-tiny-training", "bert-tiny-inference"}) {
+    INFO(name);
+    const std::string first = dir / (name + ".json"), again = dir / (name + "-again.json");
+    REQUIRE(ipusim::test::run_ipusim({"run", kSource + "/scenarios/" + name + ".json", "--json", "-o", first, "--set",
+                                      "execution.batchesPerStep=8", "--mode", "pipelined"})
+                .exit_code == 0);
+    REQUIRE(ipusim::test::run_ipusim({"run", "--from", first, "--json", "-o", again}).exit_code == 0);
+    auto a = nlohmann::json::parse(std::ifstream(first)), b = nlohmann::json::parse(std::ifstream(again));
+    CHECK(b.at("commandLine").at(2) == "--from");
+    a.erase("commandLine");
+    b.erase("commandLine");
+    CHECK(a.dump() == b.dump());  // bit for bit, the --set flags and the one mode included
+  }
+  // A model edited since is refused, not rerun as something else.
+  const std::string model = dir.write("m.json", nlohmann::json::parse(std::ifstream(kSource + "/models/mlp.json")));
+  const std::string run = dir / "run.json";
+  REQUIRE(ipusim::test::run_ipusim({"run", model, "--config", kSource + "/configs/ipu-m2000.json", "--json", "-o", run})
+              .exit_code == 0);
+  CHECK(ipusim::test::run_ipusim({"run", "--from", run, "--json"}).exit_code == 0);  // a run without a scenario file
+  auto edited = nlohmann::json::parse(std::ifstream(model));
+  edited["ops"][0]["flops"] = 1e9;
+  dir.write("m.json", edited);
+  const auto changed = ipusim::test::run_ipusim({"run", "--from", run});
+  CHECK(changed.exit_code == 2);
+  CHECK_THAT(changed.err, Contains("at /modelHash") && Contains("[run.from-changed]"));
+  const auto incomplete = ipusim::test::run_ipusim({"run", "--from", dir.write("old.json", "{\"runs\": []}")});
+  CHECK(incomplete.exit_code == 2);
+  CHECK_THAT(incomplete.err, Contains("[run.from-incomplete]"));
+  CHECK(ipusim::test::run_ipusim({"run", "--from", run, "--set", "execution.replicas=2"}).exit_code == 2);
+}

@@ -145,6 +145,8 @@ Json run_json(const RunMetrics& r) {
 
 namespace {
 
+} // namespace
+
 // FNV-1a (64 bits) of a document as run (after "extends" and --set), "fnv1a64:HEX": tells
 // two models or configs apart by content (compare, report), whether from a file or inline.
 std::string content_hash(const Json& document) {
@@ -158,6 +160,8 @@ std::string content_hash(const Json& document) {
   std::snprintf(out, sizeof out, "fnv1a64:%016llx", static_cast<unsigned long long>(h));
   return out;
 }
+
+namespace {
 
 // The file a model or config came from ("" for one inline in the scenario); an edited
 // ONNX model ("(as JSON)") names its ONNX file, the edits being in "overrides".
