@@ -247,3 +247,16 @@ TEST_CASE("run --from RUN.json reruns a run document and gives the same document
   CHECK_THAT(incomplete.err, Contains("[run.from-incomplete]"));
   CHECK(ipusim::test::run_ipusim({"run", "--from", run, "--set", "execution.replicas=2"}).exit_code == 2);
 }
+
+TEST_CASE("compare: a plan stage whose pass is not a string is read as no pass (run campaign: exit 3)", "[cli]") {
+  const ipusim::test::TempDir dir;
+  const std::string a = dir / "a.json";
+  REQUIRE(ipusim::test::run_ipusim({"run", kSource + "/scenarios/mlp-training.json", "--json", "-o", a}).exit_code == 0);
+  auto doc = nlohmann::json::parse(std::ifstream(a));
+  for (const nlohmann::json pass : {nlohmann::json::object(), nlohmann::json(), nlohmann::json::array()}) {
+    doc["plan"]["stages"][0]["pass"] = pass;
+    const auto r = ipusim::test::run_ipusim({"compare", a, dir.write("b.json", doc)});
+    CHECK(r.exit_code == 0);
+    CHECK_THAT(r.err, !Contains("internal fault"));
+  }
+}

@@ -144,7 +144,7 @@ Json split_of(const Json& doc) {
   if (!doc.contains(stages) || !doc.at(stages).is_array()) return Json();
   std::map<std::int64_t, std::size_t> ops;
   for (const Json& s : doc.at(stages)) {
-    if (!s.is_object() || s.value("pass", "") == "backward" || !s.contains("virtualIpu") ||
+    if (!s.is_object() || (s.contains("pass") && s.at("pass") == "backward") || !s.contains("virtualIpu") ||
         !s.at("virtualIpu").is_number_integer() || !s.contains("ops") || !s.at("ops").is_array())
       continue;
     ops[s.at("virtualIpu").get<std::int64_t>()] += s.at("ops").size();
