@@ -253,7 +253,7 @@ TEST_CASE("compare: a plan stage whose pass is not a string is read as no pass (
   const std::string a = dir / "a.json";
   REQUIRE(ipusim::test::run_ipusim({"run", kSource + "/scenarios/mlp-training.json", "--json", "-o", a}).exit_code == 0);
   auto doc = nlohmann::json::parse(std::ifstream(a));
-  for (const nlohmann::json pass : {nlohmann::json::object(), nlohmann::json(), nlohmann::json::array()}) {
+  for (const nlohmann::json& pass : {nlohmann::json::object(), nlohmann::json(), nlohmann::json::array()}) {
     doc["plan"]["stages"][0]["pass"] = pass;
     const auto r = ipusim::test::run_ipusim({"compare", a, dir.write("b.json", doc)});
     CHECK(r.exit_code == 0);
