@@ -5,9 +5,12 @@
 # time from a seed corpus of the shipped files. A crash, a sanitizer report, a leak, an
 # uncaught exception or an unlocated input error fails it; the input that did it is kept
 # in BUILD_DIR/fuzz-findings (turn it into a regression test: docs/reliability.md).
+# Then fuzzes the ONNX importer structure-aware (tests/fuzz/fuzz_onnx.cpp: mutations of the
+# parsed ModelProto) from the ONNX fixtures and, where PyTorch is installed, real exports.
 # Usage: scripts/sanitize.sh [BUILD_DIR]   (default: build-sanitize)
-#   FUZZ_SECONDS=90  how long to fuzz (0: no fuzzing)   SANITIZE_TESTS=0: skip the test suite
+#   FUZZ_SECONDS=90  how long to fuzz the loaders (0: no fuzzing)   SANITIZE_TESTS=0: skip the test suite
 #   FUZZ_RUNS=N      fuzz N inputs instead (docs/reliability.md: FUZZ_RUNS=100000)
+#   FUZZ_ONNX_SECONDS=60 / FUZZ_ONNX_RUNS=N   the same for the structure-aware ONNX target
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build_dir=${1:-build-sanitize}
@@ -30,7 +33,7 @@ IPUSIM_SETUP_ONLY=1 scripts/setup.sh  # the other dependencies
 # the release build's time; the benchmark is left out.
 cmake -S . -B "$build_dir" -DCMAKE_CXX_COMPILER=clang++-14 -DCMAKE_BUILD_TYPE=Sanitize \
   -DCMAKE_CXX_FLAGS_SANITIZE="-O1 -gline-tables-only" -DIPUSIM_SANITIZE=ON -DIPUSIM_FUZZ=ON >&2
-cmake --build "$build_dir" -j"$(nproc)" --target ipusim ipusim_tests fuzz_loaders >&2
+cmake --build "$build_dir" -j"$(nproc)" --target ipusim ipusim_tests fuzz_loaders fuzz_onnx >&2
 
 export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1:strict_string_checks=1:check_initialization_order=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
@@ -55,11 +58,29 @@ if [ "$fuzz_seconds" != 0 ] || [ -n "${FUZZ_RUNS:-}" ]; then
   printf '\x04execution.schedule=1f1b\nconfig.links.0.latencySeconds=0\n' >"$corpus/seed/4-sets-2"
   onnx_dir="$build_dir/fuzz-onnx"  # target 5: the ONNX fixtures of the tests (when python3-onnx is there)
   rm -rf "$onnx_dir" && mkdir -p "$onnx_dir"
-  if python3 tests/make_onnx_fixtures.py "$onnx_dir"; then
+  if /usr/bin/python3 tests/make_onnx_fixtures.py "$onnx_dir"; then
     for f in "$onnx_dir"/*.onnx; do seed 5 "$f"; done
   fi
   limit=(-max_total_time="$fuzz_seconds")
   [ -n "${FUZZ_RUNS:-}" ] && limit=(-runs="$FUZZ_RUNS")
   "$build_dir/fuzz_loaders" "${limit[@]}" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
     -print_final_stats=1 -artifact_prefix="$findings/" "$corpus/work" "$corpus/seed"
+fi
+
+onnx_seconds=${FUZZ_ONNX_SECONDS:-60}
+if [ "$onnx_seconds" != 0 ] || [ -n "${FUZZ_ONNX_RUNS:-}" ]; then
+  corpus="$build_dir/fuzz-onnx-corpus"
+  findings="$build_dir/fuzz-findings"
+  rm -rf "$corpus/seed"
+  mkdir -p "$corpus/seed" "$corpus/work" "$findings"
+  /usr/bin/python3 tests/make_onnx_fixtures.py "$corpus/seed" || true
+  # Real exporter output (a decoder with Constant and Shape nodes, tied embeddings), when PyTorch is there.
+  /usr/bin/python3 tests/torch_export.py "$corpus/seed" decoder >/dev/null 2>&1 || true
+  /usr/bin/python3 tests/torch_export.py "$corpus/seed" encoder >/dev/null 2>&1 || true
+  # Seeds larger than -max_len would arrive cut (no longer a ModelProto): left out.
+  find "$corpus/seed" -type f \( ! -name '*.onnx' -o -size +600k \) -delete
+  limit=(-max_total_time="$onnx_seconds")
+  [ -n "${FUZZ_ONNX_RUNS:-}" ] && limit=(-runs="$FUZZ_ONNX_RUNS")
+  "$build_dir/fuzz_onnx" "${limit[@]}" -timeout=10 -rss_limit_mb=2048 -max_len=614400 \
+    -print_final_stats=1 -artifact_prefix="$findings/onnx-" "$corpus/work" "$corpus/seed"
 fi

@@ -195,6 +195,87 @@ def gpt2_export(legacy):
     return model(nodes, [ids], [out(x)], inits, opset=17)
 
 
+def constant_first():
+    """What torch.onnx.export writes for a small decoder block (issue 23): a Constant first,
+    annotated like every node, whose value a later Reshape reads. The importer drops the
+    Constant, so op indices differ from node indices."""
+    nodes = [
+        node("Constant", [], ["shape"], "/Constant", ipu=0, value=const("v", [-1, 4, 8])),
+        node("MatMul", ["x", "W0"], ["h0"], "/fc0/MatMul", ipu=0),
+        node("Relu", ["h0"], ["h1"], "/act0/Relu", ipu=0),
+        node("MatMul", ["h1", "W1"], ["h2"], "/fc1/MatMul", ipu=1),
+        node("Reshape", ["h2", "shape"], ["h3"], "/Reshape", ipu=1),
+        node("Relu", ["h3"], ["y"], "/act1/Relu", ipu=1),
+    ]
+    return model(nodes, [batched("x", [16])], [out("y")], [shape_only("W0", [16, 64]), shape_only("W1", [64, 32])])
+
+
+def tied(folded):
+    """A head tied to the token embedding (vocab 32, width 8): read through a Transpose node
+    (an export without weights), or (folded) through an initializer holding the transposed
+    values, as constant folding writes it. Embedding on IPU 0, head on IPU 1."""
+    vocab, width = 32, 8
+    values = [float(i % 7) + i / 1000.0 for i in range(vocab * width)]
+    emb = helper.make_tensor("emb", F, [vocab, width], values)
+    nodes = [node("Gather", ["emb", "ids"], ["h"], "/tokens/Gather", ipu=0),
+             node("Relu", ["h"], ["h1"], "/act/Relu", ipu=0)]
+    inits = [emb]
+    if folded:
+        transposed = [values[r * width + c] for c in range(width) for r in range(vocab)]
+        inits.append(helper.make_tensor("onnx::MatMul_9", F, [width, vocab], transposed))
+        nodes.append(node("MatMul", ["h1", "onnx::MatMul_9"], ["logits"], "/head/MatMul", ipu=1))
+    else:
+        nodes.append(node("Transpose", ["emb"], ["embT"], "/head/Transpose", ipu=1, perm=[1, 0]))
+        nodes.append(node("MatMul", ["h1", "embT"], ["logits"], "/head/MatMul", ipu=1))
+    return model(nodes, [batched("ids", [4], TensorProto.INT64)], [out("logits")], inits)
+
+
+def malformed(folder, save):
+    """Graphs libonnx's shape inference would crash on (issue 23), each refused before it runs."""
+    bad = constant_first()
+    scan = node("Scan", ["h1"], ["s"], "/Scan", ipu=0, num_scan_inputs=1)  # no "body"
+    bad.graph.node.insert(3, scan)
+    save("bad-scan-without-body.onnx", bad)                               # onnx.bad-node at node 3
+    bad = constant_first()
+    bad.graph.node[0].attribute[0].t.ClearField("int64_data")
+    bad.graph.node[0].attribute[0].t.raw_data = struct.pack("<2q", -1, 4)  # 16 bytes for 3 values
+    save("bad-raw-data-length.onnx", bad)                                 # onnx.bad-tensor
+    bad = constant_first()
+    bad.graph.initializer.append(helper.make_tensor("shape2", TensorProto.INT64, [3], [-1, 4, 8]))
+    del bad.graph.initializer[-1].dims[:]
+    bad.graph.initializer[-1].dims.append(0)                               # dims [0] with 3 int64_data
+    save("bad-empty-dims-with-data.onnx", bad)                            # onnx.bad-tensor
+    bad = constant_first()
+    bad.graph.initializer[1].dims[:] = [2 ** 40, 2 ** 40]                 # 2^80 elements
+    save("bad-dims-overflow.onnx", bad)                                   # onnx.bad-tensor
+    bad = constant_first()
+    w = bad.graph.initializer[0]
+    w.data_location = TensorProto.EXTERNAL
+    for key, value in (("location", "constant-first.data"), ("offset", str(2 ** 63 - 8)), ("length", "4096")):
+        entry = w.external_data.add()
+        entry.key, entry.value = key, value
+    with open(os.path.join(folder, "constant-first.data"), "wb") as f:
+        f.write(b"\0" * 4096)
+    save("bad-external-offset-overflow.onnx", bad)                        # onnx.external-data
+    bad = constant_first()
+    bad.functions.append(helper.make_function("local", "Block", ["a"], ["b"], [helper.make_node("Relu", ["a"], ["b"])],
+                                              [helper.make_opsetid("", 13)]))
+    save("bad-local-function.onnx", bad)                                  # onnx.local-function
+    bad = constant_first()
+    sparse = bad.graph.sparse_initializer.add()
+    sparse.values.CopyFrom(helper.make_tensor("Ws", F, [1], [1.0]))
+    sparse.indices.CopyFrom(helper.make_tensor("Ws_i", TensorProto.INT64, [1], [0]))
+    sparse.dims.extend([4, 4])
+    save("bad-sparse-initializer.onnx", bad)                              # onnx.sparse-tensor
+    # A node name that is not UTF-8 (proto2 strings are not checked): same length, so the
+    # protobuf's length prefixes stay right. convert threw from the JSON writer (exit 3).
+    bad = constant_first()
+    bad.graph.node[2].name = "@@NOT-UTF-8@@"
+    data = bad.SerializeToString().replace(b"@@NOT-UTF-8@@", b"\xff" * 13)
+    with open(os.path.join(folder, "bad-name-utf8.onnx"), "wb") as f:
+        f.write(data)                                                     # onnx.bad-name
+
+
 def write_all(folder):
     os.makedirs(folder, exist_ok=True)
 
@@ -207,6 +288,12 @@ def write_all(folder):
     save("layered.onnx", layered())
     save("gpt2-export.onnx", gpt2_export(legacy=False))
     save("gpt2-export-legacy.onnx", gpt2_export(legacy=True))
+
+
+    save("constant-first.onnx", constant_first())
+    save("tied-transpose.onnx", tied(folded=False))
+    save("tied-folded.onnx", tied(folded=True))
+    malformed(folder, save)
 
     # Static batch 4 instead of a symbolic one (imported with batch size 4).
     m = mlp()
@@ -253,6 +340,12 @@ def write_all(folder):
     del bad.graph.node[0].input[2]
     bad.graph.initializer[0].dims[0] = 700
     save("bad-shape-mismatch.onnx", bad)                                  # onnx.shape-inference
+    bad = mlp()
+    bad.graph.input[0].type.tensor_type.shape.dim[1].dim_value = 2 ** 62  # fuzz_onnx: elements() overflowed
+    save("bad-huge-input.onnx", bad)                                      # tensor.bad-shape
+    bad = mlp()
+    bad.graph.node[-1].op_type = "Hardmax"                                # ONNX infers it; ipusim cannot cost it
+    save("bad-hardmax.onnx", bad)                                         # op.flops-underivable
     bad = mlp()
     bad.graph.input[0].type.tensor_type.shape.dim[1].dim_param = "features"
     save("bad-symbolic-feature.onnx", bad)                                # onnx.shape-unknown

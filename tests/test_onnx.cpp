@@ -195,6 +195,17 @@ TEST_CASE("onnx: every bad input exits 2 with its file, place and rule", "[onnx]
       {"bad-truncated.onnx", "[onnx.unreadable]", "at /"},
       {"bad-not-onnx.onnx", "[onnx.unreadable]", "at /"},
       {"mlp-external-missing.onnx", "[onnx.external-data]", "at /graph/initializer/0"},
+      // Each of these crashed libonnx's shape inference or the importer (issue 23).
+      {"bad-huge-input.onnx", "[tensor.bad-shape]", "at /graph/input/0"},  // fuzz_onnx finding
+      {"bad-hardmax.onnx", "[op.flops-underivable]", "at /graph/node/"},  // validate costs every op, as run does
+      {"bad-scan-without-body.onnx", "[onnx.bad-node]", "at /graph/node/3: node \"/Scan\" (Scan)"},
+      {"bad-raw-data-length.onnx", "[onnx.bad-tensor]", "at /graph/node/0/attribute/0/t/raw_data"},
+      {"bad-empty-dims-with-data.onnx", "[onnx.bad-tensor]", "at /graph/initializer/2/int64_data"},
+      {"bad-dims-overflow.onnx", "[onnx.bad-tensor]", "at /graph/initializer/1/dims"},
+      {"bad-external-offset-overflow.onnx", "[onnx.external-data]", "at /graph/initializer/0"},
+      {"bad-local-function.onnx", "[onnx.local-function]", "at /functions/0"},
+      {"bad-name-utf8.onnx", "[onnx.bad-name]", "at /graph/node/2/name"},  // fuzz_onnx finding
+      {"bad-sparse-initializer.onnx", "[onnx.sparse-tensor]", "at /graph/sparse_initializer/0"},
   };
   for (const Case& c : cases) {
     INFO(c.file);
@@ -209,6 +220,60 @@ TEST_CASE("onnx: every bad input exits 2 with its file, place and rule", "[onnx]
   CHECK(r.exit_code == 0);
   CHECK_THAT(r.out, Contains("sharded runs only") && Contains("[annotation.stage-without-virtual-graph]") &&
                         Contains("/graph/node/"));
+}
+
+TEST_CASE("onnx: a Constant node before the ops (as torch.onnx.export writes) keeps op indices dense",
+          "[onnx][cli]") {
+  if (!have_fixtures()) return;
+  // Six nodes, the first a Constant the importer drops: the ops are numbered 0-4 (graphs index
+  // their tables by it: ipu_of_op[5] was out of bounds, SIGSEGV), errors still name node indices.
+  const Model m = load_model(fixture("constant-first.onnx"));
+  REQUIRE(m.ops.size() == 5);
+  for (std::size_t i = 0; i < m.ops.size(); ++i) {
+    CHECK(m.ops[i].index == i);
+    CHECK(m.op_pointer(m.ops[i]) == "/graph/node/" + std::to_string(i + 1));
+  }
+  const ModelGraph g = build_graph(m);
+  CHECK(g.ipu_of_op == std::vector<int>{0, 0, 1, 1, 1});
+  const test::TempDir dir;
+  REQUIRE(test::run_ipusim({"convert", fixture("constant-first.onnx"), "-o", dir / "cf.json"}).exit_code == 0);
+  const std::string config = kSource + "/configs/ipu-m2000.json";
+  for (const std::string mode : {"sharded", "pipelined"}) {
+    INFO(mode);
+    const test::Result onnx =
+        test::run_ipusim({"run", fixture("constant-first.onnx"), "--config", config, "--mode", mode, "--json"});
+    const test::Result json = test::run_ipusim({"run", dir / "cf.json", "--config", config, "--mode", mode, "--json"});
+    REQUIRE(onnx.exit_code == 0);
+    REQUIRE(json.exit_code == 0);
+    CHECK(nlohmann::json::parse(onnx.out)["runs"] == nlohmann::json::parse(json.out)["runs"]);
+  }
+  CHECK(test::run_ipusim({"validate", fixture("constant-first.onnx")}).exit_code == 0);
+}
+
+TEST_CASE("onnx: a head tied to the embedding reads the one weight, through a Transpose node or a folded copy",
+          "[onnx][cli]") {
+  if (!have_fixtures()) return;
+  for (const std::string file : {"tied-transpose.onnx", "tied-folded.onnx"}) {
+    INFO(file);
+    const Model m = load_model(fixture(file));
+    // One 32 x 8 weight: the transposed copy is not a second weight, nor an activation
+    // (which would be held per sample), and the Transpose node is not an op.
+    std::vector<std::string> weights;
+    for (const auto& [name, t] : m.tensors)
+      if (t.kind == TensorKind::Weight) weights.push_back(name);
+    CHECK(weights == std::vector<std::string>{"emb"});
+    REQUIRE(m.ops.size() == 3);
+    const Op& head = op_named(m, "/head/MatMul");
+    CHECK(head.inputs == std::vector<std::string>{"h1", "emb"});
+    CHECK(std::get<std::int64_t>(head.attributes.at("transB")) == 1);
+    // 2 x 4 tokens x 8 x 32 FLOPs per sample, as the untied product.
+    CHECK(derived_flops_per_sample(m, head) == 2.0 * 4 * 8 * 32);
+    // The embedding on IPU 0 and the head on IPU 1 share the weight: refused, as PopART would.
+    const test::Result r = test::run_ipusim({"run", fixture(file), "--config", kSource + "/configs/ipu-m2000.json",
+                                             "--mode", "sharded"});
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.err, Contains("weight \"emb\"") && Contains("[annotation.weight-on-several-ipus]"));
+  }
 }
 
 TEST_CASE("onnx: an op type ipusim cannot cost names the node and how to give its FLOPs", "[onnx][cli]") {

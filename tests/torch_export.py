@@ -1,9 +1,11 @@
 #!/usr/bin/python3
-"""Exports two PyTorch models to ONNX without weight data, for tests/test_onnx_torch.cpp.
+"""Exports three PyTorch models to ONNX, for tests/test_onnx_torch.cpp.
 
-Usage: torch_export.py OUT_DIR [resnet50|encoder]. Writes resnet50.onnx (torchvision's ResNet-50) and
-encoder.onnx (a 6-layer torch.nn.TransformerEncoder with a linear head), each beside a
-.json holding PyTorch's own counts:
+Usage: torch_export.py OUT_DIR [resnet50|encoder|decoder]. Writes resnet50.onnx (torchvision's
+ResNet-50) and encoder.onnx (a 6-layer torch.nn.TransformerEncoder with a linear head) without
+weight data, and decoder.onnx (a GPT-style decoder with a head tied to its token embedding)
+as a user exports it: with its fp32 weights and constant folding. Each is beside a .json
+holding PyTorch's own counts:
   parameters  sum of numel() over model.parameters()
   buffers     elements of the float buffers the ONNX graph reads (BatchNormalization's
               running mean and variance), which ipusim holds as weights too
@@ -108,12 +110,60 @@ class Encoder(torch.nn.Module):
         return self.head(self.encoder(x))
 
 
+class Decoder(torch.nn.Module):
+    """A GPT-style decoder: token and position embeddings, two causal pre-LayerNorm layers
+    (d_model 64, 4 heads, feed-forward 256), a final LayerNorm and a language-model head tied
+    to the token embedding. Its forward reads the sequence length with x.size() and reshapes
+    with view(), so the export holds Shape, Gather, Unsqueeze, Concat and Constant nodes."""
+
+    def __init__(self, vocab=128, positions=16, width=64):
+        super().__init__()
+        self.tokens = torch.nn.Embedding(vocab, width)
+        self.positions = torch.nn.Embedding(positions, width)
+        layer = torch.nn.TransformerEncoderLayer(d_model=width, nhead=4, dim_feedforward=256, dropout=0.0,
+                                                 batch_first=True, norm_first=True)
+        self.layers = torch.nn.TransformerEncoder(layer, num_layers=2, enable_nested_tensor=False)
+        self.norm = torch.nn.LayerNorm(width)
+        self.head = torch.nn.Linear(width, vocab, bias=False)
+        self.head.weight = self.tokens.weight  # tied
+        self.register_buffer("mask", torch.triu(torch.full((positions, positions), float("-inf")), diagonal=1))
+
+    def forward(self, ids):
+        seq = ids.size(1)
+        x = self.tokens(ids) + self.positions.weight[:seq]
+        x = self.layers(x, mask=self.mask[:seq, :seq])
+        x = self.norm(x)
+        width = x.size(-1)
+        logits = self.head(x.reshape(-1, width))  # [batch x seq, vocab]
+        return logits.view(ids.size(0), seq, -1)
+
+
+def export_decoder(folder):
+    """Exported as a user would: with its weights (fp32 data) and constant folding, which
+    writes the head's transposed copy of the tied embedding as an initializer of its own."""
+    model = Decoder()
+    randomise(model)
+    model.eval()
+    ids = torch.zeros(2, 16, dtype=torch.long)
+    path = os.path.join(folder, "decoder.onnx")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(model, ids, path, input_names=["ids"], output_names=["logits"],
+                          dynamic_axes={"ids": {0: "batch"}, "logits": {0: "batch"}}, opset_version=13)
+    flops, adds = profile_flops(model, ids[:1])
+    buffers = sum(b.numel() for n, b in model.named_buffers() if b.is_floating_point())  # the causal mask
+    counts = {"parameters": sum(p.numel() for p in model.parameters()), "buffers": buffers, "flops": flops,
+              "add_flops": adds}
+    with open(os.path.join(folder, "decoder.json"), "w") as f:
+        json.dump(counts, f, indent=1, sort_keys=True)
+
+
 def main():
-    if len(sys.argv) not in (2, 3) or (len(sys.argv) == 3 and sys.argv[2] not in ("resnet50", "encoder")):
-        sys.stderr.write("usage: torch_export.py OUT_DIR [resnet50|encoder]\n")
+    if len(sys.argv) not in (2, 3) or (len(sys.argv) == 3 and sys.argv[2] not in ("resnet50", "encoder", "decoder")):
+        sys.stderr.write("usage: torch_export.py OUT_DIR [resnet50|encoder|decoder]\n")
         return 2
     folder = sys.argv[1]
-    which = sys.argv[2:] or ["resnet50", "encoder"]
+    which = sys.argv[2:] or ["resnet50", "encoder", "decoder"]
     os.makedirs(folder, exist_ok=True)
     torch.set_num_threads(1)
 
@@ -127,6 +177,8 @@ def main():
         randomise(encoder)
         encoder.eval()
         export(encoder, torch.zeros(2, 16, 64), "encoder", folder, training=False)
+    if "decoder" in which:
+        export_decoder(folder)
     return 0
 
 

@@ -18,6 +18,7 @@ struct AnnotateCommandOptions {
   std::string input, output, layers_per_ipu, heads_on = "last";
   std::vector<std::string> split_at;
   std::int64_t batch_size = 0;
+  std::string dtype;
   bool force = false;
 };
 
@@ -49,7 +50,7 @@ int annotate(const AnnotateCommandOptions& o) {
   if (!is_onnx_path(o.input))
     throw InputError(o.input, "/", "annotate.bad-input", "ipusim annotate reads an ONNX model (a .onnx file)");
   const auto extension = std::filesystem::path(o.output).extension();
-  if (extension != ".onnx" && extension != ".json")
+  if (o.output != "-" && extension != ".onnx" && extension != ".json")
     throw InputError(o.output, "/", "annotate.bad-output", "name a .onnx or .json output file");
   if (o.layers_per_ipu.empty() == o.split_at.empty())
     throw InputError("--layers-per-ipu", "", "annotate.placement",
@@ -59,13 +60,15 @@ int annotate(const AnnotateCommandOptions& o) {
   options.heads_on_last = o.heads_on == "last";
   options.split_at = o.split_at;
   if (o.batch_size > 0) options.import.batch_size = o.batch_size;
+  if (!o.dtype.empty()) options.import.float_dtype = parse_dtype(o.dtype);
   const Annotation a = annotate_onnx_model(o.input, o.output, options);
   write_output(o.output, a.output, o.force);
+  std::ostream& summary = o.output == "-" ? std::cerr : std::cout;  // with -o -, standard output is the model alone
   if (!a.layers.empty())
-    std::cout << o.output << ": " << a.layers.size() << " layers (" << a.layers.front() << " ... " << a.layers.back()
+    summary << o.output << ": " << a.layers.size() << " layers (" << a.layers.front() << " ... " << a.layers.back()
               << ") placed by --layers-per-ipu " << o.layers_per_ipu << ", heads on " << o.heads_on << "\n";
   else
-    std::cout << o.output << ": placed by " << o.split_at.size() << " split(s)\n";
+    summary << o.output << ": placed by " << o.split_at.size() << " split(s)\n";
   return kExitOk;
 }
 
@@ -76,7 +79,7 @@ Command add_annotate_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("annotate", "Place an ONNX model's nodes on IPUs and pipeline stages (PopART's "
                                               "__ipu_number / __pipeline_stage)");
   cmd->add_option("model", o->input, "ONNX model (.onnx)")->required()->check(CLI::ExistingFile);
-  cmd->add_option("-o,--output", o->output, "Annotated model to write: .onnx, or .json (ipusim's format)")
+  cmd->add_option("-o,--output", o->output, "Annotated model to write: .onnx, or .json (ipusim's format); - writes the annotated ONNX to standard output")
       ->required();
   cmd->add_option("--layers-per-ipu", o->layers_per_ipu,
                   "Detected layers per IPU, e.g. 3,7,7,7 (entry i = IPU i; 0 allowed)");
@@ -87,6 +90,9 @@ Command add_annotate_command(CLI::App& app) {
                   "Instead of layers: node-name prefixes where IPU 1, 2, ... begin (as Graphcore's --pipeline-splits)");
   cmd->add_option("--batch-size", o->batch_size, "Static leading batch dimension (for a .json output)")
       ->check(CLI::PositiveNumber);
+  cmd->add_option("--dtype", o->dtype, "The precision the model runs in: every float tensor becomes this type "
+                                        "(default: as the file has them)")
+      ->check(CLI::IsMember({"float16", "float32"}));
   cmd->add_flag("--force", o->force, "Overwrite the output file if it exists");
   return [o] { return annotate(*o); };
 }

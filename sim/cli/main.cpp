@@ -52,7 +52,10 @@ std::string set_hint(int argc, char** argv) {
 
 namespace ipusim::cli {
 
+std::vector<std::string> command_line;
+
 int run_cli(int argc, char** argv) {
+  command_line.assign(argv, argv + argc);
   CLI::App app{"ipusim: simulate sharded and pipelined execution of PopART-annotated models on Graphcore IPU "
                "systems.\nExit codes: 0 success, 2 bad input, 3 internal fault, 4 some sweep points failed, 5 out "
                "of memory (run --fail-on-oom), 6 sweep points still missing."};

@@ -2,6 +2,7 @@
 // (pipeline width x replicas, split, micro-batch, G, schedule, recomputation, memory settings),
 // rank them by the evaluators, confirm the best with the engine, say why each loses to the
 // first, and write the best as an annotated model and scenario (docs/planner.md).
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <iomanip>
@@ -11,11 +12,13 @@
 
 #include "sim/cli/commands.hpp"
 #include "sim/cli/plan_output.hpp"
+#include "sim/cli/plan_checks.hpp"
 #include "sim/io/input_error.hpp"
 #include "sim/io/model_writer.hpp"
 #include "sim/io/scenario_loader.hpp"
 #include "sim/output/output_file.hpp"
 #include "sim/output/units.hpp"
+#include "sim/schedule/schedule.hpp"
 #include "sim/search/memory_advice.hpp"
 #include "sim/search/planner.hpp"
 #include "sim/simulate/simulation.hpp"
@@ -131,10 +134,18 @@ void print_progress(const SearchProgress& p, bool training) {
 
 int plan(const PlanOptions& o) {
   if (!o.write.empty()) {
+    check_write_prefix(o.write);
     check_output(o.write + ".model.json", o.force);
     check_output(o.write + ".scenario.json", o.force);
   }
   const Scenario sc = load_scenario(o.scenario, parse_overrides(o.sets));
+  // A placement the scenario fixes is checked as run checks it (the search keeps it only for
+  // the pipeline it was written for).
+  if (!sc.execution.placement.empty()) {
+    std::int64_t width = 0;
+    for (const Op& op : sc.model.ops) width = std::max(width, op.virtual_graph.value_or(0) + 1);
+    physical_ipus(sc, static_cast<int>(width));
+  }
   const LayerStructure layers = detect_layers(sc.model);
   if (o.explain_layers) {
     std::cout << sc.model.file << ": " << explain_layers(layers);

@@ -3,9 +3,11 @@
 #include <filesystem>
 #include <iostream>
 #include <memory>
+#include <optional>
 
 #include "sim/cli/commands.hpp"
 #include "sim/io/input_error.hpp"
+#include "sim/io/json_reader.hpp"
 #include "sim/io/scenario_loader.hpp"
 #include "sim/output/csv.hpp"
 #include "sim/output/output_file.hpp"
@@ -28,7 +30,7 @@ std::vector<Override> parse_overrides(const std::vector<std::string>& sets) {
 namespace {
 
 struct RunOptions {
-  std::string input, config, mode, output, trace;
+  std::string input, config, mode, output, trace, from;
   std::vector<std::string> sets;
   bool json = false, csv = false, force = false, fail_on_oom = false, exact_full = false;
 };
@@ -51,6 +53,45 @@ Scenario scenario_of_model(const std::string& model, const std::string& config, 
   return scenario_from_json(document, "command line", sets);
 }
 
+// `run --from RUN.json`: the scenario (or model and config) a run document names, with its
+// --set flags and modes, refused when the model or config no longer hashes as recorded.
+struct Rerun {
+  Scenario scenario;
+  std::vector<Mode> modes;
+  std::vector<std::string> sets;
+};
+
+Rerun rerun_of(const std::string& path) {
+  const nlohmann::json doc = read_json_file(path);
+  const auto text = [&](const char* key) -> std::string {
+    if (!doc.is_object() || !doc.contains(key) || !doc.at(key).is_string())
+      throw InputError(path, std::string("/") + key, "run.from-incomplete",
+                       std::string("a run document to rerun needs \"") + key +
+                           "\" (written by ipusim run --json since issue 23)");
+    return doc.at(key).get<std::string>();
+  };
+  Rerun r;
+  if (doc.contains("overrides") && doc.at("overrides").is_array())
+    for (const auto& s : doc.at("overrides"))
+      if (s.is_string()) r.sets.push_back(s.get<std::string>());
+  const std::string scenario_file = text("scenarioFile");
+  r.scenario = scenario_file == "command line" ? scenario_of_model(text("modelFile"), text("configFile"), parse_overrides(r.sets))
+                                               : load_scenario(scenario_file, parse_overrides(r.sets));
+  for (const char* key : {"modelHash", "configHash"}) {
+    const std::string now = content_hash(key[0] == 'm' ? r.scenario.model_document : r.scenario.config_document);
+    if (text(key) != now)
+      throw InputError(path, std::string("/") + key, "run.from-changed",
+                       std::string("the ") + (key[0] == 'm' ? "model" : "config") + " is no longer the one this run "
+                       "used (recorded " + text(key) + ", now " + now + "): its file changed since");
+  }
+  if (doc.contains("runs") && doc.at("runs").is_array())
+    for (const auto& run : doc.at("runs"))
+      if (run.is_object() && run.contains("mode") && run.at("mode").is_string())
+        r.modes.push_back(run.at("mode") == "sharded" ? Mode::Sharded : Mode::Pipelined);
+  if (r.modes.empty()) throw InputError(path, "/runs", "run.from-incomplete", "the run document lists no runs");
+  return r;
+}
+
 int run(const RunOptions& o) {
   // Refuse before simulating, so that one file is not written while the other is refused.
   for (const std::string& path : {o.output, o.trace})
@@ -61,20 +102,33 @@ int run(const RunOptions& o) {
         std::filesystem::weakly_canonical(o.trace, ignored) == std::filesystem::weakly_canonical(o.output, ignored))
       throw InputError(o.trace, "/", "output.same-file", "--trace and --output name the same file");
   }
-  const Scenario sc = o.config.empty() ? load_scenario(o.input, parse_overrides(o.sets))
-                                        : scenario_of_model(o.input, o.config, parse_overrides(o.sets));
+  if (!o.from.empty() && (!o.input.empty() || !o.config.empty() || !o.sets.empty()))
+    throw InputError("command line", "--from", "cli.conflict",
+                     "--from reruns a run document as it was: give no scenario, --config or --set with it");
+  if (o.from.empty() && o.input.empty())
+    throw InputError("command line", "scenario", "cli.missing-argument", "give a scenario (or --from RUN.json)");
+  std::optional<Rerun> rerun;
+  if (!o.from.empty()) rerun = rerun_of(o.from);
+  const Scenario sc = rerun              ? rerun->scenario
+                      : o.config.empty() ? load_scenario(o.input, parse_overrides(o.sets))
+                                         : scenario_of_model(o.input, o.config, parse_overrides(o.sets));
   SimulateOptions options;
   options.keep_log = !o.trace.empty();
   options.exact_full = o.exact_full;
   options.last_in_process = simulate_last_in_process;
   options.notes = &std::cerr;
-  Simulation sim = simulate(sc, modes_for(sc, o.mode), options);
+  Simulation sim = simulate(sc, rerun ? rerun->modes : modes_for(sc, o.mode), options);
   // What would make a run that does not fit fit: the memory model tries each setting.
   for (ModeRun& run : sim.runs)
     if (!run.metrics.memory.fits) run.metrics.memory.fixes = memory_fixes(sc, run.metrics.mode);
   if (!o.trace.empty()) write_output(o.trace, [&](std::ostream& out) { write_trace(out, sc, sim); }, o.force);
-  const std::string text = o.json  ? report_json(sc, sim).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n"
-                           : o.csv ? render_run_csv(report_json(sc, sim))
+  nlohmann::json document = report_json(sc, sim);
+  // What reruns it: the flags as given (--set included) and the version that ran it.
+  document["overrides"] = rerun ? rerun->sets : o.sets;
+  document["commandLine"] = command_line;
+  document["ipusimVersion"] = IPUSIM_VERSION;
+  const std::string text = o.json  ? document.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n"
+                           : o.csv ? render_run_csv(document)
                                    : render_table(sc, sim);
   write_output(o.output.empty() ? "-" : o.output, text, o.force);
   if (o.fail_on_oom)
@@ -93,8 +147,10 @@ Command add_run_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("run", "Simulate a scenario (or a model on a config) and compare sharded with "
                                         "pipelined execution");
   cmd->add_option("scenario", o->input,
-                  "Scenario file (scenarios/*.json); with --config, a model file (models/*.json or .onnx)")
-      ->required();
+                  "Scenario file (scenarios/*.json); with --config, a model file (models/*.json or .onnx)");
+  cmd->add_option("--from", o->from,
+                  "Rerun a run document (run --json): its scenario, --set flags and modes, refused if its model or "
+                  "config changed since; same figures");
   cmd->add_option("--config", o->config,
                   "Run the model INPUT on this IPU system (configs/*.json) without a scenario file: every "
                   "execution setting at its default (docs/formats.md), changed with --set execution.x=...");

@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "sim/cli/commands.hpp"
+#include "sim/cost/op_work.hpp"
 #include "sim/graph/model_graph.hpp"
 #include "sim/io/hardware_loader.hpp"
 #include "sim/io/json_reader.hpp"
@@ -24,10 +25,14 @@ struct ValidateOptions {
   std::string path;
   std::vector<std::string> sets;
   std::int64_t batch_size = 0;
+  std::string dtype;
 };
 
 void report_model(const std::string& path, const Model& m) {
   const ModelGraph g = build_graph(m);
+  // As a run would: an op whose FLOPs neither the file gives nor its type derives is refused here.
+  for (const Op& op : m.ops)
+    if (!op.flops) derived_flops_per_sample(m, op);
   std::cout << path << ": valid model, " << m.ops.size() << " ops, " << m.tensors.size() << " tensors, ";
   if (const auto& refused = g.pipelining_refused)
     std::cout << "sharded runs only; pipelined runs refuse it at " << refused->pointer() << ": " << refused->message()
@@ -53,6 +58,7 @@ int validate(const ValidateOptions& o) {
   if (is_onnx_path(o.path)) {
     OnnxImportOptions onnx;
     if (o.batch_size > 0) onnx.batch_size = o.batch_size;
+  if (!o.dtype.empty()) onnx.float_dtype = parse_dtype(o.dtype);
     const Model imported = load_onnx_model(o.path, onnx);
     const std::vector<Override> overrides = parse_overrides(o.sets);
     if (overrides.empty()) report_model(o.path, imported);
@@ -81,6 +87,7 @@ int validate(const ValidateOptions& o) {
     const RunEstimate estimate = estimate_run(sc, plan, sc.execution.modes, false);
     std::cout << o.path << ": valid scenario, " << plan.stage_count() << " stage(s) on " << plan.ipus.size()
               << " IPU(s); a run needs " << describe_estimate(estimate) << "\n";
+    if (const auto warning = missing_loss_warning(sc, g)) std::cerr << "ipusim: warning: " << o.path << ": " << *warning << "\n";
     // Whether it fits, as the run would report it, and what would make it fit.
     const bool placed = sc.execution.replicas > 1 || !sc.execution.placement.empty();
     for (Mode mode : sc.execution.modes) {
@@ -103,6 +110,9 @@ Command add_validate_command(CLI::App& app) {
   cmd->add_option("file", o->path, "Model (JSON or .onnx), config or scenario file")->required();
   cmd->add_option("--batch-size", o->batch_size, "An ONNX model's static leading batch dimension")
       ->check(CLI::PositiveNumber);
+  cmd->add_option("--dtype", o->dtype, "The precision the model runs in: every float tensor becomes this type "
+                                        "(default: as the file has them)")
+      ->check(CLI::IsMember({"float16", "float32"}));
   cmd->add_option("--set", o->sets,
                   "Override a field first: path=value (model.* on a model, config.* on a config); repeatable")
       ->allow_extra_args(false);

@@ -27,9 +27,21 @@ std::size_t utf8_length(const std::string& text, std::size_t i) {
   return n;
 }
 
+// An error line echoes at most a few hundred bytes of input: a 1 MB key would otherwise
+// make a 2 MB line (in the pointer and in the message). Cut at a UTF-8 boundary.
+constexpr std::size_t kMaxPathBytes = 300, kMaxMessageBytes = 1000;
+
+std::string bounded(const std::string& text, std::size_t limit) {
+  if (text.size() <= limit) return text;
+  std::size_t cut = limit;
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
+  return text.substr(0, cut) + "...(" + std::to_string(text.size() - cut) + " more bytes)";
+}
+
 std::string describe(const std::string& file, const std::string& pointer, const std::string& rule,
                      const std::string& message) {
-  return printable(file) + ": at " + printable(pointer) + ": " + printable(message) + " [" + printable(rule) + "]";
+  return bounded(printable(file), kMaxPathBytes) + ": at " + bounded(printable(pointer), kMaxPathBytes) + ": " +
+         bounded(printable(message), kMaxMessageBytes) + " [" + bounded(printable(rule), kMaxPathBytes) + "]";
 }
 
 } // namespace

@@ -18,6 +18,7 @@ std::optional<DType> parse_dtype(const std::string& name);
 std::string dtype_name(DType dtype);
 std::int64_t dtype_bytes(DType dtype);
 std::string tensor_kind_name(TensorKind kind);
+bool is_float_dtype(DType dtype);
 
 struct Tensor {
   std::string name;
@@ -37,7 +38,9 @@ using AttributeValue =
     std::variant<std::int64_t, double, std::string, std::vector<std::int64_t>, std::vector<double>>;
 
 struct Op {
-  std::size_t index = 0;  // position in the file's "ops" array, or the ONNX node index (for error locations)
+  std::size_t index = 0;         // position in Model::ops (graphs index their per-op tables by it)
+  std::size_t source_index = 0;  // position in the file: the "ops" array, or the ONNX node (error locations);
+                                 // differs from index where the importer drops nodes (Constant, Shape)
   std::string name;
   std::string type;
   std::vector<std::string> inputs;
@@ -58,7 +61,9 @@ struct Model {
   std::string ops_pointer = "/ops";  // where ops live in the file: "/graph/node" for ONNX
 
   const Tensor& tensor(const std::string& tensor_name) const { return tensors.at(tensor_name); }
-  std::string op_pointer(const Op& op) const { return ops_pointer + "/" + std::to_string(op.index); }
+  // Every float16/float32 tensor becomes `dtype` (the precision the model runs in).
+  void set_float_dtype(DType dtype);
+  std::string op_pointer(const Op& op) const { return ops_pointer + "/" + std::to_string(op.source_index); }
 };
 
 } // namespace ipusim

@@ -46,6 +46,13 @@ std::int64_t dtype_bytes(DType dtype) {
   return 0;
 }
 
+bool is_float_dtype(DType dtype) { return dtype == DType::Float16 || dtype == DType::Float32; }
+
+void Model::set_float_dtype(DType dtype) {
+  for (auto& entry : tensors)
+    if (is_float_dtype(entry.second.dtype)) entry.second.dtype = dtype;
+}
+
 std::string tensor_kind_name(TensorKind kind) {
   switch (kind) {
   case TensorKind::Input: return "input";
@@ -156,6 +163,7 @@ Model model_from_json(const Json& document, const std::string& origin) {
     ObjectReader r(ops[i], origin, pointer_child("/ops", i), Format::Model);
     Op op;
     op.index = i;
+    op.source_index = i;
     op.name = r.required_string("name");
     op.type = r.required_string("type");
     op.inputs = r.string_list("inputs", true);

@@ -34,15 +34,16 @@ Json op_json(const Op& op) {
 } // namespace
 
 std::string model_to_json_text(const Model& m, const std::string& description) {
-  std::string s = "{\n  \"name\": " + Json(m.name).dump() + ",\n  \"description\": " + Json(description).dump() +
+  // A string attribute of an ONNX node is bytes, not always UTF-8: replaced, not thrown on.
+  std::string s = "{\n  \"name\": " + Json(m.name).dump(-1, ' ', false, Json::error_handler_t::replace) + ",\n  \"description\": " + Json(description).dump(-1, ' ', false, Json::error_handler_t::replace) +
                   ",\n  \"tensors\": {\n";
   std::size_t i = 0;
   for (const auto& [name, t] : m.tensors)
-    s += "    " + Json(name).dump() + ": " + tensor_json(t).dump() + (++i < m.tensors.size() ? ",\n" : "\n");
+    s += "    " + Json(name).dump(-1, ' ', false, Json::error_handler_t::replace) + ": " + tensor_json(t).dump(-1, ' ', false, Json::error_handler_t::replace) + (++i < m.tensors.size() ? ",\n" : "\n");
   s += "  },\n  \"ops\": [\n";
   for (std::size_t k = 0; k < m.ops.size(); ++k)
-    s += "    " + op_json(m.ops[k]).dump() + (k + 1 < m.ops.size() ? ",\n" : "\n");
-  s += "  ],\n  \"anchors\": " + Json(m.anchors).dump() + "\n}\n";
+    s += "    " + op_json(m.ops[k]).dump(-1, ' ', false, Json::error_handler_t::replace) + (k + 1 < m.ops.size() ? ",\n" : "\n");
+  s += "  ],\n  \"anchors\": " + Json(m.anchors).dump(-1, ' ', false, Json::error_handler_t::replace) + "\n}\n";
   return s;
 }
 

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -12,6 +13,8 @@
 #include "sim/io/onnx_proto.hpp"
 #include "sim/io/op_attribute_ranges.hpp"
 #include "sim/io/onnx_shape_folding.hpp"
+#include "sim/io/onnx_structure_check.hpp"
+#include "sim/io/onnx_tied_weights.hpp"
 
 namespace ipusim {
 
@@ -68,6 +71,12 @@ std::string dim_text(const Dim& d) {
   return d.symbol.empty() ? "?" : "\"" + d.symbol + "\"";
 }
 
+std::vector<Dim> dims_of(const std::vector<std::int64_t>& shape) {
+  std::vector<Dim> dims;
+  for (auto d : shape) dims.push_back(Dim{d, {}});
+  return dims;
+}
+
 std::string shape_text(const std::vector<Dim>& dims) {
   std::string s = "[";
   for (std::size_t i = 0; i < dims.size(); ++i) s += (i ? ", " : "") + dim_text(dims[i]);
@@ -80,10 +89,12 @@ public:
       : path_(std::move(path)), options_(options), proto_(std::move(proto)) {}
 
   Model run() {
+    check_onnx_structure(proto_, path_);
     check_external_data();
     infer_shapes();
     collect_types();
     find_constants();
+    copies_ = find_weight_copies(proto_.graph(), constants_, dropped_);
     Model m;
     m.file = path_;
     m.name = proto_.graph().name().empty() ? path_ : proto_.graph().name();
@@ -92,6 +103,7 @@ public:
     add_inputs(m);
     add_ops(m);
     add_anchors(m);
+    if (options_.float_dtype) m.set_float_dtype(*options_.float_dtype);
     return m;
   }
 
@@ -108,32 +120,36 @@ private:
       const auto& t = inits[i];
       if (t.data_location() != onnx::TensorProto::EXTERNAL) continue;
       const std::string pointer = "/graph/initializer/" + std::to_string(i);
+      const std::string what = "initializer \"" + t.name() + "\"";
       std::string location;
-      std::int64_t offset = 0, length = -1;
+      std::int64_t offset = 0;
+      std::optional<std::int64_t> length;
       for (const auto& e : t.external_data()) {
         try {
           if (e.key() == "location") location = e.value();
           else if (e.key() == "offset") offset = std::stoll(e.value());
           else if (e.key() == "length") length = std::stoll(e.value());
         } catch (const std::exception&) {
-          fail(pointer, "onnx.external-data", "initializer \"" + t.name() + "\": external_data " + e.key() + " \"" +
-                                                  e.value() + "\" is not a number");
+          fail(pointer, "onnx.external-data", what + ": external_data " + e.key() + " \"" + e.value() + "\" is not a number");
         }
       }
-      if (location.empty())
-        fail(pointer, "onnx.external-data", "initializer \"" + t.name() + "\" is stored externally without a location");
+      if (location.empty()) fail(pointer, "onnx.external-data", what + " is stored externally without a location");
+      if (offset < 0 || length.value_or(0) < 0)
+        fail(pointer, "onnx.external-data",
+             what + ": external_data offset " + std::to_string(offset) + " and length " +
+                 std::to_string(length.value_or(0)) + " must not be negative");
       const fs::path file = fs::path(path_).parent_path() / location;
       std::error_code ec;
       if (!fs::is_regular_file(file, ec))
         fail(pointer, "onnx.external-data",
-             "initializer \"" + t.name() + "\" is stored in \"" + file.string() +
-                 "\", which does not exist: copy the data file beside the model");
+             what + " is stored in \"" + file.string() + "\", which does not exist: copy the data file beside the model");
       const auto size = static_cast<std::int64_t>(fs::file_size(file, ec));
-      if (length >= 0 && offset + length > size)
+      // Checked: an offset near 2^63 plus a length must not wrap past the truncation test.
+      std::int64_t end = 0;
+      if (__builtin_add_overflow(offset, length.value_or(0), &end) || end > size)
         fail(pointer, "onnx.external-data",
-             "initializer \"" + t.name() + "\" needs bytes " + std::to_string(offset) + ".." +
-                 std::to_string(offset + length) + " of \"" + file.string() + "\", which holds " +
-                 std::to_string(size) + ": the data file is truncated");
+             what + " needs " + std::to_string(length.value_or(0)) + " bytes from byte " + std::to_string(offset) +
+                 " of \"" + file.string() + "\", which holds " + std::to_string(size) + ": the data file is truncated");
     }
   }
 
@@ -298,6 +314,17 @@ private:
     t.name = name;
     t.kind = kind;
     t.dtype = dtype(name, pointer);
+    // As for a JSON model: sizes are int64 bytes, and a shape whose byte count overflows
+    // would be a wrong (even negative) size downstream (a shape inference gave it).
+    double bytes = static_cast<double>(dtype_bytes(t.dtype));
+    for (auto d : shape) bytes *= static_cast<double>(d);
+    if (bytes > 0x1p50) {
+      char amount[32];
+      std::snprintf(amount, sizeof amount, "%.3g", bytes);
+      fail(pointer, "tensor.bad-shape",
+           "tensor \"" + name + "\" has shape " + shape_text(dims_of(shape)) + ": " + amount +
+               " bytes per sample, more than any IPU system could hold");
+    }
     t.shape = std::move(shape);
     m.tensors.emplace(name, std::move(t));
   }
@@ -306,7 +333,7 @@ private:
     const auto& g = proto_.graph();
     for (int i = 0; i < g.initializer_size(); ++i) {
       const auto& t = g.initializer(i);
-      if (constants_.count(t.name())) continue;
+      if (constants_.count(t.name()) || copies_.count(t.name())) continue;
       const std::string pointer = "/graph/initializer/" + std::to_string(i);
       std::vector<std::int64_t> shape(t.dims().begin(), t.dims().end());
       for (auto d : shape)
@@ -374,17 +401,25 @@ private:
       const auto& n = g.node(i);
       const std::string pointer = "/graph/node/" + std::to_string(i);
       Op op;
-      op.index = static_cast<std::size_t>(i);
+      op.index = m.ops.size();
+      op.source_index = static_cast<std::size_t>(i);
       op.name = n.name().empty() ? n.op_type() + "_" + std::to_string(i) : n.name();
       if (!names.insert(op.name).second) op.name += "#" + std::to_string(i);  // ONNX does not require unique names
       op.type = n.op_type();
-      for (const auto& in : n.input())
+      bool transposed_b = false;  // B is a transposed copy of a weight: the op reads the weight with transB
+      for (int k = 0; k < n.input_size(); ++k) {
+        std::string in = n.input(k);
+        if (const auto copy = copies_.find(in); copy != copies_.end()) {
+          in = copy->second.weight;
+          transposed_b = copy->second.transposed;
+        }
         if (!in.empty() && !constants_.count(in)) {
           if (!m.tensors.count(in))
             fail(pointer, "tensor.unknown",
                  "node \"" + op.name + "\" reads \"" + in + "\", which no node, input or initializer defines");
           op.inputs.push_back(in);
         }
+      }
       // An optional output nothing reads (BatchNormalization's running statistics in a
       // training export) is left out, as long as the node has an output that is used.
       const bool any_used = std::any_of(n.output().begin(), n.output().end(), [&](const std::string& o) {
@@ -400,6 +435,11 @@ private:
       // PopART's RecomputeType: 0 Undefined, 1 Checkpoint, 2 Recompute, 3 Recomputed.
       annotation(n, pointer, kRecomputeAttribute, 3);
       copy_attributes(n, pointer, op);
+      if (transposed_b) {
+        const auto it = op.attributes.find("transB");
+        const auto* v = it == op.attributes.end() ? nullptr : std::get_if<std::int64_t>(&it->second);
+        op.attributes["transB"] = std::int64_t{v && *v != 0 ? 0 : 1};
+      }
       m.ops.push_back(std::move(op));
     }
   }
@@ -418,6 +458,7 @@ private:
   std::map<std::string, int> initializer_index_;
   std::set<std::string> constants_;
   std::set<int> dropped_;
+  std::map<std::string, WeightCopy> copies_;  // tensors that repeat a weight (tied weights), by name
   bool batch_stand_in_ = false;
   std::set<std::string> used_;  // tensors a node reads, and the graph outputs
 };

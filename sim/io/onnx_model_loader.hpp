@@ -14,6 +14,9 @@ struct OnnxImportOptions {
   // The size of a static leading batch dimension in the file. Unset: a symbolic leading
   // dimension shared by every graph input is the batch; without one, shapes are per sample.
   std::optional<std::int64_t> batch_size;
+  // The precision the model runs in: every float tensor becomes this type (an export keeps
+  // PyTorch's fp32 weights whatever precision the IPU runs). Unset: as the file has them.
+  std::optional<DType> float_dtype;
 };
 
 bool is_onnx_path(const std::string& path);

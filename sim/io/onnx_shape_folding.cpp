@@ -1,5 +1,7 @@
 #include "sim/io/onnx_shape_folding.hpp"
 
+#include "sim/io/onnx_structure_check.hpp"
+
 #include <onnx/defs/schema.h>
 #include <onnx/shape_inference/implementation.h>
 
@@ -17,28 +19,42 @@ struct IntValue {
   std::vector<std::int64_t> values;
 };
 
+// Shape arithmetic reads small vectors: a longer integer tensor is left to ONNX.
+constexpr std::size_t kMaxFoldedValues = 1 << 16;
+
 std::optional<IntValue> int_value(const onnx::TensorProto& t) {
   using T = onnx::TensorProto;
   if (t.data_type() != T::INT64 && t.data_type() != T::INT32) return std::nullopt;
   IntValue v;
   v.dims.assign(t.dims().begin(), t.dims().end());
-  std::int64_t n = 1;
-  for (auto d : v.dims) n *= d;
+  const std::int64_t n = checked_element_count(t.dims());
+  if (n < 0 || static_cast<std::size_t>(n) > kMaxFoldedValues) return std::nullopt;
+  const auto count = static_cast<std::size_t>(n);
   if (t.data_type() == T::INT64) {
     if (t.int64_data_size() == n) v.values.assign(t.int64_data().begin(), t.int64_data().end());
-    else if (static_cast<std::int64_t>(t.raw_data().size()) == n * 8) {
-      v.values.resize(static_cast<std::size_t>(n));
-      std::memcpy(v.values.data(), t.raw_data().data(), t.raw_data().size());
+    else if (t.raw_data().size() == count * 8) {
+      v.values.resize(count);
+      if (count) std::memcpy(v.values.data(), t.raw_data().data(), t.raw_data().size());
     } else return std::nullopt;
   } else {
     if (t.int32_data_size() == n) v.values.assign(t.int32_data().begin(), t.int32_data().end());
-    else if (static_cast<std::int64_t>(t.raw_data().size()) == n * 4) {
-      std::vector<std::int32_t> raw(static_cast<std::size_t>(n));
-      std::memcpy(raw.data(), t.raw_data().data(), t.raw_data().size());
+    else if (t.raw_data().size() == count * 4) {
+      std::vector<std::int32_t> raw(count);
+      if (count) std::memcpy(raw.data(), t.raw_data().data(), t.raw_data().size());
       v.values.assign(raw.begin(), raw.end());
     } else return std::nullopt;
   }
   return v;
+}
+
+// x op y for the four operations, or nothing when it overflows or divides by zero.
+std::optional<std::int64_t> arithmetic(const std::string& op, std::int64_t x, std::int64_t y) {
+  std::int64_t r = 0;
+  if (op == "Add") return __builtin_add_overflow(x, y, &r) ? std::nullopt : std::optional(r);
+  if (op == "Sub") return __builtin_sub_overflow(x, y, &r) ? std::nullopt : std::optional(r);
+  if (op == "Mul") return __builtin_mul_overflow(x, y, &r) ? std::nullopt : std::optional(r);
+  if (y == 0 || (x == INT64_MIN && y == -1)) return std::nullopt;
+  return x / y;
 }
 
 const onnx::AttributeProto* attribute(const onnx::NodeProto& n, const std::string& name) {
@@ -151,7 +167,7 @@ private:
       IntValue v;
       for (int i = 0; i < n.input_size(); ++i) {
         const IntValue* x = input(n, i);
-        if (!x || x->dims.size() != 1) return std::nullopt;
+        if (!x || x->dims.size() != 1 || v.values.size() + x->values.size() > kMaxFoldedValues) return std::nullopt;
         v.values.insert(v.values.end(), x->values.begin(), x->values.end());
       }
       v.dims = {static_cast<std::int64_t>(v.values.size())};
@@ -167,8 +183,9 @@ private:
       v.dims = a->values.size() >= b->values.size() ? a->dims : b->dims;
       for (std::size_t k = 0; k < size; ++k) {
         const std::int64_t x = a->values[a->values.size() == 1 ? 0 : k], y = b->values[b->values.size() == 1 ? 0 : k];
-        if (op == "Div" && y == 0) return std::nullopt;
-        v.values.push_back(op == "Add" ? x + y : op == "Sub" ? x - y : op == "Mul" ? x * y : x / y);
+        const auto r = arithmetic(op, x, y);
+        if (!r) return std::nullopt;
+        v.values.push_back(*r);
       }
       return v;
     }

@@ -227,6 +227,15 @@ Scenario build_scenario(Json document, const std::string& path, const std::vecto
   root.optional_string("description", "");
   OnnxImportOptions onnx;
   if (root.has("modelBatchSize")) onnx.batch_size = root.required_int("modelBatchSize");
+  std::optional<DType> model_dtype;
+  if (root.has("modelDtype")) {
+    const std::string name = root.required_string("modelDtype");
+    model_dtype = parse_dtype(name);
+    if (!model_dtype || !is_float_dtype(*model_dtype))
+      throw root.error("modelDtype", "scenario.bad-model-dtype",
+                       "modelDtype \"" + name + "\" must be float16 or float32 (the precision the model's float "
+                       "tensors run in)" + did_you_mean(name, {"float16", "float32"}));
+  }
   if (!root.has("model") && document.contains("ops") && document.contains("tensors"))
     throw InputError(path, "/", "scenario.is-a-model",
                      "this is a model, not a scenario: run it on a system with --config (ipusim run " + path +
@@ -248,6 +257,7 @@ Scenario build_scenario(Json document, const std::string& path, const std::vecto
                                         [](const Override& o) { return o.path.rfind("model.", 0) == 0; });
   if (model.imported && !model_edited) s.model = std::move(*model.imported);
   else s.model = model_from_json(model.document, model.imported ? model.origin + " (as JSON)" : model.origin);
+  if (model_dtype) s.model.set_float_dtype(*model_dtype);
   s.hardware = hardware_from_json(config.document, config.origin);
   s.scenario_document = document;
   s.model_document = model.document;

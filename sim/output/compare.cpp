@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <map>
 #include <optional>
 #include <sstream>
 
@@ -89,11 +90,21 @@ std::string ratio_text(double base, double v) {
   return format_fixed(v / base, 2) + "x";
 }
 
-const Json* run_of(const Json& doc, const std::string& mode) {
-  for (const Json& r : doc.at("runs"))
-    if (r.at("mode") == mode) return &r;
-  return nullptr;
-}
+// The first run of each mode of a document, looked up in log time: a document of 40,000
+// runs is compared in linear time, not in 40,000 scans of its runs.
+class RunsByMode {
+public:
+  explicit RunsByMode(const Json& doc) {
+    for (const Json& r : doc.at("runs")) runs_.emplace(r.at("mode").get<std::string>(), &r);
+  }
+  const Json* operator()(const std::string& mode) const {
+    const auto it = runs_.find(mode);
+    return it == runs_.end() ? nullptr : it->second;
+  }
+
+private:
+  std::map<std::string, const Json*> runs_;
+};
 
 // "IPU 1, stage 5"; in a replicated or placed run (some physical IPU is not the virtual IPU
 // of its number) "IPU 4 (replica 0, vIPU 1), stage 7", as the run's table names it.
@@ -127,21 +138,50 @@ std::string fits_text(const Json& run) {
   return run.at(fits).get<bool>() ? "yes" : "no";
 }
 
-// The settings that differ from the first document's: "gradientAccumulation 16 -> 64".
+// Ops per virtual IPU in the forward stages of a document's plan: how the model is split.
+Json split_of(const Json& doc) {
+  const Json::json_pointer stages("/plan/stages");
+  if (!doc.contains(stages) || !doc.at(stages).is_array()) return Json();
+  std::map<std::int64_t, std::size_t> ops;
+  for (const Json& s : doc.at(stages)) {
+    if (!s.is_object() || (s.contains("pass") && s.at("pass") == "backward") || !s.contains("virtualIpu") ||
+        !s.at("virtualIpu").is_number_integer() || !s.contains("ops") || !s.at("ops").is_array())
+      continue;
+    ops[s.at("virtualIpu").get<std::int64_t>()] += s.at("ops").size();
+  }
+  Json out = Json::array();
+  for (const auto& [ipu, n] : ops) out.push_back(n);
+  return out;
+}
+
+std::string dumped(const Json& v) { return v.dump(-1, ' ', false, Json::error_handler_t::replace); }
+
+// Every recorded setting that differs from the first document's: "gradientAccumulation 16 ->
+// 64", the model's content ("modelHash"), the split of its ops over the IPUs, the --set flags.
 std::vector<std::string> setting_differences(const Json& base, const Json& other) {
   std::vector<std::string> out;
-  for (const char* key : {"model", "config"})
+  for (const char* key : {"model", "modelFile", "modelHash", "modelDtype", "config", "configFile", "configHash",
+                          "overrides", "ipusimVersion"})
     if (base.value(key, Json()) != other.value(key, Json()))
-      out.push_back(std::string(key) + " " + base.value(key, Json()).dump() + " -> " + other.value(key, Json()).dump());
+      out.push_back(std::string(key) + " " + dumped(base.value(key, Json())) + " -> " + dumped(other.value(key, Json())));
+  if (const Json a = split_of(base), b = split_of(other); a != b)
+    out.push_back("split (ops per virtual IPU) " + dumped(a) + " -> " + dumped(b));
   const Json a = base.value("execution", Json::object()), b = other.value("execution", Json::object());
   if (!a.is_object() || !b.is_object()) return out;
+  // Keys indexed once: documents with many keys compare in n log n, not n^2.
+  std::map<std::string, const Json*> in_a, in_b;
   std::vector<std::string> keys;
-  for (auto it = a.begin(); it != a.end(); ++it) keys.push_back(it.key());
-  for (auto it = b.begin(); it != b.end(); ++it)
-    if (!a.contains(it.key())) keys.push_back(it.key());
-  for (const std::string& k : keys)
-    if (a.value(k, Json()) != b.value(k, Json()))
-      out.push_back(k + " " + a.value(k, Json()).dump() + " -> " + b.value(k, Json()).dump());
+  for (auto it = a.begin(); it != a.end(); ++it) in_a.emplace(it.key(), &it.value()), keys.push_back(it.key());
+  for (auto it = b.begin(); it != b.end(); ++it) {
+    in_b.emplace(it.key(), &it.value());
+    if (!in_a.count(it.key())) keys.push_back(it.key());
+  }
+  const Json none;
+  for (const std::string& k : keys) {
+    const Json& va = in_a.count(k) ? *in_a[k] : none;
+    const Json& vb = in_b.count(k) ? *in_b[k] : none;
+    if (va != vb) out.push_back(k + " " + dumped(va) + " -> " + dumped(vb));
+  }
   return out;
 }
 
@@ -235,10 +275,12 @@ std::string render_comparison(const std::vector<RunDocument>& runs) {
   // Modes in the order of the first document; a mode some document lacks shows "-".
   std::vector<std::string> modes;
   for (const Json& r : runs[0].document.at("runs")) modes.push_back(r.at("mode").get<std::string>());
+  std::vector<RunsByMode> by_mode;
+  for (const RunDocument& r : runs) by_mode.emplace_back(r.document);
   const std::size_t label_width = 27;
   for (const std::string& mode : modes) {
     std::vector<const Json*> columns;
-    for (const RunDocument& r : runs) columns.push_back(run_of(r.document, mode));
+    for (const RunsByMode& r : by_mode) columns.push_back(r(mode));
     // Wide enough for the bottleneck's name ("IPU 4 (replica 0, vIPU 1), stage 7" when placed).
     std::size_t column = 17;
     for (const Json* run : columns)
@@ -274,8 +316,8 @@ std::string render_comparison(const std::vector<RunDocument>& runs) {
   out << "\nWhat changed:\n";
   for (std::size_t i = 1; i < runs.size(); ++i)
     for (const std::string& mode : modes) {
-      const Json* base = run_of(runs[0].document, mode);
-      const Json* other = run_of(runs[i].document, mode);
+      const Json* base = by_mode[0](mode);
+      const Json* other = by_mode[i](mode);
       if (base && other) explain(out, mode, *base, *other, label(i) + " against A");
     }
   return out.str();

@@ -1,6 +1,7 @@
 #include "sim/output/json_report.hpp"
 
 #include <cmath>
+#include <cstdio>
 
 #include "sim/output/explanation.hpp"
 
@@ -153,6 +154,42 @@ Json run_json(const RunMetrics& r) {
           {"memory", memory_json(r.memory, ipus_placed(r))}};
 }
 
+namespace {
+
+} // namespace
+
+// FNV-1a (64 bits) of a document as run (after "extends" and --set), "fnv1a64:HEX": tells
+// two models or configs apart by content (compare, report), whether from a file or inline.
+std::string content_hash(const Json& document) {
+  const std::string text = document.dump(-1, ' ', false, Json::error_handler_t::replace);
+  std::uint64_t h = 1469598103934665603ull;
+  for (char c : text) {
+    h ^= static_cast<unsigned char>(c);
+    h *= 1099511628211ull;
+  }
+  char out[32];
+  std::snprintf(out, sizeof out, "fnv1a64:%016llx", static_cast<unsigned long long>(h));
+  return out;
+}
+
+namespace {
+
+// The file a model or config came from ("" for one inline in the scenario); an edited
+// ONNX model ("(as JSON)") names its ONNX file, the edits being in "overrides".
+std::string source_file(const std::string& origin) {
+  if (origin.find("#/") != std::string::npos) return "";
+  const auto edited = origin.find(" (as JSON)");
+  return edited == std::string::npos ? origin : origin.substr(0, edited);
+}
+
+Json modes_json(const std::vector<Mode>& modes) {
+  Json out = Json::array();
+  for (Mode m : modes) out.push_back(mode_name(m));
+  return out;
+}
+
+} // namespace
+
 Json report_json(const Scenario& sc, const Simulation& sim) {
   Json runs = Json::array();
   const RunMetrics* sharded = nullptr;
@@ -181,13 +218,25 @@ Json report_json(const Scenario& sc, const Simulation& sim) {
                 {"replicatedTensorSharding", ex.replicated_tensor_sharding},
                 {"partialsTypeMatMuls", dtype_name(ex.partials_type)},
                 {"numIOTiles", ex.io_tiles},
-                {"sequencesPerSample", ex.sequences_per_sample}}},
+                {"sequencesPerSample", ex.sequences_per_sample},
+                {"optimizerStateDtype", dtype_name(ex.optimizer_state_dtype)},
+                {"optimizerStateLocation", ex.optimizer_state_off_chip ? "streaming-memory" : "on-chip"},
+                {"availableMemoryProportion", ex.available_memory_proportion},
+                {"weightUpdateExcludedVirtualGraphs", ex.weight_update_excluded_ipus},
+                {"placement", ex.placement},
+                {"modes", modes_json(ex.modes)}}},
+              {"modelFile", source_file(sc.model.file)},
+              {"modelHash", content_hash(sc.model_document)},
+              {"configFile", source_file(sc.hardware.file)},
+              {"configHash", content_hash(sc.config_document)},
               {"plan", plan_json(sc, sim.plan)},
               {"estimate",
                {{"peakBytes", sim.estimate.peak_bytes},
                 {"seconds", sim.estimate.seconds},
                 {"programSteps", sim.estimate.steps}}},
               {"runs", runs}};
+  if (sc.scenario_document.is_object() && sc.scenario_document.contains("modelDtype"))
+    doc["modelDtype"] = sc.scenario_document.at("modelDtype");
   if (sharded && pipelined && pipelined->step_time_s > 0)
     doc["speedupPipelinedOverSharded"] = sharded->step_time_s / pipelined->step_time_s;
   return doc;

@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -12,6 +13,7 @@
 #include <filesystem>
 #include <iostream>
 #include <streambuf>
+#include <vector>
 
 #include "sim/io/input_error.hpp"
 
@@ -125,6 +127,40 @@ Target resolve(const std::string& path) {
 
 std::atomic<unsigned> temp_counter{0};
 
+// The writer PID in a temporary name .NAME.tmp-PID-N, or 0.
+pid_t temp_writer(const std::string& name) {
+  if (!is_temp_name(name)) return 0;
+  const std::string tail = name.substr(name.rfind(".tmp-") + 5);
+  try {
+    return static_cast<pid_t>(std::stol(tail.substr(0, tail.find('-'))));
+  } catch (const std::exception&) {
+    return 0;
+  }
+}
+
+// Temporary files (or report folders) for `target` that a killed writer left: named for
+// this target, by a process that no longer exists. Removed before the next write to it.
+void remove_stale_temps(const fs::path& target) {
+  const fs::path folder = target.parent_path().empty() ? fs::path(".") : target.parent_path();
+  const std::string prefix = "." + target.filename().string() + ".tmp-";
+  DIR* dir = ::opendir(folder.c_str());
+  if (dir == nullptr) return;
+  std::vector<std::string> stale;
+  while (const dirent* entry = ::readdir(dir)) {
+    const std::string name = entry->d_name;
+    if (name.rfind(prefix, 0) != 0) continue;
+    const pid_t writer = temp_writer(name);
+    if (writer > 0 && writer != ::getpid() && ::kill(writer, 0) != 0 && errno == ESRCH) stale.push_back(name);
+  }
+  ::closedir(dir);
+  for (const std::string& name : stale) {
+    const fs::path p = folder / name;
+    std::error_code ec;
+    if (fs::symlink_status(p, ec).type() == fs::file_type::directory) fs::remove_all(p, ec);
+    else ::unlink(p.c_str());
+  }
+}
+
 } // namespace
 
 void check_output(const std::string& path, bool overwrite) {
@@ -179,6 +215,7 @@ void replace_file(const std::string& path, const std::string& content, bool dura
 
 void replace_file(const std::string& path, const ContentWriter& write, bool durable) {
   const fs::path target(path);
+  remove_stale_temps(target);
   std::string temp;
   int fd = -1;
   for (int attempt = 0; fd < 0; ++attempt) {
@@ -212,6 +249,20 @@ void replace_file(const std::string& path, const ContentWriter& write, bool dura
     const std::string why = std::strerror(errno);
     ::unlink(temp.c_str());
     unwritable(path, why);
+  }
+}
+
+std::string make_temp_folder(const std::string& path) {
+  const fs::path target = fs::path(path).lexically_normal();
+  const fs::path named = target.filename().empty() ? target.parent_path() : target;
+  remove_stale_temps(named);
+  for (int attempt = 0;; ++attempt) {
+    std::string name = ".";
+    name += named.filename().string();
+    name += ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(temp_counter++);
+    const fs::path temp = named.parent_path() / name;
+    if (::mkdir(temp.c_str(), 0755) == 0) return temp.string();
+    if (errno != EEXIST || attempt > 100) unwritable(path, std::strerror(errno));
   }
 }
 

@@ -29,8 +29,13 @@ void write_output(const std::string& path, const ContentWriter& write, bool over
 void replace_file(const std::string& path, const std::string& content, bool durable);
 void replace_file(const std::string& path, const ContentWriter& write, bool durable);
 
+// A new empty folder .NAME.tmp-PID-N beside `path`, to fill and then rename to `path` (a
+// report appears whole or not at all); stale ones of killed writers are removed first.
+std::string make_temp_folder(const std::string& path);
+
 // Temporary files of this writer are named .NAME.tmp-PID-N; a killed writer leaves them
-// behind. Removes those in `folder` (not below it) and returns how many.
+// behind, and the next write to the same NAME removes them (when PID no longer runs).
+// Removes those in `folder` (not below it) and returns how many.
 std::size_t remove_temp_files(const std::string& folder);
 
 } // namespace ipusim

@@ -429,4 +429,18 @@ Plan make_plan(const Scenario& sc, const ModelGraph& g) {
   return plan;
 }
 
+std::optional<std::string> missing_loss_warning(const Scenario& sc, const ModelGraph& g) {
+  if (!sc.execution.training) return std::nullopt;
+  static const std::set<std::string> losses{"SoftmaxCrossEntropy", "SoftmaxCrossEntropyLoss", "NllLoss",
+                                            "NegativeLogLikelihoodLoss", "L1Loss", "MSELoss"};
+  for (const Op& op : sc.model.ops)
+    if (losses.count(op.type)) return std::nullopt;
+  std::string outputs;
+  for (std::size_t i = 0; i < g.anchors.size() && i < 3; ++i) outputs += (i ? ", \"" : "\"") + g.anchors[i] + "\"";
+  if (g.anchors.size() > 3) outputs += ", ...";
+  return "training a model without a loss op: backward starts from its outputs (" + outputs +
+         "), which are streamed to the host every micro-batch; add the loss (e.g. SoftmaxCrossEntropyLoss) to the "
+         "model, or run inference (execution.training false)";
+}
+
 } // namespace ipusim

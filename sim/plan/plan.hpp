@@ -103,6 +103,11 @@ struct Plan {
 
 Plan make_plan(const Scenario& scenario, const ModelGraph& graph);
 
+// Training a model without a loss op (SoftmaxCrossEntropy, NllLoss, L1Loss, MSELoss and their
+// ONNX names): backward then starts from its outputs, which are streamed to the host every
+// micro-batch; a warning that says so, or nothing.
+std::optional<std::string> missing_loss_warning(const Scenario& scenario, const ModelGraph& graph);
+
 // The per-op rules make_plan applies, shared with the planner's split tables (sim/search),
 // which compose a plan's figures from blocks of layers without rebuilding it.
 // The forward stages on their IPUs and, for training, the backward stage 2L-s of each on the

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -246,16 +247,13 @@ Document build_report(const std::vector<Input>& inputs, const std::string& title
   return b.finish(toc, intro_html, intro_md);
 }
 
-void write_report(const Document& document, const std::string& dir, bool overwrite) {
-  const fs::path root(dir);
+namespace {
+
+void write_report_files(const Document& document, const fs::path& root, bool overwrite) {
   const fs::path html = root / "report.html", markdown = root / "report.md", figures = root / "figures";
   std::error_code ec;
-  if (!overwrite)
-    for (const fs::path& p : {html, markdown})
-      if (fs::symlink_status(p, ec).type() != fs::file_type::not_found)
-        throw InputError(p.string(), "/", "output.exists", "a report is already there; pass --force to overwrite it");
   fs::create_directories(figures, ec);
-  if (ec) throw InputError(dir, "/", "output.unwritable", "cannot create the folder: " + ec.message());
+  if (ec) throw InputError(root.string(), "/", "output.unwritable", "cannot create the folder: " + ec.message());
   // Figures go into figures/ itself, never through a link to somewhere else.
   if (fs::is_symlink(figures, ec) || !fs::is_directory(figures, ec))
     throw InputError(figures.string(), "/", "output.not-regular",
@@ -275,6 +273,43 @@ void write_report(const Document& document, const std::string& dir, bool overwri
   }
   replace_file(markdown.string(), document.markdown, true);
   replace_file(html.string(), document.html, true);
+}
+
+} // namespace
+
+void write_report(const Document& document, const std::string& dir, bool overwrite) {
+  const fs::path root(dir);
+  const fs::path html = root / "report.html", markdown = root / "report.md";
+  std::error_code ec;
+  if (!overwrite)
+    for (const fs::path& p : {html, markdown})
+      if (fs::symlink_status(p, ec).type() != fs::file_type::not_found)
+        throw InputError(p.string(), "/", "output.exists", "a report is already there; pass --force to overwrite it");
+  if (fs::symlink_status(root, ec).type() == fs::file_type::not_found) {
+    // A new folder is filled under a temporary name and renamed: a failure (a full disk, a
+    // kill) leaves no partial report to block the next run, and the next run removes it.
+    if (!root.lexically_normal().parent_path().empty()) fs::create_directories(root.lexically_normal().parent_path(), ec);
+    const std::string temp = make_temp_folder(dir);
+    try {
+      write_report_files(document, temp, overwrite);
+      if (std::rename(temp.c_str(), root.lexically_normal().c_str()) != 0)
+        throw InputError(dir, "/", "output.unwritable", std::string("cannot create the folder: ") + std::strerror(errno));
+    } catch (...) {
+      fs::remove_all(temp, ec);
+      throw;
+    }
+    return;
+  }
+  // Into a folder that exists: report.md and report.html are written last, and one this
+  // run created is removed again if the other cannot be written, so a failed run does
+  // not leave half a report that blocks the next one.
+  const bool had_markdown = fs::symlink_status(markdown, ec).type() != fs::file_type::not_found;
+  try {
+    write_report_files(document, root, overwrite);
+  } catch (...) {
+    if (!had_markdown) fs::remove(markdown, ec);
+    throw;
+  }
 }
 
 } // namespace ipusim::report

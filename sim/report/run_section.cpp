@@ -21,14 +21,31 @@ std::vector<std::string> run_caption(const Json& doc, const std::string& source)
   std::string scenario = or_dash(str(doc, "scenario"));
   const std::string file = str(doc, "scenarioFile");
   if (!file.empty()) scenario += " (" + file + ")";
-  return {"Scenario: " + scenario + "; model: " + or_dash(str(doc, "model")) + "; config: " +
-              or_dash(str(doc, "config")) + ".",
+  std::string model = or_dash(str(doc, "model")), config = or_dash(str(doc, "config"));
+  if (!str(doc, "modelFile").empty()) model += " (" + str(doc, "modelFile") + ", " + or_dash(str(doc, "modelHash")) + ")";
+  if (!str(doc, "configFile").empty())
+    config += " (" + str(doc, "configFile") + ", " + or_dash(str(doc, "configHash")) + ")";
+  std::string rerun;
+  if (doc.contains("commandLine") && doc.at("commandLine").is_array()) {
+    for (const Json& a : doc.at("commandLine"))
+      if (a.is_string()) rerun += (rerun.empty() ? "" : " ") + a.get<std::string>();
+    rerun = " Command: " + rerun + (str(doc, "ipusimVersion").empty() ? "" : " (ipusim " + str(doc, "ipusimVersion") + ")") + ".";
+  }
+  return {"Scenario: " + scenario + "; model: " + model + "; config: " + config + "." + rerun,
           "Execution: " + execution_text(object_at(doc, "execution")) + ". Source: " + source + "."};
 }
 
 std::string summary_row_name(const Input& in) {
-  const std::string scenario = str(in.doc, "scenario");
-  return scenario.empty() ? in.source : scenario;
+  std::string scenario = str(in.doc, "scenario");
+  if (scenario.empty()) return in.source;
+  // Runs of one scenario with different --set flags are told apart by them.
+  if (in.doc.contains("overrides") && in.doc.at("overrides").is_array() && !in.doc.at("overrides").empty()) {
+    std::string sets;
+    for (const Json& s : in.doc.at("overrides"))
+      if (s.is_string()) sets += (sets.empty() ? "" : ", ") + s.get<std::string>();
+    scenario += " [" + sets + "]";
+  }
+  return scenario;
 }
 
 namespace {

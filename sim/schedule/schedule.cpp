@@ -128,6 +128,44 @@ void depth_error(const ScheduleContext& ctx, const std::string& rule, const std:
                    rule, message);
 }
 
+std::vector<int> physical_ipus(const Scenario& sc, int width) {
+  const Execution& ex = sc.execution;
+  // A count whose IPU total overflows an int would be truncated below; no system has that many IPUs.
+  if (ex.replicas > INT32_MAX / width)
+    throw InputError(sc.file, sc.execution_pointer(ex.placement.empty() ? "replicas" : "placement"),
+                     ex.placement.empty() ? "scenario.not-enough-ipus" : "scenario.bad-placement",
+                     std::to_string(ex.replicas) + " replica(s) of a " + std::to_string(width) +
+                         "-IPU pipeline need more IPUs than \"" + sc.hardware.name + "\" has (" +
+                         std::to_string(sc.hardware.ipu_count) + ")");
+  const int replicas = static_cast<int>(ex.replicas);
+  const int needed = replicas * width;
+  if (!ex.placement.empty() && static_cast<int>(ex.placement.size()) != needed)
+    throw InputError(sc.file, sc.execution_pointer("placement"), "scenario.bad-placement",
+                     "placement lists " + std::to_string(ex.placement.size()) + " IPUs; " + std::to_string(replicas) +
+                         " replica(s) of a " + std::to_string(width) + "-IPU pipeline need " +
+                         std::to_string(needed) + " (entry r*" + std::to_string(width) +
+                         "+v is the IPU of virtual IPU v in replica r)");
+  if (ex.placement.empty() && needed > sc.hardware.ipu_count)
+    throw InputError(sc.file, sc.execution_pointer("replicas"), "scenario.not-enough-ipus",
+                     std::to_string(replicas) + " replica(s) of a " + std::to_string(width) + "-IPU pipeline need " +
+                         std::to_string(needed) + " IPUs; \"" + sc.hardware.name + "\" has " +
+                         std::to_string(sc.hardware.ipu_count));
+  std::vector<int> physical;
+  std::set<int> used;
+  for (int i = 0; i < needed; ++i) {
+    // Range-checked as int64 before narrowing, so IPU 2^32 is not silently IPU 0.
+    const std::int64_t wanted = ex.placement.empty() ? i : ex.placement[static_cast<std::size_t>(i)];
+    const bool exists = wanted >= 0 && wanted < sc.hardware.ipu_count;
+    const int ipu = static_cast<int>(wanted);
+    if (!exists || !used.insert(ipu).second)
+      throw InputError(sc.file, sc.execution_pointer("placement/" + std::to_string(i)), "scenario.bad-placement",
+                       "IPU " + std::to_string(wanted) +
+                           (!exists ? " does not exist in \"" + sc.hardware.name + "\"" : " is placed twice"));
+    physical.push_back(ipu);
+  }
+  return physical;
+}
+
 ProgramBuilder::ProgramBuilder(const ScheduleContext& context, std::string name, bool recompute)
     : context_(context), recompute_(recompute) {
   const Scenario& sc = context.scenario;
@@ -135,40 +173,10 @@ ProgramBuilder::ProgramBuilder(const ScheduleContext& context, std::string name,
   schedule_.name = std::move(name);
   schedule_.sync_seconds = context.sync_seconds;
   width_ = context.plan.ipus.back().id + 1;
-  // A count whose IPU total overflows an int would be truncated below; no system has that many IPUs.
-  if (ex.replicas > INT32_MAX / width_)
-    throw InputError(sc.file, sc.execution_pointer(ex.placement.empty() ? "replicas" : "placement"),
-                     ex.placement.empty() ? "scenario.not-enough-ipus" : "scenario.bad-placement",
-                     std::to_string(ex.replicas) + " replica(s) of a " + std::to_string(width_) +
-                         "-IPU pipeline need more IPUs than \"" + sc.hardware.name + "\" has (" +
-                         std::to_string(sc.hardware.ipu_count) + ")");
   replicas_ = static_cast<int>(ex.replicas);
   schedule_.replicas = replicas_;
   copies_ = static_cast<int>(context.plan.copies.size());
-  const int needed = replicas_ * width_;
-  if (!ex.placement.empty() && static_cast<int>(ex.placement.size()) != needed)
-    throw InputError(sc.file, sc.execution_pointer("placement"), "scenario.bad-placement",
-                     "placement lists " + std::to_string(ex.placement.size()) + " IPUs; " + std::to_string(replicas_) +
-                         " replica(s) of a " + std::to_string(width_) + "-IPU pipeline need " +
-                         std::to_string(needed) + " (entry r*" + std::to_string(width_) +
-                         "+v is the IPU of virtual IPU v in replica r)");
-  if (ex.placement.empty() && needed > sc.hardware.ipu_count)
-    throw InputError(sc.file, sc.execution_pointer("replicas"), "scenario.not-enough-ipus",
-                     std::to_string(replicas_) + " replica(s) of a " + std::to_string(width_) + "-IPU pipeline need " +
-                         std::to_string(needed) + " IPUs; \"" + sc.hardware.name + "\" has " +
-                         std::to_string(sc.hardware.ipu_count));
-  std::set<int> used;
-  for (int i = 0; i < needed; ++i) {
-    // Range-checked as int64 before narrowing, so IPU 2^32 is not silently IPU 0.
-    const std::int64_t wanted = ex.placement.empty() ? i : ex.placement[static_cast<std::size_t>(i)];
-    const bool exists = wanted >= 0 && wanted < sc.hardware.ipu_count;
-    const int physical = static_cast<int>(wanted);
-    if (!exists || !used.insert(physical).second)
-      throw InputError(sc.file, sc.execution_pointer("placement/" + std::to_string(i)), "scenario.bad-placement",
-                       "IPU " + std::to_string(wanted) +
-                           (!exists ? " does not exist in \"" + sc.hardware.name + "\"" : " is placed twice"));
-    physical_.push_back(physical);
-  }
+  physical_ = physical_ipus(sc, width_);
   for (int r = 0; r < replicas_; ++r)
     for (const auto& ipu : context.plan.ipus) {
       Program program{physical_of(r, ipu.id), {}};

@@ -89,6 +89,11 @@ Schedule build_1f1b(const ScheduleContext& context);
 // under PopART; TF and GPU-style schedules run its forward and backward as separate steps.
 enum class Work { All, ForwardOnly, BackwardOnly };
 
+// The physical IPU of entry r*width+v (virtual IPU v of replica r): the scenario's placement,
+// or 0, 1, 2, ... Refuses replicas the system cannot hold (scenario.not-enough-ipus) and a
+// placement of the wrong length, naming a missing IPU or one twice (scenario.bad-placement).
+std::vector<int> physical_ipus(const Scenario& scenario, int width);
+
 // Shared pieces for schedule implementations.
 class ProgramBuilder {
 public:

@@ -13,6 +13,10 @@ a sanitizer build's own overhead is not what the estimate describes).
 
 Usage: tests/fuzz/run_campaign.py --binary build-sanitize/ipusim [--release build/ipusim]
                                   [--runs 10000] [--seed 1] [--jobs 2] [--out DIR]
+                                  [--command run|plan|documents]
+--command plan sends mutated scenarios through `plan --top 1` with abusive flags (--ipus,
+--gradient-accumulation 1048576, replicas and placements beyond the system); --command
+documents sends mutated real run documents through `compare` and `report`.
 """
 import argparse, copy, json, os, random, re, select, signal, sys, tempfile, time
 from concurrent.futures import ThreadPoolExecutor
@@ -99,6 +103,59 @@ def mutate(doc, rng):
     return doc
 
 
+PLAN_BASES = ["mlp-training", "mlp-inference", "bert-tiny-training", "bert-tiny-inference", "resnet50-training"]
+PLAN_FLAGS = [["--ipus", "2"], ["--ipus", "3"], ["--ipus", "4"], ["--ipus", "8"], ["--ipus", "1024"],
+              ["--gradient-accumulation", "1,2,4"], ["--gradient-accumulation", "1048576"],
+              ["--objective", "latency"], ["--top", "2"], ["--set", "execution.replicas=4"],
+              ["--set", "execution.placement=[4,1]"], ["--set", "config=../configs/ipu-pod16.json"]]
+
+
+def write_doc(tmp, name, doc):
+    path = os.path.join(tmp, name)
+    text = re.sub(r'"__NESTED_(\d+)__"', lambda m: "[" * int(m.group(1)) + "1" + "]" * int(m.group(1)),
+                  json.dumps(doc))
+    with open(path, "w") as f:
+        f.write(text)
+    return path
+
+
+def make_plan_input(rng, tmp, index):
+    """A shipped scenario, mutated, through `plan` with flags drawn at random."""
+    base = rng.choice(PLAN_BASES)
+    doc = load(os.path.join(ROOT, "scenarios", base + ".json"))
+    for key in ("model", "config"):  # absolute, since the input lives elsewhere
+        if isinstance(doc.get(key), str):
+            doc[key] = os.path.normpath(os.path.join(ROOT, "scenarios", doc[key]))
+    for _ in range(rng.randint(0, 2)):
+        try:
+            doc = mutate(doc, rng)
+        except (KeyError, IndexError, TypeError):
+            pass
+    args = ["plan", write_doc(tmp, "p%d.json" % index, doc), "--top", "1"]
+    for _ in range(rng.choice([0, 1, 1, 2])):
+        flags = rng.choice(PLAN_FLAGS)
+        if flags[1].startswith("config="):
+            flags = ["--set", "config=" + os.path.join(ROOT, "configs", "ipu-pod16.json")]
+        args += flags
+    return args
+
+
+def make_document_input(rng, tmp, index, documents):
+    """Run documents (real ones, mutated) through `compare` or `report`."""
+    docs = []
+    for k in range(rng.choice([1, 2, 2, 3])):
+        doc = copy.deepcopy(rng.choice(documents))
+        for _ in range(rng.randint(1, 3)):
+            try:
+                doc = mutate(doc, rng)
+            except (KeyError, IndexError, TypeError):
+                pass
+        docs.append(write_doc(tmp, "d%d-%d.json" % (index, k), doc))
+    if rng.random() < 0.5:
+        return ["compare"] + docs
+    return ["report"] + docs + ["-o", os.path.join(tmp, "r%d" % index)]
+
+
 def make_input(rng, tmp, index):
     base = rng.choice(BASES)
     scenario_path = os.path.join(ROOT, "scenarios", base + ".json")
@@ -163,7 +220,7 @@ def run_measured(binary, args, timeout):
             "err": err_file.read(), "rss": usage.ru_maxrss * 1024}
 
 
-def check(result):
+def check(result, json_out=True):
     """The problems with one result, as strings."""
     problems = []
     err = result["err"].decode("utf-8", "replace")
@@ -177,7 +234,7 @@ def check(result):
         last = err.strip().splitlines()[-1] if err.strip() else ""
         if not LOCATED.match(last):
             problems.append("unlocated exit-2 message: " + last[:200])
-    if result["code"] == 0:
+    if result["code"] == 0 and json_out:
         try:
             json.loads(result["out"])
         except ValueError:
@@ -194,19 +251,31 @@ def main():
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--timeout", type=float, default=120)
     ap.add_argument("--out", default="fuzz-run-campaign")
+    ap.add_argument("--command", choices=["run", "plan", "documents"], default="run",
+                    help="run: scenarios through run; plan: through plan; documents: run documents through "
+                         "compare and report")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     rng = random.Random(a.seed)
     tmp = tempfile.mkdtemp(prefix="ipusim-campaign-")
-    inputs = [make_input(rng, tmp, i) for i in range(a.runs)]
+    if a.command == "plan":
+        inputs = [make_plan_input(rng, tmp, i) for i in range(a.runs)]
+    elif a.command == "documents":
+        documents = []
+        for base in ("mlp-training", "bert-tiny-training", "mlp-inference"):
+            r = run_measured(a.release or a.binary, ["run", os.path.join(ROOT, "scenarios", base + ".json"), "--json"], 600)
+            documents.append(json.loads(r["out"]))
+        inputs = [make_document_input(rng, tmp, i, documents) for i in range(a.runs)]
+    else:
+        inputs = [make_input(rng, tmp, i) for i in range(a.runs)]
     tally, rules, findings, ratios = {}, {}, [], []
     started = time.time()
 
     def one(i):
         r = run_measured(a.binary, inputs[i], a.timeout)
-        problems = check(r)
+        problems = check(r, json_out=a.command == "run")
         ratio = None
-        if r["code"] == 0 and not problems:
+        if r["code"] == 0 and not problems and a.command == "run":
             measured = r
             if a.release:
                 measured = run_measured(a.release, inputs[i], a.timeout)
@@ -232,8 +301,8 @@ def main():
                 keep = os.path.join(a.out, "finding-%d" % i)
                 os.makedirs(keep, exist_ok=True)
                 for arg in inputs[i]:
-                    if arg.startswith(tmp):
-                        with open(arg) as src, open(os.path.join(keep, "scenario.json"), "w") as dst:
+                    if arg.startswith(tmp) and os.path.isfile(arg):
+                        with open(arg) as src, open(os.path.join(keep, os.path.basename(arg)), "w") as dst:
                             dst.write(src.read())
                 with open(os.path.join(keep, "finding.txt"), "w") as f:
                     f.write("args: %r\nproblems: %r\nstderr:\n%s\n" % (inputs[i], problems, r["err"].decode("utf-8", "replace")))
