@@ -38,12 +38,14 @@ std::vector<std::string> run_caption(const Json& doc, const std::string& source)
 std::string summary_row_name(const Input& in) {
   std::string scenario = str(in.doc, "scenario");
   if (scenario.empty()) return in.source;
-  // Runs of one scenario with different --set flags are told apart by them.
-  if (in.doc.contains("overrides") && in.doc.at("overrides").is_array() && !in.doc.at("overrides").empty()) {
+  // Runs of one scenario with different --set flags are told apart by them;
+  // a renaming one already shows in the scenario's name.
+  if (in.doc.contains("overrides") && in.doc.at("overrides").is_array()) {
     std::string sets;
     for (const Json& s : in.doc.at("overrides"))
-      if (s.is_string()) sets += (sets.empty() ? "" : ", ") + s.get<std::string>();
-    scenario += " [" + sets + "]";
+      if (s.is_string() && s.get<std::string>().rfind("name=", 0) != 0)
+        sets += (sets.empty() ? "" : ", ") + s.get<std::string>();
+    if (!sets.empty()) scenario += " [" + sets + "]";
   }
   return scenario;
 }
@@ -136,6 +138,9 @@ void run_section(Builder& b, const Input& in, std::size_t number, const std::str
   const auto runs = ordered_runs(doc);
   const auto caption = run_caption(doc, in.source);
   const std::string name = summary_row_name(in);
+  // Figure files are named by the scenario alone: its --set flags would crowd
+  // out what the figure shows, and the figure number keeps names unique.
+  const std::string file_stem = str(doc, "scenario").empty() ? name : str(doc, "scenario");
   b.open_section(id);
   b.heading(2, "Run " + std::to_string(number) + ": " + name, "");
   b.paragraph("Model " + or_dash(str(doc, "model")) + " on " + or_dash(str(doc, "config")) + ", from " + in.source +
@@ -155,7 +160,7 @@ void run_section(Builder& b, const Input& in, std::size_t number, const std::str
       bar.notes.push_back("speed-up " + format_fixed(speedup, 2) + "x");
     throughput.bars.push_back(bar);
   }
-  b.figure(name + "-throughput", throughput.title +
+  b.figure(file_stem + "-throughput", throughput.title +
                                      (std::isfinite(speedup) ? " (pipelined/sharded speed-up " +
                                                                    format_fixed(speedup, 2) + "x)"
                                                              : ""),
@@ -182,9 +187,9 @@ void run_section(Builder& b, const Input& in, std::size_t number, const std::str
     }
     util.series.push_back(s);
   }
-  b.figure(name + "-utilisation", util.title, chart::render(util), caption);
+  b.figure(file_stem + "-utilisation", util.title, chart::render(util), caption);
   if (const auto breakdown = time_breakdown_chart(name, runs))
-    b.figure(name + "-time-breakdown", breakdown->title, chart::render(*breakdown), caption, true);
+    b.figure(file_stem + "-time-breakdown", breakdown->title, chart::render(*breakdown), caption, true);
 
   // (d) memory per IPU, when the run documents carry it.
   bool have_memory = false;
@@ -247,9 +252,9 @@ void run_section(Builder& b, const Input& in, std::size_t number, const std::str
     if (!draw_capacity && std::isfinite(least_capacity))
       lines.insert(lines.begin(), "Capacity " + format_bytes(least_capacity) +
                                       " per IPU, far above these bars, is not drawn (see the table).");
-    b.figure(name + "-memory", mem.title, chart::render(mem), lines);
+    b.figure(file_stem + "-memory", mem.title, chart::render(mem), lines);
     if (const auto tiles = fullest_tile_chart(name, runs))
-      b.figure(name + "-fullest-tile", tiles->title, chart::render(*tiles), caption);
+      b.figure(file_stem + "-fullest-tile", tiles->title, chart::render(*tiles), caption);
   }
   if (!have_memory) b.paragraph("Memory per IPU: no memory data in this run document.", "note");
 
