@@ -359,6 +359,21 @@ void sweep(const Options& o) {
   }
 }
 
+// `ipusim plan` over each shipped pod case's whole default space (issue 21's target: under
+// a minute of CPU for BERT-Large or GPT-2 medium on a Pod16), the engine runs included.
+void plan(const Options& o) {
+  std::cout << "\n### `ipusim plan SCENARIO --quiet`, the default space\n\n| scenario | wall (CPU) | peak RSS |"
+            << (o.before.empty() ? "" : " before: wall (CPU) |") << "\n|---|---|---|" << (o.before.empty() ? "" : "---|") << "\n";
+  for (const char* name : {"gpt2-medium-bow-pod16", "bert-large-pod16", "bert-large-mlperf-pod16", "bert-large-mlperf-pod64"}) {
+    std::cerr << "plan: " << name << "\n";
+    const std::vector<std::string> args{"plan", kSource + "/scenarios/" + name + ".json", "--quiet"};
+    const Measure m = best_of(o.runs, [&] { return run_binary(o.ipusim, args, 900); });
+    std::cout << "| " << name << " | " << seconds(m) << " | " << mib(m) << " |";
+    if (!o.before.empty()) std::cout << " " << seconds(best_of(o.runs, [&] { return run_binary(o.before, args, 900); })) << " |";
+    std::cout << "\n";
+  }
+}
+
 // ipusim's full simulation (engine and metrics, as `run --exact-full` does in its
 // simulation process) against the raw baseline on the same schedule, alternating.
 void baseline(const Options& o) {
@@ -432,7 +447,7 @@ int main(int argc, char** argv) {
     else if (a == "--runs" && i + 1 < argc) o.runs = std::max(1, std::atoi(argv[++i]));
     else sections.push_back(a);
   }
-  if (sections.empty()) sections = {"breakdown", "systems", "schedules", "memory", "sweep", "baseline"};
+  if (sections.empty()) sections = {"breakdown", "systems", "schedules", "memory", "sweep", "plan", "baseline"};
   o.work = fs::temp_directory_path() / ("ipusim-bench-" + std::to_string(::getpid()));
   fs::create_directories(o.work);
   double load[3] = {0, 0, 0};
@@ -445,6 +460,7 @@ int main(int argc, char** argv) {
       else if (s == "schedules") schedules(o);
       else if (s == "memory") memory(o);
       else if (s == "sweep") sweep(o);
+      else if (s == "plan") plan(o);
       else if (s == "baseline") baseline(o);
       else throw std::runtime_error("unknown section " + s);
     }

@@ -47,8 +47,8 @@ std::vector<Mode> modes_for(const Scenario& sc, const std::string& flag) {
 // setting at its default; docs/formats.md ("Without a scenario file") states it.
 Scenario scenario_of_model(const std::string& model, const std::string& config, const std::vector<Override>& sets) {
   const nlohmann::json document = {{"name", std::filesystem::path(model).stem().string()},
-                                   {"model", std::filesystem::absolute(model).lexically_normal().string()},
-                                   {"config", std::filesystem::absolute(config).lexically_normal().string()},
+                                   {"model", std::filesystem::path(model).lexically_normal().string()},
+                                   {"config", std::filesystem::path(config).lexically_normal().string()},
                                    {"execution", {{"batchesPerStep", 64}}}};
   return scenario_from_json(document, "command line", sets);
 }

@@ -34,8 +34,11 @@ SplitSearch::SplitSearch(const Scenario& sc, const PlanSpace& space, const Split
   const int S = training ? 2 * P_ - 1 : P_;
   S_ = S;
   ramps_ = popart && depth_ >= S;
+  // Every evaluator ends the step with the host's turn, which nothing overlaps; PopART's
+  // lockstep cycles each end in a sync.
+  fixed_seconds_ = sc.hardware.host_link.run_overhead_s;
   if (popart)
-    sync_term_ = static_cast<double>(batches_) * static_cast<double>(depth_ + S - 1) * sc.hardware.sync_seconds(W_ * st.replicas);
+    fixed_seconds_ += static_cast<double>(batches_) * static_cast<double>(depth_ + S - 1) * sc.hardware.sync_seconds(W_ * st.replicas);
   stash_ = stash_depths(st.schedule, P_, st.depth, training);
   memory_.recompute = st.recompute;
   memory_.state_on_chip = !st.state_off_chip;
@@ -100,7 +103,7 @@ double SplitSearch::score_bound(double busiest, double total, double ramps) cons
   // flush cycle at least what the IPUs known so far do in it.
   if (ramps >= 0)
     step = std::max(step, static_cast<double>(batches_) * (ramps + static_cast<double>(depth_ - S_ + 1) * busiest));
-  step += sync_term_;
+  step += fixed_seconds_;
   return samples_ / (step * (1 - kMargin));
 }
 

@@ -67,7 +67,7 @@ private:
   MemorySettings memory_;
   int W_ = 0, L_ = 0, P_ = 0, U_ = 0;
   std::int64_t depth_ = 1, batches_ = 1, global_batch_ = 0;
-  double samples_ = 0, sync_term_ = 0, bound_ = 0, headroom_bound_ = 0, tile_capacity_ = 0, capacity_ = 0;
+  double samples_ = 0, fixed_seconds_ = 0, bound_ = 0, headroom_bound_ = 0, tile_capacity_ = 0, capacity_ = 0;
   bool refined_ = false;
   bool ramps_ = false;  // PopART with D >= S: its fill and flush cycles are bounded too
   int S_ = 0;
