@@ -395,8 +395,8 @@ void baseline(const Options& o) {
        {"execution.gradientAccumulation=16384", "execution.schedule=gpipe"}, ipusim::Mode::Pipelined},
   };
   std::cout << "\n### Full simulation against raw SimGrid on the same schedule (engine process only)\n\n"
-            << "| case | activities | ipusim `--exact-full`: wall (CPU) | raw SimGrid: wall (CPU) | rate ratio, wall | rate ratio, CPU |\n"
-            << "|---|---|---|---|---|---|\n";
+            << "| case | activities | ipusim `--exact-full`: wall (CPU) | raw SimGrid: wall (CPU) | rate ratio, wall | rate ratio, CPU | same step end and activities |\n"
+            << "|---|---|---|---|---|---|---|\n";
   for (const Case& c : cases) {
     std::cerr << "baseline: " << c.name << "\n";
     std::vector<ipusim::Override> overrides;
@@ -416,21 +416,32 @@ void baseline(const Options& o) {
       if (!ours.ok || a.wall < ours.wall) ours = a;
       if (!raw.ok || b.wall < raw.wall) raw = b;
     }
-    // The activity count, and a check that both simulated the same step.
+    // The activity counts and simulated step ends, to show both did the same work.
     int fds[2];
     if (::pipe(fds) != 0) return;
     in_child([&] {
       const bench::RawResult r = bench::run_raw(schedule, sc.hardware);
       [[maybe_unused]] const auto n = ::write(fds[1], &r, sizeof r);
     });
-    bench::RawResult r{};
+    in_child([&] {
+      ipusim::MetricsAccumulator metrics(c.mode, schedule, sc.execution);
+      ipusim::EngineOptions options;
+      options.steady_state = false;
+      const ipusim::RunSummary s = ipusim::run_engine_in_process(schedule, sc.hardware, metrics, options);
+      const bench::RawResult r{s.activities, s.end_time};
+      [[maybe_unused]] const auto n = ::write(fds[1], &r, sizeof r);
+    });
+    bench::RawResult r{}, mine{};
     [[maybe_unused]] const auto n = ::read(fds[0], &r, sizeof r);
+    [[maybe_unused]] const auto m = ::read(fds[0], &mine, sizeof mine);
     ::close(fds[0]);
     ::close(fds[1]);
-    char line[256];
-    std::snprintf(line, sizeof line, "| %s | %llu | %s | %s | %.2f | %.2f |\n", c.name,
+    const bool same = r.activities == mine.activities && r.end_time == mine.end_time;
+    char line[320];
+    std::snprintf(line, sizeof line, "| %s | %llu | %s | %s | %.2f | %.2f | %s |\n", c.name,
                   static_cast<unsigned long long>(r.activities), seconds(ours).c_str(), seconds(raw).c_str(),
-                  raw.wall / ours.wall, raw.cpu / ours.cpu);
+                  raw.wall / ours.wall, raw.cpu / ours.cpu,
+                  same ? "yes" : ("no: " + std::to_string(mine.activities) + " / " + std::to_string(mine.end_time)).c_str());
     std::cout << line;
   }
 }
