@@ -4,5 +4,5 @@
 # Extra arguments go to `ipusim run` (e.g. --json, --mode pipelined).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh build
+scripts/setup.sh build ipusim  # only what the demo runs; scripts/test.sh builds the rest
 exec build/ipusim run scenarios/mlp-training.json "$@"

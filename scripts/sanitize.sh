@@ -29,10 +29,11 @@ if ((${#missing[@]})); then
 fi
 IPUSIM_SETUP_ONLY=1 scripts/setup.sh  # the other dependencies
 
+# Warnings are errors in the release build (g++, scripts/test.sh); clang-14 here only finds bugs.
 # -O1 and line tables only: sanitizer builds of the whole project compile in about twice
 # the release build's time; the benchmark is left out.
 cmake -S . -B "$build_dir" -DCMAKE_CXX_COMPILER=clang++-14 -DCMAKE_BUILD_TYPE=Sanitize \
-  -DCMAKE_CXX_FLAGS_SANITIZE="-O1 -gline-tables-only" -DIPUSIM_SANITIZE=ON -DIPUSIM_FUZZ=ON >&2
+  -DCMAKE_CXX_FLAGS_SANITIZE="-O1 -gline-tables-only" -DIPUSIM_SANITIZE=ON -DIPUSIM_FUZZ=ON -DIPUSIM_WERROR=OFF >&2
 cmake --build "$build_dir" -j"$(nproc)" --target ipusim ipusim_tests fuzz_loaders fuzz_onnx >&2
 
 export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1:strict_string_checks=1:check_initialization_order=1}

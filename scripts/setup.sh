@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
 # Installs what ipusim needs from Debian's packages (only what is missing) and builds it.
-# Usage: scripts/setup.sh [BUILD_DIR]   (default: build). Set IPUSIM_WERROR=ON to fail on warnings,
-# IPUSIM_SETUP_ONLY=1 to install the packages and build nothing.
+# Usage: scripts/setup.sh [BUILD_DIR [TARGET...]]   (default: build, every target). Every caller
+# configures with the same flags (warnings are errors), so the demo's build of the `ipusim` target
+# is reused by the tests' build of the rest: each file is compiled once. IPUSIM_SETUP_ONLY=1
+# installs the packages and builds nothing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build_dir=${1:-build}
+shift $(( $# > 0 ? 1 : 0 ))
+targets=("$@")
 
 # Build and test dependencies. chromium renders reports in the browser test; parallel
 # runs the distributed-sweep test; libonnx-dev (with libprotobuf-dev) imports ONNX models,
@@ -30,5 +34,9 @@ if ((${#missing[@]})); then
 fi
 
 [ "${IPUSIM_SETUP_ONLY:-0}" = 1 ] && exit 0
-cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=Release -DIPUSIM_WERROR="${IPUSIM_WERROR:-OFF}" >&2
-cmake --build "$build_dir" -j"$(nproc)" >&2
+cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=Release -DIPUSIM_WERROR=ON >&2
+if ((${#targets[@]})); then
+  cmake --build "$build_dir" -j"$(nproc)" --target "${targets[@]}" >&2
+else
+  cmake --build "$build_dir" -j"$(nproc)" >&2
+fi
