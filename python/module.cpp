@@ -62,19 +62,24 @@ public:
       apply_override(execution, path, value, "execution." + path);
       overrides.push_back("execution." + path + "=" + value.dump());
     }
-    Execution run_execution;
     try {
-      run_execution = execution_from_json(execution, scenario_.file);
+      return run_with(execution_from_json(execution, scenario_.file), mode, overrides);
     } catch (const InputError& e) {
       // A value the call gave is the call's to fix, not the scenario file's.
       for (const auto& [path, text] : settings) {
         const std::string at = execution_pointer(path);
-        if (e.pointer() == at || e.pointer().rfind(at + "/", 0) == 0)
+        if (e.file() == scenario_.file && (e.pointer() == at || e.pointer().rfind(at + "/", 0) == 0))
           throw InputError("execution", e.pointer().substr(std::string("/execution").size()), e.rule(),
                            e.message() + " (the value execution[\"" + path + "\"] gave; " + scenario_.file + " as changed)");
       }
       throw;
     }
+  }
+
+  const Scenario& scenario() const { return scenario_; }
+
+private:
+  std::string run_with(Execution run_execution, const std::string& mode, const std::vector<std::string>& overrides) {
     const std::vector<Mode> modes = modes_of(mode, run_execution);
     // The scenario is the loaded one with this execution: swapped in for the run, not copied
     // (a BERT-Large model is megabytes), and put back however the run ends.
@@ -99,18 +104,15 @@ public:
     return document.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   }
 
-  const Scenario& scenario() const { return scenario_; }
-
-private:
   Scenario scenario_;
   std::mutex mutex_;
 };
 
 // Runs one CLI subcommand (`validate`, `plan`) as `ipusim ARGS...` would, its standard output
 // returned; an InputError comes out as the exception rather than exit code 2.
-std::pair<int, std::string> run_command(Command (*add)(CLI::App&), const std::vector<std::string>& args) {
+std::pair<int, std::string> run_command(cli::Command (*add)(CLI::App&), const std::vector<std::string>& args) {
   CLI::App app{"ipusim"};
-  const Command command = add(app);
+  const cli::Command command = add(app);
   std::vector<std::string> reversed(args.rbegin(), args.rend());
   try {
     app.parse(reversed);

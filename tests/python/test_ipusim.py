@@ -3,7 +3,7 @@ ctest (tests/CMakeLists.txt) from the source folder with PYTHONPATH=build/python
 IPUSIM_BINARY naming the CLI."""
 import json
 import os
-import shutil
+import re
 import subprocess
 import sys
 
@@ -46,8 +46,10 @@ def test_a_loaded_scenario_is_reused_and_left_as_loaded():
     scenario = ipusim.Scenario("scenarios/mlp-training.json")
     first = scenario.run(mode="pipelined")
     deeper = scenario.run(execution={"gradientAccumulation": 256}, mode="pipelined")
-    # 4x the micro-batches per step: a longer step, the same scenario afterwards.
-    assert deeper["runs"][0]["stepTimeSeconds"] > 3 * first["runs"][0]["stepTimeSeconds"]
+    # The loaded scenario with G changed is the file with --set, and is left as loaded.
+    assert deeper == cli_document("scenarios/mlp-training.json", "--mode", "pipelined",
+                                  "--set", "execution.gradientAccumulation=256")
+    assert deeper["runs"][0]["stepTimeSeconds"] > first["runs"][0]["stepTimeSeconds"]
     assert scenario.run(mode="pipelined") == first
     assert ipusim.run(scenario, mode="pipelined") == first
 
@@ -64,6 +66,7 @@ def test_dicts_run_as_their_files():
         model = json.load(f)
     with open("configs/ipu-m2000.json") as f:
         config = json.load(f)
+    config["extends"] = "configs/" + config["extends"]  # a dict's "extends" is relative to the working folder
     from_dicts = ipusim.run(model, config, mode="pipelined")
     from_files = ipusim.run("models/mlp.json", "configs/ipu-m2000.json", mode="pipelined")
     assert from_dicts["runs"] == from_files["runs"]
@@ -119,7 +122,9 @@ def test_plan_is_the_cli_answer():
     args = ["scenarios/mlp-training.json", "--ipus", "2", "--micro-batch", "8,16", "--top", "2"]
     answer = ipusim.plan(args[0], ipus=[2], micro_batch=[8, 16], top=2)
     assert answer["fits"]
-    assert answer["text"] == cli("plan", *args, "--quiet").stdout
+    def untimed(text):  # the search's own duration is the one figure that differs
+        return re.sub(r"search: [0-9.]+ s", "search: ? s", text)
+    assert untimed(answer["text"]) == untimed(cli("plan", *args, "--quiet").stdout)
     assert "micro-batch" in answer["text"]
 
 
