@@ -104,6 +104,13 @@ def test_a_bad_execution_value_names_the_call():
     assert raised.value.rule == "scenario.bad-mode"
     assert raised.value.file == "execution"
     assert raised.value.pointer == "/mode"
+    # Found after loading (the schedule is looked up when the run builds it): the call's too.
+    with pytest.raises(ipusim.InputError) as raised:
+        ipusim.run("scenarios/mlp-training.json", execution={"schedule": "zigzag"})
+    assert (raised.value.file, raised.value.pointer, raised.value.rule) == ("execution", "/schedule",
+                                                                            "scenario.unknown-schedule")
+    stderr = cli("run", "scenarios/mlp-training.json", "--set", "execution.schedule=zigzag", code=2).stderr
+    assert "[scenario.unknown-schedule]" in stderr
     with pytest.raises(ipusim.InputError) as raised:
         ipusim.run("scenarios/mlp-training.json", mode="diagonal")
     assert raised.value.rule == "cli.bad-value"
