@@ -52,7 +52,9 @@ public:
   explicit LoadedScenario(Scenario scenario) : scenario_(std::move(scenario)) {}
 
   // The run document `ipusim run --json` writes for this scenario with `settings` applied
-  // as `--set execution.PATH=VALUE` would (and recorded as such under "overrides").
+  // as `--set execution.PATH=VALUE` would (and recorded as such under "overrides"). Called
+  // without the GIL (it touches no Python object): other threads go on, and one waiting for
+  // this scenario's lock does not hold the GIL that this run needs back to return.
   std::string run(const std::vector<Setting>& settings, const std::string& mode) {
     std::lock_guard<std::mutex> lock(mutex_);
     nlohmann::json execution = scenario_.scenario_document.value("execution", nlohmann::json::object());
@@ -91,13 +93,9 @@ private:
     SimulateOptions options;
     options.keep_log = false;
     options.notes = &std::cerr;
-    Simulation sim;
-    {
-      py::gil_scoped_release unlocked;  // the children run while Python threads go on
-      sim = simulate(scenario_, modes, options);
-      for (ModeRun& r : sim.runs)
-        if (!r.metrics.memory.fits) r.metrics.memory.fixes = memory_fixes(scenario_, r.metrics.mode);
-    }
+    Simulation sim = simulate(scenario_, modes, options);
+    for (ModeRun& r : sim.runs)
+      if (!r.metrics.memory.fits) r.metrics.memory.fixes = memory_fixes(scenario_, r.metrics.mode);
     nlohmann::json document = report_json(scenario_, sim);
     document["overrides"] = overrides;
     document["ipusimVersion"] = IPUSIM_VERSION;
@@ -157,7 +155,7 @@ PYBIND11_MODULE(_ipusim, m) {
   });
 
   py::class_<LoadedScenario>(m, "LoadedScenario")
-      .def("run", &LoadedScenario::run, py::arg("settings"), py::arg("mode"))
+      .def("run", &LoadedScenario::run, py::call_guard<py::gil_scoped_release>(), py::arg("settings"), py::arg("mode"))
       .def_property_readonly("file", [](const LoadedScenario& s) { return s.scenario().file; })
       .def_property_readonly("name", [](const LoadedScenario& s) { return s.scenario().name; })
       .def_property_readonly("model_file", [](const LoadedScenario& s) { return s.scenario().model.file; })

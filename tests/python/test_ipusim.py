@@ -6,6 +6,7 @@ import os
 import re
 import subprocess
 import sys
+import threading
 
 import pytest
 
@@ -52,6 +53,22 @@ def test_a_loaded_scenario_is_reused_and_left_as_loaded():
     assert deeper["runs"][0]["stepTimeSeconds"] > first["runs"][0]["stepTimeSeconds"]
     assert scenario.run(mode="pipelined") == first
     assert ipusim.run(scenario, mode="pipelined") == first
+
+
+def test_threads_share_a_scenario():
+    scenario = ipusim.Scenario("scenarios/mlp-training.json")
+    expected = {g: scenario.run(execution={"gradientAccumulation": g}, mode="pipelined") for g in (64, 128)}
+    results = {}
+
+    def run(g):
+        results[g] = [scenario.run(execution={"gradientAccumulation": g}, mode="pipelined") for _ in range(3)]
+
+    threads = [threading.Thread(target=run, args=(g,)) for g in (64, 128)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert results == {g: [document] * 3 for g, document in expected.items()}
 
 
 def test_model_on_a_config_is_the_cli_document():
