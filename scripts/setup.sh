@@ -12,9 +12,11 @@ targets=("$@")
 
 # Build and test dependencies. chromium renders reports in the browser test; parallel
 # runs the distributed-sweep test; libonnx-dev (with libprotobuf-dev) imports ONNX models,
-# python3-onnx writes the ONNX test fixtures.
+# python3-onnx writes the ONNX test fixtures; pybind11 builds the Python module (python/), pytest
+# tests it, and pandas is what its to_dataframe returns.
 packages=(cmake make g++ pkg-config libsimgrid-dev libboost-graph-dev nlohmann-json3-dev catch2 libcli11-dev
-          libonnx-dev libprotobuf-dev python3-onnx parallel chromium python3)
+          libonnx-dev libprotobuf-dev python3-onnx parallel chromium python3 python3-dev python3-pybind11 pybind11-dev
+          python3-pytest python3-pandas)
 # PyTorch for the real-exporter test (tests/test_onnx_torch.cpp): about 250 packages, 2.7
 # minutes to install here, so CI (CI=true) and whoever asks (IPUSIM_TORCH_TESTS=1) get it;
 # elsewhere that test skips and says so.

@@ -1,0 +1,173 @@
+// ipusim._ipusim: the C++ half of the Python module (python/ipusim/__init__.py is the rest).
+// A loaded scenario is kept across runs: each run reads only its execution settings and
+// simulates in forked children (sim/simulate), so SimGrid never starts in the interpreter
+// and any number of runs fit in one Python process. Documents cross as JSON text.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <algorithm>
+#include <iostream>
+#include <mutex>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "sim/cli/commands.hpp"
+#include "sim/engine/engine.hpp"
+#include "sim/io/input_error.hpp"
+#include "sim/io/json_reader.hpp"
+#include "sim/io/overrides.hpp"
+#include "sim/io/scenario_loader.hpp"
+#include "sim/output/json_report.hpp"
+#include "sim/search/memory_advice.hpp"
+#include "sim/simulate/simulation.hpp"
+
+namespace py = pybind11;
+
+namespace ipusim::python {
+
+namespace {
+
+// One execution field as Python gave it: a dotted path under "execution" and its value.
+using Setting = std::pair<std::string, std::string>;
+
+std::vector<Mode> modes_of(const std::string& mode, const Execution& execution) {
+  if (mode.empty()) return execution.modes;
+  if (mode == "both") return {Mode::Sharded, Mode::Pipelined};
+  if (mode == "sharded") return {Mode::Sharded};
+  if (mode == "pipelined") return {Mode::Pipelined};
+  throw InputError("mode", "", "cli.bad-value", "mode is \"sharded\", \"pipelined\" or \"both\", got \"" + mode + "\"");
+}
+
+// "a.b" -> "/execution/a/b"
+std::string execution_pointer(const std::string& path) {
+  std::string pointer = "/execution/" + path;
+  std::replace(pointer.begin(), pointer.end(), '.', '/');
+  return pointer;
+}
+
+class LoadedScenario {
+public:
+  explicit LoadedScenario(Scenario scenario) : scenario_(std::move(scenario)) {}
+
+  // The run document `ipusim run --json` writes for this scenario with `settings` applied
+  // as `--set execution.PATH=VALUE` would (and recorded as such under "overrides"). Called
+  // without the GIL (it touches no Python object): other threads go on, and one waiting for
+  // this scenario's lock does not hold the GIL that this run needs back to return.
+  std::string run(const std::vector<Setting>& settings, const std::string& mode) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    nlohmann::json execution = scenario_.scenario_document.value("execution", nlohmann::json::object());
+    std::vector<std::string> overrides;
+    for (const auto& [path, text] : settings) {
+      const nlohmann::json value = parse_json_text(text, "execution." + path);
+      apply_override(execution, path, value, "execution." + path);
+      overrides.push_back("execution." + path + "=" + value.dump());
+    }
+    try {
+      return run_with(execution_from_json(execution, scenario_.file), mode, overrides);
+    } catch (const InputError& e) {
+      // A value the call gave is the call's to fix, not the scenario file's.
+      for (const auto& [path, text] : settings) {
+        const std::string at = execution_pointer(path);
+        if (e.file() == scenario_.file && (e.pointer() == at || e.pointer().rfind(at + "/", 0) == 0))
+          throw InputError("execution", e.pointer().substr(std::string("/execution").size()), e.rule(),
+                           e.message() + " (the value execution[\"" + path + "\"] gave; " + scenario_.file + " as changed)");
+      }
+      throw;
+    }
+  }
+
+  const Scenario& scenario() const { return scenario_; }
+
+private:
+  std::string run_with(Execution run_execution, const std::string& mode, const std::vector<std::string>& overrides) {
+    const std::vector<Mode> modes = modes_of(mode, run_execution);
+    // The scenario is the loaded one with this execution: swapped in for the run, not copied
+    // (a BERT-Large model is megabytes), and put back however the run ends.
+    struct Restore {
+      Execution& slot;
+      Execution saved;
+      ~Restore() { slot = std::move(saved); }
+    } restore{scenario_.execution, std::exchange(scenario_.execution, std::move(run_execution))};
+    SimulateOptions options;
+    options.keep_log = false;
+    options.notes = &std::cerr;
+    Simulation sim = simulate(scenario_, modes, options);
+    for (ModeRun& r : sim.runs)
+      if (!r.metrics.memory.fits) r.metrics.memory.fixes = memory_fixes(scenario_, r.metrics.mode);
+    nlohmann::json document = report_json(scenario_, sim);
+    document["overrides"] = overrides;
+    document["ipusimVersion"] = IPUSIM_VERSION;
+    return document.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  }
+
+  Scenario scenario_;
+  std::mutex mutex_;
+};
+
+// Runs one CLI subcommand (`validate`, `plan`) as `ipusim ARGS...` would, its standard output
+// returned; an InputError comes out as the exception rather than exit code 2.
+std::pair<int, std::string> run_command(cli::Command (*add)(CLI::App&), const std::vector<std::string>& args) {
+  CLI::App app{"ipusim"};
+  const cli::Command command = add(app);
+  std::vector<std::string> reversed(args.rbegin(), args.rend());
+  try {
+    app.parse(reversed);
+  } catch (const CLI::ParseError& e) {
+    throw InputError("arguments", args.empty() ? "" : args.front(), "cli.bad-value", e.what());
+  }
+  std::ostringstream out;
+  std::streambuf* saved = std::cout.rdbuf(out.rdbuf());
+  struct Restore {
+    std::streambuf* saved;
+    ~Restore() { std::cout.rdbuf(saved); }
+  } restore{saved};
+  int code = 0;
+  {
+    py::gil_scoped_release unlocked;
+    code = command();
+  }
+  return {code, out.str()};
+}
+
+} // namespace
+
+} // namespace ipusim::python
+
+PYBIND11_MODULE(_ipusim, m) {
+  using namespace ipusim;
+  using python::LoadedScenario;
+  m.doc() = "ipusim's simulator: load a scenario once, run it many times (docs/python.md)";
+  m.attr("version") = IPUSIM_VERSION;
+
+  // InputError and EngineError are Python classes (ipusim/__init__.py) with the C++ fields.
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const InputError& e) {
+      const py::object cls = py::module_::import("ipusim").attr("InputError");
+      const py::object error = cls(e.what(), e.file(), e.pointer(), e.rule(), e.message());
+      PyErr_SetObject(cls.ptr(), error.ptr());
+    } catch (const EngineError& e) {
+      PyErr_SetString(py::module_::import("ipusim").attr("EngineError").ptr(), e.what());
+    }
+  });
+
+  py::class_<LoadedScenario>(m, "LoadedScenario")
+      .def("run", &LoadedScenario::run, py::call_guard<py::gil_scoped_release>(), py::arg("settings"), py::arg("mode"))
+      .def_property_readonly("file", [](const LoadedScenario& s) { return s.scenario().file; })
+      .def_property_readonly("name", [](const LoadedScenario& s) { return s.scenario().name; })
+      .def_property_readonly("model_file", [](const LoadedScenario& s) { return s.scenario().model.file; })
+      .def_property_readonly("config_file", [](const LoadedScenario& s) { return s.scenario().hardware.file; });
+
+  m.def("load_scenario", [](const std::string& path) { return new LoadedScenario(load_scenario(path)); },
+        py::return_value_policy::take_ownership, py::arg("path"));
+  m.def("scenario_from_json",
+        [](const std::string& text, const std::string& origin) {
+          return new LoadedScenario(scenario_from_json(parse_json_text(text, origin), origin));
+        },
+        py::return_value_policy::take_ownership, py::arg("text"), py::arg("origin"));
+  m.def("validate", [](const std::vector<std::string>& args) { return python::run_command(&cli::add_validate_command, args); });
+  m.def("plan", [](const std::vector<std::string>& args) { return python::run_command(&cli::add_plan_command, args); });
+}

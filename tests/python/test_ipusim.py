@@ -1,0 +1,166 @@
+"""The Python module against the CLI: the same run documents, errors and answers. Run by
+ctest (tests/CMakeLists.txt) from the source folder with PYTHONPATH=build/python and
+IPUSIM_BINARY naming the CLI."""
+import json
+import os
+import re
+import subprocess
+import sys
+import threading
+
+import pytest
+
+import ipusim
+
+CLI = os.environ["IPUSIM_BINARY"]
+
+
+def cli(*args, code=0):
+    done = subprocess.run([CLI, *args], capture_output=True, text=True)
+    assert done.returncode == code, done.stderr
+    return done
+
+
+def cli_document(*args):
+    document = json.loads(cli("run", *args, "--json").stdout)
+    del document["commandLine"]  # the only field that says how it was run
+    return document
+
+
+def test_run_of_a_scenario_is_the_cli_document():
+    document = ipusim.run("scenarios/mlp-training.json")
+    assert document == cli_document("scenarios/mlp-training.json")
+    assert [r["mode"] for r in document["runs"]] == ["sharded", "pipelined"]
+    assert document["runs"][1]["stepTimeSeconds"] > 0
+
+
+def test_execution_settings_are_set_flags():
+    document = ipusim.run("scenarios/mlp-training.json", execution={"gradientAccumulation": 128}, mode="pipelined")
+    assert document == cli_document("scenarios/mlp-training.json", "--mode", "pipelined",
+                                    "--set", "execution.gradientAccumulation=128")
+    assert document["overrides"] == ["execution.gradientAccumulation=128"]
+    assert document["execution"]["gradientAccumulation"] == 128
+    assert len(document["runs"]) == 1
+
+
+def test_a_loaded_scenario_is_reused_and_left_as_loaded():
+    scenario = ipusim.Scenario("scenarios/mlp-training.json")
+    first = scenario.run(mode="pipelined")
+    deeper = scenario.run(execution={"gradientAccumulation": 256}, mode="pipelined")
+    # The loaded scenario with G changed is the file with --set, and is left as loaded.
+    assert deeper == cli_document("scenarios/mlp-training.json", "--mode", "pipelined",
+                                  "--set", "execution.gradientAccumulation=256")
+    assert deeper["runs"][0]["stepTimeSeconds"] > first["runs"][0]["stepTimeSeconds"]
+    assert scenario.run(mode="pipelined") == first
+    assert ipusim.run(scenario, mode="pipelined") == first
+
+
+def test_threads_share_a_scenario():
+    scenario = ipusim.Scenario("scenarios/mlp-training.json")
+    expected = {g: scenario.run(execution={"gradientAccumulation": g}, mode="pipelined") for g in (64, 128)}
+    results = {}
+
+    def run(g):
+        results[g] = [scenario.run(execution={"gradientAccumulation": g}, mode="pipelined") for _ in range(3)]
+
+    threads = [threading.Thread(target=run, args=(g,)) for g in (64, 128)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert results == {g: [document] * 3 for g, document in expected.items()}
+
+
+def test_model_on_a_config_is_the_cli_document():
+    document = ipusim.run("models/mlp.json", "configs/ipu-m2000.json")
+    assert document == cli_document("models/mlp.json", "--config", "configs/ipu-m2000.json")
+    assert document["scenarioFile"] == "command line"
+    assert document["execution"]["batchesPerStep"] == 64
+
+
+def test_dicts_run_as_their_files():
+    with open("models/mlp.json") as f:
+        model = json.load(f)
+    with open("configs/ipu-m2000.json") as f:
+        config = json.load(f)
+    config["extends"] = "configs/" + config["extends"]  # a dict's "extends" is relative to the working folder
+    from_dicts = ipusim.run(model, config, mode="pipelined")
+    from_files = ipusim.run("models/mlp.json", "configs/ipu-m2000.json", mode="pipelined")
+    assert from_dicts["runs"] == from_files["runs"]
+    assert from_dicts["modelHash"] == from_files["modelHash"]
+    assert from_dicts["modelFile"] == ""  # inline, as in a scenario
+
+
+def test_a_changed_file_is_reloaded(tmp_path):
+    scenario = json.load(open("scenarios/mlp-training.json"))
+    for key in ("model", "config"):
+        scenario[key] = os.path.abspath(os.path.join("scenarios", scenario[key]))
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps(scenario))
+    before = ipusim.run(str(path), mode="pipelined")
+    scenario["execution"]["gradientAccumulation"] = 128
+    path.write_text(json.dumps(scenario))
+    os.utime(path, ns=(os.stat(path).st_atime_ns, os.stat(path).st_mtime_ns + 10**9))
+    after = ipusim.run(str(path), mode="pipelined")
+    assert before["execution"]["gradientAccumulation"] == 64
+    assert after["execution"]["gradientAccumulation"] == 128
+
+
+def test_bad_input_raises_the_cli_error():
+    with pytest.raises(ipusim.InputError) as raised:
+        ipusim.run("scenarios/no-such-scenario.json")
+    stderr = cli("run", "scenarios/no-such-scenario.json", code=2).stderr
+    assert stderr == "ipusim: error: " + str(raised.value) + "\n"
+    assert raised.value.file == "scenarios/no-such-scenario.json"
+    assert raised.value.rule in stderr
+
+
+def test_a_bad_execution_value_names_the_call():
+    with pytest.raises(ipusim.InputError) as raised:
+        ipusim.run("scenarios/mlp-training.json", execution={"mode": "diagonal"})
+    assert raised.value.rule == "scenario.bad-mode"
+    assert raised.value.file == "execution"
+    assert raised.value.pointer == "/mode"
+    # Found after loading (the schedule is looked up when the run builds it): the call's too.
+    with pytest.raises(ipusim.InputError) as raised:
+        ipusim.run("scenarios/mlp-training.json", execution={"schedule": "zigzag"})
+    assert (raised.value.file, raised.value.pointer, raised.value.rule) == ("execution", "/schedule",
+                                                                            "scenario.unknown-schedule")
+    stderr = cli("run", "scenarios/mlp-training.json", "--set", "execution.schedule=zigzag", code=2).stderr
+    assert "[scenario.unknown-schedule]" in stderr
+    with pytest.raises(ipusim.InputError) as raised:
+        ipusim.run("scenarios/mlp-training.json", mode="diagonal")
+    assert raised.value.rule == "cli.bad-value"
+
+
+def test_validate_is_the_cli_answer():
+    assert ipusim.validate("scenarios/mlp-training.json") == cli("validate", "scenarios/mlp-training.json").stdout
+    assert ipusim.validate("models/mlp.json").startswith("models/mlp.json: valid model, ")
+    with pytest.raises(ipusim.InputError) as raised:
+        ipusim.validate("scenarios/mlp-training.json", set=["execution.mode=diagonal"])
+    assert raised.value.rule == "scenario.bad-mode"
+    assert raised.value.file == "--set"
+
+
+def test_plan_is_the_cli_answer():
+    args = ["scenarios/mlp-training.json", "--ipus", "2", "--micro-batch", "8,16", "--top", "2"]
+    answer = ipusim.plan(args[0], ipus=[2], micro_batch=[8, 16], top=2)
+    assert answer["fits"]
+    def untimed(text):  # the search's own duration is the one figure that differs
+        return re.sub(r"search: [0-9.]+ s", "search: ? s", text)
+    assert untimed(answer["text"]) == untimed(cli("plan", *args, "--quiet").stdout)
+    assert "micro-batch" in answer["text"]
+
+
+def test_to_dataframe_without_pandas(monkeypatch):
+    monkeypatch.setitem(sys.modules, "pandas", None)  # import pandas fails, as when it is not installed
+    with pytest.raises(ImportError, match="needs pandas"):
+        ipusim.to_dataframe([])
+
+
+def test_to_dataframe():
+    pytest.importorskip("pandas")
+    document = ipusim.run("scenarios/mlp-training.json")
+    frame = ipusim.to_dataframe([document])
+    assert list(frame["mode"]) == ["sharded", "pipelined"]
+    assert list(frame["stepTimeSeconds"]) == [r["stepTimeSeconds"] for r in document["runs"]]
