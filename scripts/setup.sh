@@ -12,7 +12,7 @@ targets=("$@")
 
 # Build and test dependencies. chromium renders reports in the browser test; parallel
 # runs the distributed-sweep test; libonnx-dev (with libprotobuf-dev) imports ONNX models,
-# python3-onnx writes the ONNX test fixtures; pybind11 builds the Python module (python/), pytest
+# python3-onnx writes the ONNX test fixtures; pybind11 builds the Python module (sim/python/), pytest
 # tests it, and pandas is what its to_dataframe returns.
 packages=(cmake make g++ pkg-config libsimgrid-dev libboost-graph-dev nlohmann-json3-dev catch2 libcli11-dev
           libonnx-dev libprotobuf-dev python3-onnx parallel chromium python3 python3-dev python3-pybind11 pybind11-dev
