@@ -28,21 +28,12 @@ struct Op {
 struct World {
   Platform platform;
   double last_round_trip = 0;
-  std::vector<std::vector<sg4::Mailbox*>> mailboxes;  // by copy, then round: as the engine's
-  std::vector<std::uint64_t> sent, taken;              // by copy
+  engine_detail::CopyMailboxes mailboxes;  // as the engine's
   sg4::BarrierPtr barrier;
   std::uint64_t activities = 0;
 
-  sg4::CommPtr put(int copy, double bytes) {
-    static int payload = 0;
-    auto& rounds = mailboxes[static_cast<std::size_t>(copy)];
-    return rounds[sent[static_cast<std::size_t>(copy)]++ % rounds.size()]->put_async(&payload,
-                                                                                       static_cast<std::uint64_t>(bytes));
-  }
-  sg4::CommPtr take(int copy, int** data) {
-    auto& rounds = mailboxes[static_cast<std::size_t>(copy)];
-    return rounds[taken[static_cast<std::size_t>(copy)]++ % rounds.size()]->get_async<int>(data);
-  }
+  sg4::CommPtr put(int copy, double bytes) { return mailboxes.put(copy, bytes); }
+  sg4::CommPtr take(int copy, int** data) { return mailboxes.take(copy, data); }
 };
 
 void run_ops(World& w, int ipu, const std::vector<Op>& ops) {
@@ -167,14 +158,8 @@ RawResult run_raw(const Schedule& schedule, const HardwareConfig& hw) {
   for (const Program& p : schedule.programs)
     for (const Step& s : p.steps)
       for (const Transfer& t : s.transfers) copies = std::max(copies, t.copy + 1);
-  World w{build_platform(hw, schedule), 0, {}, {}, {}, sg4::Barrier::create(static_cast<unsigned>(schedule.programs.size())), 0};
-  for (int c = 0; c < copies; ++c) {
-    w.mailboxes.emplace_back();
-    for (std::size_t r = 0; r < engine_detail::kMailboxesPerCopy; ++r)
-      w.mailboxes.back().push_back(sg4::Mailbox::by_name("copy" + std::to_string(c) + "." + std::to_string(r)));
-  }
-  w.sent.assign(w.mailboxes.size(), 0);
-  w.taken.assign(w.mailboxes.size(), 0);
+  World w{build_platform(hw, schedule), 0, engine_detail::CopyMailboxes(static_cast<std::size_t>(copies)),
+          sg4::Barrier::create(static_cast<unsigned>(schedule.programs.size())), 0};
 
   // Expanded before the simulation starts, so that the baseline pays nothing for programs.
   std::vector<std::vector<Op>> ops(schedule.programs.size());
@@ -198,10 +183,10 @@ RawResult run_raw(const Schedule& schedule, const HardwareConfig& hw) {
   for (const Program& p : schedule.programs)
     for (const Step& s : p.steps)
       for (const Transfer& t : s.transfers)
-        for (sg4::Mailbox* m : w.mailboxes[static_cast<std::size_t>(t.copy)]) m->set_receiver(actors.at(t.dst_ipu));
+        w.mailboxes.connect(t.copy, actors.at(t.src_ipu), actors.at(t.dst_ipu));
+  w.mailboxes.fill();
   engine->run();
-  for (auto& rounds : w.mailboxes)
-    for (sg4::Mailbox* m : rounds) m->set_receiver(nullptr);
+  w.mailboxes.release();
   return {w.activities, sg4::Engine::get_clock()};
 }
 

@@ -4,6 +4,7 @@
 // full and say so.
 #include <catch2/catch.hpp>
 
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <map>
@@ -258,6 +259,45 @@ TEST_CASE("a deep pipeline simulates a few cycles and matches the closed form ex
   CHECK(r.simulation.not_periodic.empty());
 }
 
+TEST_CASE("skipped periods are added up, not replayed: 10^8 micro-batches in seconds", "[steady-state]") {
+  // The deep pipeline above at G = 10^8, and training steps of up to 5 x 10^7 micro-batches
+  // (the largest a scenario may ask, scenario.too-large):
+  // replaying every skipped period's events would take minutes; adding a period's
+  // contribution times the periods takes as long as at any G.
+  const auto started = std::chrono::steady_clock::now();
+  const Json model = chain_model({{0, 1e6}, {1, 3e6}}, 250);
+  SimulateOptions lean;
+  lean.keep_log = false;
+  const double G = 1e8;
+  const Json inference = {{"batchesPerStep", 100000000}, {"hostIo", false}, {"costModel", "compute"}, {"mode", "pipelined"}};
+  const RunMetrics r =
+      simulate(make_scenario(model, zero_overhead_config(2), inference), {Mode::Pipelined}, lean).runs.at(0).metrics;
+  CHECK(r.step_time_s == Approx(1 * ms + (G - 1) * 3 * ms + 3 * ms + (G + 1) * us).epsilon(1e-9));
+  CHECK(r.latency_s.max == Approx(3 * ms + 1 * us + 3 * ms).epsilon(1e-9));
+  CHECK(r.latency_s.min == Approx(1 * ms + 1 * us + 3 * ms).epsilon(1e-9));
+  CHECK(r.latency_s.mean == Approx(((G - 1) * (6 * ms + 1 * us) + 4 * ms + 1 * us) / G).epsilon(1e-12));
+  // IPU 1 computes 3 ms per micro-batch; IPU 0 1 ms and waits the other 2 ms of each cycle.
+  CHECK(r.ipus.at(1).busy_s == Approx(G * 3 * ms).epsilon(1e-9));
+  CHECK(r.ipus.at(0).busy_s == Approx(G * 1 * ms).epsilon(1e-9));
+  CHECK(r.simulation.steps_simulated < 100);
+
+  // Training, 5 batches of G = 10^7: each batch adds the same time as the second.
+  auto training = [&](int batches) {
+    const Json execution = {{"training", true}, {"gradientAccumulation", 10000000}, {"batchesPerStep", batches},
+                            {"hostIo", false}, {"costModel", "compute"}, {"mode", "pipelined"}};
+    return simulate(make_scenario(model, zero_overhead_config(2), execution), {Mode::Pipelined}, lean).runs.at(0).metrics;
+  };
+  const RunMetrics one = training(1), two = training(2), five = training(5);
+  CHECK(five.simulation.steps_total > 200000000LL);
+  CHECK(five.step_time_s - one.step_time_s == Approx(4 * (two.step_time_s - one.step_time_s)).epsilon(1e-9));
+  CHECK(five.ipus.at(1).busy_s == Approx(5 * one.ipus.at(1).busy_s).epsilon(1e-9));
+  // A latency is the difference of two times of the order of the step: the clock's rounding.
+  CHECK(five.latency_s.max == Approx(one.latency_s.max).margin(1e-13 * five.step_time_s));
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  INFO("took " << seconds << " s");
+  CHECK(seconds < 60);
+}
+
 TEST_CASE("steady state gives the full simulation's figures: MLP and BERT-Tiny scenarios", "[steady-state]") {
   compare_shipped({"mlp-inference", "mlp-training", "bert-tiny-inference", "bert-tiny-training", "link-probe-m2000"});
 }
@@ -338,6 +378,16 @@ TEST_CASE("a loop whose state never repeats is simulated in full, and the run sa
   CHECK(r.simulation.not_periodic == std::vector<std::string>{"forwards"});
   CHECK(render_table(sc, sim).find("\"forwards\" never repeated") != std::string::npos);
   // Its backwards, paced by stage 1 alone, settle and are skipped; the figures are the full simulation's.
+  CHECK(r.simulation.steps_simulated < r.simulation.steps_total);
+  CHECK(compare(sc, {Mode::Pipelined}, true));
+}
+
+TEST_CASE("a loop whose state repeats only near its end is named as simulated in full", "[steady-state]") {
+  // Stage 1 20 % slower: stage 0 is done with its 64 forwards when stage 1 is at about its
+  // 53rd; 9 of the 64 forwards of stage 1 alone are skipped, the rest was simulated.
+  const Scenario sc = gpipe_two_stages(1.2e6);
+  const RunMetrics r = simulate_lean(sc).runs.at(0).metrics;
+  CHECK(r.simulation.not_periodic == std::vector<std::string>{"forwards"});
   CHECK(r.simulation.steps_simulated < r.simulation.steps_total);
   CHECK(compare(sc, {Mode::Pipelined}, true));
 }

@@ -3,6 +3,7 @@
 // hardware config (a host per IPU, full-duplex IPU-Links with exact analytic timing,
 // a host link per IPU), runs one actor per IPU program, and returns what happened.
 #include <cstdint>
+#include <functional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -50,6 +51,22 @@ struct RunLog {
   std::uint64_t activities = 0;     // SimGrid activities run: execs, comms and sync sleeps
 };
 
+class RunObserver;
+
+// Periods of a loop the engine skipped (EngineOptions::steady_state): each of the `times`
+// repeats reports what the last simulated period reported, the k-th k * period later and
+// k * label_shift micro-batches further, while the loop moves on `iterations` per period.
+struct RepeatedPeriods {
+  int loop = 0;
+  std::int64_t iterations = 0;
+  std::int64_t label_shift = 0;
+  double period = 0;
+  std::int64_t times = 0;
+  // Reports the k-th repeat (1 <= k <= times) to `observer`, event by event, in the order
+  // the simulation reported the period.
+  std::function<void(std::int64_t k, RunObserver& observer)> replay;
+};
+
 // Receives what a run does as it happens: each step's event when the step ends (per IPU
 // in program order), each transfer when the IPU that made it collects it. Times are
 // seconds from the start of the step, as the full simulation has them.
@@ -60,6 +77,12 @@ public:
   virtual void on_transfer(const TransferRecord& transfer) = 0;
   // Observers that ignore transfers spare the engine building their records.
   virtual bool wants_transfers() const { return true; }
+  // Skipped periods. By default each repeat is reported event by event (a trace needs
+  // them all); observers that can add one period's contribution times the number of
+  // periods override it, so that a run's cost does not grow with its length.
+  virtual void on_repeat(const RepeatedPeriods& repeat) {
+    for (std::int64_t k = 1; k <= repeat.times; ++k) repeat.replay(k, *this);
+  }
 };
 
 struct EngineOptions {
@@ -78,8 +101,9 @@ struct RunSummary {
   std::uint64_t activities = 0;    // SimGrid activities of the full simulation (periods skipped included)
   std::int64_t steps_total = 0;      // program steps of the run, all IPUs
   std::int64_t steps_simulated = 0;  // of those, the ones SimGrid ran (the rest came from periods)
-  // Loops long enough to skip periods of whose state never repeated (contention that does
-  // not settle, IPUs at different rates): simulated in full. By name, without repeats.
+  // Loops long enough to skip periods of whose state did not repeat for most of their
+  // iterations (contention that does not settle, IPUs at different rates): simulated in
+  // full, or all but fewer than half their iterations. By name, without repeats.
   std::vector<std::string> not_periodic;
 };
 

@@ -10,6 +10,7 @@
 #include <variant>
 #include <vector>
 
+#include "sim/engine/copy_mailboxes.hpp"
 #include "sim/engine/engine.hpp"
 #include "sim/engine/platform.hpp"
 #include "sim/schedule/program_cursor.hpp"
@@ -17,12 +18,6 @@
 namespace ipusim::engine_detail {
 
 namespace sg4 = simgrid::s4u;
-
-// A copy's transfers go round this many mailboxes, the n-th sent and the n-th taken
-// through mailbox n % k: SimGrid searches a mailbox's queue of arrived transfers from
-// the front at every receive, which a deep queue (GPipe's slowest stage) makes linear.
-// bench/raw_baseline.cpp makes the same calls.
-inline constexpr std::size_t kMailboxesPerCopy = 16;
 
 // A transfer this IPU started and has not reported yet.
 struct Pending {
@@ -70,6 +65,9 @@ struct ReplayNote {
   std::int64_t times = 0;
   double period = 0;
   std::int64_t label_shift = 0;
+  int loop = 0;
+  std::int64_t iterations = 0;         // of the loop per period
+  std::vector<double> period_link_bytes;  // per link slot, what one period carries
 };
 
 // The state of one IPU at a snapshot, relative to the snapshot's time.
@@ -137,7 +135,8 @@ private:
   Period period_between(const Snapshot& older, const Snapshot& newer, int loop) const;
   // Skips the whole periods that fit before an IPU would leave the loop; false when none fits.
   bool skip_periods(const Snapshot& older, const Snapshot& newer, const Period& period);
-  void expand(const ReplayNote& replay, double time_shift, std::int64_t label_shift);
+  // Tells `observer` about the repeats of `replay`, all shifted by (time_shift, label_shift).
+  void report_repeats(const ReplayNote& replay, double time_shift, std::int64_t label_shift, RunObserver& observer);
   void trim_notes();
   bool keeping_notes() const { return !snapshots_.empty(); }
 
@@ -147,11 +146,7 @@ private:
   const bool transfers_wanted_;
   Platform platform_;
   std::vector<ActorState> actors_;
-  std::vector<std::vector<sg4::Mailbox*>> mailboxes_;  // by copy id, then round
-  // Sends copy `copy` (asynchronously) / takes its next arrival, counting them.
-  sg4::CommPtr put(int copy, double bytes);
-  sg4::CommPtr take(int copy, int** data);
-  std::vector<std::int64_t> sent_, taken_;
+  CopyMailboxes mailboxes_;
   sg4::BarrierPtr barrier_;
   std::vector<double> link_bytes_;
   std::uint64_t activities_ = 0;
@@ -168,7 +163,7 @@ private:
   struct Instance {
     int loop;
     std::int64_t times;
-    bool skipped = false;
+    std::int64_t skipped = 0;  // iterations the steady state skipped
   };
   std::vector<Instance> instances_;  // loops the reference IPU entered, in order
 };

@@ -105,8 +105,8 @@ Snapshot Run::take_snapshot(int loop) const {
   s.time = s.raw_time + offset_;
   s.mark = notes_base_ + notes_.size();
   s.activities = activities_;
-  s.sent = sent_;
-  s.taken = taken_;
+  s.sent = mailboxes_.sent();
+  s.taken = mailboxes_.taken();
   for (const ActorState& st : actors_) {
     ActorSnapshot a;
     a.index = st.cursor.index();
@@ -208,7 +208,22 @@ bool Run::skip_periods(const Snapshot& older, const Snapshot& newer, const Perio
   replay->times = periods;
   replay->period = newer.time - older.time;
   replay->label_shift = period * stride;
-  expand(*replay, 0, 0);
+  replay->loop = older.loop;
+  replay->iterations = period;
+  // The links carry each period's bytes again: one period's sum times the periods (the
+  // replay's sum to the last bit while the bytes are whole numbers).
+  replay->period_link_bytes.assign(link_bytes_.size(), 0.0);
+  for (const Note& note : replay->window) {
+    if (const auto* t = std::get_if<TransferNote>(&note)) {
+      for (int slot : *t->slots) replay->period_link_bytes[static_cast<std::size_t>(slot)] += t->bytes;
+    } else if (const auto* inner = std::get_if<std::shared_ptr<const ReplayNote>>(&note)) {
+      for (std::size_t slot = 0; slot < link_bytes_.size(); ++slot)
+        replay->period_link_bytes[slot] += static_cast<double>((*inner)->times) * (*inner)->period_link_bytes[slot];
+    }
+  }
+  for (std::size_t slot = 0; slot < link_bytes_.size(); ++slot)
+    link_bytes_[slot] += static_cast<double>(periods) * replay->period_link_bytes[slot];
+  report_repeats(*replay, 0, 0, observer_);
   activities_ += static_cast<std::uint64_t>(periods) * (newer.activities - older.activities);
   const double skipped_time = static_cast<double>(periods) * replay->period;
   offset_ += skipped_time;
@@ -217,7 +232,7 @@ bool Run::skip_periods(const Snapshot& older, const Snapshot& newer, const Perio
   for (const auto& [copy, per_period] : found.drained)
     for (std::int64_t k = 0; k < periods * per_period; ++k) {
       int* data = nullptr;
-      take(static_cast<int>(copy), &data)->wait();
+      mailboxes_.take(static_cast<int>(copy), &data)->wait();
     }
   for (std::size_t i = 0; i < actors_.size(); ++i) {
     ActorState& st = actors_[i];
@@ -234,34 +249,40 @@ bool Run::skip_periods(const Snapshot& older, const Snapshot& newer, const Perio
   }
   for (auto i = instances_.rbegin(); i != instances_.rend(); ++i)
     if (i->loop == older.loop) {
-      i->skipped = true;
+      i->skipped += skipped;
       break;
     }
   if (keeping_notes()) notes_.emplace_back(std::shared_ptr<const ReplayNote>(std::move(replay)));
   return true;
 }
 
-void Run::expand(const ReplayNote& replay, double time_shift, std::int64_t label_shift) {
-  for (std::int64_t k = 1; k <= replay.times; ++k) {
+void Run::report_repeats(const ReplayNote& replay, double time_shift, std::int64_t label_shift, RunObserver& observer) {
+  RepeatedPeriods repeat;
+  repeat.loop = replay.loop;
+  repeat.iterations = replay.iterations;
+  repeat.label_shift = replay.label_shift;
+  repeat.period = replay.period;
+  repeat.times = replay.times;
+  repeat.replay = [this, &replay, time_shift, label_shift](std::int64_t k, RunObserver& to) {
+    // The same shifts as the simulation's clock after k periods: k * period, not a running sum.
     const double dt = time_shift + static_cast<double>(k) * replay.period;
     const std::int64_t dl = label_shift + k * replay.label_shift;
+    const bool transfers = to.wants_transfers();
     for (const Note& note : replay.window) {
       if (const auto* e = std::get_if<Event>(&note)) {
         Event copy = *e;
         copy.start += dt;
         copy.end += dt;
         if (copy.micro_batch >= 0) copy.micro_batch += dl;
-        deliver(copy, false);
+        to.on_event(copy);
       } else if (const auto* t = std::get_if<TransferNote>(&note)) {
-        TransferNote copy = *t;
-        copy.start += dt;
-        copy.end += dt;
-        deliver(copy, false);
+        if (transfers) to.on_transfer({t->src, t->dst, t->copy, t->start + dt, t->end + dt, t->bytes, *t->slots});
       } else {
-        expand(*std::get<std::shared_ptr<const ReplayNote>>(note), dt, dl);
+        report_repeats(*std::get<std::shared_ptr<const ReplayNote>>(note), dt, dl, to);
       }
     }
-  }
+  };
+  observer.on_repeat(repeat);
 }
 
 void Run::trim_notes() {

@@ -10,7 +10,8 @@
 //    already finished for this batch is fill and flush, up to those stages' work per
 //    micro-batch; the rest, waiting for the slowest IPU of the cycle, is imbalance.
 //
-// Computed from the engine's events as they come, replayed steady-state periods included:
+// Computed from the engine's events as they come, skipped steady-state periods added up
+// (add_periods):
 // what the stretch between two barriers holds comes from the programs (ProgramCursor), and
 // a wait is kept only until it is known which stages it lacks, so memory does not grow
 // with the number of micro-batches.
@@ -75,6 +76,18 @@ public:
   bool wants_transfers() const override;
   // `end_time`: the step's end, which closes the stretch after the last barrier.
   Attribution finish(double end_time);
+
+  // Skipped steady-state periods without their events (MetricsAccumulator::on_repeat,
+  // periodic.hpp): between begin_marks and end_marks, mark() keeps the state at the end of
+  // each replayed period; periodic() says whether the last two periods changed it alike and
+  // `periods` more fit in the loop; add_periods() then adds them. Not when idle slices are
+  // recorded (they need every event).
+  bool can_add_periods() const;
+  void begin_marks();
+  void mark();
+  bool periodic(const RepeatedPeriods& repeat, std::int64_t periods) const;
+  void add_periods(const RepeatedPeriods& repeat, std::int64_t periods);
+  void end_marks();
 
 private:
   class State;

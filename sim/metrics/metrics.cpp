@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "sim/io/checked_int.hpp"
+#include "sim/metrics/periodic.hpp"
 #include "sim/schedule/program_cursor.hpp"
 
 namespace ipusim {
@@ -104,6 +105,10 @@ void MetricsAccumulator::on_event(const Event& e) {
   if (largest != kNever) largest = std::max(largest, e.micro_batch);
   // Closing costs a pass over the programs: once per that many events.
   if (++events_since_close_ < largest_.size()) return;
+  close_complete();
+}
+
+void MetricsAccumulator::close_complete() {
   events_since_close_ = 0;
   std::int64_t complete_below = kNever;
   for (std::size_t p = 0; p < largest_.size(); ++p) {
@@ -124,6 +129,92 @@ void MetricsAccumulator::close_spans(std::int64_t below) {
     r_.latency_s.min = std::min(r_.latency_s.min, l);
     r_.latency_s.max = std::max(r_.latency_s.max, l);
   }
+}
+
+void MetricsAccumulator::on_repeat(const RepeatedPeriods& r) {
+  if (!attribution_.can_add_periods()) {
+    RunObserver::on_repeat(r);
+    return;
+  }
+  attribution_.begin_marks();
+  std::deque<Mark> marks;
+  marks.push_back(mark());
+  attribution_.mark();
+  std::int64_t k = 1;
+  for (; k <= r.times; ++k) {
+    r.replay(k, *this);
+    if (k > ::ipusim::periodic::kTries) continue;
+    marks.push_back(mark());
+    attribution_.mark();
+    if (marks.size() > 3) marks.pop_front();
+    const std::int64_t rest = r.times - k;
+    if (marks.size() == 3 && rest > 0 && periodic(marks, r) && attribution_.periodic(r, rest)) {
+      jump(marks, r, rest);
+      attribution_.add_periods(r, rest);
+      break;
+    }
+  }
+  attribution_.end_marks();
+}
+
+MetricsAccumulator::Mark MetricsAccumulator::mark() {
+  close_complete();  // closing early changes nothing: the spans closed are complete
+  return {ipus_, open_, open_base_, largest_, latency_sum_, latencies_};
+}
+
+bool MetricsAccumulator::periodic(const std::deque<Mark>& marks, const RepeatedPeriods& r) const {
+  const Mark &a0 = marks[0], &a = marks[1], &b = marks[2];
+  using ::ipusim::periodic::same_growth, ::ipusim::periodic::shifted;
+  if (b.ipus.size() != a.ipus.size() || a.ipus.size() != a0.ipus.size()) return false;
+  for (auto i = b.ipus.begin(), j = a.ipus.begin(), h = a0.ipus.begin(); i != b.ipus.end(); ++i, ++j, ++h) {
+    const IpuMetrics &x0 = h->second.metrics, &x = j->second.metrics, &y = i->second.metrics;
+    if (i->first != j->first || j->first != h->first) return false;
+    if (!same_growth(x0.busy_s, x.busy_s, y.busy_s) || !same_growth(x0.host_io_s, x.host_io_s, y.host_io_s) ||
+        !same_growth(x0.streaming_memory_s, x.streaming_memory_s, y.streaming_memory_s) ||
+        !same_growth(x0.exchange_s, x.exchange_s, y.exchange_s) || !same_growth(x0.sync_s, x.sync_s, y.sync_s) ||
+        !same_growth(h->second.allreduce, j->second.allreduce, i->second.allreduce))
+      return false;
+  }
+  // Every period closes label_shift micro-batches of the same latencies and opens as many.
+  if (b.open_base - a.open_base != r.label_shift || a.open_base - a0.open_base != r.label_shift) return false;
+  if (b.latencies - a.latencies != a.latencies - a0.latencies) return false;
+  if (!same_growth(a0.latency_sum, a.latency_sum, b.latency_sum)) return false;
+  if (b.open.size() != a.open.size()) return false;
+  for (std::size_t i = 0; i < b.open.size(); ++i)
+    if (!shifted(a.open[i].first, b.open[i].first, r.period) || !shifted(a.open[i].last, b.open[i].last, r.period))
+      return false;
+  for (std::size_t p = 0; p < b.largest.size(); ++p) {
+    const bool fixed = b.largest[p] == kNone || b.largest[p] == kNever;
+    if (fixed ? a.largest[p] != b.largest[p] : b.largest[p] - a.largest[p] != r.label_shift) return false;
+  }
+  return true;
+}
+
+void MetricsAccumulator::jump(const std::deque<Mark>& marks, const RepeatedPeriods& r, std::int64_t periods) {
+  const Mark &a = marks[1], &b = marks[2];
+  const auto n = static_cast<double>(periods);
+  auto j = a.ipus.begin();
+  for (auto i = ipus_.begin(); i != ipus_.end(); ++i, ++j) {
+    IpuMetrics& m = i->second.metrics;
+    const IpuMetrics& x = j->second.metrics;
+    m.busy_s += n * (m.busy_s - x.busy_s);
+    m.host_io_s += n * (m.host_io_s - x.host_io_s);
+    m.streaming_memory_s += n * (m.streaming_memory_s - x.streaming_memory_s);
+    m.exchange_s += n * (m.exchange_s - x.exchange_s);
+    m.sync_s += n * (m.sync_s - x.sync_s);
+    i->second.allreduce += n * (i->second.allreduce - j->second.allreduce);
+  }
+  latency_sum_ += n * (b.latency_sum - a.latency_sum);
+  latencies_ += periods * (b.latencies - a.latencies);
+  const std::int64_t labels = periods * r.label_shift;
+  const double later = n * r.period;
+  open_base_ += labels;
+  for (Span& s : open_) {
+    if (!std::isinf(s.first)) s.first += later;
+    if (!std::isinf(s.last)) s.last += later;
+  }
+  for (std::int64_t& l : largest_)
+    if (l != kNone && l != kNever) l += labels;
 }
 
 RunMetrics MetricsAccumulator::finish(const RunSummary& summary) {

@@ -87,6 +87,10 @@ public:
   void on_event(const Event& e) override;
   void on_transfer(const TransferRecord& t) override { attribution_.on_transfer(t); }
   bool wants_transfers() const override { return attribution_.wants_transfers(); }
+  // Replays periods until two changed the metrics and the attribution alike, then adds the
+  // rest as that period's contribution times their number (periodic.hpp); periods that
+  // never settle are replayed to the end.
+  void on_repeat(const RepeatedPeriods& repeat) override;
   RunMetrics finish(const RunSummary& summary);
 
 private:
@@ -99,6 +103,21 @@ private:
     std::size_t program = 0;
   };
   void close_spans(std::int64_t below);
+  void close_complete();  // the spans no program can touch any more
+
+  // The state at the end of a replayed period.
+  struct Mark {
+    std::map<int, Totals> ipus;
+    std::deque<Span> open;
+    std::int64_t open_base = 0;
+    std::vector<std::int64_t> largest;
+    double latency_sum = 0;
+    std::int64_t latencies = 0;
+  };
+  Mark mark();
+  // The last of `marks` (three, oldest first) is the one before it a period later.
+  bool periodic(const std::deque<Mark>& marks, const RepeatedPeriods& r) const;
+  void jump(const std::deque<Mark>& marks, const RepeatedPeriods& r, std::int64_t periods);
 
   RunMetrics r_;
   std::map<int, Totals> ipus_;

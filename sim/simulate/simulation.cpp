@@ -25,6 +25,11 @@ public:
     if (b_) b_->on_transfer(t);
   }
   bool wants_transfers() const override { return a_.wants_transfers() || b_; }
+  // Each its own way: the metrics add the periods up, the log takes every event.
+  void on_repeat(const RepeatedPeriods& r) override {
+    a_.on_repeat(r);
+    if (b_) b_->on_repeat(r);
+  }
 
 private:
   RunObserver& a_;
