@@ -99,25 +99,18 @@ OrderTiming evaluate(const ScheduleOrder& o, const OpTimes& times, double hop) {
       const auto& ops = o.ops[static_cast<std::size_t>(d)];
       auto& i = next[static_cast<std::size_t>(d)];
       while (i < ops.size()) {
-        const bool pair = ops[i].paired_with_next && i + 1 < ops.size();
-        double at = ready(d, ops[i]);
-        if (pair) {
-          const double other = ready(d, ops[i + 1]);
-          at = at < 0 || other < 0 ? -1 : std::max(at, other);
-        }
+        // DualPipe's pairs run F then BW: an IPU's tiles compute one op at a time (on a GPU
+        // the pair overlaps one chunk's communication with the other's compute).
+        const double at = ready(d, ops[i]);
         if (at < 0) break;
-        // A pair runs its two ops at once: both end when the pair does.
         const double start = std::max(at, free[static_cast<std::size_t>(d)]);
-        const double seconds = cost(d, ops[i]) + (pair ? cost(d, ops[i + 1]) : 0.0);
-        const double end = start + seconds;
-        for (std::size_t k = 0; k < (pair ? 2u : 1u); ++k) {
-          t.start[static_cast<std::size_t>(d)].push_back(start);
-          t.end[static_cast<std::size_t>(d)].push_back(end);
-          finish(d, ops[i + k], end);
-        }
-        free[static_cast<std::size_t>(d)] = end;
+        const double seconds = cost(d, ops[i]);
+        t.start[static_cast<std::size_t>(d)].push_back(start);
+        t.end[static_cast<std::size_t>(d)].push_back(start + seconds);
+        finish(d, ops[i], start + seconds);
+        free[static_cast<std::size_t>(d)] = start + seconds;
         t.busy_seconds[static_cast<std::size_t>(d)] += seconds;
-        i += pair ? 2 : 1;
+        ++i;
         progress = true;
       }
     }

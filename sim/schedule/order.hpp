@@ -2,7 +2,7 @@
 // Schedule orders: what each device runs, op by op, for the GPU-literature pipeline schedules
 // (interleaved 1F1B, zero bubble, V shapes, DualPipe). An order is data: per device a list of
 // F (forward), B (input gradient), W (weight gradient) or BW (B then W at once) of one model
-// chunk for one micro-batch; DualPipe also runs an F and a BW as one overlapped pair. Chunk c
+// chunk for one micro-batch; DualPipe also names pairs of an F and a BW it overlaps. Chunk c
 // of device d is one part of one pipeline (`place`); DualPipe has two pipelines (one per
 // direction), the others one. Plain data and arithmetic: no plan, no engine.
 #include <cstdint>
@@ -17,7 +17,8 @@ struct OrderOp {
   OpKind kind = OpKind::F;
   std::int64_t micro = 0;
   int chunk = 0;
-  // DualPipe's overlapped pair: this F and the BW that follows it in the list start together.
+  // DualPipe's overlapped pair: this F and the BW after it (on an IPU they run one after the
+  // other; the pair is kept for the record and for order_lines).
   bool paired_with_next = false;
 };
 
@@ -82,8 +83,10 @@ inline constexpr double kCommTicks = 1;
 // break its constraints.
 ScheduleOrder order_1f1b(int p, std::int64_t m);
 ScheduleOrder order_interleaved(int p, int v, std::int64_t m);
-// ZB-H1 (memory limit p) and ZB-H2 (2p) from the measured F, B, W of each stage.
-ScheduleOrder order_zb_h(int p, std::int64_t m, int memory_limit, const OpTimes& times);
+// ZB-H1 (memory limit p) and ZB-H2 (2p) from the measured F, B, W of each stage; `w_share` of
+// a micro-batch's activations is what W still needs after B (the limit counts F..B in full
+// and B..W at that share; the golden orders are the same for any share).
+ScheduleOrder order_zb_h(int p, std::int64_t m, int memory_limit, const OpTimes& times, double w_share = 1);
 ScheduleOrder order_zb_v(int p, std::int64_t m, const OpTimes& times);
 // V-Half (half = true) and V-Min from their stable patterns (the reference uses unit slots).
 ScheduleOrder order_v_greedy(int p, std::int64_t m, bool half);
@@ -101,6 +104,7 @@ const std::vector<OrderScheduleInfo>& order_schedules();
 // Builds `name`'s order for p devices, m micro-batches, v chunks per device (where the schedule
 // takes any), from the measured times (used by the greedy ones). Throws std::invalid_argument
 // "rule: message" for a broken constraint.
-ScheduleOrder make_order(const std::string& name, int p, int v, std::int64_t m, const OpTimes& times);
+ScheduleOrder make_order(const std::string& name, int p, int v, std::int64_t m, const OpTimes& times,
+                         double w_share = 1);
 
 } // namespace ipusim

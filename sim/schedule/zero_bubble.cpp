@@ -1,7 +1,7 @@
 // ZB-H1 and ZB-H2 (Qi et al., "Zero Bubble Pipeline Parallelism", ICLR 2024): the greedy
 // order of sail-sg/zero-bubble-pipeline-parallelism's scheduler/zb.py (Graph.manual_order and
 // initial_solution), ported rule for rule. Stage j puts forwards while its activations (one
-// per F, released by W; B holds them) stay under the limit (p for ZB-H1, 2p for ZB-H2), fills
+// per F, B releasing what W does not need, W the rest) stay under the limit (p for ZB-H1, 2p for ZB-H2), fills
 // waits for its neighbour with pending W, and keeps the best of the eight variants of its three
 // switches by the longest stage span. It takes the measured F, B, W of each stage.
 #include <algorithm>
@@ -25,7 +25,8 @@ struct Greedy {
     return static_cast<std::size_t>((static_cast<std::int64_t>(type) * S + stage) * M + mb);
   }
   double cost_of(int type, int stage) const { return cost[static_cast<std::size_t>(stage)][static_cast<std::size_t>(type)]; }
-  static double mem_of(int type) { return type == 0 ? 1.0 : type == 1 ? 0.0 : -1.0; }
+  double w_share = 1;  // of a micro-batch's activations, what W still needs after B
+  double mem_of(int type) const { return type == 0 ? 1.0 : type == 1 ? w_share - 1 : -w_share; }
 
   struct Result {
     std::vector<double> t;  // completion time of every node
@@ -153,10 +154,11 @@ struct Greedy {
 
 } // namespace
 
-ScheduleOrder order_zb_h(int p, std::int64_t m, int memory_limit, const OpTimes& times) {
+ScheduleOrder order_zb_h(int p, std::int64_t m, int memory_limit, const OpTimes& times, double w_share) {
   const std::string name = memory_limit <= p ? "zb-h1" : "zb-h2";
   ScheduleOrder o = interleaved_layout(name, p, 1, m);
   Greedy g{p, m, {}, static_cast<double>(memory_limit), kCommTicks};
+  g.w_share = w_share;
   double longest = 0;
   for (int s = 0; s < p; ++s) {
     const auto S = static_cast<std::size_t>(s);
