@@ -73,4 +73,9 @@ TEST_CASE("what-if schedules refuse what they cannot run, with rule ids", "[sche
         "pipeline.virtual-stages");
   CHECK(rule_of([&] { schedule_of(eight, fast_links, training("zb-h1", 8)); }) == "pipeline.virtual-stages");
   CHECK(rule_of([&] { schedule_of(four_equal, fast_links, training("zb-v", 8)); }) == "pipeline.v-placement");
+  CHECK(rule_of([&] { schedule_of(four_equal, fast_links, training("dualpipe", 8)); }) ==
+        "pipeline.dualpipe-placement");
+  const Json inference = {{"training", false}, {"batchesPerStep", 8}, {"hostIo", false}, {"costModel", "compute"},
+                          {"schedule", "zb-h1"}, {"mode", "pipelined"}};
+  CHECK(rule_of([&] { schedule_of(four_equal, fast_links, inference); }) == "pipeline.training-only");
 }
