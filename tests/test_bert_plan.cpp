@@ -276,3 +276,20 @@ TEST_CASE("one BERT-Large encoder layer derives the textbook forward FLOPs", "[b
       CHECK(derived_flops_per_sample(m, op) == Approx(2.0 * 20 * 30528 * 1024).epsilon(1e-12));
     }
 }
+
+TEST_CASE("BERT-Large training: each backward stage splits into B and W, W near half", "[bert][plan]") {
+  // Encoder layers are matmul-dominated: dW has dX's MACs, so W is about half of a layer's
+  // backward; B (what the previous stage waits for) is the rest. The split sums to the backward.
+  const Built b = build("bert-large-training.json");
+  for (int s = 5; s < 9; ++s) {
+    const PlanStage& st = b.plan.stages[static_cast<std::size_t>(s)];
+    INFO("stage " << s);
+    CHECK(st.weight_gradient_seconds > 0.3 * st.backward_seconds);
+    CHECK(st.weight_gradient_seconds < 0.6 * st.backward_seconds);
+  }
+  // The loss stage's backward (heads: MLM projection, tied embedding) has W too.
+  CHECK(b.plan.stages[4].weight_gradient_seconds > 0);
+  CHECK(b.plan.stages[4].weight_gradient_seconds < b.plan.stages[4].backward_seconds);
+  // Forward stages hold no W.
+  for (int s = 0; s < 4; ++s) CHECK(b.plan.stages[static_cast<std::size_t>(s)].weight_gradient_seconds == 0);
+}

@@ -195,6 +195,32 @@ TEST_CASE("training a matmul with a weight: dX, dW and the accumulation of dW", 
   CHECK(matmul_family(f.ctx, w).cycles() < 0.7 * backward.cycles());
 }
 
+TEST_CASE("a matmul's backward splits into B (dX) and W (dW and its accumulation)", "[cost][matmul]") {
+  Fixture f;
+  OpWork w;
+  w.op_type = "MatMul";
+  w.dtype = DType::Float16;
+  w.pass = OpPass::Backward;
+  w.inputs = {operand({8, 128, 1024}, DType::Float16), operand({1024, 4096}, DType::Float16, TensorKind::Weight)};
+  w.outputs = {operand({8, 128, 4096}, DType::Float16)};
+  w.accumulates_weight_gradients = true;
+  const OpCost both = matmul_family(f.ctx, w);
+  // W alone: no dX wanted; B alone: a weight that needs no gradient.
+  w.inputs[0].needs_gradient = false;
+  const OpCost only_w = matmul_family(f.ctx, w);
+  w.inputs[0].needs_gradient = true;
+  w.inputs[1].needs_gradient = false;
+  w.accumulates_weight_gradients = false;
+  const OpCost only_b = matmul_family(f.ctx, w);
+  CHECK(only_b.weight_gradient_cycles == 0);
+  CHECK(only_w.weight_gradient_cycles == only_w.cycles());
+  CHECK(both.weight_gradient_cycles == only_w.cycles());
+  CHECK(both.cycles() == Approx(only_b.cycles() + only_w.cycles()).epsilon(1e-12));
+  // dX and dW each have the forward's MACs: W is about half the backward.
+  CHECK(both.weight_gradient_cycles > 0.35 * both.cycles());
+  CHECK(both.weight_gradient_cycles < 0.65 * both.cycles());
+}
+
 TEST_CASE("a serialised matmul runs as factor parts planned alone, summing split contractions",
           "[cost][matmul]") {
   // PopART's serializeMatMul (transforms/serializematmuls.cpp): MLPerf BERT's MLM projection

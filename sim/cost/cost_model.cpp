@@ -9,6 +9,7 @@ OpCost& OpCost::operator+=(const OpCost& other) {
   compute_cycles += other.compute_cycles;
   exchange_cycles += other.exchange_cycles;
   sync_cycles += other.sync_cycles;
+  weight_gradient_cycles += other.weight_gradient_cycles;
   temp_bytes_per_tile = std::max(temp_bytes_per_tile, other.temp_bytes_per_tile);
   return *this;
 }
@@ -17,6 +18,7 @@ OpCost operator*(OpCost cost, double times) {
   cost.compute_cycles *= times;
   cost.exchange_cycles *= times;
   cost.sync_cycles *= times;
+  cost.weight_gradient_cycles *= times;
   return cost;
 }
 

@@ -17,6 +17,10 @@ struct OpCost {
   double exchange_cycles = 0;  // on-chip exchange phases bringing operands and partials
   double sync_cycles = 0;      // the IPU-wide syncs ending each compute set
   double temp_bytes_per_tile = 0;
+  // Of a backward's cycles, those of the weight gradient (W: what no other stage waits for;
+  // zero-bubble schedules run it later). The rest is B, the gradient of the input. Included
+  // in the three above, not added to them.
+  double weight_gradient_cycles = 0;
 
   double cycles() const { return compute_cycles + exchange_cycles + sync_cycles; }
   // Parts of one op run one after another; their temporaries do not coexist.

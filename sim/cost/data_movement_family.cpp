@@ -59,8 +59,11 @@ OpCost data_movement_family(const TileContext& ctx, const OpWork& w) {
     const double lookups = w.inputs.size() > 1 ? w.inputs[1].elements() : out.elements() / row_elements;
     if (w.pass == OpPass::Forward) return multi_slice(ctx, rows, row_elements, lookups, table.dtype, false);
     if (table.needs_gradient) {
-      c += vector_pass(ctx, VectorOp::Zero, table.dtype, table.elements());
-      c += multi_slice(ctx, rows, row_elements, lookups, table.dtype, true);
+      OpCost g = vector_pass(ctx, VectorOp::Zero, table.dtype, table.elements());
+      g += multi_slice(ctx, rows, row_elements, lookups, table.dtype, true);
+      // An embedding table's gradient is its weight gradient (W) when the table is a weight.
+      if (table.kind == TensorKind::Weight) g.weight_gradient_cycles = g.cycles();
+      c += g;
     }
     c += accumulate_weight_gradients(ctx, w);
     return c;

@@ -26,6 +26,7 @@ OpCost accumulate_weight_gradients(const TileContext& ctx, const OpWork& w) {
   if (!w.accumulates_weight_gradients) return c;
   for (const Operand& in : w.inputs)
     if (in.kind == TensorKind::Weight) c += vector_pass(ctx, VectorOp::Add, in.dtype, in.elements());
+  c.weight_gradient_cycles = c.cycles();  // accumulating weight gradients is W's work
   return c;
 }
 
@@ -101,7 +102,12 @@ OpCost elementwise_family(const TileContext& ctx, const OpWork& w) {
   }
   if (auto it = binary_ops().find(w.op_type); it != binary_ops().end()) {
     for (std::size_t i = 0; i < w.inputs.size(); ++i)
-      if (w.inputs[i].needs_gradient) c += binary_input_gradient(ctx, w.op_type, i, w.inputs[i], n, dtype);
+      if (w.inputs[i].needs_gradient) {
+        OpCost g = binary_input_gradient(ctx, w.op_type, i, w.inputs[i], n, dtype);
+        // The gradient of a weight operand (a bias, a scale) is W's work.
+        if (w.inputs[i].kind == TensorKind::Weight) g.weight_gradient_cycles = g.cycles();
+        c += g;
+      }
   } else if (!w.inputs.empty() && w.inputs[0].needs_gradient) {
     if (auto u = unary_backward().find(w.op_type); u != unary_backward().end()) {
       c += vector_pass(ctx, u->second, dtype, n);

@@ -133,13 +133,17 @@ OpCost matmul_family(const TileContext& ctx, const OpWork& w) {
     c += planned(ctx, d.groups, d.rows, d.outputs * d.kernel, d.inputs, 1, dtype, true, false) * parts;
     if (serial.dim == Dim::OutputChannels) c += sums(a.elements());
   }
-  // dW = X^T . dY: the rows become the contracted dimension.
+  // dW = X^T . dY: the rows become the contracted dimension. It, the bias gradient and the
+  // accumulation are W; dX is B.
+  OpCost wg;
   if (b.needs_gradient) {
-    c += planned(ctx, d.groups, d.inputs * d.kernel, d.rows, d.outputs, 1, dtype, false, true) * parts;
-    if (serial.dim == Dim::InputChannels) c += sums(b.elements());
+    wg += planned(ctx, d.groups, d.inputs * d.kernel, d.rows, d.outputs, 1, dtype, false, true) * parts;
+    if (serial.dim == Dim::InputChannels) wg += sums(b.elements());
   }
-  if (has_bias && w.inputs[2].needs_gradient) c += reduction(ctx, out_elements, w.inputs[2].elements(), w.dtype);
-  c += accumulate_weight_gradients(ctx, w);
+  if (has_bias && w.inputs[2].needs_gradient) wg += reduction(ctx, out_elements, w.inputs[2].elements(), w.dtype);
+  wg += accumulate_weight_gradients(ctx, w);
+  wg.weight_gradient_cycles = wg.cycles();
+  c += wg;
   return c;
 }
 

@@ -300,6 +300,7 @@ Plan make_plan(const Scenario& sc, const ModelGraph& g) {
       const OpCost bc = cost(ipu).cost(backward);
       plan.op_timings[op].backward = bc;
       plan.stages[2 * L - fs].backward_seconds += bc.cycles() / clock;
+      plan.stages[2 * L - fs].weight_gradient_seconds += bc.weight_gradient_cycles / clock;
       temp_of_ipu[ipu] = std::max(temp_of_ipu[ipu], bc.temp_bytes_per_tile);
       if (fs != L) plan.stages[2 * L - fs].ops.push_back(op);
     }

@@ -27,6 +27,9 @@ struct PlanStage {
   double forward_seconds = 0;            // per micro-batch
   double backward_seconds = 0;           // per micro-batch: backward stages, and the loss stage
   double recompute_seconds = 0;          // backward stages: the forward re-run under recomputation
+  // Of backward_seconds, the weight gradient (W, OpCost::weight_gradient_cycles); the rest is B.
+  // Schedules without a B/W split run both as one backward.
+  double weight_gradient_seconds = 0;
   // Training: the weights whose gradient this stage completes (backward stages and the
   // loss stage) and one update of them, for schedules that update every micro-batch.
   std::vector<std::string> weights;

@@ -8,6 +8,7 @@
 #include "sim/io/aliases.hpp"
 #include "sim/io/input_error.hpp"
 #include "sim/io/json_reader.hpp"
+#include "sim/schedule/order.hpp"
 
 namespace ipusim {
 
@@ -36,7 +37,14 @@ const std::vector<ScheduleInfo>& schedules() {
        &build_gpipe},
       {"1f1b", "1F1B (PipeDream-Flush): warm-up forwards, then one forward one backward, asynchronous", &build_1f1b},
   };
-  return registry;
+  // The what-if schedules (not what PopART runs), their orders from order.hpp.
+  static const std::vector<ScheduleInfo> all = [] {
+    std::vector<ScheduleInfo> out = registry;
+    for (const OrderScheduleInfo& o : order_schedules())
+      out.push_back({o.name, o.description + "; constraints: " + o.constraints, &build_from_order});
+    return out;
+  }();
+  return all;
 }
 
 std::string schedule_names() {
@@ -260,7 +268,7 @@ void ProgramBuilder::compute(const PlanStage& stage, std::int64_t micro_batch, W
   s.kind = StepKind::Compute;
   s.stage = stage.id;
   s.micro_batch = micro_batch;
-  if (!stage.backward && work != Work::BackwardOnly) {
+  if (!stage.backward && (work == Work::All || work == Work::ForwardOnly)) {
     s.pass = Pass::Forward;
     s.seconds = stage.forward_seconds;
     append(stage.ipu, s);
@@ -268,7 +276,10 @@ void ProgramBuilder::compute(const PlanStage& stage, std::int64_t micro_batch, W
   // The loss stage runs its backward right after its forward (it needs no recomputation).
   if ((stage.backward || stage.backward_seconds > 0) && work != Work::ForwardOnly) {
     s.pass = Pass::Backward;
-    s.seconds = stage.backward_seconds + (recompute_ ? stage.recompute_seconds : 0.0);
+    const double recompute = recompute_ ? stage.recompute_seconds : 0.0;
+    s.seconds = work == Work::InputGradient ? stage.backward_seconds - stage.weight_gradient_seconds + recompute
+                : work == Work::WeightGradient ? stage.weight_gradient_seconds
+                                               : stage.backward_seconds + recompute;
     append(stage.ipu, s);
   }
 }

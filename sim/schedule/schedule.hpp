@@ -86,8 +86,14 @@ Schedule build_gpipe(const ScheduleContext& context);
 Schedule build_1f1b(const ScheduleContext& context);
 
 // Which part of a stage's work a compute step runs: the loss stage does both at once
-// under PopART; TF and GPU-style schedules run its forward and backward as separate steps.
-enum class Work { All, ForwardOnly, BackwardOnly };
+// under PopART; TF and GPU-style schedules run its forward and backward as separate steps;
+// zero-bubble orders split the backward into its input gradient (B) and weight gradient (W).
+enum class Work { All, ForwardOnly, BackwardOnly, InputGradient, WeightGradient };
+
+// A schedule from the GPU literature that PopART does not run (outputs say so).
+bool is_what_if_schedule(const std::string& name);
+// The what-if schedules run from an order (sim/schedule/order.hpp; order_lowering.cpp).
+Schedule build_from_order(const ScheduleContext& context);
 
 // The physical IPU of entry r*width+v (virtual IPU v of replica r): the scenario's placement,
 // or 0, 1, 2, ... Refuses replicas the system cannot hold (scenario.not-enough-ipus) and a

@@ -1,5 +1,6 @@
 #include "sim/simulate/simulation.hpp"
 
+#include <algorithm>
 #include <ostream>
 
 #include "sim/engine/forked.hpp"
@@ -154,6 +155,10 @@ Simulation simulate(const Scenario& scenario, const std::vector<Mode>& modes, co
     *options.notes << "ipusim: note: this run needs " << describe_estimate(sim.estimate) << "\n" << std::flush;
   std::vector<Schedule> schedules;
   for (Mode mode : modes) schedules.push_back(make_schedule(mode, scenario, sim.plan));
+  if (options.notes != nullptr && is_what_if_schedule(scenario.execution.schedule) &&
+      std::find(modes.begin(), modes.end(), Mode::Pipelined) != modes.end())
+    *options.notes << "ipusim: note: " << scenario.execution.schedule
+                   << " is a what-if schedule (GPU-literature order on IPUs), not what PopART runs\n" << std::flush;
   for (std::size_t i = 0; i < modes.size(); ++i) {
     const bool here = options.last_in_process && i + 1 == modes.size();
     ModeRun run = (here ? run_mode_here : run_mode)(modes[i], std::move(schedules[i]), scenario, options);

@@ -1,0 +1,53 @@
+// 1F1B and Megatron's interleaved 1F1B (Narayanan et al., SC'21) as orders: the rule of
+// Megatron-LM's forward_backward_pipelining_with_interleaving, as sail-sg's scheduler/vpp.py
+// writes it. Device d runs 2(p-d-1) + (v-1)p warm-up forwards, then one forward one backward
+// (B and W together), then drains; forwards walk the chunks in groups of p micro-batches.
+#include <algorithm>
+#include <stdexcept>
+
+#include "sim/schedule/order.hpp"
+
+namespace ipusim {
+
+ScheduleOrder order_1f1b(int p, std::int64_t m) {
+  ScheduleOrder o = interleaved_layout("1f1b", p, 1, m);
+  for (int d = 0; d < p; ++d) {
+    auto& ops = o.ops[static_cast<std::size_t>(d)];
+    const std::int64_t warm = std::min<std::int64_t>(p - d - 1, m);
+    for (std::int64_t i = 0; i < warm; ++i) ops.push_back({OpKind::F, i, 0});
+    for (std::int64_t i = 0; i < m - warm; ++i) {
+      ops.push_back({OpKind::F, warm + i, 0});
+      ops.push_back({OpKind::BW, i, 0});
+    }
+    for (std::int64_t i = m - warm; i < m; ++i) ops.push_back({OpKind::BW, i, 0});
+  }
+  return o;
+}
+
+ScheduleOrder order_interleaved(int p, int v, std::int64_t m) {
+  if (v < 2) throw std::invalid_argument("pipeline.virtual-stages: interleaved 1F1B needs at least 2 chunks per IPU");
+  if (m % p != 0)
+    throw std::invalid_argument("pipeline.depth-multiple: interleaved 1F1B needs the micro-batches (" +
+                                std::to_string(m) + ") to be a multiple of the pipeline depth (" + std::to_string(p) +
+                                ")");
+  ScheduleOrder o = interleaved_layout("interleaved-1f1b", p, v, m);
+  const std::int64_t total = m * v, group = static_cast<std::int64_t>(p) * v;
+  auto chunk = [&](std::int64_t k, bool forward) {
+    const int c = static_cast<int>((k % group) / p);
+    return forward ? c : v - 1 - c;
+  };
+  auto micro = [&](std::int64_t k) { return (k / group) * p + k % p; };
+  for (int d = 0; d < p; ++d) {
+    auto& ops = o.ops[static_cast<std::size_t>(d)];
+    const std::int64_t warm = std::min<std::int64_t>(2 * (p - d - 1) + static_cast<std::int64_t>(v - 1) * p, total);
+    for (std::int64_t k = 0; k < warm; ++k) ops.push_back({OpKind::F, micro(k), chunk(k, true)});
+    for (std::int64_t k = 0; k < total - warm; ++k) {
+      ops.push_back({OpKind::F, micro(k + warm), chunk(k + warm, true)});
+      ops.push_back({OpKind::BW, micro(k), chunk(k, false)});
+    }
+    for (std::int64_t k = total - warm; k < total; ++k) ops.push_back({OpKind::BW, micro(k), chunk(k, false)});
+  }
+  return o;
+}
+
+} // namespace ipusim

@@ -1,0 +1,194 @@
+#include "sim/schedule/order.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+#include <stdexcept>
+
+namespace ipusim {
+
+OpTimes OpTimes::uniform(int devices, int chunks, double f, double b, double w) {
+  OpTimes t;
+  const auto row = [&](double x) { return std::vector<double>(static_cast<std::size_t>(chunks), x); };
+  t.f.assign(static_cast<std::size_t>(devices), row(f));
+  t.b.assign(static_cast<std::size_t>(devices), row(b));
+  t.w.assign(static_cast<std::size_t>(devices), row(w));
+  return t;
+}
+
+double to_ticks(double seconds, double longest) {
+  return longest > 0 ? std::max(1.0, std::round(seconds * 1000 / longest)) : 1.0;
+}
+
+namespace {
+
+// End times of every (pipeline, part, micro-batch, F/B/W), -1 until done.
+class Done {
+public:
+  Done(const ScheduleOrder& o) : parts_(o.parts), micros_(static_cast<std::int64_t>(o.pipeline_of_micro.size())) {
+    int pipelines = 0;
+    for (const auto& row : o.place)
+      for (const PartRef& r : row) pipelines = std::max(pipelines, r.pipeline + 1);
+    end_.assign(static_cast<std::size_t>(pipelines * parts_ * micros_ * 3), -1.0);
+    device_.assign(static_cast<std::size_t>(pipelines * parts_), -1);
+    for (int d = 0; d < o.devices; ++d)
+      for (int c = 0; c < o.chunks; ++c) device_[index(o.part(d, c))] = d;
+  }
+  double& at(PartRef r, std::int64_t micro, int kind) {
+    return end_[static_cast<std::size_t>(((index(r)) * micros_ + micro) * 3 + kind)];
+  }
+  int device_of(PartRef r) const { return device_[index(r)]; }
+
+private:
+  std::size_t index(PartRef r) const { return static_cast<std::size_t>(r.pipeline * parts_ + r.index); }
+  int parts_;
+  std::int64_t micros_;
+  std::vector<double> end_;
+  std::vector<int> device_;
+};
+
+} // namespace
+
+OrderTiming evaluate(const ScheduleOrder& o, const OpTimes& times, double hop) {
+  Done done(o);
+  const auto D = static_cast<std::size_t>(o.devices);
+  OrderTiming t;
+  t.start.resize(D);
+  t.end.resize(D);
+  t.busy_span.assign(D, 0);
+  t.busy_seconds.assign(D, 0);
+  std::vector<std::size_t> next(D, 0);
+  std::vector<double> free(D, 0);
+  // When op `op` of device d may start: -1 while a dependency is not done.
+  auto ready = [&](int d, const OrderOp& op) {
+    const PartRef r = o.part(d, op.chunk);
+    PartRef dep = r;
+    int kind = 0;
+    if (op.kind == OpKind::F) {
+      if (r.index == 0) return 0.0;
+      dep.index -= 1;
+    } else if (op.kind == OpKind::W) {
+      kind = 1;
+    } else if (r.index + 1 < o.parts) {
+      dep.index += 1;
+      kind = 1;
+    }
+    const double e = done.at(dep, op.micro, kind);
+    if (e < 0) return -1.0;
+    return e + (done.device_of(dep) == d ? 0.0 : hop);
+  };
+  auto cost = [&](int d, const OrderOp& op) {
+    const auto c = static_cast<std::size_t>(op.chunk), dd = static_cast<std::size_t>(d);
+    switch (op.kind) {
+    case OpKind::F: return times.f[dd][c];
+    case OpKind::B: return times.b[dd][c];
+    case OpKind::W: return times.w[dd][c];
+    case OpKind::BW: return times.b[dd][c] + times.w[dd][c];
+    }
+    return 0.0;
+  };
+  auto finish = [&](int d, const OrderOp& op, double end) {
+    const PartRef r = o.part(d, op.chunk);
+    if (op.kind == OpKind::F) done.at(r, op.micro, 0) = end;
+    if (op.kind == OpKind::B || op.kind == OpKind::BW) done.at(r, op.micro, 1) = end;
+    if (op.kind == OpKind::W || op.kind == OpKind::BW) done.at(r, op.micro, 2) = end;
+  };
+  for (bool progress = true; progress;) {
+    progress = false;
+    for (int d = 0; d < o.devices; ++d) {
+      const auto& ops = o.ops[static_cast<std::size_t>(d)];
+      auto& i = next[static_cast<std::size_t>(d)];
+      while (i < ops.size()) {
+        // DualPipe's pairs run F then BW: an IPU's tiles compute one op at a time (on a GPU
+        // the pair overlaps one chunk's communication with the other's compute).
+        const double at = ready(d, ops[i]);
+        if (at < 0) break;
+        const double start = std::max(at, free[static_cast<std::size_t>(d)]);
+        const double seconds = cost(d, ops[i]);
+        t.start[static_cast<std::size_t>(d)].push_back(start);
+        t.end[static_cast<std::size_t>(d)].push_back(start + seconds);
+        finish(d, ops[i], start + seconds);
+        free[static_cast<std::size_t>(d)] = start + seconds;
+        t.busy_seconds[static_cast<std::size_t>(d)] += seconds;
+        ++i;
+        progress = true;
+      }
+    }
+  }
+  for (std::size_t d = 0; d < D; ++d) {
+    if (next[d] < o.ops[d].size())
+      throw std::logic_error(o.name + ": device " + std::to_string(d) + " waits forever at op " +
+                             std::to_string(next[d]) + " (the order breaks a dependency)");
+    if (!t.end[d].empty()) t.busy_span[d] = t.end[d].back() - t.start[d].front();
+    t.makespan = std::max(t.makespan, t.end[d].empty() ? 0.0 : t.end[d].back());
+  }
+  t.peak_fb.assign(D, 0);
+  t.peak_fw.assign(D, 0);
+  for (std::size_t d = 0; d < D; ++d) {
+    double fb = 0, fw = 0;
+    for (const OrderOp& op : o.ops[d]) {
+      const double a = o.activation_per_chunk;
+      if (op.kind == OpKind::F) fb += a, fw += a;
+      if (op.kind == OpKind::B || op.kind == OpKind::BW) fb -= a;
+      if (op.kind == OpKind::W || op.kind == OpKind::BW) fw -= a;
+      t.peak_fb[d] = std::max(t.peak_fb[d], fb);
+      t.peak_fw[d] = std::max(t.peak_fw[d], fw);
+    }
+  }
+  return t;
+}
+
+std::vector<std::string> order_lines(const ScheduleOrder& o) {
+  std::vector<std::string> out;
+  for (const auto& ops : o.ops) {
+    std::ostringstream line;
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+      auto name = [&](const OrderOp& op) {
+        static const char* kinds[] = {"F", "B", "W", "BW"};
+        std::string s = kinds[static_cast<int>(op.kind)] + std::to_string(op.micro);
+        if (o.chunk_suffix) s += "." + std::to_string(op.chunk);
+        return s;
+      };
+      if (i) line << ' ';
+      if (ops[i].paired_with_next && i + 1 < ops.size()) {
+        line << '(' << name(ops[i]) << '&' << name(ops[i + 1]) << ')';
+        ++i;
+      } else {
+        line << name(ops[i]);
+      }
+    }
+    out.push_back(line.str());
+  }
+  return out;
+}
+
+namespace {
+ScheduleOrder layout(const std::string& name, int p, int v, std::int64_t m) {
+  ScheduleOrder o;
+  o.name = name;
+  o.devices = p;
+  o.chunks = v;
+  o.parts = p * v;
+  o.place.assign(static_cast<std::size_t>(p), std::vector<PartRef>(static_cast<std::size_t>(v)));
+  o.pipeline_of_micro.assign(static_cast<std::size_t>(m), 0);
+  o.ops.resize(static_cast<std::size_t>(p));
+  o.activation_per_chunk = 1.0 / v;
+  o.chunk_suffix = v > 1;
+  return o;
+}
+} // namespace
+
+ScheduleOrder interleaved_layout(const std::string& name, int p, int v, std::int64_t m) {
+  ScheduleOrder o = layout(name, p, v, m);
+  for (int d = 0; d < p; ++d)
+    for (int c = 0; c < v; ++c) o.place[static_cast<std::size_t>(d)][static_cast<std::size_t>(c)] = {0, c * p + d};
+  return o;
+}
+
+ScheduleOrder v_layout(const std::string& name, int p, std::int64_t m) {
+  ScheduleOrder o = layout(name, p, 2, m);
+  for (int d = 0; d < p; ++d) o.place[static_cast<std::size_t>(d)] = {{0, d}, {0, 2 * p - 1 - d}};
+  return o;
+}
+
+} // namespace ipusim

@@ -1,0 +1,212 @@
+// V-Half and V-Min (Qi et al., "Pipeline Parallelism with Controllable Memory", NeurIPS 2024):
+// the order of sail-sg/zero-bubble-pipeline-parallelism's scheduler/zbv_greedy.py, ported rule
+// for rule. A stable pattern places each device's F, f, B, b (forward and backward of the V's
+// two chunks) in slots six apart per micro-batch; `reorder` squeezes ops into earlier free slots
+// while the device's peak memory does not grow, once with W placed and once without; W then
+// fill the empty slots. The reference runs it on unit slots whatever the measured times, so the
+// order depends only on p and m.
+#include <algorithm>
+#include <array>
+#include <limits>
+#include <tuple>
+
+#include "sim/schedule/order.hpp"
+
+namespace ipusim {
+
+namespace {
+
+using Times = std::vector<std::int64_t>;  // slot of each micro-batch's op of one type
+using Stage = std::vector<Times>;         // by type: F, f, B, b, then W (one list or two)
+using Stages = std::vector<Stage>;
+
+constexpr std::int64_t kNone = std::numeric_limits<std::int64_t>::max();
+
+std::int64_t last_slot(const Stage& s) {
+  std::int64_t bound = 0;
+  for (const Times& t : s)
+    if (!t.empty()) bound = std::max(bound, t.back());
+  return bound;
+}
+
+// The next op by (slot, type) among the lists' unvisited heads, or type -1.
+std::pair<std::int64_t, int> next_of(const Stage& s, const std::vector<std::size_t>& p, int types) {
+  std::pair<std::int64_t, int> best{kNone, -1};
+  for (int t = 0; t < types; ++t) {
+    const auto T = static_cast<std::size_t>(t);
+    if (p[T] < s[T].size() && s[T][p[T]] < best.first) best = {s[T][p[T]], t};
+  }
+  return best;
+}
+
+// W after each B or b, in the first free slots (split: one W list per chunk).
+Stage put_w(Stage s, bool split) {
+  const std::int64_t bound = last_slot(s);
+  s.resize(split ? 6 : 5);
+  std::array<int, 2> pending{0, 0};
+  std::vector<std::size_t> p(4, 0);
+  std::int64_t i = 0;
+  for (i = 0; i <= bound; ++i) {
+    const auto [at, type] = next_of(s, p, 4);
+    if (at == i) {
+      p[static_cast<std::size_t>(type)] += 1;
+      if (type >= 2) pending[split ? static_cast<std::size_t>(type - 2) : 0] += 1;
+    } else {
+      for (std::size_t w = 0; w < 2; ++w)
+        if (pending[w]) {
+          s[w + 4].push_back(i);
+          pending[w] -= 1;
+          break;
+        }
+    }
+  }
+  i -= 1;  // Python's loop variable stays at the bound
+  for (std::size_t w = 0; w < 2; ++w)
+    while (pending[w] > 0) s[w + 4].push_back(++i), pending[w] -= 1;
+  return s;
+}
+
+// Peak activations of a device (F and f hold one, W frees one; without W listed, the first
+// free slot after a B frees it).
+int memory_of(const Stage& s) {
+  static constexpr std::array<int, 5> kMemory{1, 1, 0, 0, -1};
+  const bool has_w = s.size() > 4;
+  const std::int64_t bound = last_slot(s);
+  std::vector<std::size_t> p(s.size(), 0);
+  int pending = 0, cur = 0, peak = 0;
+  for (std::int64_t i = 0; i <= bound; ++i) {
+    const auto [at, type] = next_of(s, p, static_cast<int>(s.size()));
+    if (at == i) {
+      p[static_cast<std::size_t>(type)] += 1;
+      cur += kMemory[static_cast<std::size_t>(type)];
+      if (type == 2 || type == 3) pending += 1;
+    } else if (!has_w && pending) {
+      cur += kMemory[4];
+      pending -= 1;
+    }
+    peak = std::max(peak, cur);
+  }
+  return peak;
+}
+
+// Every op of every device in (slot, device, type, micro-batch) order.
+template <class Visit> void in_slot_order(const Stages& st, int types, Visit visit) {
+  std::vector<std::vector<std::size_t>> p(st.size(), std::vector<std::size_t>(static_cast<std::size_t>(types), 0));
+  std::size_t total = 0;
+  for (const Stage& s : st)
+    for (int t = 0; t < types; ++t) total += s[static_cast<std::size_t>(t)].size();
+  for (std::size_t k = 0; k < total; ++k) {
+    std::tuple<std::int64_t, std::size_t, int> best{kNone, 0, 0};
+    for (std::size_t d = 0; d < st.size(); ++d)
+      for (int t = 0; t < types; ++t) {
+        const auto& list = st[d][static_cast<std::size_t>(t)];
+        const std::size_t at = p[d][static_cast<std::size_t>(t)];
+        if (at < list.size() && std::make_tuple(list[at], d, t) < best) best = {list[at], d, t};
+      }
+    const auto [slot, d, t] = best;
+    const std::size_t mb = p[d][static_cast<std::size_t>(t)]++;
+    visit(slot, d, t, mb);
+  }
+}
+
+// Slots as the reference's eager_execution_time (unit costs, no copy time) re-times them.
+Stages eager(const Stages& st) {
+  const int types = static_cast<int>(st[0].size());
+  Stages start = st;
+  std::vector<std::vector<std::int64_t>> end_last(st.size());
+  std::vector<std::int64_t> device_free(st.size(), 0);
+  std::vector<Stage> end = st;
+  in_slot_order(st, types, [&](std::int64_t, std::size_t d, int t, std::size_t mb) {
+    const auto T = static_cast<std::size_t>(t);
+    std::int64_t deps = 0;
+    if ((t == 0 || t == 2) && d > 0) deps = std::max(deps, end[d - 1][T][mb]);
+    if ((t == 1 || t == 3) && d + 1 < st.size()) deps = std::max(deps, end[d + 1][T][mb]);
+    if (t > 0 && t < 4) deps = std::max(deps, end[d][T - 1][mb]);
+    if (mb > 0) deps = std::max(deps, end[d][T][mb - 1]);
+    deps = std::max(deps, device_free[d]) + 1;
+    end[d][T][mb] = deps;
+    device_free[d] = deps;
+    start[d][T][mb] = deps - 1;
+  });
+  return start;
+}
+
+Stages reorder(Stages st, bool consider_w) {
+  if (consider_w)
+    for (Stage& s : st) s = put_w(s, false);
+  const int types = consider_w ? 5 : 4;
+  int current = 0;
+  for (const Stage& s : st) current = std::max(current, memory_of(s));
+  std::vector<std::vector<bool>> occupied;
+  for (const Stage& s : st) occupied.emplace_back(static_cast<std::size_t>(last_slot(s) + 1), false);
+  int phase = 0;
+  const std::size_t last_f = st[0][0].size() - 1;
+  // Visit in the order of the slots as they were: a squeezed op moves only earlier.
+  const Stages before = st;
+  in_slot_order(before, types, [&](std::int64_t slot, std::size_t d, int t, std::size_t mb) {
+    const auto T = static_cast<std::size_t>(t);
+    auto occupy = [&] { occupied[d][static_cast<std::size_t>(st[d][T][mb])] = true; };
+    if (t == 3 && d == 0 && phase == 0) phase = 1;
+    if (phase == 1) {
+      if (t == 0 && mb == last_f) phase = 2;
+      return occupy();
+    }
+    if (phase == 0 && !consider_w) return occupy();
+    std::int64_t deps = -1;
+    if ((t == 0 || t == 2) && d > 0) deps = std::max(deps, st[d - 1][T][mb]);
+    if ((t == 1 || t == 3) && d + 1 < st.size()) deps = std::max(deps, st[d + 1][T][mb]);
+    if (t > 0 && t < 4) deps = std::max(deps, st[d][T - 1][mb]);
+    if (t == 4) {
+      Times b = st[d][2];
+      b.insert(b.end(), st[d][3].begin(), st[d][3].end());
+      std::sort(b.begin(), b.end());
+      deps = std::max(deps, b[mb]);
+    }
+    if (mb > 0) deps = std::max(deps, st[d][T][mb - 1]);
+    bool ok = false;
+    for (std::int64_t at = deps + 1; at < slot && !ok; ++at)
+      if (!occupied[d][static_cast<std::size_t>(at)]) {
+        st[d][T][mb] = at;
+        ok = memory_of(st[d]) <= current;
+      }
+    if (!ok) st[d][T][mb] = slot;
+    occupy();
+  });
+  if (!consider_w)
+    for (Stage& s : st) s = put_w(s, false);
+  return eager(st);
+}
+
+} // namespace
+
+ScheduleOrder order_v_greedy(int p, std::int64_t m, bool half) {
+  ScheduleOrder o = v_layout(half ? "v-half" : "v-min", p, m);
+  Stages st(static_cast<std::size_t>(p));
+  for (int i = 0; i < p; ++i) {
+    std::array<std::int64_t, 4> pattern{};
+    if (half) {
+      const int gap = p % 2 == 0 ? 3 : 0;
+      pattern = {2 * i, 3 * p - i - 2, 3 * p + gap + 2 * i - 1, 6 * p + gap - i - 2};
+    } else {
+      const int gap = p % 3 == 0 ? 2 : 0;
+      pattern = {i, 2 * p - i - 1, 2 * p + gap + i, 4 * p + gap - i - 1};
+    }
+    for (std::int64_t x : pattern) {
+      Times t;
+      for (std::int64_t k = 0; k < m; ++k) t.push_back(x + 6 * k);
+      st[static_cast<std::size_t>(i)].push_back(std::move(t));
+    }
+  }
+  Stages r = reorder(st, true);
+  for (Stage& s : r) s.resize(4);
+  r = reorder(r, false);
+  for (Stage& s : r) s = put_w(Stage(s.begin(), s.begin() + 4), true);
+  in_slot_order(r, 6, [&](std::int64_t, std::size_t d, int t, std::size_t mb) {
+    const int cat = t / 2, chunk = t % 2;
+    o.ops[d].push_back({cat == 0 ? OpKind::F : cat == 1 ? OpKind::B : OpKind::W, static_cast<std::int64_t>(mb),
+                        cat == 0 ? chunk : 1 - chunk});
+  });
+  return o;
+}
+
+} // namespace ipusim

@@ -1,0 +1,187 @@
+// ZB-V (Qi et al., ICLR 2024, section 6): two chunks per device in a V (device d holds parts
+// d and 2p-1-d), the greedy order of sail-sg/zero-bubble-pipeline-parallelism's scheduler/zbv.py
+// (PipelineGraph.try_v_schedule and create_schedule), ported rule for rule. Its memory limit is
+// 2p chunks' activations per device (p stages' worth); it takes the measured F, B, W (the
+// median over devices of each device's mean over its chunks, as the reference does).
+#include <algorithm>
+#include <array>
+#include <deque>
+#include <stdexcept>
+#include <tuple>
+
+#include "sim/schedule/order.hpp"
+
+namespace ipusim {
+
+namespace {
+
+// Internally B and W chunk 0 is the backward of forward chunk 1 (the V's turn), as in zbv.py.
+struct VGreedy {
+  int S;
+  std::int64_t M;
+  std::array<double, 3> cost;  // F, B, W
+  std::array<double, 3> mem;   // F, B, W
+  double comm;
+  double max_mem;
+
+  std::size_t id(int cat, int chunk, int stage, std::int64_t micro) const {
+    return static_cast<std::size_t>(((static_cast<std::int64_t>(cat) * 2 + chunk) * S + stage) * M + micro);
+  }
+
+  struct Result {
+    std::vector<std::vector<std::tuple<int, int, std::int64_t>>> schedule;
+    double max_bubble = 0;
+  };
+
+  Result run(bool fill_f, bool fill_b, const std::vector<double>* approved) const {
+    const auto Sz = static_cast<std::size_t>(S);
+    std::vector<std::array<std::int64_t, 6>> count(Sz, {0, 0, 0, 0, 0, 0});
+    std::vector<double> end(static_cast<std::size_t>(6 * S * M), -1.0), cur(Sz, 0), memory(Sz, 0), bubble(Sz, 0);
+    std::vector<std::deque<int>> pending_w(Sz);  // chunk of each pending W
+    Result r;
+    r.schedule.resize(Sz);
+    double max_approved = -1;
+    if (approved) max_approved = *std::max_element(approved->begin(), approved->end());
+    auto max_stage_bubble = [&](int stage) {
+      double b = *std::max_element(bubble.begin(), bubble.end());
+      if (stage >= 0 && approved) b = std::max(b, max_approved - (*approved)[static_cast<std::size_t>(stage)]);
+      return b;
+    };
+    auto put = [&](int cat, int chunk, int stage) {
+      const auto I = static_cast<std::size_t>(stage);
+      double tmp = cur[I] + cost[static_cast<std::size_t>(cat)];
+      const double no_bubble = tmp;
+      const std::int64_t cnt = count[I][static_cast<std::size_t>(cat * 2 + chunk)];
+      if (cnt >= M) throw std::logic_error("zb-v: too many ops");
+      if (cat < 2 && chunk == 1 && stage < S - 1)
+        tmp = std::max(tmp, end[id(cat, chunk, stage + 1, cnt)] + comm + cost[static_cast<std::size_t>(cat)]);
+      if (cat < 2 && chunk == 0 && stage > 0)
+        tmp = std::max(tmp, end[id(cat, chunk, stage - 1, cnt)] + comm + cost[static_cast<std::size_t>(cat)]);
+      if (count[I][0] > 0) bubble[I] += tmp - no_bubble;
+      end[id(cat, chunk, stage, cnt)] = tmp;
+      cur[I] = tmp;
+      memory[I] += mem[static_cast<std::size_t>(cat)];
+      r.schedule[I].emplace_back(cat, chunk, cnt);
+      if (cat == 1) pending_w[I].push_back(chunk);
+      count[I][static_cast<std::size_t>(cat * 2 + chunk)] += 1;
+    };
+    auto put_w = [&](int stage) {
+      const int chunk = pending_w[static_cast<std::size_t>(stage)].front();
+      pending_w[static_cast<std::size_t>(stage)].pop_front();
+      put(2, chunk, stage);
+    };
+    // Pending W fill the wait for `fa` (-1: none), then one more when the wait beats the bubble budget.
+    auto fill = [&](int i, std::ptrdiff_t fa, bool also) {
+      const auto I = static_cast<std::size_t>(i);
+      while (!pending_w[I].empty() && fa >= 0 && end[static_cast<std::size_t>(fa)] + comm >= cur[I] + cost[2]) put_w(i);
+      const double fa_end = fa >= 0 ? end[static_cast<std::size_t>(fa)] : end.back();  // Python's end_time[-1]
+      if (!pending_w[I].empty() && fa_end + comm - cur[I] > max_stage_bubble(i) - bubble[I] && also) put_w(i);
+    };
+    for (int i = 0; i < S; ++i) put(0, 0, i);
+    for (int i = S - 1; i >= 0; --i) {
+      const auto I = static_cast<std::size_t>(i);
+      if (i == S - 1) {
+        put(0, 1, i);
+        continue;
+      }
+      const double tmp = end[id(0, 1, i + 1, 0)] + comm;
+      while (memory[I] + mem[0] * (2 + i * 2) <= max_mem && cur[I] + cost[0] <= tmp && count[I][0] < M)
+        for (int j = 0; j <= i; ++j) put(0, 0, j);
+      put(0, 1, i);
+    }
+    int iter_chunk = 0;
+    for (int i = 1; i < S; ++i) {
+      const auto I = static_cast<std::size_t>(i);
+      while (count[I][0] + count[I][1] < count[I - 1][0] + count[I - 1][1] ||
+             (count[I][1] <= count[I - 1][1] && count[I - 1][1] < M)) {
+        for (int j = S - 1; j >= i; --j)
+          if (count[static_cast<std::size_t>(j)][static_cast<std::size_t>(iter_chunk)] < M) put(0, iter_chunk, j);
+        iter_chunk = 1 - iter_chunk;
+      }
+    }
+    for (std::int64_t round = 0; round < 2 * M; ++round) {
+      for (int i = 0; i < S; ++i)
+        while (memory[static_cast<std::size_t>(i)] + mem[1] > max_mem) put_w(i);
+      std::vector<int> b0, b1;
+      for (int i = 0; i < S; ++i) {
+        const auto& c = count[static_cast<std::size_t>(i)];
+        if (c[3] >= c[2]) b0.push_back(i);
+        else if (i == S - 1) b1.push_back(i);
+        else if (end[id(1, 1, i + 1, c[3])] >= 0 || c[2] >= M) b1.push_back(i);
+        else b0.push_back(i);
+      }
+      std::vector<std::pair<int, int>> ranks;
+      for (auto it = b1.rbegin(); it != b1.rend(); ++it) ranks.emplace_back(*it, 1);
+      for (int i : b0) ranks.emplace_back(i, 0);
+      for (const auto& [i, chunk] : ranks) {
+        const auto& c = count[static_cast<std::size_t>(i)];
+        std::ptrdiff_t fa = -1;
+        if (chunk == 1 && i < S - 1) fa = static_cast<std::ptrdiff_t>(id(1, 1, i + 1, c[3]));
+        if (chunk == 0 && i > 0) fa = static_cast<std::ptrdiff_t>(id(1, 0, i - 1, c[2]));
+        fill(i, fa, chunk == 1 || fill_b);
+        put(1, chunk, i);
+      }
+      for (int i = 0; i < S; ++i) {
+        const auto I = static_cast<std::size_t>(i);
+        const auto& c = count[I];
+        if (c[1] >= M) continue;
+        int item = -1;
+        if (c[1] >= c[0]) item = 0;
+        else if (i == S - 1) item = 1;
+        else if (end[id(0, 1, i + 1, c[1])] >= 0) item = 1;
+        else if (c[0] < M && (i == 0 || end[id(0, 0, i - 1, c[0])] >= 0)) item = 0;
+        if (item < 0) continue;
+        while (memory[I] + mem[0] > max_mem) put_w(i);
+        std::ptrdiff_t fa = -1;
+        if (item == 0 && i > 0) fa = static_cast<std::ptrdiff_t>(id(0, 0, i - 1, c[0]));
+        if (item == 1 && i < S - 1) fa = static_cast<std::ptrdiff_t>(id(0, 1, i + 1, c[1]));
+        fill(i, fa, fill_f);
+        put(0, item, i);
+      }
+    }
+    for (int i = 0; i < S; ++i)
+      while (!pending_w[static_cast<std::size_t>(i)].empty()) put_w(i);
+    r.max_bubble = max_stage_bubble(-1);
+    if (max_approved < 0 || r.max_bubble < max_approved) {
+      Result again = run(fill_f, fill_b, &bubble);
+      if (again.max_bubble < r.max_bubble) return again;
+    }
+    return r;
+  }
+};
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+} // namespace
+
+ScheduleOrder order_zb_v(int p, std::int64_t m, const OpTimes& times) {
+  ScheduleOrder o = v_layout("zb-v", p, m);
+  std::array<double, 3> cost{};
+  const std::vector<std::vector<double>>* rows[] = {&times.f, &times.b, &times.w};
+  for (std::size_t k = 0; k < 3; ++k) {
+    std::vector<double> mean;
+    for (const auto& row : *rows[k]) mean.push_back((row[0] + row[1]) / 2);
+    cost[k] = median(mean);
+  }
+  const double longest = *std::max_element(cost.begin(), cost.end());
+  for (double& c : cost) c = to_ticks(c, longest);
+  // Memory in chunk activations: F holds one, B frees none, W frees it (the F..W lifetime).
+  VGreedy g{p, m, cost, {1.0, 0.0, -1.0}, kCommTicks, 2.0 * p};
+  VGreedy::Result best;
+  bool found = false;
+  for (bool fill_b : {true, false})
+    for (bool fill_f : {true, false}) {
+      VGreedy::Result r = g.run(fill_f, fill_b, nullptr);
+      if (!found || r.max_bubble < best.max_bubble) best = std::move(r), found = true;
+    }
+  for (int d = 0; d < p; ++d)
+    for (const auto& [cat, chunk, micro] : best.schedule[static_cast<std::size_t>(d)])
+      o.ops[static_cast<std::size_t>(d)].push_back(
+          {cat == 0 ? OpKind::F : cat == 1 ? OpKind::B : OpKind::W, micro, cat == 0 ? chunk : 1 - chunk});
+  return o;
+}
+
+} // namespace ipusim
