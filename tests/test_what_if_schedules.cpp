@@ -72,6 +72,8 @@ TEST_CASE("what-if schedules refuse what they cannot run, with rule ids", "[sche
   CHECK(rule_of([&] { schedule_of(four_equal, fast_links, training("interleaved-1f1b", 8)); }) ==
         "pipeline.virtual-stages");
   CHECK(rule_of([&] { schedule_of(eight, fast_links, training("zb-h1", 8)); }) == "pipeline.virtual-stages");
+  CHECK(rule_of([&] { schedule_of(four_equal, fast_links, training("zb-h1", 65537)); }) == "pipeline.what-if-depth");
+  CHECK_NOTHROW(schedule_of(four_equal, fast_links, training("zb-h1", 65536)));
   CHECK(rule_of([&] { schedule_of(four_equal, fast_links, training("zb-v", 8)); }) == "pipeline.v-placement");
   CHECK(rule_of([&] { schedule_of(four_equal, fast_links, training("dualpipe", 8)); }) ==
         "pipeline.dualpipe-placement");

@@ -15,6 +15,10 @@ namespace ipusim {
 
 namespace {
 
+// The programs are unrolled, so memory and build time grow with G (about 20 KiB per micro-batch
+// on a 4-IPU plan): refused here, in milliseconds, rather than after gigabytes of orders.
+constexpr std::int64_t kMaxWhatIfDepth = 65536;
+
 [[noreturn]] void refuse(const ScheduleContext& ctx, const std::string& rule, const std::string& message) {
   throw InputError(ctx.scenario.file, ctx.scenario.execution_pointer("schedule"), rule, message);
 }
@@ -60,6 +64,11 @@ Schedule build_from_order(const ScheduleContext& ctx) {
              name + " needs forward stage c*p+d on the IPU of stage d (p = " + std::to_string(p) + "); stage " +
                  std::to_string(k) + " is on IPU " + std::to_string(plan.stages[static_cast<std::size_t>(k)].ipu));
   const std::int64_t m = ctx.depth();
+  if (m > kMaxWhatIfDepth)
+    depth_error(ctx, "pipeline.what-if-depth",
+                name + " is simulated unrolled (its order is not periodic in general): at most " +
+                    std::to_string(kMaxWhatIfDepth) + " micro-batches per step, this run has " + std::to_string(m) +
+                    "; the bubble is a fixed cost per step, so a smaller G shows it as well");
   auto backward_of = [&](int k) -> const PlanStage& {
     return plan.stages[static_cast<std::size_t>(k == L ? L : 2 * L - k)];
   };
