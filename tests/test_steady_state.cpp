@@ -4,7 +4,6 @@
 // full and say so.
 #include <catch2/catch.hpp>
 
-#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <map>
@@ -259,12 +258,11 @@ TEST_CASE("a deep pipeline simulates a few cycles and matches the closed form ex
   CHECK(r.simulation.not_periodic.empty());
 }
 
-TEST_CASE("skipped periods are added up, not replayed: 10^8 micro-batches in seconds", "[steady-state]") {
+TEST_CASE("skipped periods are added up, not replayed: 10^8 micro-batches", "[steady-state]") {
   // The deep pipeline above at G = 10^8, and training steps of up to 5 x 10^7 micro-batches
   // (the largest a scenario may ask, scenario.too-large):
   // replaying every skipped period's events would take minutes; adding a period's
-  // contribution times the periods takes as long as at any G.
-  const auto started = std::chrono::steady_clock::now();
+  // contribution times the periods takes as long as at any G (timed by bench/, not here).
   const Json model = chain_model({{0, 1e6}, {1, 3e6}}, 250);
   SimulateOptions lean;
   lean.keep_log = false;
@@ -293,9 +291,6 @@ TEST_CASE("skipped periods are added up, not replayed: 10^8 micro-batches in sec
   CHECK(five.ipus.at(1).busy_s == Approx(5 * one.ipus.at(1).busy_s).epsilon(1e-9));
   // A latency is the difference of two times of the order of the step: the clock's rounding.
   CHECK(five.latency_s.max == Approx(one.latency_s.max).margin(1e-13 * five.step_time_s));
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  INFO("took " << seconds << " s");
-  CHECK(seconds < 60);
 }
 
 TEST_CASE("steady state gives the full simulation's figures: MLP and BERT-Tiny scenarios", "[steady-state]") {
