@@ -26,10 +26,10 @@ public:
 
   // Before the simulation runs: copy `copy` goes from `sender` to `receiver`.
   void connect(int copy, const simgrid::s4u::ActorPtr& sender, const simgrid::s4u::ActorPtr& receiver) {
-    auto& pool = pools_[receiver.get()];
+    auto& pool = pools_[receiver->get_pid()];
     if (!pool) pool = std::make_unique<Pool>(receiver, "meet." + std::to_string(pools_.size()) + ".");
-    pool->posters.insert(sender.get());
-    pool->posters.insert(receiver.get());
+    pool->posters.insert(sender->get_pid());
+    pool->posters.insert(receiver->get_pid());
     copies_.at(static_cast<std::size_t>(copy)).pool = pool.get();
   }
   // After connect, before the simulation runs.
@@ -74,7 +74,7 @@ private:
     Pool(simgrid::s4u::ActorPtr r, std::string p) : receiver(std::move(r)), prefix(std::move(p)) {}
     simgrid::s4u::ActorPtr receiver;
     std::string prefix;
-    std::set<const simgrid::s4u::Actor*> posters;  // the actors that post in its mailboxes
+    std::set<aid_t> posters;  // the actors that post in its mailboxes
     std::vector<simgrid::s4u::Mailbox*> free, all;
     std::size_t created = 0;
   };
@@ -121,7 +121,9 @@ private:
 
   std::vector<Copy> copies_;
   std::vector<std::int64_t> sent_, taken_;
-  std::map<const simgrid::s4u::Actor*, std::unique_ptr<Pool>> pools_;
+  // Keyed by the receiver's actor id, not its address, so that the pools (and the mailboxes
+  // fill() creates) come in the same order on every run.
+  std::map<aid_t, std::unique_ptr<Pool>> pools_;
 };
 
 } // namespace ipusim::engine_detail
