@@ -15,7 +15,7 @@
 
 #include "sanitizer.hpp"
 
-#include "sim/output/units.hpp"
+#include "sim/base/units.hpp"
 #include "sim/report/report.hpp"
 #include "sim/report/svg_chart.hpp"
 

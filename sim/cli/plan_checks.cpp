@@ -6,7 +6,7 @@
 #include <filesystem>
 
 #include "sim/io/input_error.hpp"
-#include "sim/output/units.hpp"
+#include "sim/base/units.hpp"
 #include "sim/simulate/run_estimate.hpp"
 #include "sim/schedule/schedule.hpp"
 #include "sim/search/layers.hpp"

@@ -17,7 +17,7 @@
 #include "sim/io/model_writer.hpp"
 #include "sim/io/scenario_loader.hpp"
 #include "sim/output/output_file.hpp"
-#include "sim/output/units.hpp"
+#include "sim/base/units.hpp"
 #include "sim/schedule/schedule.hpp"
 #include "sim/search/memory_advice.hpp"
 #include "sim/search/planner.hpp"

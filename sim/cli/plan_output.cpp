@@ -8,7 +8,7 @@
 #include <sstream>
 
 #include "sim/io/input_error.hpp"
-#include "sim/output/units.hpp"
+#include "sim/base/units.hpp"
 #include "sim/search/memory_advice.hpp"
 #include "sim/simulate/simulation.hpp"
 

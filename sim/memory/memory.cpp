@@ -7,7 +7,7 @@
 #include <utility>
 
 #include "sim/cost/cost_model.hpp"
-#include "sim/output/units.hpp"
+#include "sim/base/units.hpp"
 
 namespace ipusim {
 

@@ -4,7 +4,7 @@
 #include <map>
 #include <sstream>
 
-#include "sim/output/units.hpp"
+#include "sim/base/units.hpp"
 
 namespace ipusim {
 

@@ -5,7 +5,7 @@
 #include <utility>
 #include <vector>
 
-#include "sim/output/units.hpp"
+#include "sim/base/units.hpp"
 
 namespace ipusim {
 

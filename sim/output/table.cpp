@@ -4,7 +4,7 @@
 #include <sstream>
 
 #include "sim/output/explanation.hpp"
-#include "sim/output/units.hpp"
+#include "sim/base/units.hpp"
 
 namespace ipusim {
 

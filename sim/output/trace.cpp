@@ -13,7 +13,7 @@
 
 #include "sim/metrics/attribution.hpp"
 #include "sim/output/json_report.hpp"
-#include "sim/output/units.hpp"
+#include "sim/base/units.hpp"
 
 namespace ipusim {
 

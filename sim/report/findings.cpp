@@ -4,7 +4,7 @@
 #include <cmath>
 #include <utility>
 
-#include "sim/output/units.hpp"
+#include "sim/base/units.hpp"
 
 namespace ipusim::report {
 

@@ -16,7 +16,7 @@
 #include "sim/io/input_file.hpp"
 #include "sim/io/json_reader.hpp"
 #include "sim/output/output_file.hpp"
-#include "sim/output/units.hpp"
+#include "sim/base/units.hpp"
 #include "sim/report/findings.hpp"
 #include "sim/report/notes.hpp"
 #include "sim/report/page.hpp"

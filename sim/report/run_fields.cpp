@@ -3,7 +3,7 @@
 #include <cmath>
 #include <cstdio>
 
-#include "sim/output/units.hpp"
+#include "sim/base/units.hpp"
 #include "sim/report/svg_chart.hpp"
 
 namespace ipusim::report {

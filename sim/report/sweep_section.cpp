@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/output/units.hpp"
+#include "sim/base/units.hpp"
 #include "sim/report/findings.hpp"
 #include "sim/report/page.hpp"
 #include "sim/report/run_fields.hpp"

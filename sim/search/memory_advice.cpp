@@ -9,7 +9,7 @@
 #include "sim/graph/model_graph.hpp"
 #include "sim/io/input_error.hpp"
 #include "sim/memory/memory.hpp"
-#include "sim/output/units.hpp"
+#include "sim/base/units.hpp"
 #include "sim/plan/plan.hpp"
 #include "sim/schedule/schedule.hpp"
 #include "sim/search/evaluator.hpp"

@@ -8,7 +8,7 @@
 
 #include "sim/engine/engine.hpp"
 #include "sim/io/input_error.hpp"
-#include "sim/output/units.hpp"
+#include "sim/base/units.hpp"
 #include "sim/schedule/program_cursor.hpp"
 #include "sim/schedule/schedule.hpp"
 

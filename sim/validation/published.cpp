@@ -9,7 +9,7 @@
 #include "sim/io/input_error.hpp"
 #include "sim/io/json_reader.hpp"
 #include "sim/io/scenario_loader.hpp"
-#include "sim/output/units.hpp"
+#include "sim/base/units.hpp"
 #include "sim/simulate/simulation.hpp"
 
 namespace ipusim {

@@ -1,5 +1,6 @@
 #pragma once
-// Human-readable quantities for tables; JSON output always carries raw SI values.
+// Human-readable quantities for tables and messages; JSON output always carries raw SI values.
+// On the base floor: memory, simulate and the outputs all format quantities.
 #include <string>
 
 namespace ipusim {

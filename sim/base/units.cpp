@@ -1,4 +1,4 @@
-#include "sim/output/units.hpp"
+#include "sim/base/units.hpp"
 
 #include <cmath>
 #include <cstdio>
