@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "sim/output/explanation.hpp"
+#include "sim/schedule/schedule.hpp"
 
 namespace ipusim {
 
@@ -129,7 +130,7 @@ Json run_json(const RunMetrics& r) {
                     {"idle", idle_json(m.idle)}});
   Json links = Json::array();
   for (const LinkTraffic& l : r.links) links.push_back({{"name", l.name}, {"bytes", l.bytes}});
-  return {{"mode", mode_name(r.mode)},
+  Json out = {{"mode", mode_name(r.mode)},
           {"schedule", r.schedule},
           {"stepTimeSeconds", r.step_time_s},
           {"throughputSamplesPerSecond", r.throughput_samples_per_s},
@@ -152,6 +153,9 @@ Json run_json(const RunMetrics& r) {
             {"simulatedSteps", r.simulation.steps_simulated},
             {"simulatedInFull", r.simulation.not_periodic}}},
           {"memory", memory_json(r.memory, ipus_placed(r))}};
+  // Only on what-if runs, so other documents keep their shape.
+  if (r.mode == Mode::Pipelined && is_what_if_schedule(r.schedule)) out["whatIf"] = true;
+  return out;
 }
 
 namespace {
