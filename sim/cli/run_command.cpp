@@ -103,9 +103,11 @@ Rerun rerun_of(const std::string& path) {
   return r;
 }
 
-// Prints the run document (--json, --csv) or the table of a `--schedules` run.
+// `run --schedules`: simulates each schedule, then prints the document (--json, --csv) or the
+// table; refusals are rows, and only all of them refused is an error.
 int write_schedule_runs(const RunOptions& o, const std::string& schedules, const Scenario& base,
-                        const std::function<Scenario(const std::string&)>& scenario_of, const std::vector<std::string>& sets) {
+                        const std::function<Scenario(const std::string&)>& scenario_of,
+                        const std::vector<std::string>& sets) {
   SimulateOptions options;
   options.exact_full = o.exact_full;
   options.keep_log = false;

@@ -92,7 +92,8 @@ std::string render_schedule_table(const Json& doc) {
   const Json& refused = doc.contains("schedulesRefused") ? doc.at("schedulesRefused") : none;
   for (const Json& name : doc.value("schedules", Json::array())) {
     const std::string schedule = name.get<std::string>();
-    const auto run = std::find_if(runs.begin(), runs.end(), [&](const Json& r) { return r.value("schedule", "") == schedule; });
+    const auto run =
+        std::find_if(runs.begin(), runs.end(), [&](const Json& r) { return r.value("schedule", "") == schedule; });
     if (run == runs.end()) {
       std::string note = "refused";
       for (const Json& f : refused)
@@ -107,10 +108,12 @@ std::string render_schedule_table(const Json& doc) {
     if (!fastest || step < number_at(*fastest, "stepTimeSeconds")) fastest = &r;
     if (ok && (!fastest_fitting || step < number_at(*fastest_fitting, "stepTimeSeconds"))) fastest_fitting = &r;
     if (r.contains("memory") && r.at("memory").contains("verdicts"))
-      for (const Json& v : r.at("memory").at("verdicts")) verdicts.push_back("OUT OF MEMORY (" + schedule + "): " + v.get<std::string>());
+      for (const Json& v : r.at("memory").at("verdicts"))
+        verdicts.push_back("OUT OF MEMORY (" + schedule + "): " + v.get<std::string>());
     rows.push_back({schedule, format_seconds(step), format_rate(number_at(r, "throughputSamplesPerSecond"), "samples/s"),
                     format_percent(number_at(r, "bubbleFraction")), per_ipu(ipu_figures(r, true)),
-                    per_ipu(ipu_figures(r, false)), ok ? "yes" : "no", r.value("whatIf", false) ? "what-if schedule" : ""});
+                    per_ipu(ipu_figures(r, false)), ok ? "yes" : "no",
+                    r.value("whatIf", false) ? "what-if schedule" : ""});
   }
   std::vector<std::size_t> width(rows.front().size(), 0);
   for (const auto& row : rows)

@@ -52,7 +52,8 @@ std::optional<chart::LineChart> schedule_memory_chart(const std::string& name, c
     if (!ipu || !std::isfinite(bubble)) continue;
     if (!first) first = r;
     const std::string schedule = str(*r, "schedule");
-    auto series = std::find_if(c.series.begin(), c.series.end(), [&](const chart::LineSeries& s) { return s.name == schedule; });
+    auto series = std::find_if(c.series.begin(), c.series.end(),
+                               [&](const chart::LineSeries& s) { return s.name == schedule; });
     if (series == c.series.end()) {
       c.series.push_back({schedule, chart::palette(c.series.size()), {}});
       series = c.series.end() - 1;
