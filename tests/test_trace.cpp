@@ -109,7 +109,8 @@ TEST_CASE("trace of a two-IPU chain: a process per mode, a track per IPU and use
     CHECK(s1m0.at("tid") == t.tid.at(t.pid.at(P)).at("IPU 1"));
     CHECK(ts(s1m0) == Approx(1001).epsilon(1e-12));
     CHECK(dur(s1m0) == Approx(3000).epsilon(1e-12));
-    CHECK(s1m0.at("args") == Json{{"stage", 1}, {"microBatch", 0}, {"pass", "forward"}, {"ipu", 1}});
+    CHECK(s1m0.at("args") == Json{{"stage", 1}, {"microBatch", 0}, {"pass", "forward"}, {"work", "F"}, {"ipu", 1}});
+    CHECK(s1m0.at("cname") == "good");
     CHECK(ts(t.named(P, "stage 0 fwd mb 3")) == Approx(7003).epsilon(1e-12));
     CHECK(dur(t.named(P, "stage 0 fwd mb 3")) == Approx(1000).epsilon(1e-12));
     CHECK(ts(t.named(P, "stage 1 fwd mb 3")) == Approx(10004).epsilon(1e-12));

@@ -1,6 +1,7 @@
 // ipusim run SCENARIO, or ipusim run MODEL --config CONFIG: simulate and compare sharded
 // with pipelined execution.
 #include <filesystem>
+#include <functional>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -12,9 +13,11 @@
 #include "sim/output/csv.hpp"
 #include "sim/output/output_file.hpp"
 #include "sim/output/json_report.hpp"
+#include "sim/output/schedule_table.hpp"
 #include "sim/output/table.hpp"
 #include "sim/output/trace.hpp"
 #include "sim/search/memory_advice.hpp"
+#include "sim/simulate/schedule_runs.hpp"
 #include "sim/simulate/simulation.hpp"
 
 namespace ipusim::cli {
@@ -30,9 +33,10 @@ std::vector<Override> parse_overrides(const std::vector<std::string>& sets) {
 namespace {
 
 struct RunOptions {
-  std::string input, config, mode, output, trace, from;
+  std::string input, config, mode, output, trace, from, schedules;
   std::vector<std::string> sets;
   bool json = false, csv = false, force = false, fail_on_oom = false, exact_full = false;
+  bool schedules_given = false;  // --schedules, even with an empty value (refused, not ignored)
 };
 
 std::vector<Mode> modes_for(const Scenario& sc, const std::string& flag) {
@@ -59,6 +63,8 @@ struct Rerun {
   Scenario scenario;
   std::vector<Mode> modes;
   std::vector<std::string> sets;
+  std::string schedules;  // a document of --schedules: the schedules it asked for, "a,b,c"
+  std::string model_file, config_file;  // without a scenario file
 };
 
 Rerun rerun_of(const std::string& path) {
@@ -75,7 +81,8 @@ Rerun rerun_of(const std::string& path) {
     for (const auto& s : doc.at("overrides"))
       if (s.is_string()) r.sets.push_back(s.get<std::string>());
   const std::string scenario_file = text("scenarioFile");
-  r.scenario = scenario_file == "command line" ? scenario_of_model(text("modelFile"), text("configFile"), parse_overrides(r.sets))
+  if (scenario_file == "command line") r.model_file = text("modelFile"), r.config_file = text("configFile");
+  r.scenario = scenario_file == "command line" ? scenario_of_model(r.model_file, r.config_file, parse_overrides(r.sets))
                                                : load_scenario(scenario_file, parse_overrides(r.sets));
   for (const char* key : {"modelHash", "configHash"}) {
     const std::string now = content_hash(key[0] == 'm' ? r.scenario.model_document : r.scenario.config_document);
@@ -84,12 +91,52 @@ Rerun rerun_of(const std::string& path) {
                        std::string("the ") + (key[0] == 'm' ? "model" : "config") + " is no longer the one this run "
                        "used (recorded " + text(key) + ", now " + now + "): its file changed since");
   }
+  if (doc.contains("schedules") && doc.at("schedules").is_array())
+    for (const auto& s : doc.at("schedules"))
+      if (s.is_string()) r.schedules += (r.schedules.empty() ? "" : ",") + s.get<std::string>();
+  if (!r.schedules.empty()) return r;
   if (doc.contains("runs") && doc.at("runs").is_array())
     for (const auto& run : doc.at("runs"))
       if (run.is_object() && run.contains("mode") && run.at("mode").is_string())
         r.modes.push_back(run.at("mode") == "sharded" ? Mode::Sharded : Mode::Pipelined);
   if (r.modes.empty()) throw InputError(path, "/runs", "run.from-incomplete", "the run document lists no runs");
   return r;
+}
+
+// `run --schedules`: simulates each schedule, then prints the document (--json, --csv) or the
+// table; refusals are rows, and only all of them refused is an error.
+int write_schedule_runs(const RunOptions& o, const std::string& schedules, const Scenario& base,
+                        const std::function<Scenario(const std::string&)>& scenario_of,
+                        const std::vector<std::string>& sets) {
+  SimulateOptions options;
+  options.exact_full = o.exact_full;
+  options.keep_log = false;
+  options.notes = &std::cerr;
+  ScheduleRuns runs = simulate_schedules(parse_schedule_list(schedules), scenario_of, options);
+  if (runs.ran.empty()) {
+    for (const ScheduleRefusal& f : runs.refused)
+      std::cerr << "ipusim: " << f.schedule << " refused [" << f.rule << "]: " << f.message << "\n";
+    throw InputError(base.file, base.execution_pointer("schedule"), "run.no-schedule-ran",
+                     "every schedule asked for (--schedules " + schedules + ") was refused");
+  }
+  for (ScheduleRun& r : runs.ran)
+    for (ModeRun& run : r.simulation.runs)
+      if (!run.metrics.memory.fits) run.metrics.memory.fixes = memory_fixes(r.scenario, run.metrics.mode);
+  nlohmann::json document = schedules_json(base, runs);
+  document["overrides"] = sets;
+  document["commandLine"] = command_line;
+  document["ipusimVersion"] = IPUSIM_VERSION;
+  const std::string text = o.json  ? document.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n"
+                           : o.csv ? render_run_csv(document)
+                                   : render_schedule_table(document);
+  write_output(o.output.empty() ? "-" : o.output, text, o.force);
+  if (o.fail_on_oom)
+    for (const ScheduleRun& r : runs.ran)
+      if (!r.simulation.runs.front().metrics.memory.fits) {
+        std::cerr << "ipusim: out of memory under " << r.scenario.execution.schedule << "\n";
+        return kExitOutOfMemory;
+      }
+  return kExitOk;
 }
 
 int run(const RunOptions& o) {
@@ -107,8 +154,30 @@ int run(const RunOptions& o) {
                      "--from reruns a run document as it was: give no scenario, --config or --set with it");
   if (o.from.empty() && o.input.empty())
     throw InputError("command line", "scenario", "cli.missing-argument", "give a scenario (or --from RUN.json)");
+  if (o.schedules_given && (!o.trace.empty() || !o.from.empty() || o.mode == "sharded"))
+    throw InputError("command line", "--schedules", "cli.conflict",
+                     "--schedules runs the pipelined mode once per schedule: give no --trace (trace one schedule with "
+                     "--set execution.schedule=NAME), --from or --mode sharded with it");
   std::optional<Rerun> rerun;
   if (!o.from.empty()) rerun = rerun_of(o.from);
+  if (o.schedules_given || (rerun && !rerun->schedules.empty())) {
+    // The scenario is loaded once as given, so that input bad under any schedule is reported
+    // as such; then once per schedule, as `--set execution.schedule=NAME` would.
+    std::vector<std::string> sets = rerun ? rerun->sets : o.sets;
+    const auto scenario_of = [&](const std::string& schedule) {
+      std::vector<Override> overrides = parse_overrides(sets);
+      overrides.push_back(parse_override("execution.schedule=" + schedule));
+      if (rerun) {
+        return rerun->model_file.empty() ? load_scenario(rerun->scenario.file, overrides)
+                                         : scenario_of_model(rerun->model_file, rerun->config_file, overrides);
+      }
+      return o.config.empty() ? load_scenario(o.input, overrides) : scenario_of_model(o.input, o.config, overrides);
+    };
+    const Scenario base = rerun              ? rerun->scenario
+                          : o.config.empty() ? load_scenario(o.input, parse_overrides(o.sets))
+                                             : scenario_of_model(o.input, o.config, parse_overrides(o.sets));
+    return write_schedule_runs(o, rerun ? rerun->schedules : o.schedules, base, scenario_of, sets);
+  }
   const Scenario sc = rerun              ? rerun->scenario
                       : o.config.empty() ? load_scenario(o.input, parse_overrides(o.sets))
                                          : scenario_of_model(o.input, o.config, parse_overrides(o.sets));
@@ -171,12 +240,18 @@ Command add_run_command(CLI::App& app) {
   cmd->add_option("--trace", o->trace,
                   "Also write a Chrome trace-event timeline (JSON) to this file (- is standard output), for "
                   "ui.perfetto.dev or chrome://tracing (docs/timelines.md)");
+  auto* schedules = cmd->add_option("--schedules", o->schedules,
+                  "Run the pipelined mode under each of these schedules (all, or names separated by commas: ipusim "
+                  "list) and print one table; a refused schedule is a row with its rule id (docs/schedules.md)");
   cmd->add_flag("--force", o->force, "Overwrite the --output and --trace files if they exist");
   cmd->add_flag("--exact-full", o->exact_full,
                 "Simulate every cycle instead of repeating the steady state's period (same figures, slower)");
   cmd->add_flag("--fail-on-oom", o->fail_on_oom,
                 "Exit with code 5 when a run does not fit in memory (the verdict is always reported)");
-  return [o] { return run(*o); };
+  return [o, schedules] {
+    o->schedules_given = schedules->count() > 0;
+    return run(*o);
+  };
 }
 
 } // namespace ipusim::cli

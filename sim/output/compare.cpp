@@ -259,6 +259,30 @@ void check_run_document(const Json& doc, const std::string& file) {
   }
 }
 
+std::vector<RunDocument> split_by_schedule(const RunDocument& in) {
+  const Json& runs = in.document.at("runs");
+  std::size_t pipelined = 0;
+  for (const Json& r : runs) pipelined += r.value("mode", "") == "pipelined" ? 1 : 0;
+  if (pipelined < 2) return {in};
+  std::vector<RunDocument> out;
+  for (const Json& r : runs) {
+    if (r.value("mode", "") != "pipelined") continue;
+    const std::string schedule = r.contains("schedule") && r.at("schedule").is_string() ? r.at("schedule").get<std::string>() : "?";
+    Json doc = in.document;
+    for (const char* key : {"schedules", "schedulesRefused", "schedulePlans"}) doc.erase(key);
+    Json only = Json::array();
+    for (const Json& other : runs)
+      if (other.value("mode", "") != "pipelined") only.push_back(other);
+    only.push_back(r);
+    doc["runs"] = std::move(only);
+    if (doc.contains("execution") && doc.at("execution").is_object()) doc["execution"]["schedule"] = schedule;
+    if (const Json plans = in.document.value("schedulePlans", Json::object()); plans.is_object() && plans.contains(schedule))
+      doc["plan"] = plans.at(schedule);
+    out.push_back({in.file + " [" + schedule + "]", std::move(doc)});
+  }
+  return out;
+}
+
 std::string render_comparison(const std::vector<RunDocument>& runs) {
   std::ostringstream out;
   for (std::size_t i = 0; i < runs.size(); ++i)

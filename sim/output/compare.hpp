@@ -17,6 +17,12 @@ struct RunDocument {
 // Throws InputError (compare.not-a-run) unless `document` has the shape of `run --json`.
 void check_run_document(const nlohmann::json& document, const std::string& file);
 
+// A document of `run --schedules` (several pipelined runs, one per schedule) as one document
+// per schedule, named "FILE [SCHEDULE]", each with its run, its plan and its schedule in
+// "execution", so that they compare as runs of one schedule each ("differs from A in:
+// schedule"). Any other document is returned as it is.
+std::vector<RunDocument> split_by_schedule(const RunDocument& run);
+
 std::string render_comparison(const std::vector<RunDocument>& runs);
 
 } // namespace ipusim

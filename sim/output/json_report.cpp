@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "sim/output/explanation.hpp"
+#include "sim/schedule/schedule.hpp"
 
 namespace ipusim {
 
@@ -129,29 +130,32 @@ Json run_json(const RunMetrics& r) {
                     {"idle", idle_json(m.idle)}});
   Json links = Json::array();
   for (const LinkTraffic& l : r.links) links.push_back({{"name", l.name}, {"bytes", l.bytes}});
-  return {{"mode", mode_name(r.mode)},
-          {"schedule", r.schedule},
-          {"stepTimeSeconds", r.step_time_s},
-          {"throughputSamplesPerSecond", r.throughput_samples_per_s},
-          {"throughputSequencesPerSecond", r.throughput_sequences_per_s},
-          {"latencySeconds", {{"mean", r.latency_s.mean}, {"min", r.latency_s.min}, {"max", r.latency_s.max}}},
-          {"bubbleFraction", r.bubble_fraction},
-          {"microBatchesPerStep", r.micro_batches},
-          {"samplesPerStep", r.samples},
-          {"replicas", r.replicas},
-          {"allreduceSeconds", r.allreduce_s},
-          {"allreduceShare", r.step_time_s > 0 ? r.allreduce_s / r.step_time_s : 0.0},
-          {"cycles", r.cycles},
-          {"syncSeconds", r.sync_seconds},
-          {"ipus", ipus},
-          {"timeShares", time_shares_json(r)},
-          {"bottleneck", bottleneck_json(r)},
-          {"links", links},
-          {"simulation",
-           {{"programSteps", r.simulation.steps_total},
-            {"simulatedSteps", r.simulation.steps_simulated},
-            {"simulatedInFull", r.simulation.not_periodic}}},
-          {"memory", memory_json(r.memory, ipus_placed(r))}};
+  Json out = {{"mode", mode_name(r.mode)},
+              {"schedule", r.schedule},
+              {"stepTimeSeconds", r.step_time_s},
+              {"throughputSamplesPerSecond", r.throughput_samples_per_s},
+              {"throughputSequencesPerSecond", r.throughput_sequences_per_s},
+              {"latencySeconds", {{"mean", r.latency_s.mean}, {"min", r.latency_s.min}, {"max", r.latency_s.max}}},
+              {"bubbleFraction", r.bubble_fraction},
+              {"microBatchesPerStep", r.micro_batches},
+              {"samplesPerStep", r.samples},
+              {"replicas", r.replicas},
+              {"allreduceSeconds", r.allreduce_s},
+              {"allreduceShare", r.step_time_s > 0 ? r.allreduce_s / r.step_time_s : 0.0},
+              {"cycles", r.cycles},
+              {"syncSeconds", r.sync_seconds},
+              {"ipus", ipus},
+              {"timeShares", time_shares_json(r)},
+              {"bottleneck", bottleneck_json(r)},
+              {"links", links},
+              {"simulation",
+               {{"programSteps", r.simulation.steps_total},
+                {"simulatedSteps", r.simulation.steps_simulated},
+                {"simulatedInFull", r.simulation.not_periodic}}},
+              {"memory", memory_json(r.memory, ipus_placed(r))}};
+  // Only on what-if runs, so other documents keep their shape.
+  if (r.mode == Mode::Pipelined && is_what_if_schedule(r.schedule)) out["whatIf"] = true;
+  return out;
 }
 
 namespace {

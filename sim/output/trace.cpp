@@ -53,14 +53,34 @@ std::string process_label(const RunMetrics& m) {
   return label;
 }
 
+// What a compute slice ran: "F" (forward), "BW" (a whole backward), "B" (the input's
+// gradient only) or "W" (the weights' only, zero-bubble orders); "" for updates.
+const char* work_of(const Event& e) {
+  if (e.pass == Pass::Forward) return "F";
+  if (e.pass != Pass::Backward) return "";
+  return e.gradients == Gradients::Input ? "B" : e.gradients == Gradients::Weights ? "W" : "BW";
+}
+
 std::string compute_name(const Event& e) {
   // An update after the flush covers every weight of its IPU; one every micro-batch, one stage's.
   if (e.pass == Pass::Update && e.stage < 0) return "weight update";
   std::string name = "stage " + std::to_string(e.stage);
+  const std::string work = work_of(e);
   if (e.pass == Pass::Update) name = "weight update " + name;
-  else name += e.pass == Pass::Backward ? " bwd" : " fwd";
+  // Perfetto colours a slice by its name with the digits left out, so each kind of work
+  // has its own word: B and W of a zero-bubble order do not share "bwd"'s colour.
+  else name += work == "F" ? " fwd" : work == "B" ? " bwd-input" : work == "W" ? " wgrad" : " bwd";
   if (e.micro_batch >= 0) name += " mb " + std::to_string(e.micro_batch);
   return name;
+}
+
+// chrome://tracing's reserved colour names (its color_scheme); Perfetto ignores "cname"
+// and colours by name (compute_name). F green, B and BW orange, W blue.
+const char* work_color(const std::string& work) {
+  if (work == "F") return "good";
+  if (work == "B" || work == "BW") return "bad";
+  if (work == "W") return "rail_load";
+  return "";
 }
 
 // What a transfer carried, when the log tells: the stage and micro-batch of a host
@@ -268,7 +288,7 @@ private:
 
   Json slice_json(const Slice& s) const {
     Json args = Json::object();
-    std::string name, category;
+    std::string name, category, color;
     const RunLog& log = sim_.runs[s.run].log;
     if (s.link == kIdleSlice) {
       const IdleSlice& idle = idle_slices_[s.run][s.index];
@@ -284,6 +304,10 @@ private:
         if (e.stage >= 0) args["stage"] = e.stage;
         if (e.micro_batch >= 0) args["microBatch"] = e.micro_batch;
         args["pass"] = pass_name(e.pass);
+        if (const std::string work = work_of(e); !work.empty()) {
+          args["work"] = work;
+          color = work_color(work);
+        }
         args["ipu"] = e.ipu;
         break;
       case EventKind::HostInput:
@@ -335,8 +359,10 @@ private:
       if (origin.micro_batch >= 0) args["microBatch"] = origin.micro_batch;
       category = t.src == -2 || t.dst == -2 ? "streaming-memory" : t.src < 0 || t.dst < 0 ? "host-io" : "copy";
     }
-    return {{"name", std::move(name)}, {"cat", category}, {"ph", "X"}, {"pid", s.pid}, {"tid", s.tid},
-            {"ts", s.ts}, {"dur", s.dur}, {"args", std::move(args)}};
+    Json slice = {{"name", std::move(name)}, {"cat", category}, {"ph", "X"}, {"pid", s.pid}, {"tid", s.tid},
+                  {"ts", s.ts}, {"dur", s.dur}, {"args", std::move(args)}};
+    if (!color.empty()) slice["cname"] = color;
+    return slice;
   }
 
   // One flow arrow ("s" on the sender's IPU track when the bytes start to move, "f" on

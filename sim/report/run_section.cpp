@@ -166,6 +166,12 @@ void run_section(Builder& b, const Input& in, std::size_t number, const std::str
                                                              : ""),
            chart::render(throughput), caption);
 
+  // (b) a document of `run --schedules`: bubble against stash per schedule, and the refused.
+  if (const auto schedules = schedule_memory_chart(name, runs))
+    b.figure(file_stem + "-schedules", schedules->title, chart::render(*schedules), caption);
+  for (const Json& f : array_at(doc, "schedulesRefused"))
+    b.paragraph("Schedule " + str(f, "schedule") + " refused [" + str(f, "rule") + "]: " + str(f, "message"), "note");
+
   // (c) utilisation per IPU, one bar per mode.
   chart::GroupedBarChart util;
   util.title = "Utilisation per IPU: " + name;

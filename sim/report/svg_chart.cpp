@@ -481,6 +481,7 @@ XScale x_scale_for(const LineChart& chart, const Frame& f) {
     for (const LinePoint& p : s.points) take(p.x);
   for (double x : chart.error_x) take(x);
   for (const Tick& t : chart.x_ticks) take(t.value);
+  for (const Tick& t : chart.x_lines) take(t.value);
   if (!std::isfinite(lo)) lo = chart.log_x ? 1 : 0, hi = chart.log_x ? 10 : 1;
   if (hi <= lo) {
     if (chart.log_x) lo /= 2, hi *= 2;
@@ -552,6 +553,13 @@ std::string render(const LineChart& chart) {
     svg.line(px, f.top, px, baseline, kErrorColor, 1, "stroke-dasharray=\"3 3\" stroke-opacity=\"0.6\"");
     svg.line(px - 5, baseline - 13, px + 5, baseline - 3, kErrorColor, 2, "class=\"error-mark\"");
     svg.line(px - 5, baseline - 3, px + 5, baseline - 13, kErrorColor, 2);
+  }
+
+  for (const Tick& t : chart.x_lines) {
+    if (!std::isfinite(t.value) || (chart.log_x && t.value <= 0)) continue;
+    const double px = xs.pixel(t.value);
+    svg.line(px, f.top, px, baseline, kTextColor, 1.5, "class=\"x-line\" stroke-dasharray=\"6 4\"");
+    svg.text(px - 4, f.top + 12, t.label, "end", 11);
   }
 
   for (std::size_t s = 0; s < chart.series.size(); ++s) {

@@ -121,6 +121,7 @@ struct LineChart {
   bool log_x = false;
   std::vector<Tick> x_ticks;   // empty: nice_ticks / log_ticks of the x range
   std::vector<double> error_x; // x positions of failed points, marked on the axis
+  std::vector<Tick> x_lines;   // dashed vertical lines across the plot, labelled at the top (a limit)
   TickFormat y_format;         // empty: short_number
   double y_max = 0;            // > 0: the y axis goes at least this high (panels sharing a scale)
   Frame frame;

@@ -279,6 +279,18 @@ void sweep_section(Builder& b, const Input& in, std::size_t number, const std::s
     }
   }
 
+  // A sweep over execution.schedule: bubble against stash, one point per point and schedule.
+  std::vector<const Json*> pipelined;
+  std::vector<const SweepPoint*> every;
+  for (const SweepPoint& p : in.points) {
+    every.push_back(&p);
+    if (p.ok)
+      for (const Json& r : array_at(p.report, "runs")) pipelined.push_back(&r);
+  }
+  if (const auto schedules = schedule_memory_chart(in.sweep_name, pipelined))
+    b.figure(in.sweep_name + "-schedules", schedules->title, chart::render(*schedules),
+             sweep_caption(in, every, x_key, ""));
+
   Table t;
   t.header = {"point", "id"};
   for (const AxisInfo& a : axes) t.header.push_back(a.key);

@@ -21,6 +21,9 @@ namespace ipusim {
 // HostRoundTrip: the end of one run of the device program; every IPU waits for the host.
 enum class StepKind { Compute, HostInput, HostOutput, Sync, Exchange, Send, Receive, StateLoad, StateStore, HostRoundTrip };
 enum class Pass { None, Forward, Backward, Update, AllReduce };
+// Which gradients a backward step computes: both (one backward block), or, under a
+// zero-bubble order, only the input's (B) or only the weights' (W). Traces colour them apart.
+enum class Gradients { Both, Input, Weights };
 
 std::string pass_name(Pass pass);
 
@@ -40,6 +43,7 @@ struct Step {
   int stage = -1;
   std::int64_t micro_batch = -1;
   Pass pass = Pass::None;
+  Gradients gradients = Gradients::Both;  // Pass::Backward only
   // Host streams with I/O tiles (numIOTiles): the stream runs alongside compute and the IPU
   // waits for it only at its next sync.
   bool overlapped = false;

@@ -280,6 +280,9 @@ void ProgramBuilder::compute(const PlanStage& stage, std::int64_t micro_batch, W
     s.seconds = work == Work::InputGradient ? stage.backward_seconds - stage.weight_gradient_seconds + recompute
                 : work == Work::WeightGradient ? stage.weight_gradient_seconds
                                                : stage.backward_seconds + recompute;
+    s.gradients = work == Work::InputGradient    ? Gradients::Input
+                  : work == Work::WeightGradient ? Gradients::Weights
+                                                 : Gradients::Both;
     append(stage.ipu, s);
   }
 }
