@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "cli_runner.hpp"
-#include "sim/output/units.hpp"
+#include "sim/base/units.hpp"
 #include "sim/report/sections.hpp"
 #include "temp_dir.hpp"
 

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "sim/output/json_report.hpp"
-#include "sim/output/units.hpp"
+#include "sim/base/units.hpp"
 
 namespace ipusim {
 

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "sim/output/units.hpp"
+#include "sim/base/units.hpp"
 #include "sim/report/run_fields.hpp"
 
 namespace ipusim::report {
