@@ -288,8 +288,27 @@ def main():
                 pass
         return i, r, problems, ratio
 
+    def summarise(done):
+        return {"runs": a.runs, "done": done, "seed": a.seed, "command": a.command,
+                "seconds": round(time.time() - started, 1), "exit_codes": tally,
+                "findings": len(findings), "rules": dict(sorted(rules.items(), key=lambda kv: -kv[1])),
+                "accepted_with_estimate": len(ratios),
+                "peak_over_estimate_max": max(ratios) if ratios else None,
+                "peak_over_estimate_median": sorted(ratios)[len(ratios) // 2] if ratios else None}
+
+    def write_summary(summary):
+        # Rewritten every 500 inputs, so a campaign stopped for lack of time still says how far it got.
+        path = os.path.join(a.out, "summary.json")
+        with open(path + ".tmp", "w") as f:
+            json.dump({**summary, "finding_list": findings}, f, indent=2)
+        os.replace(path + ".tmp", path)
+
+    done = 0
     with ThreadPoolExecutor(a.jobs) as pool:
         for i, r, problems, ratio in pool.map(one, range(a.runs)):
+            done += 1
+            if done % 500 == 0:
+                write_summary(summarise(done))
             tally[str(r["code"])] = tally.get(str(r["code"]), 0) + 1
             if r["code"] == 2:
                 m = re.search(r"\[([a-z0-9.-]+)\]\s*$", r["err"].decode("utf-8", "replace"))
@@ -307,13 +326,8 @@ def main():
                 with open(os.path.join(keep, "finding.txt"), "w") as f:
                     f.write("args: %r\nproblems: %r\nstderr:\n%s\n" % (inputs[i], problems, r["err"].decode("utf-8", "replace")))
                 findings.append({"input": i, "problems": problems})
-    summary = {"runs": a.runs, "seed": a.seed, "seconds": round(time.time() - started, 1), "exit_codes": tally,
-               "findings": len(findings), "rules": dict(sorted(rules.items(), key=lambda kv: -kv[1])),
-               "accepted_with_estimate": len(ratios),
-               "peak_over_estimate_max": max(ratios) if ratios else None,
-               "peak_over_estimate_median": sorted(ratios)[len(ratios) // 2] if ratios else None}
-    with open(os.path.join(a.out, "summary.json"), "w") as f:
-        json.dump({**summary, "finding_list": findings}, f, indent=2)
+    summary = summarise(done)
+    write_summary(summary)
     print(json.dumps(summary, indent=2))
     return 1 if findings else 0
 
