@@ -108,6 +108,22 @@ TEST_CASE("with unit costs the engine's step is the golden table's makespan, V p
   CHECK(v.schedule.stash_depth.size() == 7u);
 }
 
+TEST_CASE("a V whose middle stage is one annotated stage runs it as chunk 0, its chunk 1 empty", "[schedule][what-if]") {
+  // 7 annotated stages, stage 3 alone on IPU 3: the V's parts 3 and 4 are that stage and nothing.
+  const Json v7 = staged_chain({0, 1, 2, 3, 2, 1, 0});
+  OpTimes times = OpTimes::uniform(4, 2, 1 * ms, 1 * ms, 1 * ms);
+  times.f[3][1] = times.b[3][1] = times.w[3][1] = 0;
+  for (const char* name : {"zb-v", "v-half", "dualpipev"}) {
+    INFO(name);
+    const Lowered l = lower(v7, name, 8, 1 * ms);
+    const OrderTiming t = evaluate(make_order(name, 4, 2, 8, times), times);
+    CHECK(engine_step(l) == Approx(t.makespan).epsilon(1e-8));
+    // IPU 3 computes 8 micro-batches of one stage's F, B, W; the others two stages'.
+    CHECK(t.busy_seconds[3] == Approx(24 * ms));
+    CHECK(t.busy_seconds[0] == Approx(48 * ms));
+  }
+}
+
 TEST_CASE("stages sharing an IPU: each IPU runs its parts' ops in the evaluator's order", "[schedule][what-if]") {
   for (const char* name : {"zb-h1", "zb-h2"}) {
     INFO(name);
