@@ -125,7 +125,7 @@ TEST_CASE("a V whose middle stage is one annotated stage runs it as chunk 0, its
 }
 
 TEST_CASE("stages sharing an IPU: each IPU runs its parts' ops in the evaluator's order", "[schedule][what-if]") {
-  for (const char* name : {"zb-h1", "zb-h2"}) {
+  for (const char* name : {"zb-h1", "zb-h2", "1f1b"}) {
     INFO(name);
     const Lowered l = lower(heads_back, name, 8, 1 * ms);
     const OpTimes unit = OpTimes::uniform(5, 1, 1 * ms, 1 * ms, 1 * ms);
@@ -135,8 +135,11 @@ TEST_CASE("stages sharing an IPU: each IPU runs its parts' ops in the evaluator'
     CHECK(shared.makespan >= 2 * 8 * 3 * ms);
     CHECK(shared.makespan > evaluate(order, unit).makespan);  // the order alone overlaps them
     CHECK(engine_step(l) == Approx(shared.makespan).epsilon(1e-8));
-    // ZB-H1's limit is 1F1B's over the 5 parts (5-k for stage k); ZB-H2's twice that.
-    for (std::size_t k = 0; k < 5; ++k) CHECK(l.schedule.stash_depth[k] <= (name[4] == '1' ? 5 : 10));
+    // 1F1B holds 5-k for stage k of the 5 parts; ZB-H1's limit is that, ZB-H2's twice that.
+    for (std::size_t k = 0; k < 5; ++k) {
+      if (name[1] == 'f') CHECK(l.schedule.stash_depth[k] == static_cast<int>(5 - k));
+      CHECK(l.schedule.stash_depth[k] <= (std::string(name) == "zb-h2" ? 10 : 5));
+    }
   }
 }
 

@@ -78,12 +78,13 @@ PartLayout lay_out_parts(const ScheduleContext& ctx, const std::string& name) {
   auto ipu = [&](int k) { return plan.stages[static_cast<std::size_t>(k)].ipu; };
   const auto info = std::find_if(order_schedules().begin(), order_schedules().end(),
                                  [&](const OrderScheduleInfo& i) { return i.name == name; });
+  const int chunks = info == order_schedules().end() ? 1 : info->chunks;  // 1f1b: one part per stage
   PartLayout l;
-  if (info->chunks == 1) {
+  if (chunks == 1) {
     // One device per forward stage: P devices, those of stages on one IPU sharing it.
     l.devices = P;
     for (int k = 0; k < P; ++k) l.parts.push_back({whole(plan, k)});
-  } else if (info->chunks == 0) {
+  } else if (chunks == 0) {
     const int v = P / p;
     if (P % p != 0 || v < 2)
       refuse(ctx, "pipeline.virtual-stages",

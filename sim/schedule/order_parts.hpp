@@ -1,7 +1,7 @@
 #pragma once
 // The plan's forward stages as the parts of a schedule order (order_lowering.cpp): which
 // device and chunk of the order runs each stage, on which IPU, in how long. Zero-bubble
-// orders take one device per forward stage (stages sharing an IPU are devices on one IPU);
+// orders (and 1F1B) take one device per forward stage (stages sharing an IPU are devices on one IPU);
 // interleaved 1F1B takes the model's chunk structure (stage c*p+d on the IPU of stage d); the
 // V schedules take a V (stages j and 2p-1-j on one IPU; the two middle ones, which the plan
 // merges when nothing keeps them apart, split back as the model's pipelineStage annotations
