@@ -19,6 +19,12 @@ using Json = nlohmann::json;
 // One tile at 1 GHz doing 1 FLOP per cycle at efficiency 1: an op of F FLOPs per
 // sample takes F * microBatchSize nanoseconds. Links: full mesh, bandwidth B bytes/s,
 // latency 0. No syncs. Pair with costModel "compute" (no on-chip exchange term).
+// A pipelined training step of G micro-batches under `schedule`, costed on the compute model, no host I/O.
+inline Json pipelined_training(const std::string& schedule, int G) {
+  return {{"training", true}, {"gradientAccumulation", G}, {"hostIo", false}, {"costModel", "compute"},
+          {"schedule", schedule}, {"mode", "pipelined"}};
+}
+
 inline Json zero_overhead_config(int ipus, double link_bandwidth = 1e9) {
   Json links = Json::array();
   for (int a = 0; a < ipus; ++a)

@@ -57,10 +57,12 @@ TEST_CASE("1F1B: bubble over ideal time is (p-1)/m, at most p micro-batches in f
   CHECK(schedule_of(four_equal, fast_links, training("gpipe", 8)).stash_depth == std::vector<int>{8, 8, 8, 8});
 }
 
-TEST_CASE("GPU-style schedules need one forward stage per IPU", "[schedule]") {
+TEST_CASE("GPU-style schedules need one forward stage per IPU, but training 1F1B runs from its order", "[schedule]") {
   const Json wrap = chain_model({{0, 1e6, 0}, {1, 1e6, 1}, {0, 1e6, 2}}, 250);
-  CHECK(rule_of([&] { schedule_of(wrap, zero_overhead_config(2), training("1f1b", 8)); }) ==
+  CHECK(rule_of([&] { schedule_of(wrap, zero_overhead_config(2), training("gpipe", 8)); }) ==
         "pipeline.one-stage-per-ipu");
+  // 1F1B over the 3 parts, two on IPU 0: stage k holds 3-k micro-batches.
+  CHECK(schedule_of(wrap, zero_overhead_config(2), training("1f1b", 8)).stash_depth == std::vector<int>{3, 2, 1});
 }
 
 TEST_CASE("TF Grouped: ramp-up of N forward steps, then backward and forward steps alternate", "[schedule]") {

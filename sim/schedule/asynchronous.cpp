@@ -1,6 +1,7 @@
 // GPU-style asynchronous schedules: no lockstep; each IPU runs its list of stage tasks
 // in order, a task starting as soon as its input copy has arrived, its output copies
-// sent without waiting. One forward stage per IPU, as in the GPU literature.
+// sent without waiting. One forward stage per IPU, as in the GPU literature (training 1F1B
+// with several on an IPU runs from its order, order_lowering.cpp).
 // - GPipe (Huang et al. 2019): all forwards, then all backwards.
 // - 1F1B / PipeDream-Flush (Narayanan et al. 2021): stage s runs min(p-s-1, m) warm-up
 //   forwards, then alternates one forward and one backward, then drains its backwards.
@@ -38,11 +39,16 @@ Schedule build_async(const ScheduleContext& ctx, Order order) {
   const int p = plan.forward_stage_count;
   const int L = plan.loss_stage;
   const std::string name = order == Order::GPipe ? "gpipe" : "1f1b";
-  for (const PlanIpu& ipu : plan.ipus)
+  for (const PlanIpu& ipu : plan.ipus) {
+    // Training 1F1B with stages sharing an IPU runs from its order over one part per stage
+    // (order_lowering.cpp: each IPU runs its stages' ops in the shared-IPU evaluator's order).
+    if (order == Order::OneFOneB && plan.training && ipu.stages.size() > 2u) return build_from_order(ctx);
     if (ipu.stages.size() > (plan.training ? 2u : 1u))
       throw InputError(ctx.scenario.model.file, "/ops", "pipeline.one-stage-per-ipu",
                        "the " + name + " schedule runs one forward stage per IPU, but IPU " + std::to_string(ipu.id) +
-                           " holds several (stages that return to an IPU need popart or tf-grouped)");
+                           " holds several (stages that return to an IPU need popart or tf-grouped" +
+                           (order == Order::OneFOneB ? std::string(", or training for 1f1b)") : std::string(")")));
+  }
   const std::int64_t m = ctx.depth();
   ProgramBuilder b(ctx, name, ctx.recompute());
   auto forward = [&](const PlanStage& fwd, std::int64_t mb) {

@@ -49,7 +49,7 @@ private:
 
 } // namespace
 
-OrderTiming evaluate(const ScheduleOrder& o, const OpTimes& times, double hop) {
+OrderTiming evaluate(const ScheduleOrder& o, const OpTimes& times, double hop, const std::vector<int>& ipu_of_device) {
   Done done(o);
   const auto D = static_cast<std::size_t>(o.devices);
   OrderTiming t;
@@ -58,7 +58,9 @@ OrderTiming evaluate(const ScheduleOrder& o, const OpTimes& times, double hop) {
   t.busy_span.assign(D, 0);
   t.busy_seconds.assign(D, 0);
   std::vector<std::size_t> next(D, 0);
-  std::vector<double> free(D, 0);
+  std::vector<int> ipu(D);
+  for (std::size_t d = 0; d < D; ++d) ipu[d] = ipu_of_device.empty() ? static_cast<int>(d) : ipu_of_device[d];
+  std::vector<double> free(static_cast<std::size_t>(*std::max_element(ipu.begin(), ipu.end()) + 1), 0);
   // When op `op` of device d may start: -1 while a dependency is not done.
   auto ready = [&](int d, const OrderOp& op) {
     const PartRef r = o.part(d, op.chunk);
@@ -93,27 +95,34 @@ OrderTiming evaluate(const ScheduleOrder& o, const OpTimes& times, double hop) {
     if (op.kind == OpKind::B || op.kind == OpKind::BW) done.at(r, op.micro, 1) = end;
     if (op.kind == OpKind::W || op.kind == OpKind::BW) done.at(r, op.micro, 2) = end;
   };
-  for (bool progress = true; progress;) {
-    progress = false;
-    for (int d = 0; d < o.devices; ++d) {
-      const auto& ops = o.ops[static_cast<std::size_t>(d)];
-      auto& i = next[static_cast<std::size_t>(d)];
-      while (i < ops.size()) {
-        // DualPipe's pairs run F then BW: an IPU's tiles compute one op at a time (on a GPU
-        // the pair overlaps one chunk's communication with the other's compute).
-        const double at = ready(d, ops[i]);
-        if (at < 0) break;
-        const double start = std::max(at, free[static_cast<std::size_t>(d)]);
-        const double seconds = cost(d, ops[i]);
-        t.start[static_cast<std::size_t>(d)].push_back(start);
-        t.end[static_cast<std::size_t>(d)].push_back(start + seconds);
-        finish(d, ops[i], start + seconds);
-        free[static_cast<std::size_t>(d)] = start + seconds;
-        t.busy_seconds[static_cast<std::size_t>(d)] += seconds;
-        ++i;
-        progress = true;
-      }
-    }
+  // Each device's next op, with the time it can start (-1: waiting for a dependency); an op
+  // is placed at the earliest start among them. DualPipe's pairs run F then BW: an IPU's
+  // tiles compute one op at a time (on a GPU the pair overlaps one chunk's communication
+  // with the other's compute). Placing an op changes only the candidates of its own IPU and
+  // of the devices waiting for it, so candidates are recomputed lazily by device.
+  std::vector<double> candidate(D, -1);
+  auto refresh = [&](std::size_t d) {
+    candidate[d] = -1;
+    if (next[d] >= o.ops[d].size()) return;
+    const double at = ready(static_cast<int>(d), o.ops[d][next[d]]);
+    if (at >= 0) candidate[d] = std::max(at, free[static_cast<std::size_t>(ipu[d])]);
+  };
+  for (std::size_t d = 0; d < D; ++d) refresh(d);
+  for (;;) {
+    std::size_t best = D;
+    for (std::size_t d = 0; d < D; ++d)
+      if (candidate[d] >= 0 && (best == D || candidate[d] < candidate[best])) best = d;
+    if (best == D) break;
+    const OrderOp& op = o.ops[best][next[best]];
+    const double start = candidate[best], seconds = cost(static_cast<int>(best), op);
+    t.start[best].push_back(start);
+    t.end[best].push_back(start + seconds);
+    t.sequence.emplace_back(static_cast<int>(best), next[best]);
+    finish(static_cast<int>(best), op, start + seconds);
+    free[static_cast<std::size_t>(ipu[best])] = start + seconds;
+    t.busy_seconds[best] += seconds;
+    ++next[best];
+    for (std::size_t d = 0; d < D; ++d) refresh(d);
   }
   for (std::size_t d = 0; d < D; ++d) {
     if (next[d] < o.ops[d].size())

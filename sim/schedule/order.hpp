@@ -7,6 +7,7 @@
 // direction), the others one. Plain data and arithmetic: no plan, no engine.
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace ipusim {
@@ -53,6 +54,10 @@ struct OpTimes {
 // The order timed by list scheduling: an op starts when its device is free and what it depends
 // on is done (F of part k: F of part k-1; B or BW of part k: B of part k+1, or F of the last
 // part; W: B of its part), plus `hop` seconds when that dependency ran on another device.
+// `ipu_of_device` (empty: each device its own) puts devices on shared processors: ops of
+// devices on one IPU never overlap. Ops are placed one at a time, the one that can start
+// earliest first (ties: the lower device), so `sequence` (the placement order) is a
+// topological order of the ops and every IPU's ops in it are in start order: the IPU's program.
 // Activation peaks follow the order (they do not depend on times): a device holds a chunk's
 // activations (weight 1/chunks per micro-batch) from its F until its B (F..B) or its W (F..W).
 struct OrderTiming {
@@ -61,8 +66,10 @@ struct OrderTiming {
   std::vector<double> busy_seconds;   // [device]: time computing
   std::vector<double> peak_fb, peak_fw;  // [device]
   std::vector<std::vector<double>> start, end;  // [device][op]
+  std::vector<std::pair<int, std::size_t>> sequence;  // (device, op index) in placement order
 };
-OrderTiming evaluate(const ScheduleOrder& order, const OpTimes& times, double hop = 0);
+OrderTiming evaluate(const ScheduleOrder& order, const OpTimes& times, double hop = 0,
+                     const std::vector<int>& ipu_of_device = {});
 
 // One line per device as schedule-orders-p4-m8.txt writes it ("F0.1 B0.1 (F3&BW5) ...").
 std::vector<std::string> order_lines(const ScheduleOrder& order);

@@ -1,27 +1,38 @@
 // The what-if schedules (order.hpp) as per-IPU programs. The plan's forward stages are the
-// order's parts; each F, B, W or BW becomes its compute step on the part's IPU, with the
-// stage's copies: received before, sent after, asynchronously as under 1F1B (a copy exists only
-// between parts on different IPUs). Weight update, replicas and all-reduce as for 1F1B. The
-// programs are unrolled (an order is not periodic in general), so their size grows with G.
+// order's parts (order_parts.hpp); the order is timed by the list-scheduling evaluator under
+// the plan's costs with the devices on their IPUs (ops of parts on one IPU never overlap), and
+// each IPU runs its parts' ops in evaluated start order: the evaluator places one op at a time,
+// so that is one topological order for all IPUs and the programs cannot deadlock. Each F, B, W
+// or BW becomes its compute step on the part's IPU, with the stage's copies: received before,
+// sent after, asynchronously as under 1F1B (a copy exists only between stages on different
+// IPUs). Weight update, replicas and all-reduce as for 1F1B. Where an IPU's sequence repeats
+// itself one or more micro-batches further (a 1F1B-like steady phase, found on the sequence and
+// checked op for op), the program is its warm-up, a loop of one period and its cool-down, so
+// the engine skips the periods of the steady state; elsewhere it is unrolled.
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
 
 #include "sim/io/input_error.hpp"
 #include "sim/schedule/order.hpp"
+#include "sim/schedule/order_parts.hpp"
+#include "sim/schedule/order_period.hpp"
 #include "sim/schedule/schedule.hpp"
 
 namespace ipusim {
 
 namespace {
 
-// The programs are unrolled, so memory and build time grow with G (about 20 KiB per micro-batch
-// on a 4-IPU plan): refused here, in milliseconds, rather than after gigabytes of orders.
-constexpr std::int64_t kMaxWhatIfDepth = 65536;
-
 [[noreturn]] void refuse(const ScheduleContext& ctx, const std::string& rule, const std::string& message) {
   throw InputError(ctx.scenario.file, ctx.scenario.execution_pointer("schedule"), rule, message);
 }
+
+// Orders are built in full before they are lowered (about 1.7 KiB per micro-batch on BERT's
+// 5-stage plan with the generator's and the evaluator's work: 457 MB at 2^18); unrolled
+// programs take about 20 KiB per micro-batch on a 4-IPU plan. Refused here, in milliseconds,
+// rather than after gigabytes.
+constexpr std::int64_t kMaxUnrolledDepth = 65536;
+constexpr std::int64_t kMaxOrderDepth = 1 << 18;
 
 } // namespace
 
@@ -36,108 +47,116 @@ Schedule build_from_order(const ScheduleContext& ctx) {
   const std::string& name = ctx.scenario.execution.schedule;
   if (!plan.training)
     refuse(ctx, "pipeline.training-only", name + " orders forward and backward passes; this run is inference");
-  const int P = plan.forward_stage_count, L = plan.loss_stage;
-  const int p = static_cast<int>(plan.ipus.size());
-  const auto info = std::find_if(order_schedules().begin(), order_schedules().end(),
-                                 [&](const OrderScheduleInfo& i) { return i.name == name; });
-  const int v = P / p;
+  const int L = plan.loss_stage;
   if (name == "dualpipe")
     refuse(ctx, "pipeline.dualpipe-placement",
            "dualpipe runs two pipelines in opposite directions, IPU d holding stages d and p-1-d (two copies of "
            "the weights); a plan holds one pipeline, so lowering it to IPU programs is not built yet (its order "
            "and timing are in sim/schedule/order.hpp)");
-  if (info->chunks == 2 && name != "interleaved-1f1b")
-    refuse(ctx, "pipeline.v-placement",
-           name + " needs the V placement (parts d and 2p-1-d on IPU d), whose two middle parts share an IPU and "
-                  "are merged into one plan stage; lowering it to IPU programs is not built yet (its order and "
-                  "timing are in sim/schedule/order.hpp)");
-  if (P % p != 0 || (info->chunks == 1 && v != 1) || (info->chunks == 0 && v < 2))
-    refuse(ctx, "pipeline.virtual-stages",
-           name + (info->chunks == 1 ? " runs one forward stage per IPU" : " runs v >= 2 forward stages per IPU") +
-               "; this model has " + std::to_string(P) + " forward stages on " + std::to_string(p) + " IPUs");
-  // Part c*p+d on the IPU of part d (interleaved; v = 1: every part on its own IPU).
-  std::vector<int> ipu_of_device;
-  for (int d = 0; d < p; ++d) ipu_of_device.push_back(plan.stages[static_cast<std::size_t>(d)].ipu);
-  for (int k = 0; k < P; ++k)
-    if (plan.stages[static_cast<std::size_t>(k)].ipu != ipu_of_device[static_cast<std::size_t>(k % p)])
-      refuse(ctx, "pipeline.virtual-stages",
-             name + " needs forward stage c*p+d on the IPU of stage d (p = " + std::to_string(p) + "); stage " +
-                 std::to_string(k) + " is on IPU " + std::to_string(plan.stages[static_cast<std::size_t>(k)].ipu));
+  const PartLayout layout = lay_out_parts(ctx, name);
   const std::int64_t m = ctx.depth();
-  if (m > kMaxWhatIfDepth)
+  if (m > kMaxOrderDepth)
     depth_error(ctx, "pipeline.what-if-depth",
-                name + " is simulated unrolled (its order is not periodic in general): at most " +
-                    std::to_string(kMaxWhatIfDepth) + " micro-batches per step, this run has " + std::to_string(m) +
+                name + " builds its order micro-batch by micro-batch before simulating it: at most " +
+                    std::to_string(kMaxOrderDepth) + " micro-batches per step, this run has " + std::to_string(m) +
                     "; the bubble is a fixed cost per step, so a smaller G shows it as well");
-  auto backward_of = [&](int k) -> const PlanStage& {
-    return plan.stages[static_cast<std::size_t>(k == L ? L : 2 * L - k)];
-  };
-  OpTimes times = OpTimes::uniform(p, v, 0, 0, 0);
-  for (int k = 0; k < P; ++k) {
-    const auto d = static_cast<std::size_t>(k % p), c = static_cast<std::size_t>(k / p);
-    const PlanStage& bwd = backward_of(k);
-    times.f[d][c] = plan.stages[static_cast<std::size_t>(k)].forward_seconds;
-    times.w[d][c] = bwd.weight_gradient_seconds;
-    times.b[d][c] = bwd.backward_seconds - bwd.weight_gradient_seconds +
-                    (ctx.recompute() && k != L ? bwd.recompute_seconds : 0.0);
-  }
-  // What W still needs of a stage's activations: its share of the backward's time, as a proxy
-  // for dW's inputs (X and dY) against everything B reads.
-  double w_share = 0, backward = 0;
-  for (int k = 0; k < P; ++k) w_share += backward_of(k).weight_gradient_seconds, backward += backward_of(k).backward_seconds;
-  w_share = backward > 0 ? std::clamp(w_share / backward, 0.0, 1.0) : 1.0;
   ScheduleOrder order;
   try {
-    order = make_order(name, p, v, m, times, w_share);
+    order = make_order(name, layout.devices, layout.chunks, m, layout.times, layout.w_share);
   } catch (const std::invalid_argument& e) {
     const std::string what = e.what();
     const auto colon = what.find(": ");
     depth_error(ctx, what.substr(0, colon), what.substr(colon + 2));
   }
+  const OrderTiming timing = evaluate(order, layout.times, 0, layout.ipu_of_device);
+  // Each IPU's ops in placement order, and the periodic phase of each.
+  std::vector<int> ipus;
+  for (const PlanIpu& ipu : plan.ipus) ipus.push_back(ipu.id);
+  std::vector<std::vector<SequencedOp>> sequence(ipus.size());
+  auto slot = [&](int ipu) { return static_cast<std::size_t>(std::find(ipus.begin(), ipus.end(), ipu) - ipus.begin()); };
+  for (const auto& [d, i] : timing.sequence)
+    sequence[slot(layout.ipu_of_device[static_cast<std::size_t>(d)])].push_back(
+        {d, order.ops[static_cast<std::size_t>(d)][i]});
+  std::vector<Period> period;
+  std::vector<std::size_t> lengths;
+  for (const auto& ops : sequence) period.push_back(find_period(ops)), lengths.push_back(ops.size());
+  align_periods(period, lengths);
+  std::int64_t unrolled = 0;
+  for (std::size_t i = 0; i < sequence.size(); ++i)
+    unrolled = std::max(unrolled, static_cast<std::int64_t>(lengths[i]) -
+                                      static_cast<std::int64_t>(period[i].length) * (period[i].times - 1));
+  // An unrolled IPU program of more than kMaxUnrolledDepth micro-batches' ops (3 per part).
+  if (unrolled > 3 * static_cast<std::int64_t>(plan.forward_stage_count) * kMaxUnrolledDepth)
+    depth_error(ctx, "pipeline.what-if-depth",
+                name + "'s order for this plan has no steady phase that repeats micro-batch by micro-batch, so it is "
+                       "simulated unrolled: at most " + std::to_string(kMaxUnrolledDepth) +
+                    " micro-batches per step, this run has " + std::to_string(m) +
+                    "; the bubble is a fixed cost per step, so a smaller G shows it as well");
+
   ProgramBuilder b(ctx, name, ctx.recompute());
-  b.repeat("batches", ctx.batches(), m, [&] {
-    for (int d = 0; d < p; ++d)
-      for (const OrderOp& op : order.ops[static_cast<std::size_t>(d)]) {
-        const int k = op.chunk * p + d;
-        const PlanStage& fwd = plan.stages[static_cast<std::size_t>(k)];
-        if (op.kind == OpKind::F) {
-          b.receive(fwd.ipu, ctx.copies_into(fwd.id, false));
-          b.host_input(fwd, op.micro);
-          b.compute(fwd, op.micro, Work::ForwardOnly);
-          b.host_output(fwd, op.micro);
-          b.send(fwd.ipu, ctx.copies_from(fwd.id, false));
-          continue;
-        }
-        const PlanStage& bwd = backward_of(k);
-        if (op.kind == OpKind::W) {
-          b.compute(bwd, op.micro, Work::WeightGradient);
-          continue;
-        }
-        b.receive(fwd.ipu, ctx.copies_into(bwd.id, true));
-        b.compute(bwd, op.micro, op.kind == OpKind::B ? Work::InputGradient : (k == L ? Work::BackwardOnly : Work::All));
-        b.send(fwd.ipu, ctx.copies_from(bwd.id, true));
+  auto emit = [&](const SequencedOp& s) {
+    const OrderOp& op = s.op;
+    const OrderPart& part = layout.parts[static_cast<std::size_t>(s.device)][static_cast<std::size_t>(op.chunk)];
+    if (part.stage < 0) return;
+    const PlanStage& fwd = part.forward;
+    const PlanStage& bwd = part.backward;
+    if (op.kind == OpKind::F) {
+      if (part.first) {
+        b.receive(fwd.ipu, ctx.copies_into(fwd.id, false));
+        b.host_input(fwd, op.micro);
       }
+      b.compute(fwd, op.micro, Work::ForwardOnly);
+      if (part.last) {
+        b.host_output(fwd, op.micro);
+        b.send(fwd.ipu, ctx.copies_from(fwd.id, false));
+      }
+      return;
+    }
+    if (op.kind == OpKind::W) {
+      b.compute(bwd, op.micro, Work::WeightGradient);
+      return;
+    }
+    if (part.last) b.receive(fwd.ipu, ctx.copies_into(bwd.id, true));
+    b.compute(bwd, op.micro,
+              op.kind == OpKind::B ? Work::InputGradient : (part.stage == L ? Work::BackwardOnly : Work::All));
+    if (part.first) b.send(fwd.ipu, ctx.copies_from(bwd.id, true));
+  };
+  b.repeat("batches", ctx.batches(), m, [&] {
+    int steady = -1;
+    for (std::size_t i = 0; i < sequence.size(); ++i) {
+      const auto& ops = sequence[i];
+      const Period& per = period[i];
+      for (std::size_t k = 0; k < per.first; ++k) emit(ops[k]);
+      steady = b.repeat(name + " steady phase", per.times, per.stride, [&] {
+        for (std::size_t k = per.first; k < per.first + per.length; ++k) emit(ops[k]);
+      }, steady);
+      for (std::size_t k = per.first + per.length * static_cast<std::size_t>(per.times); k < ops.size(); ++k)
+        emit(ops[k]);
+    }
     b.weight_updates(/*all_at_once=*/true);
   });
   // Stashes from the order: a part holds a micro-batch in full from its F to its B and W's share
   // of it from B to W, the limit the greedy orders were built under; the memory model stashes
-  // whole micro-batches, so the peak is rounded up.
-  std::vector<int> stash(static_cast<std::size_t>(P), 0);
-  for (int k = 0; k < P; ++k) {
-    const auto d = static_cast<std::size_t>(k % p);
-    double to_b = 0, to_w = 0, peak = 0;
-    for (const OrderOp& op : order.ops[d]) {
-      if (op.chunk != k / p) continue;
-      if (op.kind == OpKind::F) to_b += 1;
-      if (op.kind == OpKind::B) to_b -= 1, to_w += 1;
-      if (op.kind == OpKind::W) to_w -= 1;
-      if (op.kind == OpKind::BW) to_b -= 1;
-      peak = std::max(peak, to_b + w_share * to_w);
+  // whole micro-batches of a stage, so the peak is rounded up (a stage split in two parts
+  // stashes the larger of its parts' peaks).
+  std::vector<int> stash(static_cast<std::size_t>(plan.forward_stage_count), 0);
+  for (int d = 0; d < layout.devices; ++d)
+    for (int c = 0; c < layout.chunks; ++c) {
+      const OrderPart& part = layout.parts[static_cast<std::size_t>(d)][static_cast<std::size_t>(c)];
+      if (part.stage < 0) continue;
+      double to_b = 0, to_w = 0, peak = 0;
+      for (const OrderOp& op : order.ops[static_cast<std::size_t>(d)]) {
+        if (op.chunk != c) continue;
+        if (op.kind == OpKind::F) to_b += 1;
+        if (op.kind == OpKind::B) to_b -= 1, to_w += 1;
+        if (op.kind == OpKind::W) to_w -= 1;
+        if (op.kind == OpKind::BW) to_b -= 1;
+        peak = std::max(peak, to_b + layout.w_share * to_w);
+      }
+      int& depth = stash[static_cast<std::size_t>(part.stage)];
+      depth = std::max(depth, static_cast<int>(std::ceil(peak - 1e-9)));
     }
-    stash[static_cast<std::size_t>(k)] = static_cast<int>(std::ceil(peak - 1e-9));
-  }
-  Schedule schedule = b.finish(ctx.batches() * m, 0, stash);
-  return schedule;
+  return b.finish(ctx.batches() * m, 0, stash);
 }
 
 } // namespace ipusim

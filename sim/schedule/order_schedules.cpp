@@ -11,16 +11,17 @@ const std::vector<OrderScheduleInfo>& order_schedules() {
        "what-if: Megatron's interleaved 1F1B, v model chunks per IPU (chunk c of IPU d is part c*p+d)",
        "G a multiple of the IPUs p in the pipeline; v >= 2 forward stages per IPU, stage c*p+d on IPU d (the model's annotations)", 0},
       {"zb-h1", "what-if: zero bubble ZB-H1, backward split into B and W, greedy order under 1F1B's memory (p)",
-       "one forward stage per IPU", 1},
-      {"zb-h2", "what-if: zero bubble ZB-H2, greedy order under twice 1F1B's memory (2p micro-batches)", "one forward stage per IPU", 1},
-      {"zb-v", "what-if: zero bubble ZB-V, two chunks per IPU in a V (parts d and 2p-1-d), memory p", "order only: not yet lowered to IPU programs", 2},
-      {"v-half", "what-if: V-Half (controllable memory), V placement, about half of 1F1B's activations", "order only: not yet lowered to IPU programs", 2},
-      {"v-min", "what-if: V-Min (controllable memory), V placement, about a third of 1F1B's activations", "order only: not yet lowered to IPU programs", 2},
+       "any placement: one part per forward stage, stages on one IPU share it", 1},
+      {"zb-h2", "what-if: zero bubble ZB-H2, greedy order under twice 1F1B's memory (2p micro-batches)",
+       "any placement: one part per forward stage, stages on one IPU share it", 1},
+      {"zb-v", "what-if: zero bubble ZB-V, two chunks per IPU in a V (parts d and 2p-1-d), memory p", "a V: stage j on the IPU of stage 2p-1-j (the middle two merged or not)", 2},
+      {"v-half", "what-if: V-Half (controllable memory), V placement, about half of 1F1B's activations", "a V: stage j on the IPU of stage 2p-1-j (the middle two merged or not)", 2},
+      {"v-min", "what-if: V-Min (controllable memory), V placement, about a third of 1F1B's activations", "a V: stage j on the IPU of stage 2p-1-j (the middle two merged or not)", 2},
       {"dualpipe",
        "what-if: DeepSeek DualPipe, half the micro-batches from each end, each IPU holds stages d and p-1-d "
        "(two copies of the weights)",
-       "p even; G even and >= 2p; order only: not yet lowered to IPU programs", 2},
-      {"dualpipev", "what-if: DualPipeV, DualPipe folded onto a V (one copy of the weights)", "G >= 2p; order only: not yet lowered to IPU programs", 2},
+       "p even; G even and >= 2p; order only: not yet lowered to IPU programs (a plan holds one pipeline)", 2},
+      {"dualpipev", "what-if: DualPipeV, DualPipe folded onto a V (one copy of the weights)", "G >= 2p; a V: stage j on the IPU of stage 2p-1-j (the middle two merged or not)", 2},
   };
   return registry;
 }

@@ -131,6 +131,23 @@ Stages eager(const Stages& st) {
   return start;
 }
 
+// The k-th smallest (from 0) of the slots of two ascending lists, as sorting their union
+// would give it, in logarithmic time (W's dependency: the k-th B of either chunk). The lists
+// stay ascending while ops are squeezed: an op moves only earlier, and never before the op
+// of the micro-batch ahead of it.
+std::int64_t kth_of_both(const Times& a, const Times& b, std::size_t k) {
+  std::int64_t low = std::min(a.empty() ? kNone : a.front(), b.empty() ? kNone : b.front());
+  std::int64_t high = std::max(a.empty() ? low : a.back(), b.empty() ? low : b.back());
+  while (low < high) {  // the least slot with more than k slots at or below it
+    const std::int64_t mid = low + (high - low) / 2;
+    const auto at_or_below = static_cast<std::size_t>(std::upper_bound(a.begin(), a.end(), mid) - a.begin()) +
+                             static_cast<std::size_t>(std::upper_bound(b.begin(), b.end(), mid) - b.begin());
+    if (at_or_below > k) high = mid;
+    else low = mid + 1;
+  }
+  return low;
+}
+
 Stages reorder(Stages st, bool consider_w) {
   if (consider_w)
     for (Stage& s : st) s = put_w(s, false);
@@ -156,12 +173,7 @@ Stages reorder(Stages st, bool consider_w) {
     if ((t == 0 || t == 2) && d > 0) deps = std::max(deps, st[d - 1][T][mb]);
     if ((t == 1 || t == 3) && d + 1 < st.size()) deps = std::max(deps, st[d + 1][T][mb]);
     if (t > 0 && t < 4) deps = std::max(deps, st[d][T - 1][mb]);
-    if (t == 4) {
-      Times b = st[d][2];
-      b.insert(b.end(), st[d][3].begin(), st[d][3].end());
-      std::sort(b.begin(), b.end());
-      deps = std::max(deps, b[mb]);
-    }
+    if (t == 4) deps = std::max(deps, kth_of_both(st[d][2], st[d][3], mb));
     if (mb > 0) deps = std::max(deps, st[d][T][mb - 1]);
     bool ok = false;
     for (std::int64_t at = deps + 1; at < slot && !ok; ++at)

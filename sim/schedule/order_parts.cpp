@@ -1,0 +1,148 @@
+#include "sim/schedule/order_parts.hpp"
+
+#include <algorithm>
+#include <sstream>
+
+#include "sim/io/input_error.hpp"
+
+namespace ipusim {
+
+namespace {
+
+[[noreturn]] void refuse(const ScheduleContext& ctx, const std::string& rule, const std::string& message) {
+  throw InputError(ctx.scenario.file, ctx.scenario.execution_pointer("schedule"), rule, message);
+}
+
+std::string ipus_of_stages(const Plan& plan) {
+  std::ostringstream out;
+  for (int k = 0; k < plan.forward_stage_count; ++k) out << (k ? ", " : "") << plan.stages[static_cast<std::size_t>(k)].ipu;
+  return "[" + out.str() + "]";
+}
+
+OrderPart whole(const Plan& plan, int k) {
+  OrderPart part;
+  part.stage = k;
+  part.forward = plan.stages[static_cast<std::size_t>(k)];
+  part.backward = backward_of(plan, k);
+  return part;
+}
+
+// The V's merged middle stage k as two parts: the ops of the lower half of its annotated
+// stages (pipelineStage ids) first, the rest second. Without pipelineStage annotations (or
+// with one annotated stage) the whole stage is the first part and the second is empty.
+std::pair<OrderPart, OrderPart> split_middle(const ScheduleContext& ctx, int k) {
+  const Plan& plan = ctx.plan;
+  OrderPart first = whole(plan, k), second;
+  const PlanStage& stage = plan.stages[static_cast<std::size_t>(k)];
+  const auto& annotated = stage.annotated_stages;
+  const auto& ops = ctx.scenario.model.ops;
+  const bool annotated_by_stage = std::all_of(stage.ops.begin(), stage.ops.end(), [&](std::size_t op) {
+    return ops[op].pipeline_stage.has_value();
+  });
+  if (annotated.size() < 2 || !annotated_by_stage) return {first, second};
+  const std::int64_t last_of_first = annotated[(annotated.size() - 1) / 2];
+  double f = 0, b = 0, w = 0;
+  for (std::size_t op : stage.ops) {
+    if (*ops[op].pipeline_stage > last_of_first) continue;
+    f += plan.op_timings[op].forward.cycles() / plan.clock_hz;
+    b += plan.op_timings[op].backward.cycles() / plan.clock_hz;
+    w += plan.op_timings[op].backward.weight_gradient_cycles / plan.clock_hz;
+  }
+  second = first;
+  first.last = false;
+  second.first = false;
+  auto share = [](OrderPart& part, double fwd, double bwd, double wgrad, bool recomputes) {
+    part.forward.forward_seconds = fwd;
+    part.backward.backward_seconds = bwd;
+    part.backward.weight_gradient_seconds = wgrad;
+    if (recomputes) part.backward.recompute_seconds = fwd;
+  };
+  const bool recomputes = k != plan.loss_stage;
+  const PlanStage& bwd = backward_of(plan, k);
+  share(second, stage.forward_seconds - f, bwd.backward_seconds - b, bwd.weight_gradient_seconds - w, recomputes);
+  share(first, f, b, w, recomputes);
+  return {first, second};
+}
+
+} // namespace
+
+const PlanStage& backward_of(const Plan& plan, int k) {
+  const int L = plan.loss_stage;
+  return plan.stages[static_cast<std::size_t>(k == L ? L : 2 * L - k)];
+}
+
+PartLayout lay_out_parts(const ScheduleContext& ctx, const std::string& name) {
+  const Plan& plan = ctx.plan;
+  const int P = plan.forward_stage_count;
+  const int p = static_cast<int>(plan.ipus.size());
+  auto ipu = [&](int k) { return plan.stages[static_cast<std::size_t>(k)].ipu; };
+  const auto info = std::find_if(order_schedules().begin(), order_schedules().end(),
+                                 [&](const OrderScheduleInfo& i) { return i.name == name; });
+  const int chunks = info == order_schedules().end() ? 1 : info->chunks;  // 1f1b: one part per stage
+  PartLayout l;
+  if (chunks == 1) {
+    // One device per forward stage: P devices, those of stages on one IPU sharing it.
+    l.devices = P;
+    for (int k = 0; k < P; ++k) l.parts.push_back({whole(plan, k)});
+  } else if (chunks == 0) {
+    const int v = P / p;
+    if (P % p != 0 || v < 2)
+      refuse(ctx, "pipeline.virtual-stages",
+             name + " runs v >= 2 forward stages per IPU; this model has " + std::to_string(P) + " forward stages on " +
+                 std::to_string(p) + " IPUs");
+    for (int k = 0; k < P; ++k)
+      if (ipu(k) != ipu(k % p))
+        refuse(ctx, "pipeline.virtual-stages",
+               name + " needs forward stage c*p+d on the IPU of stage d (p = " + std::to_string(p) + "); stage " +
+                   std::to_string(k) + " is on IPU " + std::to_string(ipu(k)));
+    l.devices = p;
+    l.chunks = v;
+    l.parts.resize(static_cast<std::size_t>(p));
+    for (int k = 0; k < P; ++k) l.parts[static_cast<std::size_t>(k % p)].push_back(whole(plan, k));
+  } else {
+    // The V: stage j on the IPU of stage P-1-j; an odd P has the two middle parts merged.
+    bool v = P >= 3;
+    for (int k = 0; k < P && v; ++k) v = ipu(k) == ipu(P - 1 - k);
+    if (!v)
+      refuse(ctx, "pipeline.v-placement",
+             name + " runs a V: parts d and 2p-1-d on IPU d, so annotate 2p stages with stage j on the IPU of stage "
+                    "2p-1-j (the two middle stages on one IPU, merged or not); this model's " + std::to_string(P) +
+                 " forward stages are on IPUs " + ipus_of_stages(plan));
+    const int half = (P + 1) / 2;
+    l.devices = half;
+    l.chunks = 2;
+    l.parts.resize(static_cast<std::size_t>(half));
+    for (int d = 0; d < half; ++d) {
+      auto& row = l.parts[static_cast<std::size_t>(d)];
+      if (P % 2 == 1 && d == half - 1) {
+        const auto [first, second] = split_middle(ctx, d);
+        row = {first, second};
+      } else {
+        row = {whole(plan, d), whole(plan, P - 1 - d)};
+      }
+    }
+  }
+  l.times = OpTimes::uniform(l.devices, l.chunks, 0, 0, 0);
+  for (int d = 0; d < l.devices; ++d) {
+    const auto D = static_cast<std::size_t>(d);
+    l.ipu_of_device.push_back(ipu(l.parts[D].front().stage));
+    for (int c = 0; c < l.chunks; ++c) {
+      const auto C = static_cast<std::size_t>(c);
+      const OrderPart& part = l.parts[D][C];
+      if (part.stage < 0) continue;
+      const PlanStage& bwd = part.backward;
+      l.times.f[D][C] = part.forward.forward_seconds;
+      l.times.w[D][C] = bwd.weight_gradient_seconds;
+      l.times.b[D][C] = bwd.backward_seconds - bwd.weight_gradient_seconds +
+                        (ctx.recompute() && part.stage != plan.loss_stage ? bwd.recompute_seconds : 0.0);
+    }
+  }
+  // What W still needs of a stage's activations: its share of the backward's time, as a proxy
+  // for dW's inputs (X and dY) against everything B reads.
+  double w = 0, backward = 0;
+  for (int k = 0; k < P; ++k) w += backward_of(plan, k).weight_gradient_seconds, backward += backward_of(plan, k).backward_seconds;
+  l.w_share = backward > 0 ? std::clamp(w / backward, 0.0, 1.0) : 1.0;
+  return l;
+}
+
+} // namespace ipusim
