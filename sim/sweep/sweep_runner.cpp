@@ -42,6 +42,8 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
+constexpr int kResultsMilliseconds = 250;
+
 std::size_t parse_count(const std::string& text, const std::string& what) {
   std::size_t used = 0;
   unsigned long long v = 0;
@@ -301,18 +303,26 @@ private:
     ::dup2(saved_err, 2);
     try {
       const Json record = point_record(p, command_of(p), result);
-      const std::string line = record.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n";
-      for (std::size_t done = 0; done < line.size();) {
-        const ssize_t n = ::write(to_sweep, line.data() + done, line.size() - done);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) return 2;
-        done += static_cast<std::size_t>(n);
-      }
+      if (!send(to_sweep, record.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n")) return 2;
+      // The point's file, fsync'ed beside its place while the next point computes; the sweep
+      // renames it into points/ with its batch.
+      const std::string text = record.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
+      if (!send(to_sweep, write_temp_file(point_file(p), [&](std::ostream& file) { file << text; }, true) + "\n")) return 2;
     } catch (const std::exception& e) {
       std::cerr << e.what() << std::flush;
       return 2;
     }
     return 0;
+  }
+
+  static bool send(int fd, const std::string& line) {
+    for (std::size_t done = 0; done < line.size();) {
+      const ssize_t n = ::write(fd, line.data() + done, line.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return false;
+      done += static_cast<std::size_t>(n);
+    }
+    return true;
   }
 
   static std::string read_back(int fd) {
@@ -341,28 +351,37 @@ private:
                        "cannot record the point: " + (child.err.empty() ? "its process exited with code " +
                                                                               std::to_string(child.exit_code)
                                                                         : child.err));
-    } else {
-      record = Json::parse(child.out);
+    } else {  // its record, then its file's temporary name
+      const std::size_t end = child.out.find('\n');
+      record = Json::parse(child.out.substr(0, end));
+      std::string temp = child.out.substr(end + 1);
+      if (!temp.empty() && temp.back() == '\n') temp.pop_back();
+      store(p, record, temp);
+      return;
     }
     store(p, record);
   }
 
-  // Writes the point's file beside its place, to be renamed there with its batch.
-  void store(const Point& p, const Json& record) {
+  // The point's file beside its place (`temp`, or written now), to be renamed there with its batch.
+  void store(const Point& p, const Json& record, std::string temp = "") {
     Row row = row_of(p, record);
     if (!row.ok) failed_.push_back(p.index);
     rows_[p.index] = std::move(row);
     ++finished_;
-    const std::string path = point_file(p), text = record.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
+    const std::string path = point_file(p);
+    if (temp.empty()) {
+      const std::string text = record.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
+      temp = write_temp_file(path, [&](std::ostream& out) { out << text; }, /*durable=*/true);
+    }
     if (batch_.empty()) batch_since_ = Clock::now();
-    batch_.push_back({write_temp_file(path, [&](std::ostream& out) { out << text; }, /*durable=*/true), path});
+    batch_.push_back({temp, path});
   }
 
   // The batch's files, each written and fsync'ed beside its place, renamed into points/
   // together, then the folder fsync'ed once: a point is in points/ whole, or not at all (its
   // temporary file is removed later and the point runs again), even after a power loss.
-  // Then the results files are rewritten, unless rewriting them has become a large share of
-  // the time (big sweeps): then at most every 4x its cost.
+  // Then the results files are rewritten, at most every kResultsMilliseconds, and once
+  // rewriting them has become a large share of the time (big sweeps) at most every 4x its cost.
   void store_batch() {
     if (batch_.empty()) return;
     const std::string folder = (fs::path(dir_) / "points").string();
@@ -374,7 +393,8 @@ private:
     ::close(fd);
     if (!synced) throw InputError(folder, "/", "output.unwritable", "cannot make the points durable: " + why);
     batch_.clear();
-    if (Clock::now() - last_write_ >= 4 * last_write_cost_) write_results();
+    if (Clock::now() - last_write_ >= std::max<Clock::duration>(4 * last_write_cost_, std::chrono::milliseconds(kResultsMilliseconds)))
+      write_results();
   }
 
   // --fast: each point whose every mode an exact evaluator answers is answered here, in
