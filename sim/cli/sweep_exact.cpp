@@ -15,6 +15,7 @@
 #include "sim/schedule/schedule.hpp"
 #include "sim/search/evaluator.hpp"
 #include "sim/search/memory_advice.hpp"
+#include "sim/simulate/simulation.hpp"
 
 namespace ipusim::cli {
 
@@ -59,19 +60,28 @@ std::optional<nlohmann::json> exact_point_report(const std::string& scenario_fil
                                                  const std::vector<Override>& overrides) {
   try {
     const Scenario sc = load_scenario(scenario_file, overrides);
-    const ModelGraph graph = build_graph(sc.model);
+    Simulation sim;  // what `run` knows before it simulates; no runs
+    sim.graph = build_graph(sc.model);
     // A run that would print a warning is left to the engine, which records it.
-    if (missing_loss_warning(sc, graph)) return std::nullopt;
-    const Plan plan = make_plan(sc, graph);
+    if (missing_loss_warning(sc, sim.graph)) return std::nullopt;
+    sim.plan = make_plan(sc, sim.graph);
     check_connected(sc.hardware);
+    const std::vector<Mode> run_modes = modes_of(sc, modes);
+    sim.estimate = estimate_run(sc, sim.plan, run_modes, false);
     nlohmann::json runs = nlohmann::json::array();
     double sharded = 0, pipelined = 0;
-    for (Mode mode : modes_of(sc, modes)) {
-      auto run = exact_run(mode, sc, plan, mode == Mode::Sharded ? sharded : pipelined);
+    for (Mode mode : run_modes) {
+      auto run = exact_run(mode, sc, sim.plan, mode == Mode::Sharded ? sharded : pipelined);
       if (!run) return std::nullopt;
       runs.push_back(std::move(*run));
     }
-    nlohmann::json report = {{"runs", std::move(runs)}};
+    // The scenario's part of `run --json`'s document (files, hashes, execution, plan), as the engine's run gives it.
+    nlohmann::json report = report_json(sc, sim);
+    report["runs"] = std::move(runs);
+    std::vector<std::string> sets;  // as the point's `run --set` flags give them (run --from reruns it)
+    for (const Override& o : overrides) sets.push_back(o.path + "=" + o.value.dump());
+    report["overrides"] = sets;
+    report["ipusimVersion"] = IPUSIM_VERSION;
     if (sharded > 0 && pipelined > 0) report["speedupPipelinedOverSharded"] = sharded / pipelined;
     return report;
   } catch (const InputError&) {
