@@ -65,13 +65,15 @@ namespace {
 
 // Every schedule's evaluator against the engine on random chains: exact wherever no two
 // transfers share a link (it says when they would, and those trials are not compared).
+// "sharded" compares the sharded mode's evaluator (estimate_sharded_step) instead.
 void compare_with_engine(const std::string& schedule, int trials, int least_compared) {
+  const bool sharded = schedule == "sharded";
   std::mt19937 rng(13);
   int compared = 0;
   for (int trial = 0; trial < trials; ++trial) {
     RandomCase c = random_case(rng, trial);
     Json& ex = c.execution;
-    ex["schedule"] = schedule;
+    ex["schedule"] = sharded ? "popart" : schedule;
     const bool training = ex["training"].get<bool>();
     const int N = static_cast<int>(c.config["ipuCount"].get<int>() / ex["replicas"].get<int>());
     const char* depth = training ? "gradientAccumulation" : "batchesPerStep";
@@ -80,10 +82,11 @@ void compare_with_engine(const std::string& schedule, int trials, int least_comp
     if (schedule == "tf-interleaved") ex[depth] = N * (1 + d % 3);
     const Scenario sc = make_scenario(c.model, c.config, ex);
     const Plan plan = make_plan(sc, build_graph(sc.model));
-    const StepEstimate e = estimate_step(sc, plan);
+    RouteTable routes(sc.hardware);
+    const StepEstimate e = sharded ? estimate_sharded_step(sc.execution, plan, routes) : estimate_step(sc, plan);
     INFO(schedule << " trial " << trial << ": " << ex.dump());
     if (!e.exact()) continue;
-    const Simulation sim = simulate(sc, {Mode::Pipelined}, SimulateOptions{false});
+    const Simulation sim = simulate(sc, {sharded ? Mode::Sharded : Mode::Pipelined}, SimulateOptions{false});
     CHECK(e.step_seconds == Approx(sim.runs.at(0).metrics.step_time_s).epsilon(1e-9));
     ++compared;
   }
@@ -103,6 +106,10 @@ TEST_CASE("Evaluator: TensorFlow's lockstep schedules equal the engine's step on
 TEST_CASE("Evaluator: GPipe and 1F1B equal the engine's step where no copies overlap on a link", "[planner]") {
   // A copy still in flight when the next micro-batch's is sent shares its link: those trials are flagged.
   for (const char* schedule : {"gpipe", "1f1b"}) compare_with_engine(schedule, 30, 10);
+}
+
+TEST_CASE("Evaluator: the sharded mode's step equals the engine's on random plans", "[planner][fast]") {
+  compare_with_engine("sharded", 40, 40);  // one stage at a time: nothing is shared
 }
 
 TEST_CASE("Evaluator: a hand-computed lockstep step", "[planner]") {

@@ -246,10 +246,12 @@ TEST_CASE("a failing point is recorded with its error and the others complete", 
 
 TEST_CASE("a sweep killed with SIGKILL resumes with every point exactly once", "[sweep]") {
   TempDir tmp;
-  // The last point simulates 3000 micro-batches (about a second): the sweep is still
-  // running when the first point file appears.
+  // The last point simulates 30,000 micro-batches of GPipe, whose unequal stages it runs
+  // nearly in full (about half a second; the steady state skips PopART's): the sweep is
+  // still running when the first batch of point files (kBatchMilliseconds) appears.
   const Json def = {{"scenario", scenario("mlp-inference.json")},
-                    {"axes", {{{"path", "execution.batchesPerStep"}, {"values", {2, 4, 8, 3000}}}}}};
+                    {"set", {{"execution.schedule", "gpipe"}}},
+                    {"axes", {{{"path", "execution.batchesPerStep"}, {"values", {2, 4, 8, 30000}}}}}};
   write_text(tmp / "kill.json", def.dump());
   const std::string out = tmp / "out";
 
@@ -302,7 +304,7 @@ TEST_CASE("a sweep killed with SIGKILL resumes with every point exactly once", "
   CHECK(ids.size() == 4);
   CHECK(point_files(out).size() == 4);
   CHECK(read_csv(out + "/results.csv").size() == 4);
-  CHECK(lines[3].at("report").at("execution").at("batchesPerStep") == 3000);
+  CHECK(lines[3].at("report").at("execution").at("batchesPerStep") == 30000);
 }
 
 TEST_CASE("bad sweep files exit 2 naming the JSON pointer and write nothing", "[sweep]") {

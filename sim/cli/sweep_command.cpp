@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "sim/cli/commands.hpp"
+#include "sim/cli/sweep_exact.hpp"
 #include "sim/engine/engine.hpp"
 #include "sim/io/input_error.hpp"
 #include "sim/sweep/sweep_runner.hpp"
@@ -54,6 +55,9 @@ Command add_sweep_command(CLI::App& app) {
   cmd->add_flag("--force", f->options.force,
                 "Use an output folder that holds another sweep's results (adds to it, deletes nothing)");
   cmd->add_flag("--retry-failed", f->options.retry_failed, "Run again the points recorded as failed");
+  cmd->add_flag("--fast", f->options.fast,
+                "Answer the points the planner's exact evaluators can (no two transfers sharing a link or a memory) "
+                "without a simulation; the others run on the engine; each record names its evaluator");
   cmd->add_flag("--fail-on-oom", f->options.fail_on_oom,
                 "Exit with code 5 when every point ran but some do not fit in memory (status oom)");
   return [f] {
@@ -74,6 +78,7 @@ Command add_sweep_command(CLI::App& app) {
       simulate_last_in_process = true;
       return run_cli(static_cast<int>(strings.size()), argv.data());
     };
+    o.exact_point = exact_point_report;
     return sweep::run_sweep(o, std::cerr);
   };
 }

@@ -29,6 +29,10 @@ constexpr int kMaxJsonDepth = 64;
 Json read_json_file(const std::string& path);
 // The same for a file named inside another document: file errors name `named_in` at `pointer`.
 Json read_json_file(const std::string& path, const std::string& named_in, const std::string& pointer);
+// From now on, read_json_file parses each path once and hands out copies of that document
+// (a sweep: its points, forked from the process, then read no file). Files edited after
+// the first read are not seen again. Only from a single-threaded process.
+void remember_parsed_files();
 Json parse_json_text(const std::string& text, const std::string& origin);
 // The same, offering each element as the parser finishes it to `keep` (nlohmann's
 // parser-callback arguments): an element for which it returns false is left out of the

@@ -214,8 +214,12 @@ void replace_file(const std::string& path, const std::string& content, bool dura
 }
 
 void replace_file(const std::string& path, const ContentWriter& write, bool durable) {
+  remove_stale_temps(fs::path(path));
+  commit_temp_file(write_temp_file(path, write, durable), path);
+}
+
+std::string write_temp_file(const std::string& path, const ContentWriter& write, bool durable) {
   const fs::path target(path);
-  remove_stale_temps(target);
   std::string temp;
   int fd = -1;
   for (int attempt = 0; fd < 0; ++attempt) {
@@ -240,6 +244,10 @@ void replace_file(const std::string& path, const ContentWriter& write, bool dura
     ::unlink(temp.c_str());
     unwritable(path, std::strerror(ok ? errno : e));
   }
+  return temp;
+}
+
+void commit_temp_file(const std::string& temp, const std::string& path) {
   struct stat info {};
   if (::lstat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode)) {
     ::unlink(temp.c_str());

@@ -28,6 +28,11 @@ void write_output(const std::string& path, const ContentWriter& write, bool over
 // `durable`: fsync before the rename (results that cost a simulation to remake).
 void replace_file(const std::string& path, const std::string& content, bool durable);
 void replace_file(const std::string& path, const ContentWriter& write, bool durable);
+// replace_file in two halves, for files made durable together (a sweep's points): the
+// temporary file beside `path`, returned, then renamed over `path`. A temporary never
+// committed is left for remove_temp_files.
+std::string write_temp_file(const std::string& path, const ContentWriter& write, bool durable);
+void commit_temp_file(const std::string& temp, const std::string& path);
 
 // A new empty folder .NAME.tmp-PID-N beside `path`, to fill and then rename to `path` (a
 // report appears whole or not at all); stale ones of killed writers are removed first.

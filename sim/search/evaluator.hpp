@@ -37,6 +37,9 @@ bool has_evaluator(const std::string& schedule);
 // (InputError from the schedule's builder otherwise; the planner checks before asking).
 StepEstimate estimate_step(const Execution& execution, const Plan& plan, RouteTable& routes);
 
+// Sharded execution (sim/schedule/sharded.cpp), exact under the same condition.
+StepEstimate estimate_sharded_step(const Execution& execution, const Plan& plan, RouteTable& routes);
+
 // As run would: the scenario's schedule on its system. Throws InputError as build_popart
 // does when the pipeline is too shallow (G or batchesPerStep < S).
 StepEstimate estimate_step(const Scenario& scenario, const Plan& plan);

@@ -72,7 +72,8 @@ Json point_record(const Point& point, const std::vector<std::string>& command, c
                  {"axes", axes_object(point)},
                  {"exitCode", child.exit_code},
                  {"seconds", child.seconds},
-                 {"command", command}};
+                 {"command", command},
+                 {"evaluator", "engine"}};
   std::string error = trimmed(child.err);
   if (child.exit_code == 0 && child.signal == 0) {
     Json report = Json::parse(child.out, nullptr, /*allow_exceptions=*/false);
@@ -91,6 +92,13 @@ Json point_record(const Point& point, const std::vector<std::string>& command, c
   record["status"] = "error";
   record["error"] = error;
   return record;
+}
+
+Json exact_record(const Point& point, const std::vector<std::string>& command, Json report, double seconds) {
+  const bool oom = out_of_memory(report);
+  return {{"point", point.index},  {"id", point.id},          {"axes", axes_object(point)},
+          {"exitCode", 0},         {"seconds", seconds},      {"command", command},
+          {"evaluator", "exact"},  {"status", oom ? "oom" : "ok"}, {"report", std::move(report)}};
 }
 
 std::optional<Json> read_point_file(const std::string& path, const Point& point) {

@@ -22,7 +22,11 @@ bool out_of_memory(const Json& report);
 //  "seconds", "command", then "report" (the `run --json` document) when the run
 //  succeeded ("oom": some mode does not fit in memory), or "error" (what the run
 //  printed on stderr) when not}.
+// Its "evaluator" is "engine".
 Json point_record(const Point& point, const std::vector<std::string>& command, const ChildResult& child);
+// The record of a point the exact evaluators answered (--fast): "evaluator": "exact",
+// status "ok" or "oom", and `report` as they give it (docs/sweeps.md).
+Json exact_record(const Point& point, const std::vector<std::string>& command, Json report, double seconds);
 
 // The record in points/<id>.json, or nullopt when there is none. Throws InputError
 // (rule "sweep.bad-point-file") for a file that is not a record of this point.

@@ -1,5 +1,6 @@
 #include "sim/sweep/sweep_runner.hpp"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -27,6 +28,7 @@
 
 #include "sim/io/input_error.hpp"
 #include "sim/io/input_file.hpp"
+#include "sim/io/json_reader.hpp"
 #include "sim/output/output_file.hpp"
 #include "sim/sweep/child_process.hpp"
 #include "sim/sweep/folder_lock.hpp"
@@ -39,6 +41,8 @@ namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
 namespace {
+
+constexpr int kResultsMilliseconds = 250;
 
 std::size_t parse_count(const std::string& text, const std::string& what) {
   std::size_t used = 0;
@@ -159,12 +163,14 @@ void release_dir(FolderLock& lock, const std::string& dir) {
 struct Row {
   bool present = false, ok = false;  // ok: the run succeeded, whether or not it fits in memory
   bool oom = false;
+  bool exact = false;  // answered by the exact evaluators (--fast), not the engine
   std::string jsonl, csv;
 };
 
 Row row_of(const Point& p, const Json& record) {
   const std::string status = record.value("status", "");
-  return {true, status == "ok" || status == "oom", status == "oom", jsonl_line(p, record), csv_row(p, record)};
+  return {true, status == "ok" || status == "oom", status == "oom", record.value("evaluator", "") == "exact",
+          jsonl_line(p, record), csv_row(p, record)};
 }
 
 class Sweep {
@@ -176,6 +182,7 @@ public:
     points_ = expand_points(spec_);
     dir_ = o_.dir.empty() ? (fs::path(kDefaultParent) / spec_.name).string() : o_.dir;
     if (!o_.merge) {
+      remember_parsed_files();  // every point is forked from here: they read no input file again
       read_input_file(spec_.scenario_path, spec_.file, "/scenario");  // exists, readable, a regular file
       check_paths(spec_);
     }
@@ -193,13 +200,18 @@ public:
     for (const Point& p : points_) {
       if (p.index % shard.count != shard.index) continue;
       mine_.push_back(p.index);
-      if (!rows_[p.index].present || (o_.retry_failed && !rows_[p.index].ok)) todo_.push_back(p.index);
+      // Without --fast the engine answers: a point the exact evaluators answered runs again.
+      if (!rows_[p.index].present || (o_.retry_failed && !rows_[p.index].ok) || (!o_.fast && rows_[p.index].exact))
+        todo_.push_back(p.index);
     }
     skipped_ = mine_.size() - todo_.size();
+    total_ = todo_.size();
     const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
     jobs_ = std::min<std::size_t>(o_.jobs ? o_.jobs : hw, std::max<std::size_t>(todo_.size(), 1));
     start_ = Clock::now();
+    if (o_.fast && o_.exact_point) answer_exactly();
     run_points();
+    store_batch();
     // Pick up what other shards finished meanwhile, then write the final results.
     for (const Point& p : points_)
       if (!rows_[p.index].present)
@@ -238,7 +250,11 @@ private:
       }
       fds.clear();
       for (const Running& r : running) r.child.poll_fds(fds);
-      if (!fds.empty() && ::poll(fds.data(), fds.size(), 250) < 0 && errno != EINTR)
+      int wait_ms = 250;
+      if (!batch_.empty())
+        wait_ms = std::max<int>(0, kBatchMilliseconds - static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                                            Clock::now() - batch_since_).count()));
+      if (!fds.empty() && ::poll(fds.data(), fds.size(), wait_ms) < 0 && errno != EINTR)
         throw std::runtime_error(std::string("poll: ") + std::strerror(errno));
       for (auto r = running.begin(); r != running.end();) {
         r->child.read_ready(fds);
@@ -250,6 +266,8 @@ private:
         take(points_[r->index], r->child.finish());
         r = running.erase(r);
       }
+      if (!batch_.empty() && (batch_.size() >= kBatchPoints || Clock::now() - batch_since_ >= std::chrono::milliseconds(kBatchMilliseconds)))
+        store_batch();
       if (o_.progress && Clock::now() - last_draw >= std::chrono::milliseconds(250)) {
         draw_progress();
         last_draw = Clock::now();
@@ -264,10 +282,9 @@ private:
     return command;
   }
 
-  // In the point's own process: runs it with what it prints captured, hands its record to
-  // the sweep on standard output (one line), then writes it durably (alongside the other
-  // points' processes). Exits 2 when the record cannot be written; the sweep counts the
-  // point only once this process has exited 0.
+  // In the point's own process: runs it with what it prints captured and hands its record
+  // to the sweep on standard output (one line), which stores it. Exits 2 when the record
+  // cannot be handed over; the sweep counts the point only once this process has exited 0.
   int run_point(std::size_t index, const std::vector<std::string>& args) {
     const Point& p = points_[index];
     const int to_sweep = ::dup(1);
@@ -286,19 +303,26 @@ private:
     ::dup2(saved_err, 2);
     try {
       const Json record = point_record(p, command_of(p), result);
-      const std::string line = record.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n";
-      for (std::size_t done = 0; done < line.size();) {
-        const ssize_t n = ::write(to_sweep, line.data() + done, line.size() - done);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) return 2;
-        done += static_cast<std::size_t>(n);
-      }
-      replace_file(point_file(p), record.dump(2, ' ', false, Json::error_handler_t::replace) + "\n", /*durable=*/true);
+      if (!send(to_sweep, record.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n")) return 2;
+      // The point's file, fsync'ed beside its place while the next point computes; the sweep
+      // renames it into points/ with its batch.
+      const std::string text = record.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
+      if (!send(to_sweep, write_temp_file(point_file(p), [&](std::ostream& file) { file << text; }, true) + "\n")) return 2;
     } catch (const std::exception& e) {
       std::cerr << e.what() << std::flush;
       return 2;
     }
     return 0;
+  }
+
+  static bool send(int fd, const std::string& line) {
+    for (std::size_t done = 0; done < line.size();) {
+      const ssize_t n = ::write(fd, line.data() + done, line.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return false;
+      done += static_cast<std::size_t>(n);
+    }
+    return true;
   }
 
   static std::string read_back(int fd) {
@@ -322,22 +346,76 @@ private:
     Json record;
     if (child.signal != 0) {  // the point's process died before it could record anything
       record = point_record(p, command_of(p), child);
-      replace_file(point_file(p), record.dump(2, ' ', false, Json::error_handler_t::replace) + "\n", /*durable=*/true);
     } else if (child.exit_code != 0) {
       throw InputError(point_file(p), "", "output.unwritable",
                        "cannot record the point: " + (child.err.empty() ? "its process exited with code " +
                                                                               std::to_string(child.exit_code)
                                                                         : child.err));
-    } else {
-      record = Json::parse(child.out);
+    } else {  // its record, then its file's temporary name
+      const std::size_t end = child.out.find('\n');
+      record = Json::parse(child.out.substr(0, end));
+      std::string temp = child.out.substr(end + 1);
+      if (!temp.empty() && temp.back() == '\n') temp.pop_back();
+      store(p, record, temp);
+      return;
     }
+    store(p, record);
+  }
+
+  // The point's file beside its place (`temp`, or written now), to be renamed there with its batch.
+  void store(const Point& p, const Json& record, std::string temp = "") {
     Row row = row_of(p, record);
     if (!row.ok) failed_.push_back(p.index);
     rows_[p.index] = std::move(row);
     ++finished_;
-    // Rewrite the results after each point, unless rewriting them has become a
-    // large share of the time (big sweeps): then at most every 4x its cost.
-    if (Clock::now() - last_write_ >= 4 * last_write_cost_) write_results();
+    const std::string path = point_file(p);
+    if (temp.empty()) {
+      const std::string text = record.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
+      temp = write_temp_file(path, [&](std::ostream& out) { out << text; }, /*durable=*/true);
+    }
+    if (batch_.empty()) batch_since_ = Clock::now();
+    batch_.push_back({temp, path});
+  }
+
+  // The batch's files, each written and fsync'ed beside its place, renamed into points/
+  // together, then the folder fsync'ed once: a point is in points/ whole, or not at all (its
+  // temporary file is removed later and the point runs again), even after a power loss.
+  // Then the results files are rewritten, at most every kResultsMilliseconds, and once
+  // rewriting them has become a large share of the time (big sweeps) at most every 4x its cost.
+  void store_batch() {
+    if (batch_.empty()) return;
+    const std::string folder = (fs::path(dir_) / "points").string();
+    const int fd = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) throw InputError(folder, "/", "output.unwritable", std::string("cannot open the folder: ") + std::strerror(errno));
+    for (const auto& [temp, path] : batch_) commit_temp_file(temp, path);
+    const bool synced = ::fsync(fd) == 0;
+    const std::string why = std::strerror(errno);
+    ::close(fd);
+    if (!synced) throw InputError(folder, "/", "output.unwritable", "cannot make the points durable: " + why);
+    batch_.clear();
+    if (Clock::now() - last_write_ >= std::max<Clock::duration>(4 * last_write_cost_, std::chrono::milliseconds(kResultsMilliseconds)))
+      write_results();
+  }
+
+  // --fast: each point whose every mode an exact evaluator answers is answered here, in
+  // index order; the others stay for the engine.
+  void answer_exactly() {
+    std::vector<std::size_t> engine;
+    for (std::size_t index : todo_) {
+      const Point& p = points_[index];
+      std::vector<Override> overrides = spec_.set;
+      overrides.insert(overrides.end(), p.axes.begin(), p.axes.end());
+      const auto begin = Clock::now();
+      std::optional<Json> report = o_.exact_point(spec_.scenario_path, spec_.modes, overrides);
+      if (!report) {
+        engine.push_back(index);
+        continue;
+      }
+      store(p, exact_record(p, command_of(p), std::move(*report), std::chrono::duration<double>(Clock::now() - begin).count()));
+      if (batch_.size() >= kBatchPoints || Clock::now() - batch_since_ >= std::chrono::milliseconds(kBatchMilliseconds))
+        store_batch();
+    }
+    todo_ = std::move(engine);
   }
 
   void write_results() {
@@ -358,7 +436,7 @@ private:
   }
 
   void draw_progress() {
-    const std::size_t total = todo_.size(), done = finished_ + interrupted_;
+    const std::size_t total = total_, done = finished_ + interrupted_;
     const double elapsed = std::chrono::duration<double>(Clock::now() - start_).count();
     constexpr std::size_t width = 30;
     const std::size_t filled = total ? done * width / total : width;
@@ -405,7 +483,7 @@ private:
     log_ << "ipusim sweep: " << spec_.name;
     if (o_.shard) log_ << " shard " << shard.index << "/" << shard.count;
     log_ << ": " << mine_.size() << " of " << points_.size() << " points; ran " << finished_;
-    if (!todo_.empty()) log_ << " in " << duration(elapsed) << rate << " with -j" << jobs_;
+    if (total_ > 0) log_ << " in " << duration(elapsed) << rate << " with -j" << jobs_;
     log_ << ", " << skipped_ << " already done";
     if (interrupted_) log_ << ", " << interrupted_ << " interrupted (run the sweep again)";
     log_ << "; " << ok << " ok";
@@ -435,8 +513,9 @@ private:
   std::unique_ptr<FolderLock> lock_;
   std::vector<Row> rows_;
   std::vector<std::size_t> mine_, todo_, failed_;
-  std::size_t skipped_ = 0, jobs_ = 1, finished_ = 0, interrupted_ = 0;
-  Clock::time_point start_, last_write_{};
+  std::size_t skipped_ = 0, total_ = 0, jobs_ = 1, finished_ = 0, interrupted_ = 0;
+  std::vector<std::pair<std::string, std::string>> batch_;  // (temporary file, point file) not yet renamed
+  Clock::time_point start_, last_write_{}, batch_since_{};
   Clock::duration last_write_cost_{};
 };
 

@@ -4,10 +4,12 @@
 // point's process is forked from the sweep's, which has loaded everything already, and
 // runs the point without exec'ing a new program (no start-up per point):
 //   DIR/sweep.json          a byte copy of the sweep file as run
-//   DIR/points/<id>.json    one record per finished point, written atomically
+//   DIR/points/<id>.json    one record per finished point, written atomically, made
+//                           durable in batches (kBatchPoints or kBatchMilliseconds)
 //   DIR/results.jsonl, .csv every finished point in index order, rewritten atomically
 // See docs/sweeps.md.
 #include <cstddef>
+#include <functional>
 #include <iosfwd>
 #include <optional>
 #include <string>
@@ -15,6 +17,7 @@
 
 #include "sim/io/overrides.hpp"
 #include "sim/sweep/child_process.hpp"
+#include "sim/sweep/sweep_spec.hpp"
 
 namespace ipusim::sweep {
 
@@ -23,6 +26,11 @@ constexpr int kExitPointsFailed = 4;  // every point has a record, and some reco
 constexpr int kExitOutOfMemory = 5;  // with fail_on_oom: every point ran, and some do not fit in memory
 constexpr int kExitIncomplete = 6;    // some points have no record (interrupted; or, for a merge, not run yet)
 // (5 is `run --fail-on-oom`'s "out of memory"; a point exiting 5 is a failed point, exit 4.)
+
+// Finished points are renamed into points/ together once this many wait, or the oldest has
+// waited this long, and when the sweep ends (docs/sweeps.md, "Durability").
+constexpr std::size_t kBatchPoints = 64;
+constexpr int kBatchMilliseconds = 50;
 
 struct Shard {
   std::size_t index = 0, count = 1;  // runs the points whose index % count == index
@@ -52,6 +60,12 @@ struct Options {
   // Runs `ipusim ARGS` (the point's `run` command) in the forked child, returning its exit
   // code; what it prints is the point's output.
   InProcess run_point;
+  // --fast: points the exact evaluators answer are answered in the sweep's process by
+  // `exact_point` (the point's report, or nullopt: the engine runs it).
+  bool fast = false;
+  std::function<std::optional<Json>(const std::string& scenario, const std::string& modes,
+                                    const std::vector<Override>& overrides)>
+      exact_point;
 };
 
 // Returns the exit code; throws InputError for a bad sweep file, flag or folder.

@@ -1,0 +1,92 @@
+// `ipusim sweep --fast`: a point answered by the planner's exact evaluators (sim/search)
+// in the sweep's own process, without a simulation, when every mode it runs has one that is
+// exact for it (no two transfers sharing a link or a memory at once: docs/planner.md).
+#include "sim/cli/sweep_exact.hpp"
+
+#include "sim/graph/model_graph.hpp"
+#include "sim/io/input_error.hpp"
+#include "sim/io/scenario_loader.hpp"
+#include "sim/memory/memory.hpp"
+#include "sim/metrics/metrics.hpp"
+#include "sim/output/explanation.hpp"
+#include "sim/output/json_report.hpp"
+#include "sim/plan/plan.hpp"
+#include "sim/plan/routes.hpp"
+#include "sim/schedule/schedule.hpp"
+#include "sim/search/evaluator.hpp"
+#include "sim/search/memory_advice.hpp"
+#include "sim/simulate/simulation.hpp"
+
+namespace ipusim::cli {
+
+namespace {
+
+std::vector<Mode> modes_of(const Scenario& sc, const std::string& modes) {
+  if (modes.empty()) return sc.execution.modes;
+  if (modes == "both") return {Mode::Sharded, Mode::Pipelined};
+  return {modes == "sharded" ? Mode::Sharded : Mode::Pipelined};
+}
+
+// The figures the evaluator gives for one mode, as `run --json` names them; nullopt when it
+// has none for this mode or is not exact here.
+std::optional<nlohmann::json> exact_run(Mode mode, const Scenario& sc, const Plan& plan, double& step_seconds) {
+  const Execution& ex = sc.execution;
+  if (mode == Mode::Pipelined && !has_evaluator(ex.schedule)) return std::nullopt;
+  RouteTable routes(sc.hardware);
+  const StepEstimate e =
+      mode == Mode::Sharded ? estimate_sharded_step(ex, plan, routes) : estimate_step(ex, plan, routes);
+  if (!e.exact() || !(e.step_seconds > 0)) return std::nullopt;
+  const Schedule schedule = make_schedule(mode, sc, plan);
+  // What the run's metrics know before it simulates: samples, micro-batches, replicas.
+  RunMetrics r = MetricsAccumulator(mode, schedule, ex).finish(RunSummary{});
+  r.memory = estimate_memory(sc, plan, schedule.stash_depth, schedule.recompute);
+  if (!r.memory.fits) r.memory.fixes = memory_fixes(sc, mode);
+  step_seconds = e.step_seconds;
+  const double throughput = static_cast<double>(r.samples) / e.step_seconds;
+  return nlohmann::json{{"mode", mode_name(mode)},
+                        {"schedule", r.schedule},
+                        {"stepTimeSeconds", e.step_seconds},
+                        {"throughputSamplesPerSecond", throughput},
+                        {"throughputSequencesPerSecond", throughput * ex.sequences_per_sample},
+                        {"microBatchesPerStep", r.micro_batches},
+                        {"samplesPerStep", r.samples},
+                        {"replicas", r.replicas},
+                        {"memory", memory_json(r.memory, ipus_placed(r))}};
+}
+
+} // namespace
+
+std::optional<nlohmann::json> exact_point_report(const std::string& scenario_file, const std::string& modes,
+                                                 const std::vector<Override>& overrides) {
+  try {
+    const Scenario sc = load_scenario(scenario_file, overrides);
+    Simulation sim;  // what `run` knows before it simulates; no runs
+    sim.graph = build_graph(sc.model);
+    // A run that would print a warning is left to the engine, which records it.
+    if (missing_loss_warning(sc, sim.graph)) return std::nullopt;
+    sim.plan = make_plan(sc, sim.graph);
+    check_connected(sc.hardware);
+    const std::vector<Mode> run_modes = modes_of(sc, modes);
+    sim.estimate = estimate_run(sc, sim.plan, run_modes, false);
+    nlohmann::json runs = nlohmann::json::array();
+    double sharded = 0, pipelined = 0;
+    for (Mode mode : run_modes) {
+      auto run = exact_run(mode, sc, sim.plan, mode == Mode::Sharded ? sharded : pipelined);
+      if (!run) return std::nullopt;
+      runs.push_back(std::move(*run));
+    }
+    // The scenario's part of `run --json`'s document (files, hashes, execution, plan), as the engine's run gives it.
+    nlohmann::json report = report_json(sc, sim);
+    report["runs"] = std::move(runs);
+    std::vector<std::string> sets;  // as the point's `run --set` flags give them (run --from reruns it)
+    for (const Override& o : overrides) sets.push_back(o.path + "=" + o.value.dump());
+    report["overrides"] = sets;
+    report["ipusimVersion"] = IPUSIM_VERSION;
+    if (sharded > 0 && pipelined > 0) report["speedupPipelinedOverSharded"] = sharded / pipelined;
+    return report;
+  } catch (const InputError&) {
+    return std::nullopt;  // bad input at this point: the engine's run records the error as `run` prints it
+  }
+}
+
+} // namespace ipusim::cli
