@@ -45,7 +45,8 @@ import argparse
 import json
 import sys
 
-from model_builder import DTYPES, Builder, Placement, SubLayerPlacement, dump, int_list, positive_int, write
+from model_builder import (DTYPES, Builder, Placement, SubLayerPlacement, add_stage_ipus_argument, dump, int_list,
+                           positive_int, write)
 from transformer_blocks import dropout, feed_forward, residual, self_attention
 
 
@@ -97,18 +98,25 @@ def mlperf_checkpoints(place):
 def sub_layer_places(args):
     """(attention place, feed-forward place) per layer, the heads' place, a summary and the
     placement object: from --att-ffn-placement, or whole layers from --layers-per-ipu."""
+    if args.att_ffn_placement is not None and args.stage_ipus:
+        raise SystemExit("error: --att-ffn-placement names each stage's IPU already; leave out --stage-ipus")
     if args.att_ffn_placement is not None:
         place = SubLayerPlacement(args.att_ffn_placement, args.encoder_start_pipeline_stage, args.num_layers)
         return list(zip(place.att, place.ffn)), place.head, "sub-layers per stage (" + place.summary() + \
             "); embedding on IPU0 in stage 0", place
-    per_ipu = layers_on_ipus(args.layers_per_ipu, args.encoder_start_ipu)
+    if args.stage_ipus and args.encoder_start_ipu is not None:
+        raise SystemExit("error: --stage-ipus places every stage; leave out --encoder-start-ipu")
+    per_ipu = args.layers_per_ipu if args.stage_ipus else layers_on_ipus(args.layers_per_ipu, args.encoder_start_ipu)
     if sum(per_ipu) == 0:
         raise SystemExit("error: --layers-per-ipu places no encoder layer")
     if args.num_layers is not None and args.num_layers != sum(per_ipu):
         raise SystemExit("error: --num-layers %d but --layers-per-ipu places %d" % (args.num_layers, sum(per_ipu)))
     # IPU0 holds the embedding; an IPU with no layer is unused.
-    placement = Placement(per_ipu, args.heads_on)
+    placement = Placement(per_ipu, args.heads_on, args.stage_ipus)
     places = [((ipu, stage), (ipu, stage)) for _, ipu, stage in placement.layers()]
+    if args.stage_ipus:
+        return places, placement.head, "layers per stage (" + placement.summary() + "); embedding on IPU0 in " \
+            "stage 0", placement
     return places, placement.head, "layers per IPU (" + placement.summary() + "); embedding on IPU0 in stage 0; " \
         "encoder stage = its IPU's", placement
 
@@ -339,6 +347,8 @@ def command_line(args):
             out += ["--encoder-start-pipeline-stage", str(args.encoder_start_pipeline_stage)]
     else:
         out = ["--layers-per-ipu", ",".join(str(v) for v in args.layers_per_ipu)]
+        if args.stage_ipus:
+            out += ["--stage-ipus", ",".join(str(v) for v in args.stage_ipus)]
     if args.implementation != "examples":
         out += ["--implementation", args.implementation]
     if args.encoder_start_ipu is not None:
@@ -407,6 +417,7 @@ def main(argv=None):
                        help="Graphcore's att_ffn_placement (MLPerf BERT): per pipeline stage from "
                             "--encoder-start-pipeline-stage, [ipu, [attention halves, feed-forward halves]], "
                             "the halves of the layers taken in order; the heads on IPU 0 in the last stage")
+    add_stage_ipus_argument(parser)
     parser.add_argument("--encoder-start-pipeline-stage", type=positive_int, default=1,
                         help="pipeline stage of the first --att-ffn-placement entry (Graphcore's "
                              "encoder_start_pipeline_stage; default 1)")

@@ -37,7 +37,7 @@ PRESETS = {"gpt2-small": (12, 768), "gpt2-medium": (24, 1024), "gpt2-large": (36
 
 
 def build(args):
-    placement = Placement(args.layers_per_ipu, args.heads_on)
+    placement = Placement(args.layers_per_ipu, args.heads_on, args.stage_ipus)
     layers = placement.total_layers()
     if args.preset:
         preset_layers, args.hidden = PRESETS[args.preset]
@@ -102,7 +102,8 @@ def command_line(args):
     return changed_flags(args, [("preset", "--preset", None),
                                 ("hidden", "--hidden", PRESETS[args.preset][1] if args.preset else None),
                                 ("heads", "--heads", PRESETS[args.preset][1] // 64 if args.preset else None),
-                                ("layers_per_ipu", "--layers-per-ipu", None), ("heads_on", "--heads-on", "0"),
+                                ("layers_per_ipu", "--layers-per-ipu", None), ("stage_ipus", "--stage-ipus", None),
+                                ("heads_on", "--heads-on", "0"),
                                 ("ffn", "--ffn", None), ("seq", "--seq", None), ("vocab", "--vocab", 50257),
                                 ("max_positions", "--max-positions", 1024), ("untied", "--untied", False),
                                 ("dtype", "--dtype", "float16")])

@@ -71,7 +71,7 @@ def bottleneck(b, name, x, planes, stride, downsample):
 
 def build(args):
     blocks = BLOCKS[args.depth]
-    placement = Placement(args.layers_per_ipu, args.heads_on)
+    placement = Placement(args.layers_per_ipu, args.heads_on, args.stage_ipus)
     if placement.total_layers() != sum(blocks):
         raise SystemExit("error: --layers-per-ipu places %d bottleneck blocks; ResNet-%d has %d (%s)"
                          % (placement.total_layers(), args.depth, sum(blocks), "+".join(map(str, blocks))))
@@ -130,6 +130,7 @@ def build(args):
 
 def command_line(args):
     return changed_flags(args, [("depth", "--depth", None), ("layers_per_ipu", "--layers-per-ipu", None),
+                                ("stage_ipus", "--stage-ipus", None),
                                 ("heads_on", "--heads-on", "last"), ("image_size", "--image-size", 224),
                                 ("classes", "--classes", 1000), ("dtype", "--dtype", "float16"),
                                 ("stage_splits", "--stage-splits", []), ("eight_bit_io", "--eight-bit-io", False)])

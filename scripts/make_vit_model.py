@@ -35,7 +35,7 @@ PRESETS = {"vit-b-16": (12, 768, 12, 3072, 16), "vit-l-16": (24, 1024, 16, 4096,
 
 
 def build(args):
-    placement = Placement(args.layers_per_ipu, args.heads_on)
+    placement = Placement(args.layers_per_ipu, args.heads_on, args.stage_ipus)
     layers = placement.total_layers()
     if args.preset:
         preset_layers, args.hidden, args.heads, args.ffn, args.patch = PRESETS[args.preset]
@@ -106,7 +106,7 @@ def command_line(args):
     preset = PRESETS.get(args.preset, (None,) * 5)
     return changed_flags(args, [("preset", "--preset", None), ("hidden", "--hidden", preset[1]),
                                 ("heads", "--heads", preset[2]), ("ffn", "--ffn", preset[3]),
-                                ("patch", "--patch", preset[4]), ("layers_per_ipu", "--layers-per-ipu", None),
+                                ("patch", "--patch", preset[4]), ("layers_per_ipu", "--layers-per-ipu", None), ("stage_ipus", "--stage-ipus", None),
                                 ("heads_on", "--heads-on", "last"), ("image_size", "--image-size", 224),
                                 ("classes", "--classes", 1000), ("dtype", "--dtype", "float16"),
                                 ("hidden_dropout", "--hidden-dropout", 0.0),

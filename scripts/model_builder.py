@@ -51,22 +51,52 @@ class Placement:
     back on IPU 0 in a new final stage ("0": Graphcore's BERT, whose MLM decoder shares
     the word embedding on IPU 0)."""
 
-    def __init__(self, per_ipu, heads_on):
+    def __init__(self, per_ipu, heads_on, stage_ipus=None):
         if sum(per_ipu) == 0:
             raise SystemExit("error: --layers-per-ipu places no layer")
         self.per_ipu = list(per_ipu)
+        self.heads_on = heads_on
+        self.stage_ipus = list(stage_ipus) if stage_ipus else None
+        if self.stage_ipus:
+            self._place_by_stage()
+            return
         self.used = sorted({0} | {i for i, n in enumerate(per_ipu) if n > 0})
         self.stage_of_ipu = {ipu: rank for rank, ipu in enumerate(self.used)}
-        self.heads_on = heads_on
         if heads_on == "0":
             self.head = (0, len(self.used))
         else:
             last = self.used[-1]
             self.head = (last, self.stage_of_ipu[last])
 
+    def _place_by_stage(self):
+        """--stage-ipus: the list gives layers per pipeline stage and stage s runs on IPU
+        stage_ipus[s], so a stage can return to an IPU (a V: 0,1,2,3,3,2,1,0; interleaved:
+        0,1,2,3,0,1,2,3). The stem is in stage 0, which must be on IPU 0; "last" puts the
+        head in the last stage, on that stage's IPU."""
+        stages = self.stage_ipus
+        if len(stages) != len(self.per_ipu):
+            raise SystemExit("error: --stage-ipus names %d stages but --layers-per-ipu gives layers for %d"
+                             % (len(stages), len(self.per_ipu)))
+        if stages[0] != 0:
+            raise SystemExit("error: --stage-ipus: stage 0 holds the embedding and must be on IPU 0, not %d" % stages[0])
+        if any(i < 0 for i in stages):
+            raise SystemExit("error: --stage-ipus: IPU ids must not be negative")
+        last = len(stages) - 1
+        for s, n in enumerate(self.per_ipu):
+            if n == 0 and s != 0 and not (s == last and self.heads_on == "last"):
+                raise SystemExit("error: --stage-ipus: stage %d has no layer (only stage 0 and, with the head "
+                                 "there, the last stage may be empty)" % s)
+        self.head = (0, len(stages)) if self.heads_on == "0" else (stages[last], last)
+
     def layers(self):
         """(layer index, ipu, stage) for every layer, in order."""
         index = 0
+        if self.stage_ipus:
+            for stage, count in enumerate(self.per_ipu):
+                for _ in range(count):
+                    yield index, self.stage_ipus[stage], stage
+                    index += 1
+            return
         for ipu, count in enumerate(self.per_ipu):
             for _ in range(count):
                 yield index, ipu, self.stage_of_ipu[ipu]
@@ -76,15 +106,25 @@ class Placement:
         return sum(self.per_ipu)
 
     def summary(self):
+        if self.stage_ipus:
+            return ", ".join("stage %d on IPU%d: %d" % (s, i, n)
+                             for s, (i, n) in enumerate(zip(self.stage_ipus, self.per_ipu)))
         return ", ".join("IPU%d: %d" % (i, n) for i, n in enumerate(self.per_ipu))
 
 
 def add_placement_arguments(parser, layer_word, default_heads_on):
     parser.add_argument("--layers-per-ipu", type=int_list, required=True,
                         help="%s per IPU, e.g. 3,7,7,7 (entry i = IPU i; 0 allowed)" % layer_word)
+    add_stage_ipus_argument(parser)
     parser.add_argument("--heads-on", choices=("0", "last"), default=default_heads_on,
                         help="the head on IPU 0 in a new final stage, or on the last used IPU "
                              "(default %s)" % default_heads_on)
+
+
+def add_stage_ipus_argument(parser):
+    parser.add_argument("--stage-ipus", type=int_list, default=None,
+                        help="the IPU of each pipeline stage, e.g. 0,1,2,3,3,2,1,0 (a V); --layers-per-ipu "
+                             "then gives layers per stage")
 
 
 def add_output_arguments(parser, default_name):

@@ -79,6 +79,20 @@ TEST_CASE("TF Grouped: ramp-up of N forward steps, then backward and forward ste
   CHECK(schedule_of(two, zero_overhead_config(2), training("tf-grouped", 4)).stash_depth == std::vector<int>{2, 0});
 }
 
+TEST_CASE("TF Sequential on a V: consecutive stages on one IPU hand over in place, no copy", "[schedule]") {
+  // Stages 1 and 2 both on IPU 1 (TensorFlow keeps them apart). Per micro-batch: 4 forward
+  // steps of 1 ms and 4 backward of 2 ms; only the boundaries between IPUs copy (1 us each,
+  // 1000 B at 1 GB/s): F0->F1, F2->F3, B3->B2, B1->B0. This run was a crash (the engine has
+  // no route from an IPU to itself) before the plan dropped same-IPU copies.
+  const Json v = chain_model({{0, 1e6, 0}, {1, 1e6, 1}, {1, 1e6, 2}, {0, 1e6, 3}}, 250);
+  const Scenario sc = make_scenario(v, zero_overhead_config(2), training("tf-sequential", 4));
+  const Plan plan = make_plan(sc, build_graph(sc.model));
+  CHECK(plan.copies.size() == 4);
+  for (const PlanCopy& c : plan.copies) CHECK(c.src_ipu != c.dst_ipu);
+  const RunMetrics r = run_pipelined(v, zero_overhead_config(2), training("tf-sequential", 4));
+  CHECK(r.step_time_s == Approx(4 * (12 * ms + 4 * us)).epsilon(1e-9));
+}
+
 TEST_CASE("TF Interleaved: forward and backward alternate on each IPU", "[schedule]") {
   // Same model; stage s runs forward on steps t with t-s even:
   //  F0 | -  1 ms + copy;  - | F0  1 ms;  F1 | B0  2 ms + 2 copies at once (1 us);  B0 | F1  2 ms;

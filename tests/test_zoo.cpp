@@ -311,6 +311,25 @@ TEST_CASE("the zoo generators reproduce the shipped BERT, GPT-2 and ViT models",
         read_all(kSource + "/models/vit-b-16.json"));
   CHECK(generate("make_gpt_model.py", "--preset gpt2-medium --layers-per-ipu 0,4,4,4,3,3,3,3") ==
         read_all(kSource + "/models/gpt2-medium.json"));
+  // The V placements of the what-if schedules (docs/schedules.md, "Side by side").
+  CHECK(generate("make_bert_model.py", "--layers-per-ipu 1,4,4,4,3,3,3,2 --stage-ipus 0,1,2,3,3,2,1,0 --heads-on last "
+                                       "--hidden 1024 --heads 16 --name bert-large-v") ==
+        read_all(kSource + "/models/bert-large-v.json"));
+  CHECK(generate("make_gpt_model.py", "--preset gpt2-medium --layers-per-ipu 0,2,2,2,2,2,2,2,1,1,1,1,2,2,2,0 "
+                                      "--stage-ipus 0,1,2,3,4,5,6,7,7,6,5,4,3,2,1,0 --heads-on last --name gpt2-medium-v") ==
+        read_all(kSource + "/models/gpt2-medium-v.json"));
+}
+
+TEST_CASE("--stage-ipus places stage s on its IPU: a V returns to IPU 0 with the head", "[zoo]") {
+  const test::TempDir dir;
+  const Model v = generated(dir, "make_bert_model.py",
+                            "--layers-per-ipu 1,1,1,1 --stage-ipus 0,1,1,0 --heads-on last --hidden 128 --heads 2 --vocab 8192");
+  const ModelGraph g = build_graph(v);
+  CHECK(ipu_of(v, g, "embedding/word_gather") == 0);
+  CHECK(ipu_of(v, g, "mlm/decoder") == 0);  // the last stage, on IPU 0 with the tied embedding
+  CHECK(ipu_of(v, g, "layer1/attention/qkv") == 1);
+  CHECK(ipu_of(v, g, "layer2/attention/qkv") == 1);
+  CHECK(g.stage_count == 4);  // distinct pipelineStage ids: stages 1 and 2 share IPU 1
 }
 
 TEST_CASE("the zoo's scenarios plan: ResNet-50, GPT-2 small and ViT-B/16 on an IPU-M2000", "[zoo]") {

@@ -335,7 +335,9 @@ Plan make_plan(const Scenario& sc, const ModelGraph& g) {
     c.to_stage = s + 1;
     c.src_ipu = merged_ipu[s];
     c.dst_ipu = merged_ipu[s + 1];
-    if (c.bytes > 0) plan.copies.push_back(c);
+    // Consecutive stages on one IPU (TensorFlow keeps them apart) hand their tensors over
+    // in place: nothing crosses a link.
+    if (c.bytes > 0 && c.src_ipu != c.dst_ipu) plan.copies.push_back(c);
   }
   if (ex.training) {
     // Gradients of activations cross back over the same boundaries; host inputs need none.
@@ -351,7 +353,7 @@ Plan make_plan(const Scenario& sc, const ModelGraph& g) {
           c.bytes += m.tensor(name).bytes_per_micro_batch(ex.micro_batch_size);
           c.tensors.push_back(name);
         }
-      if (c.bytes > 0) plan.copies.push_back(c);
+      if (c.bytes > 0 && c.src_ipu != c.dst_ipu) plan.copies.push_back(c);
     }
   }
   for (std::size_t i = 0; i < plan.copies.size(); ++i) plan.copies[i].id = static_cast<int>(i);
