@@ -7,7 +7,9 @@
 // order depends only on p and m.
 #include <algorithm>
 #include <array>
+#include <functional>
 #include <limits>
+#include <queue>
 #include <tuple>
 
 #include "sim/schedule/order.hpp"
@@ -67,8 +69,9 @@ Stage put_w(Stage s, bool split) {
 }
 
 // Peak activations of a device (F and f hold one, W frees one; without W listed, the first
-// free slot after a B frees it).
-int memory_of(const Stage& s) {
+// free slot after a B frees it); the scan stops once it passes `limit` (a trial's answer is
+// only whether the peak stays within it).
+int memory_of(const Stage& s, int limit = std::numeric_limits<int>::max()) {
   static constexpr std::array<int, 5> kMemory{1, 1, 0, 0, -1};
   const bool has_w = s.size() > 4;
   const std::int64_t bound = last_slot(s);
@@ -85,26 +88,26 @@ int memory_of(const Stage& s) {
       pending -= 1;
     }
     peak = std::max(peak, cur);
+    if (peak > limit) break;
   }
   return peak;
 }
 
-// Every op of every device in (slot, device, type, micro-batch) order.
+// Every op of every device in (slot, device, type, micro-batch) order: a min-heap of the lists'
+// heads (a list's next op joins when its head is visited), as a scan of all heads would pick them.
 template <class Visit> void in_slot_order(const Stages& st, int types, Visit visit) {
+  using Head = std::tuple<std::int64_t, std::size_t, int>;
+  std::priority_queue<Head, std::vector<Head>, std::greater<Head>> heads;
+  for (std::size_t d = 0; d < st.size(); ++d)
+    for (int t = 0; t < types; ++t)
+      if (!st[d][static_cast<std::size_t>(t)].empty()) heads.emplace(st[d][static_cast<std::size_t>(t)][0], d, t);
   std::vector<std::vector<std::size_t>> p(st.size(), std::vector<std::size_t>(static_cast<std::size_t>(types), 0));
-  std::size_t total = 0;
-  for (const Stage& s : st)
-    for (int t = 0; t < types; ++t) total += s[static_cast<std::size_t>(t)].size();
-  for (std::size_t k = 0; k < total; ++k) {
-    std::tuple<std::int64_t, std::size_t, int> best{kNone, 0, 0};
-    for (std::size_t d = 0; d < st.size(); ++d)
-      for (int t = 0; t < types; ++t) {
-        const auto& list = st[d][static_cast<std::size_t>(t)];
-        const std::size_t at = p[d][static_cast<std::size_t>(t)];
-        if (at < list.size() && std::make_tuple(list[at], d, t) < best) best = {list[at], d, t};
-      }
-    const auto [slot, d, t] = best;
+  while (!heads.empty()) {
+    const auto [slot, d, t] = heads.top();
+    heads.pop();
+    const auto& list = st[d][static_cast<std::size_t>(t)];
     const std::size_t mb = p[d][static_cast<std::size_t>(t)]++;
+    if (mb + 1 < list.size()) heads.emplace(list[mb + 1], d, t);
     visit(slot, d, t, mb);
   }
 }
@@ -179,7 +182,7 @@ Stages reorder(Stages st, bool consider_w) {
     for (std::int64_t at = deps + 1; at < slot && !ok; ++at)
       if (!occupied[d][static_cast<std::size_t>(at)]) {
         st[d][T][mb] = at;
-        ok = memory_of(st[d]) <= current;
+        ok = memory_of(st[d], current) <= current;
       }
     if (!ok) st[d][T][mb] = slot;
     occupy();
