@@ -6,7 +6,6 @@
 
 #include <sys/stat.h>
 
-#include "sim/io/input_file.hpp"
 #include "sim/io/json_reader.hpp"
 #include "sim/io/tile_architecture_loader.hpp"
 
@@ -138,14 +137,14 @@ Json resolve_extends(const Json& document, const std::string& origin, std::vecto
   if (chain.size() > kMaxExtendsDepth)
     throw InputError(origin, "/extends", "config.extends-cycle",
                      "the \"extends\" chain is longer than " + std::to_string(kMaxExtendsDepth) + " files");
-  const InputFile base = read_input_file(base_file, origin, "/extends");
+  const ParsedFile base = read_parsed_file(base_file, origin, "/extends");
   for (const ChainFile& f : chain)
     if (f.path == base_file || (f.known && f.device == base.device && f.inode == base.inode))
       throw InputError(origin, "/extends", "config.extends-cycle",
                        "\"" + base_file + "\" extends itself through " + std::to_string(chain.size()) + " file(s)" +
                            (f.path == base_file ? "" : " (it is \"" + f.path + "\" by another name)"));
   chain.push_back({base_file, base.device, base.inode, true});
-  Json merged = resolve_extends(parse_json_text(base.text, base_file), base_file, chain);
+  Json merged = resolve_extends(base.document, base_file, chain);
   Json own = document;
   own.erase("extends");
   merge_into(merged, own);

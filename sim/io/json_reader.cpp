@@ -101,20 +101,26 @@ Json parse_json_text(const std::string& text, const std::string& origin, const P
 Json read_json_file(const std::string& path) { return read_json_file(path, path, "/"); }
 
 namespace {
-std::unique_ptr<std::map<std::string, Json>> parsed_files;  // set by remember_parsed_files
+std::unique_ptr<std::map<std::string, ParsedFile>> parsed_files;  // set by remember_parsed_files
 } // namespace
 
 void remember_parsed_files() {
-  if (!parsed_files) parsed_files = std::make_unique<std::map<std::string, Json>>();
+  if (!parsed_files) parsed_files = std::make_unique<std::map<std::string, ParsedFile>>();
+}
+
+ParsedFile read_parsed_file(const std::string& path, const std::string& named_in, const std::string& pointer) {
+  if (parsed_files) {
+    const auto known = parsed_files->find(path);
+    if (known != parsed_files->end()) return known->second;
+  }
+  InputFile file = read_input_file(path, named_in, pointer);
+  ParsedFile parsed{parse_json_text(file.text, path), file.device, file.inode};
+  if (parsed_files) parsed_files->emplace(path, parsed);
+  return parsed;
 }
 
 Json read_json_file(const std::string& path, const std::string& named_in, const std::string& pointer) {
-  if (!parsed_files) return parse_json_text(read_input_file(path, named_in, pointer).text, path);
-  const auto known = parsed_files->find(path);
-  if (known != parsed_files->end()) return known->second;
-  Json document = parse_json_text(read_input_file(path, named_in, pointer).text, path);
-  parsed_files->emplace(path, document);
-  return document;
+  return read_parsed_file(path, named_in, pointer).document;
 }
 
 std::string json_type_name(const Json& value) {

@@ -33,6 +33,12 @@ Json read_json_file(const std::string& path, const std::string& named_in, const 
 // (a sweep: its points, forked from the process, then read no file). Files edited after
 // the first read are not seen again. Only from a single-threaded process.
 void remember_parsed_files();
+// read_json_file's document with the file's identity (what an "extends" chain compares).
+struct ParsedFile {
+  Json document;
+  std::uint64_t device = 0, inode = 0;
+};
+ParsedFile read_parsed_file(const std::string& path, const std::string& named_in, const std::string& pointer);
 Json parse_json_text(const std::string& text, const std::string& origin);
 // The same, offering each element as the parser finishes it to `keep` (nlohmann's
 // parser-callback arguments): an element for which it returns false is left out of the

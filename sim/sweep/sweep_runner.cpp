@@ -304,10 +304,10 @@ private:
     try {
       const Json record = point_record(p, command_of(p), result);
       if (!send(to_sweep, record.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n")) return 2;
-      // The point's file, fsync'ed beside its place while the next point computes; the sweep
-      // renames it into points/ with its batch.
+      // The point's file beside its place; the sweep makes its batch durable (one syncfs)
+      // and renames it into points/.
       const std::string text = record.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
-      if (!send(to_sweep, write_temp_file(point_file(p), [&](std::ostream& file) { file << text; }, true) + "\n")) return 2;
+      if (!send(to_sweep, write_temp_file(point_file(p), [&](std::ostream& file) { file << text; }, /*durable=*/false) + "\n")) return 2;
     } catch (const std::exception& e) {
       std::cerr << e.what() << std::flush;
       return 2;
@@ -371,15 +371,16 @@ private:
     const std::string path = point_file(p);
     if (temp.empty()) {
       const std::string text = record.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
-      temp = write_temp_file(path, [&](std::ostream& out) { out << text; }, /*durable=*/true);
+      temp = write_temp_file(path, [&](std::ostream& out) { out << text; }, /*durable=*/false);
     }
     if (batch_.empty()) batch_since_ = Clock::now();
     batch_.push_back({temp, path});
   }
 
-  // The batch's files, each written and fsync'ed beside its place, renamed into points/
-  // together, then the folder fsync'ed once: a point is in points/ whole, or not at all (its
-  // temporary file is removed later and the point runs again), even after a power loss.
+  // The batch's files, written beside their places, are made durable together (one syncfs of
+  // the filesystem instead of an fsync per file), then renamed into points/ and the folder
+  // fsync'ed once: a point is in points/ whole, or not at all (its temporary file is removed
+  // later and the point runs again), even after a power loss.
   // Then the results files are rewritten, at most every kResultsMilliseconds, and once
   // rewriting them has become a large share of the time (big sweeps) at most every 4x its cost.
   void store_batch() {
@@ -387,6 +388,13 @@ private:
     const std::string folder = (fs::path(dir_) / "points").string();
     const int fd = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0) throw InputError(folder, "/", "output.unwritable", std::string("cannot open the folder: ") + std::strerror(errno));
+    // Every file of the batch is written and closed (by the sweep or by its point's process,
+    // which has exited) before this syncfs, so each is on the disk before its name is.
+    if (::syncfs(fd) != 0) {
+      const std::string why = std::strerror(errno);
+      ::close(fd);
+      throw InputError(folder, "/", "output.unwritable", "cannot make the points durable: " + why);
+    }
     for (const auto& [temp, path] : batch_) commit_temp_file(temp, path);
     const bool synced = ::fsync(fd) == 0;
     const std::string why = std::strerror(errno);
