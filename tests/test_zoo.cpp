@@ -320,7 +320,7 @@ TEST_CASE("the zoo generators reproduce the shipped BERT, GPT-2 and ViT models",
         read_all(kSource + "/models/gpt2-medium-v.json"));
 }
 
-TEST_CASE("--stage-ipus places stage s on its IPU: a V returns to IPU 0 with the head", "[zoo]") {
+TEST_CASE("zoo generators: --stage-ipus places stage s on its IPU, a V returns to IPU 0 with the head", "[zoo]") {
   const test::TempDir dir;
   const Model v = generated(dir, "make_bert_model.py",
                             "--layers-per-ipu 1,1,1,1 --stage-ipus 0,1,1,0 --heads-on last --hidden 128 --heads 2 --vocab 8192");
