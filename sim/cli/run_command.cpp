@@ -160,27 +160,28 @@ int run(const RunOptions& o) {
                      "--set execution.schedule=NAME), --from or --mode sharded with it");
   std::optional<Rerun> rerun;
   if (!o.from.empty()) rerun = rerun_of(o.from);
+  // The scenario as the command line (or the rerun document) gives it, with `overrides`.
+  const auto load = [&](const std::vector<Override>& overrides) {
+    if (rerun)
+      return rerun->model_file.empty() ? load_scenario(rerun->scenario.file, overrides)
+                                       : scenario_of_model(rerun->model_file, rerun->config_file, overrides);
+    return o.config.empty() ? load_scenario(o.input, overrides) : scenario_of_model(o.input, o.config, overrides);
+  };
   if (o.schedules_given || (rerun && !rerun->schedules.empty())) {
     // The scenario is loaded once as given, so that input bad under any schedule is reported
-    // as such; then once per schedule, as `--set execution.schedule=NAME` would.
-    std::vector<std::string> sets = rerun ? rerun->sets : o.sets;
+    // as such; then once per schedule, as `--set execution.schedule=NAME` would, from the
+    // documents parsed the first time.
+    remember_parsed_files();
+    const std::vector<std::string> sets = rerun ? rerun->sets : o.sets;
     const auto scenario_of = [&](const std::string& schedule) {
       std::vector<Override> overrides = parse_overrides(sets);
       overrides.push_back(parse_override("execution.schedule=" + schedule));
-      if (rerun) {
-        return rerun->model_file.empty() ? load_scenario(rerun->scenario.file, overrides)
-                                         : scenario_of_model(rerun->model_file, rerun->config_file, overrides);
-      }
-      return o.config.empty() ? load_scenario(o.input, overrides) : scenario_of_model(o.input, o.config, overrides);
+      return load(overrides);
     };
-    const Scenario base = rerun              ? rerun->scenario
-                          : o.config.empty() ? load_scenario(o.input, parse_overrides(o.sets))
-                                             : scenario_of_model(o.input, o.config, parse_overrides(o.sets));
+    const Scenario base = rerun ? rerun->scenario : load(parse_overrides(o.sets));
     return write_schedule_runs(o, rerun ? rerun->schedules : o.schedules, base, scenario_of, sets);
   }
-  const Scenario sc = rerun              ? rerun->scenario
-                      : o.config.empty() ? load_scenario(o.input, parse_overrides(o.sets))
-                                         : scenario_of_model(o.input, o.config, parse_overrides(o.sets));
+  const Scenario sc = rerun ? rerun->scenario : load(parse_overrides(o.sets));
   SimulateOptions options;
   options.keep_log = !o.trace.empty();
   options.exact_full = o.exact_full;

@@ -98,8 +98,8 @@ OrderTiming evaluate(const ScheduleOrder& o, const OpTimes& times, double hop, c
   // Each device's next op, with the time it can start (-1: waiting for a dependency); an op
   // is placed at the earliest start among them. DualPipe's pairs run F then BW: an IPU's
   // tiles compute one op at a time (on a GPU the pair overlaps one chunk's communication
-  // with the other's compute). Placing an op changes only the candidates of its own IPU and
-  // of the devices waiting for it, so candidates are recomputed lazily by device.
+  // with the other's compute). Every device's candidate is recomputed after each placement
+  // (a handful of devices: cheaper than tracking which ones the placed op unblocked).
   std::vector<double> candidate(D, -1);
   auto refresh = [&](std::size_t d) {
     candidate[d] = -1;
