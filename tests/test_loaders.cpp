@@ -14,6 +14,7 @@
 #include "sim/io/json_reader.hpp"
 #include "sim/io/model_loader.hpp"
 #include "sim/io/overrides.hpp"
+#include "sim/io/content_hash.hpp"
 #include "sim/io/scenario_loader.hpp"
 #include "sim/plan/plan.hpp"
 #include "support.hpp"
@@ -549,9 +550,15 @@ TEST_CASE("overrides: --set reaches the scenario, and the model and config it na
   CHECK(changed.execution.cost_model == "compute");
   CHECK(*changed.model.ops[1].flops == 5e6);
   CHECK(changed.hardware.links[0].latency_s == 2e-6);
-  // The documents kept for reports are the ones run.
-  CHECK(changed.config_document["ipuCount"] == 2);
-  CHECK(changed.model_document["ops"][1]["flops"] == 5e6);
+  // The hashes kept for reports are of the documents run.
+  Json config_run = config, model_run = small_model();
+  config_run["ipuCount"] = 2;
+  config_run["links"][0]["latencySeconds"] = 2e-6;
+  model_run["ops"][1]["flops"] = 5e6;
+  CHECK(changed.config_hash == content_hash(config_run));
+  CHECK(changed.model_hash == content_hash(model_run));
+  CHECK(base.config_hash == content_hash(config));
+  CHECK(load({"execution.microBatchSize=32"}).model_hash == base.model_hash);
   // The files themselves are untouched.
   CHECK(load({}).hardware.ipu_count == 4);
 

@@ -85,7 +85,7 @@ Rerun rerun_of(const std::string& path) {
   r.scenario = scenario_file == "command line" ? scenario_of_model(r.model_file, r.config_file, parse_overrides(r.sets))
                                                : load_scenario(scenario_file, parse_overrides(r.sets));
   for (const char* key : {"modelHash", "configHash"}) {
-    const std::string now = content_hash(key[0] == 'm' ? r.scenario.model_document : r.scenario.config_document);
+    const std::string& now = key[0] == 'm' ? r.scenario.model_hash : r.scenario.config_hash;
     if (text(key) != now)
       throw InputError(path, std::string("/") + key, "run.from-changed",
                        std::string("the ") + (key[0] == 'm' ? "model" : "config") + " is no longer the one this run "

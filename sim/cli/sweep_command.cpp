@@ -78,7 +78,10 @@ Command add_sweep_command(CLI::App& app) {
       simulate_last_in_process = true;
       return run_cli(static_cast<int>(strings.size()), argv.data());
     };
-    o.exact_point = exact_point_report;
+    o.exact_point = [evaluator = std::make_shared<ExactPointEvaluator>()](const std::string& scenario, const std::string& modes,
+                                                                        const std::vector<Override>& overrides) {
+      return (*evaluator)(scenario, modes, overrides);
+    };
     return sweep::run_sweep(o, std::cerr);
   };
 }

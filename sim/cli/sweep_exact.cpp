@@ -3,6 +3,8 @@
 // exact for it (no two transfers sharing a link or a memory at once: docs/planner.md).
 #include "sim/cli/sweep_exact.hpp"
 
+#include <algorithm>
+
 #include "sim/graph/model_graph.hpp"
 #include "sim/io/input_error.hpp"
 #include "sim/io/scenario_loader.hpp"
@@ -56,36 +58,83 @@ std::optional<nlohmann::json> exact_run(Mode mode, const Scenario& sc, const Pla
 
 } // namespace
 
+namespace {
+
+// The report of one point whose scenario is loaded (the body of exact_point_report).
+std::optional<nlohmann::json> report_of(const Scenario& sc, const std::string& modes, const std::vector<Override>& overrides) {
+  Simulation sim;  // what `run` knows before it simulates; no runs
+  sim.graph = build_graph(sc.model);
+  // A run that would print a warning is left to the engine, which records it.
+  if (missing_loss_warning(sc, sim.graph)) return std::nullopt;
+  sim.plan = make_plan(sc, sim.graph);
+  check_connected(sc.hardware);
+  const std::vector<Mode> run_modes = modes_of(sc, modes);
+  sim.estimate = estimate_run(sc, sim.plan, run_modes, false);
+  nlohmann::json runs = nlohmann::json::array();
+  double sharded = 0, pipelined = 0;
+  for (Mode mode : run_modes) {
+    auto run = exact_run(mode, sc, sim.plan, mode == Mode::Sharded ? sharded : pipelined);
+    if (!run) return std::nullopt;
+    runs.push_back(std::move(*run));
+  }
+  // The scenario's part of `run --json`'s document (files, hashes, execution, plan), as the engine's run gives it.
+  nlohmann::json report = report_json(sc, sim);
+  report["runs"] = std::move(runs);
+  std::vector<std::string> sets;  // as the point's `run --set` flags give them (run --from reruns it)
+  for (const Override& o : overrides) sets.push_back(o.path + "=" + o.value.dump());
+  report["overrides"] = std::move(sets);
+  report["ipusimVersion"] = IPUSIM_VERSION;
+  if (sharded > 0 && pipelined > 0) report["speedupPipelinedOverSharded"] = sharded / pipelined;
+  return report;
+}
+
+bool under_execution(const Override& o) { return o.path.rfind("execution.", 0) == 0; }
+
+} // namespace
+
 std::optional<nlohmann::json> exact_point_report(const std::string& scenario_file, const std::string& modes,
                                                  const std::vector<Override>& overrides) {
   try {
-    const Scenario sc = load_scenario(scenario_file, overrides);
-    Simulation sim;  // what `run` knows before it simulates; no runs
-    sim.graph = build_graph(sc.model);
-    // A run that would print a warning is left to the engine, which records it.
-    if (missing_loss_warning(sc, sim.graph)) return std::nullopt;
-    sim.plan = make_plan(sc, sim.graph);
-    check_connected(sc.hardware);
-    const std::vector<Mode> run_modes = modes_of(sc, modes);
-    sim.estimate = estimate_run(sc, sim.plan, run_modes, false);
-    nlohmann::json runs = nlohmann::json::array();
-    double sharded = 0, pipelined = 0;
-    for (Mode mode : run_modes) {
-      auto run = exact_run(mode, sc, sim.plan, mode == Mode::Sharded ? sharded : pipelined);
-      if (!run) return std::nullopt;
-      runs.push_back(std::move(*run));
-    }
-    // The scenario's part of `run --json`'s document (files, hashes, execution, plan), as the engine's run gives it.
-    nlohmann::json report = report_json(sc, sim);
-    report["runs"] = std::move(runs);
-    std::vector<std::string> sets;  // as the point's `run --set` flags give them (run --from reruns it)
-    for (const Override& o : overrides) sets.push_back(o.path + "=" + o.value.dump());
-    report["overrides"] = sets;
-    report["ipusimVersion"] = IPUSIM_VERSION;
-    if (sharded > 0 && pipelined > 0) report["speedupPipelinedOverSharded"] = sharded / pipelined;
-    return report;
+    return report_of(load_scenario(scenario_file, overrides), modes, overrides);
   } catch (const InputError&) {
     return std::nullopt;  // bad input at this point: the engine's run records the error as `run` prints it
+  }
+}
+
+struct ExactPointEvaluator::Loaded {
+  std::string scenario_file;
+  std::vector<Override> others;  // the overrides it was loaded with: none under execution.
+  nlohmann::json document;       // its scenario document, before any execution override
+  Scenario scenario;             // its execution replaced at each point
+};
+
+ExactPointEvaluator::ExactPointEvaluator() = default;
+ExactPointEvaluator::~ExactPointEvaluator() = default;
+
+std::optional<nlohmann::json> ExactPointEvaluator::operator()(const std::string& scenario_file, const std::string& modes,
+                                                              const std::vector<Override>& overrides) {
+  // Overrides apply in order: split them only when no later one could undo an earlier one's
+  // place (a whole "execution" replaced after an execution.X set).
+  for (const Override& o : overrides)
+    if (o.path == "execution") return exact_point_report(scenario_file, modes, overrides);
+  std::vector<Override> others, execution;
+  for (const Override& o : overrides) (under_execution(o) ? execution : others).push_back(o);
+  try {
+    const auto same = [&](const std::vector<Override>& a) {
+      return a.size() == others.size() && std::equal(a.begin(), a.end(), others.begin(), [](const Override& x, const Override& y) {
+               return x.path == y.path && x.value == y.value;
+             });
+    };
+    if (!loaded_ || loaded_->scenario_file != scenario_file || !same(loaded_->others)) {
+      loaded_.reset();
+      Scenario sc = load_scenario(scenario_file, others);
+      nlohmann::json document = sc.scenario_document;
+      loaded_ = std::make_unique<Loaded>(Loaded{scenario_file, std::move(others), std::move(document), std::move(sc)});
+    }
+    reload_execution(loaded_->scenario, loaded_->document, execution);
+    return report_of(loaded_->scenario, modes, overrides);
+  } catch (const InputError&) {
+    return std::nullopt;  // as exact_point_report: the engine's run records the error
   }
 }
 

@@ -1,6 +1,7 @@
 #pragma once
 // `ipusim sweep --fast`: a point's figures from the exact evaluators, without a simulation.
 #include <nlohmann/json.hpp>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -18,5 +19,20 @@ namespace ipusim::cli {
 // the engine runs those points.
 std::optional<nlohmann::json> exact_point_report(const std::string& scenario_file, const std::string& modes,
                                                  const std::vector<Override>& overrides);
+
+// exact_point_report for the points of one sweep: the scenario as loaded with the overrides
+// that do not lie under "execution." is kept, so that a point that changes only the
+// execution reads only that (the model and config are not parsed, checked or hashed again).
+class ExactPointEvaluator {
+public:
+  ExactPointEvaluator();
+  ~ExactPointEvaluator();
+  std::optional<nlohmann::json> operator()(const std::string& scenario_file, const std::string& modes,
+                                           const std::vector<Override>& overrides);
+
+private:
+  struct Loaded;
+  std::unique_ptr<Loaded> loaded_;
+};
 
 } // namespace ipusim::cli

@@ -67,8 +67,10 @@ struct Scenario {
   Model model;
   HardwareConfig hardware;
   Execution execution;
-  // The documents as run (after --set), kept for reports.
-  nlohmann::json scenario_document, model_document, config_document;
+  // The scenario document as run (after --set); the model's and config's by their content
+  // hashes (sim/io/content_hash.hpp: a report's modelHash and configHash).
+  nlohmann::json scenario_document;
+  std::string model_hash, config_hash;
 
   // Where scenario fields live, for errors raised after loading.
   std::string execution_pointer(const std::string& key) const { return "/execution/" + key; }

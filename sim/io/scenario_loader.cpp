@@ -4,8 +4,10 @@
 #include <filesystem>
 #include <map>
 #include <optional>
+#include <stdexcept>
 
 #include "sim/io/aliases.hpp"
+#include "sim/io/content_hash.hpp"
 #include "sim/io/hardware_loader.hpp"
 #include "sim/io/json_reader.hpp"
 #include "sim/io/model_loader.hpp"
@@ -260,8 +262,8 @@ Scenario build_scenario(Json document, const std::string& path, const std::vecto
   if (model_dtype) s.model.set_float_dtype(*model_dtype);
   s.hardware = hardware_from_json(config.document, config.origin);
   s.scenario_document = document;
-  s.model_document = model.document;
-  s.config_document = config.document;
+  s.model_hash = content_hash(model.document);
+  s.config_hash = content_hash(config.document);
   return s;
 }
 
@@ -273,6 +275,18 @@ std::string pointer_of_path(const std::string& path) {
 }
 
 } // namespace
+
+void reload_execution(Scenario& s, nlohmann::json document, const std::vector<Override>& execution_overrides) {
+  for (const Override& o : execution_overrides) {
+    if (o.path.rfind("execution.", 0) != 0)
+      throw std::logic_error("reload_execution: " + o.path + " is not under execution.");
+    apply_override(document, o.path, o.value, o.path);
+  }
+  // As build_scenario reads it: nothing else in the document can have changed.
+  ObjectReader root(document, s.file, "", Format::Scenario);
+  s.execution = execution_from_json(root.has("execution") ? root.required_value("execution") : Json::object(), s.file);
+  s.scenario_document = std::move(document);
+}
 
 Scenario scenario_from_json(Json document, const std::string& path, const std::vector<Override>& overrides) {
   Origins origins;

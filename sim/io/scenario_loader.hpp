@@ -13,6 +13,11 @@ Scenario load_scenario(const std::string& path, const std::vector<Override>& ove
 // The same from a document; "model" and "config" may be paths or inline objects.
 Scenario scenario_from_json(nlohmann::json document, const std::string& origin,
                             const std::vector<Override>& overrides = {});
+// `s`, loaded from the scenario `document` with some overrides, with `execution_overrides`
+// (each under "execution.") applied on top: what load_scenario gives with both lists, without
+// reading or checking the model and config again (a sweep's points that change only the
+// execution). An error is the one load_scenario would raise, not relabelled as --set's.
+void reload_execution(Scenario& s, nlohmann::json document, const std::vector<Override>& execution_overrides);
 Execution execution_from_json(const nlohmann::json& execution, const std::string& origin);
 
 } // namespace ipusim

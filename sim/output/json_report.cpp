@@ -61,13 +61,13 @@ Json memory_json(const MemoryReport& memory, bool placed) {
                     {"fullestTileBytes", m.fullest_tile_bytes},
                     {"tileCapacityBytes", m.tile_capacity_bytes},
                     {"fits", m.fits},
-                    {"categories", categories}});
+                    {"categories", std::move(categories)}});
     if (!m.fits) verdicts.push_back(out_of_memory_verdict(m, placed));
   }
   for (const StageStash& s : memory.stashes)
     stashes.push_back({{"stage", s.stage}, {"ipu", s.ipu}, {"depth", s.depth}, {"slotBytes", s.slot_bytes},
                        {"bytes", s.slot_bytes * s.depth}});
-  Json out = {{"fits", memory.fits}, {"ipus", ipus}, {"stashes", stashes}, {"verdicts", verdicts}};
+  Json out = {{"fits", memory.fits}, {"ipus", std::move(ipus)}, {"stashes", std::move(stashes)}, {"verdicts", std::move(verdicts)}};
   // Settings that would make it fit, best first (docs/formats.md): only on runs that do not fit.
   if (!memory.fixes.empty()) {
     Json fixes = Json::array();
@@ -75,7 +75,7 @@ Json memory_json(const MemoryReport& memory, bool placed) {
       fixes.push_back({{"setting", f.setting}, {"change", f.change}, {"how", f.how}, {"fits", f.fits},
                        {"freedTileBytes", f.freed_bytes},
                        {"stepTimeChange", std::isfinite(f.step_change) ? Json(f.step_change) : Json(nullptr)}});
-    out["fixes"] = fixes;
+    out["fixes"] = std::move(fixes);
   }
   return out;
 }
@@ -160,24 +160,6 @@ Json run_json(const RunMetrics& r) {
 
 namespace {
 
-} // namespace
-
-// FNV-1a (64 bits) of a document as run (after "extends" and --set), "fnv1a64:HEX": tells
-// two models or configs apart by content (compare, report), whether from a file or inline.
-std::string content_hash(const Json& document) {
-  const std::string text = document.dump(-1, ' ', false, Json::error_handler_t::replace);
-  std::uint64_t h = 1469598103934665603ull;
-  for (char c : text) {
-    h ^= static_cast<unsigned char>(c);
-    h *= 1099511628211ull;
-  }
-  char out[32];
-  std::snprintf(out, sizeof out, "fnv1a64:%016llx", static_cast<unsigned long long>(h));
-  return out;
-}
-
-namespace {
-
 // The file a model or config came from ("" for one inline in the scenario); an edited
 // ONNX model ("(as JSON)") names its ONNX file, the edits being in "overrides".
 std::string source_file(const std::string& origin) {
@@ -230,9 +212,9 @@ Json report_json(const Scenario& sc, const Simulation& sim) {
                 {"placement", ex.placement},
                 {"modes", modes_json(ex.modes)}}},
               {"modelFile", source_file(sc.model.file)},
-              {"modelHash", content_hash(sc.model_document)},
+              {"modelHash", sc.model_hash},
               {"configFile", source_file(sc.hardware.file)},
-              {"configHash", content_hash(sc.config_document)},
+              {"configHash", sc.config_hash},
               {"plan", plan_json(sc, sim.plan)},
               {"estimate",
                {{"peakBytes", sim.estimate.peak_bytes},

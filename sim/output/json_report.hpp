@@ -13,7 +13,5 @@ nlohmann::json run_json(const RunMetrics& run);
 // An IPU's idle seconds by cause ({"fill_flush_s": ..., ...}), as in runs[].ipus[].idle.
 nlohmann::json idle_json(const IdleBreakdown& idle);
 nlohmann::json report_json(const Scenario& scenario, const Simulation& simulation);
-// "fnv1a64:HEX" of a document as run: the run document's modelHash and configHash.
-std::string content_hash(const nlohmann::json& document);
 
 } // namespace ipusim

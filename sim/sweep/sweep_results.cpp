@@ -119,9 +119,15 @@ std::optional<Json> read_point_file(const std::string& path, const Point& point)
 }
 
 std::string jsonl_line(const Point& point, const Json& record) {
+  // A record read from an earlier run may carry another index (the sweep file's axes grew).
+  Json axes = axes_object(point);
+  const Json* index = find(record, "point");
+  const Json* recorded_axes = find(record, "axes");
+  if (index && *index == point.index && recorded_axes && *recorded_axes == axes)
+    return record.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n";
   Json line = record;
   line["point"] = point.index;
-  line["axes"] = axes_object(point);
+  line["axes"] = std::move(axes);
   return line.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n";
 }
 
