@@ -61,9 +61,10 @@ std::optional<nlohmann::json> exact_run(Mode mode, const Scenario& sc, const Pla
 namespace {
 
 // The report of one point whose scenario is loaded (the body of exact_point_report).
-std::optional<nlohmann::json> report_of(const Scenario& sc, const std::string& modes, const std::vector<Override>& overrides) {
+std::optional<nlohmann::json> report_of(const Scenario& sc, const ModelGraph& graph, const std::string& modes,
+                                        const std::vector<Override>& overrides) {
   Simulation sim;  // what `run` knows before it simulates; no runs
-  sim.graph = build_graph(sc.model);
+  sim.graph = graph;
   // A run that would print a warning is left to the engine, which records it.
   if (missing_loss_warning(sc, sim.graph)) return std::nullopt;
   sim.plan = make_plan(sc, sim.graph);
@@ -95,7 +96,8 @@ bool under_execution(const Override& o) { return o.path.rfind("execution.", 0) =
 std::optional<nlohmann::json> exact_point_report(const std::string& scenario_file, const std::string& modes,
                                                  const std::vector<Override>& overrides) {
   try {
-    return report_of(load_scenario(scenario_file, overrides), modes, overrides);
+    const Scenario sc = load_scenario(scenario_file, overrides);
+    return report_of(sc, build_graph(sc.model), modes, overrides);
   } catch (const InputError&) {
     return std::nullopt;  // bad input at this point: the engine's run records the error as `run` prints it
   }
@@ -106,6 +108,7 @@ struct ExactPointEvaluator::Loaded {
   std::vector<Override> others;  // the overrides it was loaded with: none under execution.
   nlohmann::json document;       // its scenario document, before any execution override
   Scenario scenario;             // its execution replaced at each point
+  ModelGraph graph;              // its model's
 };
 
 ExactPointEvaluator::ExactPointEvaluator() = default;
@@ -129,10 +132,12 @@ std::optional<nlohmann::json> ExactPointEvaluator::operator()(const std::string&
       loaded_.reset();
       Scenario sc = load_scenario(scenario_file, others);
       nlohmann::json document = sc.scenario_document;
-      loaded_ = std::make_unique<Loaded>(Loaded{scenario_file, std::move(others), std::move(document), std::move(sc)});
+      ModelGraph graph = build_graph(sc.model);
+      loaded_ = std::make_unique<Loaded>(
+          Loaded{scenario_file, std::move(others), std::move(document), std::move(sc), std::move(graph)});
     }
     reload_execution(loaded_->scenario, loaded_->document, execution);
-    return report_of(loaded_->scenario, modes, overrides);
+    return report_of(loaded_->scenario, loaded_->graph, modes, overrides);
   } catch (const InputError&) {
     return std::nullopt;  // as exact_point_report: the engine's run records the error
   }

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <iostream>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -93,6 +94,8 @@ private:
     SimulateOptions options;
     options.keep_log = false;
     options.notes = &std::cerr;
+    if (!graph_) graph_ = build_graph(scenario_.model);  // the model's: the same for every execution
+    options.graph = &*graph_;
     Simulation sim = simulate(scenario_, modes, options);
     for (ModeRun& r : sim.runs)
       if (!r.metrics.memory.fits) r.metrics.memory.fixes = memory_fixes(scenario_, r.metrics.mode);
@@ -103,6 +106,7 @@ private:
   }
 
   Scenario scenario_;
+  std::optional<ModelGraph> graph_;
   std::mutex mutex_;
 };
 

@@ -142,7 +142,7 @@ constexpr double kNoteSeconds = 60;
 
 Simulation simulate(const Scenario& scenario, const std::vector<Mode>& modes, const SimulateOptions& options) {
   Simulation sim;
-  sim.graph = build_graph(scenario.model);
+  sim.graph = options.graph != nullptr ? *options.graph : build_graph(scenario.model);
   sim.plan = make_plan(scenario, sim.graph);
   check_connected(scenario.hardware);  // a disconnected system is bad input, reported before simulating
   sim.estimate = estimate_run(scenario, sim.plan, modes, options.keep_log);

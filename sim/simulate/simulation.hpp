@@ -41,6 +41,9 @@ struct SimulateOptions {
   // Where a run estimated at over 1 GiB, or over a minute with exact_full, is announced
   // before it starts (none: not announced).
   std::ostream* notes = nullptr;
+  // The graph of the scenario's model, when a caller that runs one model many times (the
+  // Python API) has built it once; none: built here.
+  const ModelGraph* graph = nullptr;
 };
 
 // Checks everything before simulating anything, so bad input fails fast, and refuses a
