@@ -267,6 +267,11 @@ def malformed(folder, save):
     sparse.indices.CopyFrom(helper.make_tensor("Ws_i", TensorProto.INT64, [1], [0]))
     sparse.dims.extend([4, 4])
     save("bad-sparse-initializer.onnx", bad)                              # onnx.sparse-tensor
+    # A convolution whose weight input is its rank-1 bias (fuzz_onnx finding: libonnx's
+    # convPoolShapeInference read past the kernel shape it took from W and crashed).
+    bad = every_op()
+    bad.graph.node[0].input[1], bad.graph.node[0].input[2] = "conv_b", "conv_w"
+    save("bad-conv-weight-rank.onnx", bad)                                # onnx.bad-node at node 0
     # A node name that is not UTF-8 (proto2 strings are not checked): same length, so the
     # protobuf's length prefixes stay right. convert threw from the JSON writer (exit 3).
     bad = constant_first()

@@ -206,6 +206,7 @@ TEST_CASE("onnx: every bad input exits 2 with its file, place and rule", "[onnx]
       {"bad-local-function.onnx", "[onnx.local-function]", "at /functions/0"},
       {"bad-name-utf8.onnx", "[onnx.bad-name]", "at /graph/node/2/name"},  // fuzz_onnx finding
       {"bad-sparse-initializer.onnx", "[onnx.sparse-tensor]", "at /graph/sparse_initializer/0"},
+      {"bad-conv-weight-rank.onnx", "[onnx.bad-node]", "at /graph/node/0/input/1"},  // fuzz_onnx finding
   };
   for (const Case& c : cases) {
     INFO(c.file);

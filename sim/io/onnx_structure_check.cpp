@@ -109,7 +109,15 @@ private:
       fail(pointer + "/sparse_initializer/0", "onnx.sparse-tensor",
            "sparse initializers are not imported (their weights would not be counted); store them dense");
     for (int i = 0; i < g.initializer_size(); ++i) tensor(g.initializer(i), pointer + "/initializer/" + std::to_string(i));
+    // Ranks known before inference (a subgraph sees its own and its parents'), for the checks
+    // of inputs that libonnx's inference assumes rather than checks.
+    const std::map<std::string, int> outer = ranks_;
+    for (const auto& t : g.initializer()) ranks_[t.name()] = t.dims_size();
+    for (const auto& v : g.input())
+      if (v.type().has_tensor_type() && v.type().tensor_type().has_shape())
+        ranks_[v.name()] = v.type().tensor_type().shape().dim_size();
     for (int i = 0; i < g.node_size(); ++i) node(g.node(i), pointer + "/node/" + std::to_string(i));
+    ranks_ = outer;
     --depth_;
   }
 
@@ -134,7 +142,8 @@ private:
       for (int k = 0; k < a.graphs_size(); ++k) graph(a.graphs(k), at + "/graphs/" + std::to_string(k));
     }
     const auto opset = opsets_.find(n.domain() == "ai.onnx" ? "" : n.domain());
-    if (opset == opsets_.end()) return;  // a domain the model does not import: no schema, not inferred
+    if (opset == opsets_.end()) return;
+    if (n.domain().empty() || n.domain() == "ai.onnx") convolution_weight(n, pointer, what);  // a domain the model does not import: no schema, not inferred
     const auto* schema = onnx::OpSchemaRegistry::Schema(n.op_type(), static_cast<int>(std::min<std::int64_t>(
                                                                           opset->second, INT32_MAX)),
                                                         n.domain() == "ai.onnx" ? "" : n.domain());
@@ -155,6 +164,26 @@ private:
            what + " does not match ONNX's schema of " + short_name(n.op_type()) + " (opset " +
                std::to_string(opset->second) + "): " + reason + "; export the model again");
     }
+  }
+
+  // A convolution's weight is [M, C/group, k1, ...], of the input's rank: libonnx's shape
+  // inference takes the kernel shape from it unchecked and reads past its end otherwise.
+  void convolution_weight(const onnx::NodeProto& n, const std::string& pointer, const std::string& what) const {
+    const int x = 0, w = n.op_type() == "QLinearConv" ? 3 : 1;
+    if (n.op_type() != "Conv" && n.op_type() != "ConvTranspose" && n.op_type() != "ConvInteger" && w != 3) return;
+    if (n.input_size() <= w) return;  // the schema's check names a missing input
+    const auto rank_of = [&](int k) {
+      const auto it = ranks_.find(n.input(k));
+      return it == ranks_.end() ? -1 : it->second;
+    };
+    const int weight = rank_of(w), input = rank_of(x);
+    if (weight < 0) return;
+    if (weight < 3 || (input >= 0 && input != weight))
+      fail(pointer + "/input/" + std::to_string(w), "onnx.bad-node",
+           what + ": the weight \"" + short_name(n.input(w)) + "\" has rank " + std::to_string(weight) +
+               (input >= 0 ? " and the input \"" + short_name(n.input(x)) + "\" rank " + std::to_string(input) : "") +
+               "; a convolution's weight is [M, C/group, k1, ...], of the input's rank (at least 3): check the "
+               "order of its inputs (X, W, B) and export the model again");
   }
 
   void tensor(const T& t, const std::string& pointer) const {
@@ -206,6 +235,7 @@ private:
   const onnx::ModelProto& proto_;
   std::string path_;
   std::map<std::string, std::int64_t> opsets_;
+  std::map<std::string, int> ranks_;  // tensor name -> rank, where known before inference
   int depth_ = 0;
 };
 
