@@ -3,8 +3,6 @@
 // exact for it (no two transfers sharing a link or a memory at once: docs/planner.md).
 #include "sim/cli/sweep_exact.hpp"
 
-#include <algorithm>
-
 #include "sim/graph/model_graph.hpp"
 #include "sim/io/input_error.hpp"
 #include "sim/io/scenario_loader.hpp"
@@ -55,10 +53,6 @@ std::optional<nlohmann::json> exact_run(Mode mode, const Scenario& sc, const Pla
                         {"replicas", r.replicas},
                         {"memory", memory_json(r.memory, ipus_placed(r))}};
 }
-
-} // namespace
-
-namespace {
 
 // The report of one point whose scenario is loaded (the body of exact_point_report).
 std::optional<nlohmann::json> report_of(const Scenario& sc, const ModelGraph& graph, const std::string& modes,
@@ -123,12 +117,7 @@ std::optional<nlohmann::json> ExactPointEvaluator::operator()(const std::string&
   std::vector<Override> others, execution;
   for (const Override& o : overrides) (under_execution(o) ? execution : others).push_back(o);
   try {
-    const auto same = [&](const std::vector<Override>& a) {
-      return a.size() == others.size() && std::equal(a.begin(), a.end(), others.begin(), [](const Override& x, const Override& y) {
-               return x.path == y.path && x.value == y.value;
-             });
-    };
-    if (!loaded_ || loaded_->scenario_file != scenario_file || !same(loaded_->others)) {
+    if (!loaded_ || loaded_->scenario_file != scenario_file || loaded_->others != others) {
       loaded_.reset();
       Scenario sc = load_scenario(scenario_file, others);
       nlohmann::json document = sc.scenario_document;

@@ -142,8 +142,8 @@ private:
       for (int k = 0; k < a.graphs_size(); ++k) graph(a.graphs(k), at + "/graphs/" + std::to_string(k));
     }
     const auto opset = opsets_.find(n.domain() == "ai.onnx" ? "" : n.domain());
-    if (opset == opsets_.end()) return;
-    if (n.domain().empty() || n.domain() == "ai.onnx") convolution_weight(n, pointer, what);  // a domain the model does not import: no schema, not inferred
+    if (opset == opsets_.end()) return;  // a domain the model does not import: no schema, not inferred
+    if (n.domain().empty() || n.domain() == "ai.onnx") convolution_weight(n, pointer, what);
     const auto* schema = onnx::OpSchemaRegistry::Schema(n.op_type(), static_cast<int>(std::min<std::int64_t>(
                                                                           opset->second, INT32_MAX)),
                                                         n.domain() == "ai.onnx" ? "" : n.domain());
@@ -169,8 +169,10 @@ private:
   // A convolution's weight is [M, C/group, k1, ...], of the input's rank: libonnx's shape
   // inference takes the kernel shape from it unchecked and reads past its end otherwise.
   void convolution_weight(const onnx::NodeProto& n, const std::string& pointer, const std::string& what) const {
-    const int x = 0, w = n.op_type() == "QLinearConv" ? 3 : 1;
-    if (n.op_type() != "Conv" && n.op_type() != "ConvTranspose" && n.op_type() != "ConvInteger" && w != 3) return;
+    static const std::map<std::string, int> kWeightInput = {{"Conv", 1}, {"ConvTranspose", 1}, {"ConvInteger", 1}, {"QLinearConv", 3}};
+    const auto found = kWeightInput.find(n.op_type());
+    if (found == kWeightInput.end()) return;
+    const int x = 0, w = found->second;
     if (n.input_size() <= w) return;  // the schema's check names a missing input
     const auto rank_of = [&](int k) {
       const auto it = ranks_.find(n.input(k));

@@ -11,6 +11,7 @@ namespace ipusim {
 struct Override {
   std::string path;       // dotted, as the user wrote it
   nlohmann::json value;   // parsed as JSON when it is valid JSON, else taken as a string
+  bool operator==(const Override&) const = default;
 };
 
 // Parses "a.b.c=value"; throws InputError(origin = "--set") on a malformed argument.
