@@ -21,6 +21,7 @@
 #include "sim/schedule/schedule.hpp"
 #include "sim/search/memory_advice.hpp"
 #include "sim/search/planner.hpp"
+#include "sim/simulate/run_estimate.hpp"
 #include "sim/simulate/simulation.hpp"
 
 namespace ipusim::cli {
@@ -28,6 +29,9 @@ namespace ipusim::cli {
 namespace {
 
 namespace fs = std::filesystem;
+
+// Searches larger than this are announced before they start (as run's are).
+constexpr double kNoteSearchBytes = 1024.0 * 1024 * 1024;
 
 struct PlanOptions {
   std::string scenario, objective = "throughput", write, global_batch, layer_free = "yes";
@@ -167,6 +171,20 @@ int plan(const PlanOptions& o) {
   request.fixed_fields = fields_of(o.sets);
   request.layer_free_ipus = o.layer_free == "yes";
   const PlanSpace space = make_plan_space(sc, request, static_cast<int>(layers.names.size()));
+  // Like run's estimate: a search too large for the machine is refused before it starts.
+  const PlanSearchEstimate estimate = estimate_plan_search(sc, space, layers, o.top);
+  const double search_bytes = kProcessBaseBytes + estimate.bytes;
+  if (search_bytes > memory_budget_bytes())
+    throw InputError(sc.model.file, sc.model.ops_pointer, "plan.too-large",
+                     "the search would need about " + format_bytes(search_bytes) + " of memory, more than the " +
+                         format_bytes(memory_budget_bytes()) + " this machine can give it: " +
+                         std::to_string(estimate.tables) + (estimate.tables == 1 ? " cost table" : " cost tables") + " (one per micro-batch), each up to " +
+                         format_bytes(estimate.table_bytes) + " for the blocks of this model's " +
+                         std::to_string(layers.names.size() + 2) + " units (they grow with the cube of the units), and " +
+                         std::to_string(estimate.points) + " points; search fewer --micro-batch values, or fewer layers " +
+                         "(coarser layers: plan --explain-layers)");
+  if (search_bytes > kNoteSearchBytes && !o.quiet)
+    std::cerr << "ipusim: note: this search needs up to " << format_bytes(search_bytes) << "\n" << std::flush;
 
   PlanSearchOptions options;
   options.objective = o.objective == "latency" ? Objective::Latency : Objective::Throughput;
@@ -177,6 +195,7 @@ int plan(const PlanOptions& o) {
   if (!o.quiet) options.progress = [training](const SearchProgress& p) { print_progress(p, training); };
   const PlanSearch search = search_plans(sc, space, options);
   print_search_summary(std::cout, sc, search);
+  print_search_estimate(std::cout, search_bytes, estimate);
   if (search.ranked.empty()) {
     std::cout << std::flush;
     std::cerr << "ipusim: " << no_fit_message(sc, search, request) << "\n";
@@ -184,7 +203,8 @@ int plan(const PlanOptions& o) {
   }
   const ConfirmedPlans confirmed = confirm_top(std::cout, sc, search, options.objective);
   print_fronts(std::cout, sc, search, options.objective);
-  compare_with_given(std::cout, sc, search.layers, confirmed, options.objective);
+  const double given_estimate = compare_with_given(std::cout, sc, search.layers, confirmed, options.objective);
+  print_runs_estimate(std::cout, std::max(confirmed.largest_run_estimate, given_estimate));
   if (!o.write.empty()) write_best(o, sc, confirmed.best_scenario, confirmed.best);
   return kExitOk;
 }

@@ -135,13 +135,27 @@ double engine_score(const RunMetrics& m, Objective objective) {
   return objective == Objective::Throughput ? m.throughput_samples_per_s : 1 / m.latency_s.mean;
 }
 
-RunMetrics simulate_streaming(const Scenario& sc) {
+// `largest_estimate`: the largest memory estimate of the runs so far (estimate_run's).
+RunMetrics simulate_streaming(const Scenario& sc, double& largest_estimate) {
   SimulateOptions options;
   options.keep_log = false;  // metrics as the run goes: memory does not grow with G
-  return simulate(sc, {Mode::Pipelined}, options).runs.at(0).metrics;
+  Simulation sim = simulate(sc, {Mode::Pipelined}, options);
+  largest_estimate = std::max(largest_estimate, sim.estimate.peak_bytes);
+  return std::move(sim.runs.at(0).metrics);
 }
 
 } // namespace
+
+void print_search_estimate(std::ostream& out, double search_bytes, const PlanSearchEstimate& e) {
+  out << "memory: the search needs at most " << format_bytes(search_bytes) << " (" << std::llround(search_bytes)
+      << " bytes, its estimate: " << count(e.tables) << " cost tables, " << count(e.points) << " points)\n";
+}
+
+void print_runs_estimate(std::ostream& out, double largest_run_bytes) {
+  if (largest_run_bytes <= 0) return;
+  out << "\nmemory: each engine run above needs at most " << format_bytes(largest_run_bytes) << " ("
+      << std::llround(largest_run_bytes) << " bytes, the largest of their estimates, as ipusim run's)\n";
+}
 
 void print_search_summary(std::ostream& out, const Scenario& sc, const PlanSearch& search) {
   const SearchCounts& n = search.counts;
@@ -173,7 +187,7 @@ ConfirmedPlans confirm_top(std::ostream& out, const Scenario& sc, const PlanSear
   std::vector<Scenario> scenarios;
   for (const Candidate& cand : search.ranked) {
     scenarios.push_back(candidate_scenario(sc, search.layers, cand));
-    c.metrics.push_back(simulate_streaming(scenarios.back()));
+    c.metrics.push_back(simulate_streaming(scenarios.back(), c.largest_run_estimate));
   }
   std::vector<std::size_t> order(search.ranked.size());
   std::iota(order.begin(), order.end(), 0);
@@ -235,11 +249,12 @@ void print_fronts(std::ostream& out, const Scenario& sc, const PlanSearch& searc
   out << std::flush;
 }
 
-void compare_with_given(std::ostream& out, const Scenario& sc, const LayerStructure& layers,
-                        const ConfirmedPlans& confirmed, Objective objective) {
-  if (sc.model.ops.empty() || !sc.model.ops.front().virtual_graph) return;
+double compare_with_given(std::ostream& out, const Scenario& sc, const LayerStructure& layers,
+                          const ConfirmedPlans& confirmed, Objective objective) {
+  double estimate = 0;
+  if (sc.model.ops.empty() || !sc.model.ops.front().virtual_graph) return estimate;
   const PlanSettings s = settings_of(sc);
-  if (s.ipus < 2) return;  // all on one IPU: not a pipeline to compare with
+  if (s.ipus < 2) return estimate;  // all on one IPU: not a pipeline to compare with
   Scenario given = sc;
   given.execution.modes = {Mode::Pipelined};
   const bool training = sc.execution.training;
@@ -248,7 +263,7 @@ void compare_with_given(std::ostream& out, const Scenario& sc, const LayerStruct
       << s.schedule << ", micro-batch " << s.micro_batch << (training ? ", G " : ", batchesPerStep ") << s.depth << "\n"
       << std::flush;
   try {
-    const RunMetrics m = simulate_streaming(given);
+    const RunMetrics m = simulate_streaming(given, estimate);
     const RunMetrics& best = confirmed.metrics.front();
     out << "  engine:    step " << format_seconds(m.step_time_s) << ", " << format_rate(m.throughput_samples_per_s, "samples/s")
         << ", latency " << format_seconds(m.latency_s.mean) << " (mean)\n  memory:    "
@@ -265,6 +280,7 @@ void compare_with_given(std::ostream& out, const Scenario& sc, const LayerStruct
     out << "  not runnable pipelined: " << e.what() << "\n";
   }
   out << std::flush;
+  return estimate;
 }
 
 std::string no_fit_message(const Scenario& sc, const PlanSearch& search, const PlanRequest& request) {

@@ -16,14 +16,20 @@ struct ConfirmedPlans {
   std::vector<RunMetrics> metrics;
   Candidate best;
   Scenario best_scenario;
+  double largest_run_estimate = 0;  // bytes: the largest of their runs' memory estimates (estimate_run)
 };
 
 void print_search_summary(std::ostream& out, const Scenario& scenario, const PlanSearch& search);
+// The memory the plan announces: its search's (ipusim's base included) before it starts, and
+// the engine runs' after them ("memory: ..." lines that tests/fuzz/run_campaign.py reads).
+void print_search_estimate(std::ostream& out, double search_bytes, const PlanSearchEstimate& estimate);
+void print_runs_estimate(std::ostream& out, double largest_run_bytes);
 // Simulates the top K (the engine's streaming metrics, no event log) and prints them.
 ConfirmedPlans confirm_top(std::ostream& out, const Scenario& scenario, const PlanSearch& search, Objective objective);
 void print_fronts(std::ostream& out, const Scenario& scenario, const PlanSearch& search, Objective objective);
-// The scenario as annotated (its own split and settings), simulated, against the best.
-void compare_with_given(std::ostream& out, const Scenario& scenario, const LayerStructure& layers,
+// The scenario as annotated (its own split and settings), simulated, against the best;
+// returns its run's memory estimate (0: not run).
+double compare_with_given(std::ostream& out, const Scenario& scenario, const LayerStructure& layers,
                         const ConfirmedPlans& confirmed, Objective objective);
 // Why nothing fits, and which fixed dimension, if searched, would give a configuration that does.
 std::string no_fit_message(const Scenario& scenario, const PlanSearch& search, const PlanRequest& request);

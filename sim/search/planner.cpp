@@ -6,6 +6,8 @@
 #include <map>
 #include <memory>
 #include <queue>
+#include <set>
+#include <functional>
 #include <sstream>
 
 #include "sim/cost/op_work.hpp"
@@ -202,6 +204,45 @@ void polish_headroom(Candidate& c, const Scenario& sc, const PlanSpace& space, c
   c.tightest_ipu = static_cast<int>(std::min_element(c.headroom.begin(), c.headroom.end()) - c.headroom.begin());
 }
 
+// Each point of the outer dimensions its schedule's rules accept, with whether G > 1 (its
+// table); the others are counted as ruled out.
+void for_each_point(const Scenario& scenario, const PlanSpace& space, bool has_heads, SearchCounts& counts,
+                    const std::function<void(const PlanSettings&, bool)>& visit) {
+  const Execution& base = scenario.execution;
+  const bool training = base.training;
+  for (const PipelineShape& shape : space.shapes)
+    for (std::int64_t mb : space.micro_batches)
+      for (std::int64_t depth : space.depths_for(mb, shape.replicas))
+        for (const std::string& schedule : space.schedules)
+          for (bool recompute : space.recomputation)
+            for (bool off_chip : space.state_off_chip)
+              for (bool rts : space.rts)
+                for (bool heads_on_last : space.heads_on_last) {
+                  ++counts.settings;
+                  const int P = shape.ipus + (heads_on_last ? 0 : 1);
+                  const bool accumulating = training && depth > 1;
+                  const std::int64_t schedule_depth =
+                      schedule == "popart" && training && !accumulating ? base.batches_per_step : depth;
+                  if ((!heads_on_last && !has_heads) || (rts && shape.replicas == 1) ||
+                      !schedule_accepts(schedule, P, !heads_on_last, schedule_depth, training)) {
+                    ++counts.settings_ruled_out;
+                    continue;
+                  }
+                  PlanSettings st;
+                  st.ipus = shape.ipus, st.replicas = shape.replicas, st.micro_batch = mb, st.depth = depth;
+                  st.schedule = schedule, st.recompute = recompute, st.state_off_chip = off_chip, st.rts = rts;
+                  st.heads_on_last = heads_on_last, st.weight_update = base.weight_update_schedule;
+                  visit(st, accumulating);
+                }
+}
+
+bool model_has_heads(const LayerStructure& layers) {
+  const int units = static_cast<int>(layers.names.size()) + 2;
+  bool has_heads = false;
+  for (int u : layers.unit_of_op) has_heads = has_heads || u + 2 == units;
+  return has_heads;
+}
+
 } // namespace
 
 PlanSearch search_plans(const Scenario& scenario, const PlanSpace& space, const PlanSearchOptions& options) {
@@ -213,9 +254,7 @@ PlanSearch search_plans(const Scenario& scenario, const PlanSpace& space, const 
   out.space = space;
   const Execution& base = scenario.execution;
   const bool training = base.training;
-  const int units = static_cast<int>(out.layers.names.size()) + 2;
-  bool has_heads = false;
-  for (int u : out.layers.unit_of_op) has_heads = has_heads || u + 2 == units;
+  const bool has_heads = model_has_heads(out.layers);
 
   // One table per micro-batch (and whether G > 1), built when first needed.
   std::map<std::pair<std::int64_t, bool>, std::unique_ptr<SplitCosts>> tables;
@@ -234,31 +273,10 @@ PlanSearch search_plans(const Scenario& scenario, const PlanSpace& space, const 
 
   RouteTable routes(scenario.hardware);
   std::vector<std::unique_ptr<SplitSearch>> points;
-  for (const PipelineShape& shape : space.shapes)
-    for (std::int64_t mb : space.micro_batches)
-      for (std::int64_t depth : space.depths_for(mb, shape.replicas))
-        for (const std::string& schedule : space.schedules)
-          for (bool recompute : space.recomputation)
-            for (bool off_chip : space.state_off_chip)
-              for (bool rts : space.rts)
-                for (bool heads_on_last : space.heads_on_last) {
-                  ++out.counts.settings;
-                  const int P = shape.ipus + (heads_on_last ? 0 : 1);
-                  const bool accumulating = training && depth > 1;
-                  const std::int64_t schedule_depth =
-                      schedule == "popart" && training && !accumulating ? base.batches_per_step : depth;
-                  if ((!heads_on_last && !has_heads) || (rts && shape.replicas == 1) ||
-                      !schedule_accepts(schedule, P, !heads_on_last, schedule_depth, training)) {
-                    ++out.counts.settings_ruled_out;
-                    continue;
-                  }
-                  PlanSettings st;
-                  st.ipus = shape.ipus, st.replicas = shape.replicas, st.micro_batch = mb, st.depth = depth;
-                  st.schedule = schedule, st.recompute = recompute, st.state_off_chip = off_chip, st.rts = rts;
-                  st.heads_on_last = heads_on_last, st.weight_update = base.weight_update_schedule;
-                  points.push_back(std::make_unique<SplitSearch>(scenario, space, table_for(mb, accumulating), st,
-                                                                 options.objective, options.prune, routes));
-                }
+  for_each_point(scenario, space, has_heads, out.counts, [&](const PlanSettings& st, bool accumulating) {
+    points.push_back(std::make_unique<SplitSearch>(scenario, space, table_for(st.micro_batch, accumulating), st,
+                                                   options.objective, options.prune, routes));
+  });
   Incumbents incumbents(std::max(options.top, 1), options.front_within, space.batch_free(),
                         options.prune ? options.tolerance : 0.0);
   std::size_t done = 0;
@@ -367,6 +385,34 @@ PlanSearch search_plans(const Scenario& scenario, const PlanSpace& space, const 
                    out.ranked.end());
   out.seconds = elapsed();
   return out;
+}
+
+PlanSearchEstimate estimate_plan_search(const Scenario& scenario, const PlanSpace& space, const LayerStructure& layers,
+                                        int top) {
+  PlanSearchEstimate e;
+  const int units = static_cast<int>(layers.names.size()) + 2;
+  int widest = 2;
+  for (const PipelineShape& shape : space.shapes) widest = std::max(widest, shape.ipus + 1);  // heads on IPU 0: one more stage
+  SearchCounts counts;
+  std::set<std::pair<std::int64_t, bool>> tables;
+  for_each_point(scenario, space, model_has_heads(layers), counts, [&](const PlanSettings& st, bool accumulating) {
+    ++e.points;
+    tables.emplace(st.micro_batch, accumulating);
+  });
+  e.tables = tables.size();
+  e.table_bytes = SplitCosts::memory_bound(scenario.model, layers, space.amps.size());
+  e.bytes = static_cast<double>(e.tables) * e.table_bytes;
+  e.bytes += static_cast<double>(e.points) * (SplitSearch::resident_bound(widest, units, space.amps.size()) + 64);
+  e.bytes += SplitSearch::tables_bound(widest, units, space.amps.size());
+  // The candidates kept: the top K, the front (points of distinct headroom, a kilobyte per tile
+  // apart at least), the best per global batch (one per point at most); each with its
+  // settings, split and per-IPU figures, in vectors that may double.
+  const double tile_kib = static_cast<double>(scenario.hardware.ipu.sram_bytes_per_tile) / 1024;
+  const double candidate = static_cast<double>(sizeof(Candidate)) + 8.0 * 4 * widest + 8 * 32;
+  e.bytes += 2 * (top + tile_kib + static_cast<double>(e.points)) * candidate * 2;
+  // The route table, its transfers cached by IPU pair.
+  e.bytes += static_cast<double>(widest) * widest * 256 + static_cast<double>(scenario.hardware.links.size()) * 1024;
+  return e;
 }
 
 } // namespace ipusim

@@ -102,6 +102,19 @@ struct PlanSearch {
 
 PlanSearch search_plans(const Scenario& scenario, const PlanSpace& space, const PlanSearchOptions& options);
 
+// The heap the search of `space` may take, known before it starts: a table per micro-batch
+// (and whether G > 1) with every block filled, every point's resident part, one point's
+// option and suffix tables (points are refined one at a time), the candidates kept. An upper
+// bound from the sizes of the search's containers (tests/test_planner.cpp holds it against
+// the tables filled in full); the engine runs that confirm the best are bounded as `run`'s.
+struct PlanSearchEstimate {
+  double bytes = 0;
+  double table_bytes = 0;  // of one cost table
+  std::size_t tables = 0, points = 0;
+};
+PlanSearchEstimate estimate_plan_search(const Scenario& scenario, const PlanSpace& space, const LayerStructure& layers,
+                                        int top);
+
 // The scenario a candidate describes, ready for `ipusim run`: the model re-annotated and
 // every setting applied.
 Scenario candidate_scenario(const Scenario& scenario, const LayerStructure& layers, const Candidate& candidate);

@@ -539,4 +539,114 @@ MemoryReport SplitCosts::memory(const ComposedPlan& composed, const Split& split
   return report;
 }
 
+
+namespace {
+
+// Every heap block costs its size plus the allocator's header and rounding (glibc: 16 bytes
+// and 16-byte rounding); counted as 32 bytes more, whatever the block.
+constexpr double kAllocation = 32;
+// A std::map node beyond its key and value: three pointers, the colour, the allocation.
+constexpr double kMapNode = 32 + kAllocation;
+
+double string_bytes(const std::string& s) { return s.capacity() > 15 ? static_cast<double>(s.capacity()) + 1 + kAllocation : 0; }
+
+template <typename T>
+double vector_bytes(const std::vector<T>& v) {
+  return v.capacity() == 0 ? 0 : static_cast<double>(v.capacity() * sizeof(T)) + kAllocation;
+}
+
+// The model's copy and its graph, as the table's constructor holds them while it builds.
+double model_and_graph_bytes(const Model& m) {
+  double bytes = static_cast<double>(sizeof(Model));
+  for (const auto& [name, t] : m.tensors)
+    bytes += kMapNode + static_cast<double>(sizeof(std::string) + sizeof(Tensor)) + 2 * string_bytes(name) +
+             vector_bytes(t.shape);
+  bytes += vector_bytes(m.ops);
+  for (const Op& op : m.ops) {
+    bytes += string_bytes(op.name) + string_bytes(op.type) + vector_bytes(op.inputs) + vector_bytes(op.outputs);
+    for (const auto& t : op.inputs) bytes += string_bytes(t);
+    for (const auto& t : op.outputs) bytes += string_bytes(t);
+    // An attribute: its map node, key, the variant and what a list or string of it holds.
+    bytes += static_cast<double>(op.attributes.size()) * (kMapNode + sizeof(std::string) + sizeof(AttributeValue) + 256);
+  }
+  // The graph: a vertex per op, an edge per tensor read (Boost's adjacency lists), the
+  // producer and consumer maps keyed by tensor name, and the per-op vectors.
+  double reads = 0;
+  for (const Op& op : m.ops) reads += static_cast<double>(op.inputs.size());
+  const double tensors = static_cast<double>(m.tensors.size()), ops = static_cast<double>(m.ops.size());
+  bytes += ops * (64 + 4 * 8 + 2 * kAllocation) + reads * (48 + kAllocation);
+  bytes += 2 * tensors * (kMapNode + sizeof(std::string) + 64 + sizeof(std::vector<std::size_t>)) + reads * 8;
+  for (const auto& [name, t] : m.tensors) bytes += 2 * string_bytes(name);
+  return bytes;
+}
+
+} // namespace
+
+double SplitCosts::memory_bound(const Model& m, const LayerStructure& layers, std::size_t amps) {
+  const double U = static_cast<double>(layers.names.size()) + 2;
+  const double ops = static_cast<double>(m.ops.size()), tensors = static_cast<double>(m.tensors.size());
+  const auto A = static_cast<double>(amps);
+  double refs = 0, consumers = 0;
+  for (const Op& op : m.ops) refs += static_cast<double>(op.inputs.size() + op.outputs.size());
+  for (const Op& op : m.ops) consumers += static_cast<double>(op.inputs.size());
+  double bytes = static_cast<double>(sizeof(SplitCosts));
+  // The per-block tables, sized U x U at construction.
+  bytes += U * U * (static_cast<double>(sizeof(Block)) + A * static_cast<double>(sizeof(BlockCost))) + 2 * kAllocation;
+  // What each block lists: an outlined-code entry per op at most, a stash read and an entering
+  // tensor per tensor reference of its ops at most. Block first..last holds unit u's ops for
+  // each of the (u + 1)(U - u) blocks containing u.
+  std::vector<double> per_unit(static_cast<std::size_t>(U), 0.0);
+  for (std::size_t i = 0; i < m.ops.size() && i < layers.unit_of_op.size(); ++i)
+    per_unit[static_cast<std::size_t>(layers.unit_of_op[i] + 1)] +=
+        sizeof(std::pair<int, double>) + 2 * sizeof(int) * static_cast<double>(m.ops[i].inputs.size() + m.ops[i].outputs.size());
+  for (std::size_t u = 0; u < per_unit.size(); ++u)
+    bytes += per_unit[u] * static_cast<double>(u + 1) * (U - static_cast<double>(u));
+  bytes += U * (U + 1) / 2 * 3 * kAllocation;
+  // While a block is built: its ops, the read, entering and weight sets, last uses, deaths.
+  bytes += ops * (8 + sizeof(std::vector<int>) + kAllocation) + 5 * refs * (kMapNode + 16);
+  // Per op: its tensor lists, backward reads, code signature, tiles, unit, place in the
+  // topological order, and a forward and backward cost per value; the signatures' map while
+  // building (a signature names the op's type and shapes).
+  bytes += ops * (2 * (sizeof(std::vector<int>) + kAllocation) + sizeof(BackwardReads) + sizeof(int) + sizeof(double) +
+                  sizeof(int) + sizeof(std::size_t) + 2 * A * sizeof(OpCost) + kMapNode + 512) +
+           refs * sizeof(int);
+  // Per tensor: its record, consumers, the name-to-id map while building; the weights by unit.
+  bytes += tensors * (sizeof(TensorInfo) + kAllocation + 2 * (kMapNode + sizeof(std::string) + 64)) +
+           consumers * sizeof(int);
+  bytes += 2 * U * sizeof(UnitWeights) + tensors * (sizeof(double) + sizeof(std::pair<int, double>) + 2 * kAllocation);
+  bytes += U * (3 + 2) * sizeof(double) + ops * sizeof(int) + tensors * (sizeof(int) + sizeof(std::vector<int>) + kAllocation);
+  // The recomputation stashes: a block alone or with the other stage on its IPU (the heads
+  // with IPU 0's block); the state's tile prefixes, by replica count.
+  bytes += (U * (U + 1) / 2 + 2 * U) * (kMapNode + 32) + 4 * (U + 1) * sizeof(double) + 4 * kMapNode;
+  // A cost model per value (its options and tables).
+  bytes += A * 64 * 1024;
+  return bytes + model_and_graph_bytes(m);
+}
+
+double SplitCosts::bytes_held() const {
+  double bytes = static_cast<double>(sizeof(SplitCosts));
+  bytes += vector_bytes(blocks_) + vector_bytes(block_costs_);
+  for (const Block& b : blocks_) bytes += vector_bytes(b.code) + vector_bytes(b.stash_read) + vector_bytes(b.entering);
+  bytes += vector_bytes(unit_of_op_) + vector_bytes(topological_order_) + vector_bytes(tensors_);
+  for (const TensorInfo& t : tensors_) bytes += vector_bytes(t.consumers);
+  for (const auto* lists : {&op_inputs_, &op_outputs_}) {
+    bytes += vector_bytes(*lists);
+    for (const auto& v : *lists) bytes += vector_bytes(v);
+  }
+  bytes += vector_bytes(op_reads_) + vector_bytes(op_signature_) + vector_bytes(op_tiles_);
+  for (const auto* costs : {&forward_cost_, &backward_cost_}) {
+    bytes += vector_bytes(*costs);
+    for (const auto& v : *costs) bytes += vector_bytes(v);
+  }
+  bytes += vector_bytes(anchors_) + vector_bytes(unit_weights_) + vector_bytes(completing_);
+  for (const auto* weights : {&unit_weights_, &completing_})
+    for (const UnitWeights& w : *weights) bytes += vector_bytes(w.shapes) + vector_bytes(w.tensor_elements);
+  bytes += vector_bytes(weight_prefix_) + vector_bytes(weight_tile_prefix_) + vector_bytes(state_bytes_prefix_);
+  bytes += vector_bytes(shared_by_units_) + vector_bytes(crossing_);
+  for (const auto& v : shared_by_units_) bytes += vector_bytes(v);
+  bytes += static_cast<double>(recompute_stashes_.size()) * (kMapNode + 32);
+  for (const auto& [shards, prefix] : state_tile_prefixes_) bytes += kMapNode + vector_bytes(prefix);
+  return bytes;
+}
+
 } // namespace ipusim

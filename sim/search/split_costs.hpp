@@ -108,6 +108,13 @@ public:
   MemoryReport memory(const ComposedPlan& composed, const Split& split, const MemorySettings& settings,
                       const std::vector<int>& stash_depth) const;
 
+  // An upper bound of the bytes a table of `model` at `amps` values holds once every block
+  // has been asked for, counted from the sizes of its containers (and what its constructor
+  // holds meanwhile: a copy of the model and its graph); bytes_held() counts the same
+  // containers as they are.
+  static double memory_bound(const Model& model, const LayerStructure& layers, std::size_t amps);
+  double bytes_held() const;
+
 private:
   // What a stage holding units first..last needs, apart from costs (IPU-independent).
   struct Block {

@@ -354,3 +354,54 @@ void SplitSearch::leaf() {
 }
 
 } // namespace ipusim
+
+namespace ipusim {
+
+namespace {
+
+constexpr double kAllocation = 32;  // as split_costs.cpp counts a heap block's overhead
+
+template <typename T>
+double vector_bytes(const std::vector<T>& v) {
+  return v.capacity() == 0 ? 0 : static_cast<double>(v.capacity() * sizeof(T)) + kAllocation;
+}
+
+} // namespace
+
+double SplitSearch::resident_bound(int ipus, int units, std::size_t amps) {
+  const double W = ipus, U = units, A = static_cast<double>(amps), S = 4 * (W + 1);
+  // The object; its execution's lists (placement, names); per IPU its allowed values, stash
+  // depth and chosen block, the fill and flush bounds per depth of the walk; per unit the
+  // prefix of least work, the stem and heads sharing flags, the IPU of each unit.
+  return static_cast<double>(sizeof(SplitSearch)) + 4096 + W * (sizeof(std::vector<int>) + A * sizeof(int) + kAllocation) +
+         (W + 1) * (sizeof(int) + sizeof(std::pair<int, int>)) + (W + 2) * (sizeof(std::vector<double>) + S * sizeof(double) + kAllocation) +
+         (U + 1) * sizeof(double) + 2 * U + U * sizeof(int) + 12 * kAllocation;
+}
+
+double SplitSearch::tables_bound(int ipus, int units, std::size_t amps) {
+  const double W = ipus, U = units, A = static_cast<double>(amps);
+  // An option list per (IPU, first unit, units taken), each of at most one entry per value;
+  // a suffix per (IPU, first unit) with at most one move per (units taken, value), and the
+  // moves being sorted in each frame of the recursion (one per IPU); a leaf's composed plan
+  // and memory report (per IPU: its stages, copies, memory figures).
+  const double cells = W * (U + 1) * (U + 1);
+  return cells * (sizeof(std::vector<Option>) + 1 + kAllocation) + cells * A * sizeof(Option) +
+         (W + 1) * U * (sizeof(Suffix) + (U + 1) * A * sizeof(std::pair<int, int>) + kAllocation) +
+         W * (U + 1) * A * (sizeof(std::pair<double, std::pair<int, int>>) + sizeof(std::pair<int, int>)) + 2 * W * kAllocation +
+         64 * 1024 + (W + 1) * 8192;
+}
+
+double SplitSearch::bytes_held() const {
+  double bytes = static_cast<double>(sizeof(SplitSearch));
+  bytes += vector_bytes(option_cache_) + vector_bytes(option_ready_) + vector_bytes(suffixes_);
+  for (const auto& options : option_cache_) bytes += vector_bytes(options);
+  for (const Suffix& s : suffixes_) bytes += vector_bytes(s.moves);
+  bytes += vector_bytes(allowed_amps_) + vector_bytes(stash_) + vector_bytes(chosen_) + vector_bytes(ramp_);
+  for (const auto& a : allowed_amps_) bytes += vector_bytes(a);
+  for (const auto& r : ramp_) bytes += vector_bytes(r);
+  bytes += vector_bytes(unit_prefix_) + vector_bytes(shares_stem_) + vector_bytes(shares_heads_) + vector_bytes(ipu_of_unit_) +
+           vector_bytes(weight_updates_);
+  return bytes;
+}
+
+} // namespace ipusim

@@ -32,6 +32,12 @@ public:
   bool run(Incumbents& incumbents, SearchCounts& counts, const std::function<bool()>& stop);
   // Frees the per-block tables (kept between refine and run otherwise).
   void release();
+  // Upper bounds of the bytes one point holds: always (the object and its per-IPU and per-unit
+  // vectors), and while refined (its option and suffix tables filled in full); bytes_held()
+  // counts the same as they are.
+  static double resident_bound(int ipus, int units, std::size_t amps);
+  static double tables_bound(int ipus, int units, std::size_t amps);
+  double bytes_held() const;
 
 private:
   struct Option {

@@ -19,8 +19,6 @@ namespace {
 // Beyond this many program steps a run needs tens of GB whatever the machine: refused
 // before counting them one by one (which would itself take minutes).
 constexpr double kMaxSteps = 2e8;
-// The executable, its libraries and SimGrid's engine, measured at about 30 MiB per process.
-constexpr double kBaseBytes = 64.0 * (1 << 20);
 // Per SimGrid actor (an IPU): its context stack as touched, its mailboxes and objects.
 constexpr double kActorBytes = 256.0 * 1024;
 // Per step: SimGrid's activities and barriers as run, in seconds (docs/benchmark.md measures
@@ -108,7 +106,7 @@ RunEstimate estimate_run(const Scenario& sc, const Plan& plan, const std::vector
     e.seconds += steps * kSecondsPerStep;
   }
   const double system = static_cast<double>(sc.hardware.ipu_count) * 64;
-  e.peak_bytes = 2 * kBaseBytes + largest_run + system;
+  e.peak_bytes = 2 * kProcessBaseBytes + largest_run + system;
   const double budget = memory_budget_bytes();
   if (e.peak_bytes > budget)
     too_large(sc, "the run would need about " + format_bytes(e.peak_bytes) + " of memory, more than the " +

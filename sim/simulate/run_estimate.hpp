@@ -13,6 +13,10 @@
 
 namespace ipusim {
 
+// The executable, its libraries and SimGrid's engine, measured at about 30 MiB per process:
+// what any ipusim process holds before its own data.
+inline constexpr double kProcessBaseBytes = 64.0 * (1 << 20);
+
 struct RunEstimate {
   std::uint64_t steps = 0, transfers = 0;  // every mode's programs together
   double peak_bytes = 0;                   // ipusim + the simulation process, at their largest
