@@ -11,6 +11,7 @@
 #   FUZZ_SECONDS=90  how long to fuzz the loaders (0: no fuzzing)   SANITIZE_TESTS=0: skip the test suite
 #   FUZZ_RUNS=N      fuzz N inputs instead (docs/reliability.md: FUZZ_RUNS=100000)
 #   FUZZ_ONNX_SECONDS=60 / FUZZ_ONNX_RUNS=N   the same for the structure-aware ONNX target
+#   FUZZ_TIMEOUT=10  seconds one input may take (a long campaign beside other work: 30)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build_dir=${1:-build-sanitize}
@@ -64,7 +65,7 @@ if [ "$fuzz_seconds" != 0 ] || [ -n "${FUZZ_RUNS:-}" ]; then
   fi
   limit=(-max_total_time="$fuzz_seconds")
   [ -n "${FUZZ_RUNS:-}" ] && limit=(-runs="$FUZZ_RUNS")
-  "$build_dir/fuzz_loaders" "${limit[@]}" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
+  "$build_dir/fuzz_loaders" "${limit[@]}" -timeout="${FUZZ_TIMEOUT:-10}" -rss_limit_mb=2048 -max_len=65536 \
     -print_final_stats=1 -artifact_prefix="$findings/" "$corpus/work" "$corpus/seed"
 fi
 
@@ -82,6 +83,6 @@ if [ "$onnx_seconds" != 0 ] || [ -n "${FUZZ_ONNX_RUNS:-}" ]; then
   find "$corpus/seed" -type f \( ! -name '*.onnx' -o -size +600k \) -delete
   limit=(-max_total_time="$onnx_seconds")
   [ -n "${FUZZ_ONNX_RUNS:-}" ] && limit=(-runs="$FUZZ_ONNX_RUNS")
-  "$build_dir/fuzz_onnx" "${limit[@]}" -timeout=10 -rss_limit_mb=2048 -max_len=614400 \
+  "$build_dir/fuzz_onnx" "${limit[@]}" -timeout="${FUZZ_TIMEOUT:-10}" -rss_limit_mb=2048 -max_len=614400 \
     -print_final_stats=1 -artifact_prefix="$findings/onnx-" "$corpus/work" "$corpus/seed"
 fi

@@ -272,6 +272,20 @@ def malformed(folder, save):
     bad = every_op()
     bad.graph.node[0].input[1], bad.graph.node[0].input[2] = "conv_b", "conv_w"
     save("bad-conv-weight-rank.onnx", bad)                                # onnx.bad-node at node 0
+    # A weight computed by a node (its rank known only by inference) and no kernel_shape:
+    # libonnx would take the kernel from the inferred weight unchecked (a rank-5 weight on a
+    # rank-4 input crashed it); such a node must carry kernel_shape.
+    bad = every_op()
+    bad.graph.node.insert(0, helper.make_node("Identity", ["conv_w"], ["conv_w_copy"], name="weight_copy"))
+    bad.graph.node[1].input[1] = "conv_w_copy"
+    save("bad-conv-computed-weight.onnx", bad)                            # onnx.bad-node at node 1, input 1
+    # The same with kernel_shape, the weight of rank 5 on the rank-4 input: refused after inference.
+    bad = every_op()
+    bad.graph.initializer.append(shape_only("conv_w5", [8, 3, 3, 3, 3]))
+    bad.graph.node.insert(0, helper.make_node("Identity", ["conv_w5"], ["conv_w_copy"], name="weight_copy"))
+    bad.graph.node[1].input[1] = "conv_w_copy"
+    bad.graph.node[1].attribute.append(helper.make_attribute("kernel_shape", [3, 3]))
+    save("bad-conv-inferred-weight-rank.onnx", bad)                       # onnx.bad-node at node 1, input 1
     # A node name that is not UTF-8 (proto2 strings are not checked): same length, so the
     # protobuf's length prefixes stay right. convert threw from the JSON writer (exit 3).
     bad = constant_first()

@@ -207,6 +207,8 @@ TEST_CASE("onnx: every bad input exits 2 with its file, place and rule", "[onnx]
       {"bad-name-utf8.onnx", "[onnx.bad-name]", "at /graph/node/2/name"},  // fuzz_onnx finding
       {"bad-sparse-initializer.onnx", "[onnx.sparse-tensor]", "at /graph/sparse_initializer/0"},
       {"bad-conv-weight-rank.onnx", "[onnx.bad-node]", "at /graph/node/0/input/1"},  // fuzz_onnx finding
+      {"bad-conv-computed-weight.onnx", "[onnx.bad-node]", "at /graph/node/1/input/1"},
+      {"bad-conv-inferred-weight-rank.onnx", "[onnx.bad-node]", "at /graph/node/1/input/1"},
   };
   for (const Case& c : cases) {
     INFO(c.file);

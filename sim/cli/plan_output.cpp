@@ -179,6 +179,9 @@ void print_search_summary(std::ostream& out, const Scenario& sc, const PlanSearc
   else
     out << "stopped by --time-limit: the best is the best among those examined; the unexamined part could reach "
         << format_rate(search.unexplored_bound, "samples/s") << " at most (by its bound)\n";
+  if (!search.polished)
+    out << "stopped by --time-limit before each candidate's availableMemoryProportion was lowered where the step time "
+           "allows: those not reached keep the fastest that fits\n";
   out << std::flush;
 }
 

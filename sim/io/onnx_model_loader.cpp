@@ -10,6 +10,7 @@
 #include <set>
 
 #include "sim/io/input_error.hpp"
+#include "sim/io/onnx_convolutions.hpp"
 #include "sim/io/onnx_proto.hpp"
 #include "sim/io/op_attribute_ranges.hpp"
 #include "sim/io/onnx_shape_folding.hpp"
@@ -91,7 +92,9 @@ public:
   Model run() {
     check_onnx_structure(proto_, path_);
     check_external_data();
+    complete_kernel_shapes(proto_, path_);
     infer_shapes();
+    check_convolution_ranks(proto_, path_);
     collect_types();
     find_constants();
     copies_ = find_weight_copies(proto_.graph(), constants_, dropped_);

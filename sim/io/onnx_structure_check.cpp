@@ -5,6 +5,7 @@
 #include <map>
 
 #include "sim/io/input_error.hpp"
+#include "sim/io/onnx_convolutions.hpp"
 
 namespace ipusim {
 
@@ -169,10 +170,8 @@ private:
   // A convolution's weight is [M, C/group, k1, ...], of the input's rank: libonnx's shape
   // inference takes the kernel shape from it unchecked and reads past its end otherwise.
   void convolution_weight(const onnx::NodeProto& n, const std::string& pointer, const std::string& what) const {
-    static const std::map<std::string, int> kWeightInput = {{"Conv", 1}, {"ConvTranspose", 1}, {"ConvInteger", 1}, {"QLinearConv", 3}};
-    const auto found = kWeightInput.find(n.op_type());
-    if (found == kWeightInput.end()) return;
-    const int x = 0, w = found->second;
+    const int x = 0, w = convolution_weight_input(n.op_type());
+    if (w < 0) return;
     if (n.input_size() <= w) return;  // the schema's check names a missing input
     const auto rank_of = [&](int k) {
       const auto it = ranks_.find(n.input(k));

@@ -166,9 +166,11 @@ bool recheck(const Scenario& scenario, const LayerStructure& layers, Candidate& 
 // The search takes each IPU's fastest fitting availableMemoryProportion. Where a lower one
 // (less memory for matmul temporaries, more headroom) leaves the step time within the
 // tolerance, as on an IPU that paces nothing, the candidate takes it.
-void polish_headroom(Candidate& c, const Scenario& sc, const PlanSpace& space, const SplitCosts& table,
-                     RouteTable& routes, Objective objective, double tolerance) {
-  if (!space.fixed_amps.empty()) return;
+// Returns false when `out_of_time` stopped it (each trial times a whole step: at a large G
+// under GPipe or 1F1B that is a walk over every micro-batch).
+bool polish_headroom(Candidate& c, const Scenario& sc, const PlanSpace& space, const SplitCosts& table,
+                     RouteTable& routes, Objective objective, double tolerance, const std::function<bool()>& out_of_time) {
+  if (!space.fixed_amps.empty()) return true;
   const Execution ex = settings_execution(sc.execution, c.settings, {});
   const int W = c.settings.ipus;
   const int P = W + (c.settings.heads_on_last ? 0 : 1);
@@ -187,6 +189,7 @@ void polish_headroom(Candidate& c, const Scenario& sc, const PlanSpace& space, c
       m.amp = a;
       const IpuFootprint f = table.footprint(table.ipu_blocks(stages, ipu, W, stash), m);
       if (f.tile_bytes > capacity || f.total_bytes > capacity * static_cast<double>(sc.hardware.ipu.tiles)) continue;
+      if (out_of_time()) return false;
       Split trial = c.split;
       trial.amp[i] = a;
       const StepEstimate e = estimate_step(ex, table.compose(trial, ex).plan, routes);
@@ -202,6 +205,7 @@ void polish_headroom(Candidate& c, const Scenario& sc, const PlanSpace& space, c
   }
   c.least_headroom = *std::min_element(c.headroom.begin(), c.headroom.end());
   c.tightest_ipu = static_cast<int>(std::min_element(c.headroom.begin(), c.headroom.end()) - c.headroom.begin());
+  return true;
 }
 
 // Each point of the outer dimensions its schedule's rules accept, with whether G > 1 (its
@@ -365,10 +369,12 @@ PlanSearch search_plans(const Scenario& scenario, const PlanSpace& space, const 
   out.front = incumbents.front();
   out.batch_front = incumbents.batch_front();
   const double tolerance = options.prune ? options.tolerance : 0.0;
+  auto out_of_time = [&] { return options.time_limit_s > 0 && elapsed() > options.time_limit_s; };
   for (auto* list : {&out.ranked, &out.front, &out.batch_front})
     for (Candidate& c : *list)
-      polish_headroom(c, scenario, space, table_for(c.settings.micro_batch, training && c.settings.depth > 1), routes,
-                      options.objective, tolerance);
+      if (out.polished)
+        out.polished = polish_headroom(c, scenario, space, table_for(c.settings.micro_batch, training && c.settings.depth > 1),
+                                       routes, options.objective, tolerance, out_of_time);
   // The front again without what the polish made dominated.
   std::vector<Candidate> front;
   for (const Candidate& c : out.front) {

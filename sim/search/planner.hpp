@@ -96,6 +96,7 @@ struct PlanSearch {
   std::vector<Candidate> batch_front;  // the best at each global batch that beats every smaller one
   SearchCounts counts;
   bool complete = true;                // false: stopped by the time limit
+  bool polished = true;                // false: the time limit stopped lowering availableMemoryProportion
   double unexplored_bound = 0;         // then: the best score the unexamined part could reach
   double seconds = 0;
 };
