@@ -46,9 +46,10 @@ std::set<std::string> categories(const std::set<std::string>& rules) {
 }
 
 // Quoted "category.name" literals in the files under `folder` with one of `extensions`,
-// for the given categories; file names ("sweep.json") are not rules.
+// for the given categories, and "category.name: message" texts (the order generators' rule
+// prefixes); file names ("sweep.json") are not rules.
 std::set<std::string> literals(const fs::path& folder, const std::set<std::string>& known) {
-  static const std::regex literal(R"re("([a-z]+)\.([a-z0-9]+(-[a-z0-9]+)*)")re");
+  static const std::regex literal(R"re("([a-z]+)\.([a-z0-9]+(-[a-z0-9]+)*)("|: ))re");
   static const std::set<std::string> file_suffixes{"json", "jsonl", "csv", "md", "html", "svg", "tmp", "lock", "hpp",
                                                    "cpp", "py", "sh"};
   std::set<std::string> out;

@@ -95,19 +95,21 @@ TEST_CASE("run --schedules all: a run per schedule, each the run --set execution
     CHECK(run.at("throughputSamplesPerSecond").get<double>() == alone->at("throughputSamplesPerSecond").get<double>());
     CHECK(run.at("bubbleFraction").get<double>() == alone->at("bubbleFraction").get<double>());
     CHECK(run.at("memory") == alone->at("memory"));
-    CHECK(run.value("whatIf", false) == (schedule.rfind("zb-", 0) == 0 || schedule == "interleaved-1f1b"));
+    CHECK(run.value("whatIf", false) ==
+          (schedule.rfind("zb-", 0) == 0 || schedule == "interleaved-1f1b" || schedule == "dualpipe"));
     // TensorFlow keeps the annotated stages: its plan is recorded where it is not popart's.
     const bool own_plan = doc.contains("schedulePlans") && doc.at("schedulePlans").contains(schedule);
     CHECK((own_plan ? doc.at("schedulePlans").at(schedule) : doc.at("plan")) == one.at("plan"));
   }
-  // mlp-training has one stage per IPU: PopART's, TensorFlow's, GPipe, 1F1B and ZB-H run.
-  for (const char* s : {"popart", "tf-grouped", "tf-interleaved", "tf-sequential", "gpipe", "1f1b", "zb-h1", "zb-h2"})
+  // mlp-training has one stage per IPU: PopART's, TensorFlow's, GPipe, 1F1B, ZB-H and DualPipe run.
+  for (const char* s :
+       {"popart", "tf-grouped", "tf-interleaved", "tf-sequential", "gpipe", "1f1b", "zb-h1", "zb-h2", "dualpipe"})
     CHECK(ran.count(s) == 1);
   std::map<std::string, std::string> rules;
   for (const Json& f : doc.at("schedulesRefused")) rules[f.at("schedule")] = f.at("rule");
   CHECK(rules.at("interleaved-1f1b") == "pipeline.virtual-stages");  // two stages on two IPUs: no virtual stages
   CHECK(rules.at("zb-v") == "pipeline.v-placement");
-  CHECK(rules.at("dualpipe") == "pipeline.dualpipe-placement");
+  CHECK(rules.count("dualpipe") == 0);
 }
 
 TEST_CASE("run --schedules: the table has a row per schedule, refusals with their rule id", "[side-by-side]") {
@@ -143,12 +145,12 @@ TEST_CASE("run --schedules: the table has a row per schedule, refusals with thei
 }
 
 TEST_CASE("run --schedules: every schedule refused is exit 2, an unknown name too", "[side-by-side]") {
-  const Result none = run_ipusim({"run", kMlp, "--schedules", "zb-v,dualpipe"});
+  const Result none = run_ipusim({"run", kMlp, "--schedules", "zb-v,dualpipe", "--set", "execution.gradientAccumulation=3"});
   CHECK(none.exit_code == 2);
   CHECK(none.out.empty());
   CHECK(none.err.find("[run.no-schedule-ran]") != std::string::npos);
   CHECK(none.err.find("zb-v refused [pipeline.v-placement]") != std::string::npos);
-  CHECK(none.err.find("dualpipe refused [pipeline.dualpipe-placement]") != std::string::npos);
+  CHECK(none.err.find("dualpipe refused [pipeline.dualpipe-depth]") != std::string::npos);
   const Result unknown = run_ipusim({"run", kMlp, "--schedules", "popart,zb-h3"});
   CHECK(unknown.exit_code == 2);
   CHECK(unknown.err.find("[scenario.unknown-schedule]") != std::string::npos);

@@ -4,6 +4,8 @@
 // shared/reference/pipeline-schedules.md where the placement is the reference's.
 #include <catch2/catch.hpp>
 
+#include <set>
+
 #include "sim/engine/engine.hpp"
 #include "sim/graph/model_graph.hpp"
 #include "sim/io/scenario_loader.hpp"
@@ -106,6 +108,61 @@ TEST_CASE("with unit costs the engine's step is the golden table's makespan, V p
   const Lowered v = lower(v_shape, "zb-v", 8, 0.5 * ms);
   CHECK(v.plan.forward_stage_count == 7);
   CHECK(v.schedule.stash_depth.size() == 7u);
+}
+
+TEST_CASE("DualPipe runs each stage twice, the reverse pipeline mirrored, in the golden makespan", "[schedule][what-if]") {
+  // shared/reference/pipeline-schedules.md, p = 4, m = 8, F = B = W = 1 a stage: makespan 25.
+  const Lowered l = lower(four, "dualpipe", 8, 1 * ms);
+  CHECK(engine_step(l) == Approx(25 * ms).epsilon(1e-8));
+  // schedule-orders-p4-m8.txt, s0: "F0 F1 F2 F4 B4 W4 F5 (F3&BW5) (F6&BW0) ...": stage 0 holds
+  // F0..F3 (4) before BW0; the mirrored stage 3 on IPU 0 holds one (F4 B4 W4 F5 BW5 ...).
+  // Per IPU 4+1, 3+2, 2+3, 1+4: the golden peak of 5 on every device.
+  CHECK(l.schedule.stash_depth == std::vector<int>{4, 3, 2, 1});
+  REQUIRE(l.schedule.mirrors.size() == 4u);
+  for (int d = 0; d < 4; ++d) {
+    const StageMirror& mirror = l.schedule.mirrors[static_cast<std::size_t>(d)];
+    CHECK(mirror.stage == 3 - d);
+    CHECK(mirror.ipu == d);
+    CHECK(mirror.stash_depth + l.schedule.stash_depth[static_cast<std::size_t>(d)] == 5);
+  }
+  // Each IPU sends its mirrored stage's activations the other way round the ring: IPU 3 runs
+  // stage 0 of the reverse pipeline and sends to IPU 2, as IPU 0 sends to IPU 1 for the forward one.
+  std::set<std::pair<int, int>> sends;
+  for (const Program& p : l.schedule.programs)
+    for (const Step& s : p.steps)
+      if (s.kind == StepKind::Send)
+        for (const Transfer& t : s.transfers) sends.insert({t.src_ipu, t.dst_ipu});
+  CHECK(sends == std::set<std::pair<int, int>>{{0, 1}, {1, 2}, {2, 3}, {3, 2}, {2, 1}, {1, 0}});
+}
+
+TEST_CASE("DualPipe holds two copies of the weights and sums their gradients before the update", "[schedule][what-if]") {
+  // The seed MLP: a Gemm on each of two IPUs. Under DualPipe each IPU holds both Gemms' weights.
+  const std::string mlp = std::string(IPUSIM_SOURCE_DIR) + "/scenarios/mlp-training.json";
+  const Simulation one = simulate(load_scenario(mlp, {{"execution.schedule", "1f1b"}}), {Mode::Pipelined}, {});
+  const Simulation dual = simulate(load_scenario(mlp, {{"execution.schedule", "dualpipe"}}), {Mode::Pipelined}, {});
+  auto weights = [](const Simulation& s, std::size_t ipu) {
+    for (const MemoryCategory& c : s.runs.at(0).metrics.memory.ipus.at(ipu).categories)
+      if (c.name == "weights") return c.bytes;
+    return -1.0;
+  };
+  const double both = weights(one, 0) + weights(one, 1);
+  CHECK(both > 0);
+  CHECK(weights(dual, 0) == Approx(both).epsilon(1e-12));
+  CHECK(weights(dual, 1) == Approx(both).epsilon(1e-12));
+  // One gradient sum per IPU, to its partner, of both stages' weights (fp32 here: 4 bytes each).
+  const Plan& plan = dual.plan;
+  const double weight_bytes = plan.ipus.at(0).weight_bytes + plan.ipus.at(1).weight_bytes;
+  int sums = 0;
+  for (const Program& p : dual.runs.at(0).schedule.programs)
+    for (const Step& s : p.steps)
+      if (s.kind == StepKind::Exchange && s.pass == Pass::AllReduce)
+        for (const Transfer& t : s.transfers)
+          if (t.src_ipu == p.ipu) {
+            ++sums;
+            CHECK(t.dst_ipu == 1 - p.ipu);
+            CHECK(t.bytes == Approx(weight_bytes).epsilon(1e-12));
+          }
+  CHECK(sums == 2);
 }
 
 TEST_CASE("a V whose middle stage is one annotated stage runs it as chunk 0, its chunk 1 empty", "[schedule][what-if]") {

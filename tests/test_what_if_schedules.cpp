@@ -74,8 +74,14 @@ TEST_CASE("what-if schedules refuse what they cannot run, with rule ids", "[sche
         "pipeline.what-if-depth");
   CHECK_NOTHROW(schedule_of(four_equal, fast_links, training("zb-h1", 65537)));
   CHECK(rule_of([&] { schedule_of(four_equal, fast_links, training("zb-v", 8)); }) == "pipeline.v-placement");
-  CHECK(rule_of([&] { schedule_of(four_equal, fast_links, training("dualpipe", 8)); }) ==
+  // DualPipe: one forward stage per IPU (BERT's heads back on IPU 0 are not), p even, m even >= 2p.
+  const Json heads_back = chain_model({{0, 1e6, 0}, {1, 1e6, 1}, {2, 1e6, 2}, {3, 1e6, 3}, {0, 1e6, 4}}, 250);
+  CHECK(rule_of([&] { schedule_of(heads_back, fast_links, training("dualpipe", 8)); }) ==
         "pipeline.dualpipe-placement");
+  const Json three = chain_model({{0, 1e6}, {1, 1e6}, {2, 1e6}}, 250);
+  CHECK(rule_of([&] { schedule_of(three, fast_links, training("dualpipe", 8)); }) == "pipeline.dualpipe-even");
+  CHECK(rule_of([&] { schedule_of(four_equal, fast_links, training("dualpipe", 6)); }) == "pipeline.dualpipe-depth");
+  CHECK(rule_of([&] { schedule_of(four_equal, fast_links, training("dualpipe", 9)); }) == "pipeline.dualpipe-depth");
   const Json inference = {{"training", false}, {"batchesPerStep", 8}, {"hostIo", false}, {"costModel", "compute"},
                           {"schedule", "zb-h1"}, {"mode", "pipelined"}};
   CHECK(rule_of([&] { schedule_of(four_equal, fast_links, inference); }) == "pipeline.training-only");

@@ -74,7 +74,7 @@ private:
 } // namespace
 
 MemoryReport estimate_memory(const Scenario& sc, const Plan& plan, const std::vector<int>& stash_depth,
-                             bool recompute) {
+                             bool recompute, const std::vector<StageMirror>& mirrors) {
   const Model& m = sc.model;
   const Execution& ex = sc.execution;
   const IpuSpec& ipu_spec = sc.hardware.ipu;
@@ -87,7 +87,28 @@ MemoryReport estimate_memory(const Scenario& sc, const Plan& plan, const std::ve
                              "matmul temporaries", "stash", "host stream buffers", "code and control"})
       ledger.entry(name);
 
-    for (const auto& w : ipu.weights) {
+    // What this IPU runs: its own stages, each forward stage stashing its schedule's depth,
+    // and the stages it runs a second copy of (with their weights and their own stash).
+    std::vector<int> stages = ipu.stages;
+    std::vector<int> depth_of(static_cast<std::size_t>(plan.stage_count()), 0);
+    for (std::size_t s = 0; s < stash_depth.size() && s < depth_of.size(); ++s) depth_of[s] = stash_depth[s];
+    std::vector<std::string> weights = ipu.weights;
+    double temp_bytes_per_tile = ipu.temp_bytes_per_tile;
+    std::vector<std::pair<int, int>> stashed;  // (forward stage, depth), in report order
+    for (int s : ipu.stages)
+      if (!plan.stages[s].backward && depth_of[s] > 0) stashed.emplace_back(s, depth_of[s]);
+    for (const StageMirror& mirror : mirrors) {
+      if (mirror.ipu != ipu.id) continue;
+      const PlanStage& backward = backward_of(plan, mirror.stage);
+      stages.push_back(mirror.stage);
+      if (backward.id != mirror.stage) stages.push_back(backward.id);
+      weights.insert(weights.end(), backward.weights.begin(), backward.weights.end());
+      for (const PlanIpu& home : plan.ipus)
+        if (home.id == plan.stages[mirror.stage].ipu) temp_bytes_per_tile = std::max(temp_bytes_per_tile, home.temp_bytes_per_tile);
+      if (mirror.stash_depth > 0) stashed.emplace_back(mirror.stage, mirror.stash_depth);
+    }
+
+    for (const auto& w : weights) {
       const double bytes = static_cast<double>(m.tensor(w).bytes());
       ledger.add_tensor("weights", w, bytes);
       if (ex.training) {
@@ -112,40 +133,38 @@ MemoryReport estimate_memory(const Scenario& sc, const Plan& plan, const std::ve
     // A backward stage holds the forward's activations and their gradients: twice the forward's.
     // It also holds the gradients of the weights its ops read before they are accumulated.
     double live = 0;
-    for (int s : ipu.stages) {
+    for (int s : stages) {
       const PlanStage& st = plan.stages[s];
       const PlanStage& fwd = plan.stages[st.forward_stage];
       const bool backward = st.backward || st.backward_seconds > 0;
       double bytes = fwd.live_bytes * (backward ? 2.0 : 1.0);
       if (backward) {
-        std::set<std::string> weights;
+        std::set<std::string> read;
         for (std::size_t op : fwd.ops)
           for (const auto& t : m.ops[op].inputs)
-            if (m.tensor(t).kind == TensorKind::Weight) weights.insert(t);
-        for (const auto& w : weights) bytes += static_cast<double>(m.tensor(w).bytes());
+            if (m.tensor(t).kind == TensorKind::Weight) read.insert(t);
+        for (const auto& w : read) bytes += static_cast<double>(m.tensor(w).bytes());
       }
       live = std::max(live, bytes);
     }
     // Activations are spread like one float tensor of that size.
     ledger.add("activations", live, tile0_share(live, 2, ipu_spec));
     // The largest operand copies and partial sums a matmul or convolution here keeps while it runs.
-    ledger.add("matmul temporaries", ipu.temp_bytes_per_tile * static_cast<double>(ipu_spec.tiles),
-               ipu.temp_bytes_per_tile);
+    ledger.add("matmul temporaries", temp_bytes_per_tile * static_cast<double>(ipu_spec.tiles), temp_bytes_per_tile);
 
-    for (int s : ipu.stages) {
+    for (const auto& [s, depth] : stashed) {
       const PlanStage& st = plan.stages[s];
-      if (st.backward || s >= static_cast<int>(stash_depth.size()) || stash_depth[s] <= 0) continue;
       const auto& tensors = recompute ? st.recompute_stash_tensors : st.stash_tensors;
       double slot = 0;
       for (const auto& t : tensors) {
         const double bytes = m.tensor(t).bytes_per_micro_batch(ex.micro_batch_size);
         slot += bytes;
-        for (int d = 0; d < stash_depth[s]; ++d) ledger.add_tensor("stash", t, bytes);
+        for (int d = 0; d < depth; ++d) ledger.add_tensor("stash", t, bytes);
       }
-      report.stashes.push_back({s, st.ipu, stash_depth[s], slot});
+      report.stashes.push_back({s, ipu.id, depth, slot});
     }
 
-    for (int s : ipu.stages) {
+    for (int s : stages) {
       const PlanStage& st = plan.stages[s];
       if (!ex.host_io) break;
       for (const auto& t : st.host_inputs) ledger.add_tensor("host stream buffers", t, m.tensor(t).bytes_per_micro_batch(ex.micro_batch_size));
@@ -157,7 +176,7 @@ MemoryReport estimate_memory(const Scenario& sc, const Plan& plan, const std::ve
     // type on operands of the same shapes (the same layer repeated) share one copy of code.
     const double per_op = ipu_spec.code_bytes_per_op;
     std::set<std::string> outlined;
-    for (int s : ipu.stages) {
+    for (int s : stages) {
       const PlanStage& st = plan.stages[s];
       if (st.backward) continue;
       for (std::size_t op : st.ops) {

@@ -57,8 +57,9 @@ struct MemoryReport {
 
 // `stash_depth[s]`: micro-batches forward stage s keeps for its backward (0: none).
 // `recompute`: only a stage's recomputation stash is kept (the run's schedule says).
+// `mirrors`: forward stages the schedule also runs on another IPU, with their own weights and stash.
 MemoryReport estimate_memory(const Scenario& scenario, const Plan& plan, const std::vector<int>& stash_depth,
-                             bool recompute);
+                             bool recompute, const std::vector<StageMirror>& mirrors = {});
 
 // The share of a buffer of `bytes` on its fullest tile (tile 0), as the report spreads it.
 double tile0_share(double bytes, std::int64_t element_bytes, const IpuSpec& ipu);

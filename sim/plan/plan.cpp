@@ -237,6 +237,11 @@ void mark_shared_updates(const Model& m, const std::vector<std::int64_t>& exclud
 
 } // namespace
 
+const PlanStage& backward_of(const Plan& plan, int k) {
+  const int L = plan.loss_stage;
+  return plan.stages[static_cast<std::size_t>(k == L ? L : 2 * L - k)];
+}
+
 Plan make_plan(const Scenario& sc, const ModelGraph& g) {
   const Model& m = sc.model;
   const Execution& ex = sc.execution;

@@ -14,6 +14,7 @@
 #include "sim/cost/cost_model.hpp"
 #include "sim/graph/model_graph.hpp"
 #include "sim/io/scenario.hpp"
+#include "sim/plan/stage_mirror.hpp"
 
 namespace ipusim {
 
@@ -103,6 +104,9 @@ struct Plan {
 
   int stage_count() const { return static_cast<int>(stages.size()); }
 };
+
+// The backward stage of forward stage k (the loss stage is its own), in a training plan.
+const PlanStage& backward_of(const Plan& plan, int k);
 
 Plan make_plan(const Scenario& scenario, const ModelGraph& graph);
 

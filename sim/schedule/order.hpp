@@ -86,7 +86,7 @@ double to_ticks(double seconds, double longest);
 inline constexpr double kCommTicks = 1;
 
 // The generators (one file each; rules of the reference implementations named there).
-// Each throws std::invalid_argument with a rule id prefix ("pipeline.xxx: ...") when p and m
+// Each throws std::invalid_argument with a rule id prefix (pipeline.dualpipe-even, say, before ": ") when p and m
 // break its constraints.
 ScheduleOrder order_1f1b(int p, std::int64_t m);
 ScheduleOrder order_interleaved(int p, int v, std::int64_t m);

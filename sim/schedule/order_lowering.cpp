@@ -5,10 +5,13 @@
 // so that is one topological order for all IPUs and the programs cannot deadlock. Each F, B, W
 // or BW becomes its compute step on the part's IPU, with the stage's copies: received before,
 // sent after, asynchronously as under 1F1B (a copy exists only between stages on different
-// IPUs). Weight update, replicas and all-reduce as for 1F1B. Where an IPU's sequence repeats
-// itself one or more micro-batches further (a 1F1B-like steady phase, found on the sequence and
-// checked op for op), the program is its warm-up, a loop of one period and its cool-down, so
-// the engine skips the periods of the steady state; elsewhere it is unrolled.
+// IPUs). Weight update, replicas and all-reduce as for 1F1B. DualPipe runs every stage twice,
+// the second time mirrored onto the IPU of stage P-1-k over mirrored copies, and sums the two
+// weight copies' gradients IPU pair by IPU pair before the update (order_parts.hpp).
+// Where an IPU's sequence repeats itself one or more micro-batches further (a 1F1B-like steady
+// phase, found on the sequence and checked op for op), the program is its warm-up, a loop of one
+// period and its cool-down, so the engine skips the periods of the steady state; elsewhere it
+// is unrolled.
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
@@ -48,11 +51,6 @@ Schedule build_from_order(const ScheduleContext& ctx) {
   if (!plan.training)
     refuse(ctx, "pipeline.training-only", name + " orders forward and backward passes; this run is inference");
   const int L = plan.loss_stage;
-  if (name == "dualpipe")
-    refuse(ctx, "pipeline.dualpipe-placement",
-           "dualpipe runs two pipelines in opposite directions, IPU d holding stages d and p-1-d (two copies of "
-           "the weights); a plan holds one pipeline, so lowering it to IPU programs is not built yet (its order "
-           "and timing are in sim/schedule/order.hpp)");
   const PartLayout layout = lay_out_parts(ctx, name);
   const std::int64_t m = ctx.depth();
   if (m > kMaxOrderDepth)
@@ -93,7 +91,18 @@ Schedule build_from_order(const ScheduleContext& ctx) {
                     " micro-batches per step, this run has " + std::to_string(m) +
                     "; the bubble is a fixed cost per step, so a smaller G shows it as well");
 
-  ProgramBuilder b(ctx, name, ctx.recompute());
+  // DualPipe's mirrored parts send and receive over mirrored copies (lowering_plan).
+  const Plan lowered = lowering_plan(plan, layout);
+  const ScheduleContext lowered_ctx{ctx.scenario, lowered, ctx.sync_seconds};
+  auto copies = [&](const OrderPart& part, int stage, bool into, bool gradient) {
+    auto found = into ? lowered_ctx.copies_into(stage, gradient) : lowered_ctx.copies_from(stage, gradient);
+    std::erase_if(found, [&](const PlanCopy* c) { return is_mirrored_copy(plan, *c) != part.mirrored; });
+    return found;
+  };
+  std::vector<const PlanCopy*> gradient_sums;
+  for (const PlanCopy& c : lowered.copies)
+    if (c.from_stage < 0) gradient_sums.push_back(&c);
+  ProgramBuilder b(lowered_ctx, name, ctx.recompute());
   auto emit = [&](const SequencedOp& s) {
     const OrderOp& op = s.op;
     const OrderPart& part = layout.parts[static_cast<std::size_t>(s.device)][static_cast<std::size_t>(op.chunk)];
@@ -102,13 +111,13 @@ Schedule build_from_order(const ScheduleContext& ctx) {
     const PlanStage& bwd = part.backward;
     if (op.kind == OpKind::F) {
       if (part.first) {
-        b.receive(fwd.ipu, ctx.copies_into(fwd.id, false));
+        b.receive(fwd.ipu, copies(part, fwd.id, true, false));
         b.host_input(fwd, op.micro);
       }
       b.compute(fwd, op.micro, Work::ForwardOnly);
       if (part.last) {
         b.host_output(fwd, op.micro);
-        b.send(fwd.ipu, ctx.copies_from(fwd.id, false));
+        b.send(fwd.ipu, copies(part, fwd.id, false, false));
       }
       return;
     }
@@ -116,10 +125,10 @@ Schedule build_from_order(const ScheduleContext& ctx) {
       b.compute(bwd, op.micro, Work::WeightGradient);
       return;
     }
-    if (part.last) b.receive(fwd.ipu, ctx.copies_into(bwd.id, true));
+    if (part.last) b.receive(fwd.ipu, copies(part, bwd.id, true, true));
     b.compute(bwd, op.micro,
               op.kind == OpKind::B ? Work::InputGradient : (part.stage == L ? Work::BackwardOnly : Work::All));
-    if (part.first) b.send(fwd.ipu, ctx.copies_from(bwd.id, true));
+    if (part.first) b.send(fwd.ipu, copies(part, bwd.id, false, true));
   };
   b.repeat("batches", ctx.batches(), m, [&] {
     int steady = -1;
@@ -133,6 +142,7 @@ Schedule build_from_order(const ScheduleContext& ctx) {
       for (std::size_t k = per.first + per.length * static_cast<std::size_t>(per.times); k < ops.size(); ++k)
         emit(ops[k]);
     }
+    if (!gradient_sums.empty()) b.exchange(gradient_sums, Pass::AllReduce);
     b.weight_updates(/*all_at_once=*/true);
   });
   // Stashes from the order: a part holds a micro-batch in full from its F to its B and W's share
@@ -140,6 +150,7 @@ Schedule build_from_order(const ScheduleContext& ctx) {
   // whole micro-batches of a stage, so the peak is rounded up (a stage split in two parts
   // stashes the larger of its parts' peaks).
   std::vector<int> stash(static_cast<std::size_t>(plan.forward_stage_count), 0);
+  std::vector<StageMirror> mirrors;
   for (int d = 0; d < layout.devices; ++d)
     for (int c = 0; c < layout.chunks; ++c) {
       const OrderPart& part = layout.parts[static_cast<std::size_t>(d)][static_cast<std::size_t>(c)];
@@ -153,10 +164,17 @@ Schedule build_from_order(const ScheduleContext& ctx) {
         if (op.kind == OpKind::BW) to_b -= 1;
         peak = std::max(peak, to_b + layout.w_share * to_w);
       }
+      const int held = static_cast<int>(std::ceil(peak - 1e-9));
+      if (part.mirrored) {
+        mirrors.push_back({part.stage, part.forward.ipu, held});
+        continue;
+      }
       int& depth = stash[static_cast<std::size_t>(part.stage)];
-      depth = std::max(depth, static_cast<int>(std::ceil(peak - 1e-9)));
+      depth = std::max(depth, held);
     }
-  return b.finish(ctx.batches() * m, 0, stash);
+  Schedule schedule = b.finish(ctx.batches() * m, 0, stash);
+  schedule.mirrors = std::move(mirrors);
+  return schedule;
 }
 
 } // namespace ipusim

@@ -1,6 +1,8 @@
 #include "sim/schedule/order_parts.hpp"
 
 #include <algorithm>
+#include <map>
+#include <set>
 #include <sstream>
 
 #include "sim/io/input_error.hpp"
@@ -66,11 +68,6 @@ std::pair<OrderPart, OrderPart> split_middle(const ScheduleContext& ctx, int k) 
 
 } // namespace
 
-const PlanStage& backward_of(const Plan& plan, int k) {
-  const int L = plan.loss_stage;
-  return plan.stages[static_cast<std::size_t>(k == L ? L : 2 * L - k)];
-}
-
 PartLayout lay_out_parts(const ScheduleContext& ctx, const std::string& name) {
   const Plan& plan = ctx.plan;
   const int P = plan.forward_stage_count;
@@ -99,6 +96,24 @@ PartLayout lay_out_parts(const ScheduleContext& ctx, const std::string& name) {
     l.chunks = v;
     l.parts.resize(static_cast<std::size_t>(p));
     for (int k = 0; k < P; ++k) l.parts[static_cast<std::size_t>(k % p)].push_back(whole(plan, k));
+  } else if (name == "dualpipe") {
+    // Device d runs stage d (chunk 0, pipeline 0) and stage P-1-d (chunk 1, pipeline 1) on
+    // the IPU of stage d: one forward stage per IPU, each IPU its own.
+    std::set<int> distinct;
+    for (int k = 0; k < P; ++k) distinct.insert(ipu(k));
+    if (static_cast<int>(distinct.size()) != P)
+      refuse(ctx, "pipeline.dualpipe-placement",
+             "dualpipe runs stage d and stage p-1-d on IPU d, so every forward stage needs an IPU of its own "
+             "(heads last, not back on IPU 0); this model's " + std::to_string(P) + " forward stages are on IPUs " +
+                 ipus_of_stages(plan));
+    l.devices = P;
+    l.chunks = 2;
+    for (int d = 0; d < P; ++d) {
+      OrderPart mirror = whole(plan, P - 1 - d);
+      mirror.mirrored = true;
+      mirror.forward.ipu = mirror.backward.ipu = ipu(d);
+      l.parts.push_back({whole(plan, d), mirror});
+    }
   } else {
     // The V: stage j on the IPU of stage P-1-j; an odd P has the two middle parts merged.
     bool v = P >= 3;
@@ -143,6 +158,54 @@ PartLayout lay_out_parts(const ScheduleContext& ctx, const std::string& name) {
   for (int k = 0; k < P; ++k) w += backward_of(plan, k).weight_gradient_seconds, backward += backward_of(plan, k).backward_seconds;
   l.w_share = backward > 0 ? std::clamp(w / backward, 0.0, 1.0) : 1.0;
   return l;
+}
+
+Plan lowering_plan(const Plan& plan, const PartLayout& layout) {
+  std::map<int, int> partner;  // IPU -> the IPU whose stage it mirrors
+  for (int d = 0; d < layout.devices; ++d)
+    for (const OrderPart& part : layout.parts[static_cast<std::size_t>(d)])
+      if (part.mirrored) partner[layout.ipu_of_device[static_cast<std::size_t>(d)]] = plan.stages[static_cast<std::size_t>(part.stage)].ipu;
+  if (partner.empty()) return plan;
+  Plan dual = plan;
+  const int n = static_cast<int>(plan.copies.size());
+  auto mirror = [&](int ipu) {
+    for (const auto& [mine, theirs] : partner)
+      if (theirs == ipu) return mine;
+    return ipu;
+  };
+  for (const PlanCopy& c : plan.copies) {
+    PlanCopy m = c;
+    m.id = n + c.id;
+    m.src_ipu = mirror(c.src_ipu);
+    m.dst_ipu = mirror(c.dst_ipu);
+    dual.copies.push_back(m);
+  }
+  auto ipu_entry = [](Plan& p, int id) -> PlanIpu& {
+    return *std::find_if(p.ipus.begin(), p.ipus.end(), [&](const PlanIpu& i) { return i.id == id; });
+  };
+  for (const auto& [mine, theirs] : partner) {
+    PlanIpu& ipu = ipu_entry(dual, mine);
+    const PlanIpu& other = *std::find_if(plan.ipus.begin(), plan.ipus.end(), [&](const PlanIpu& i) { return i.id == theirs; });
+    ipu.weights.insert(ipu.weights.end(), other.weights.begin(), other.weights.end());
+    ipu.weight_elements += other.weight_elements;
+    ipu.weight_bytes += other.weight_bytes;
+    ipu.weight_tensors += other.weight_tensors;
+    ipu.shardable_weight_tensors += other.shardable_weight_tensors;
+    ipu.update_seconds += other.update_seconds;
+    ipu.state_bytes += other.state_bytes;
+    ipu.temp_bytes_per_tile = std::max(ipu.temp_bytes_per_tile, other.temp_bytes_per_tile);
+  }
+  for (const auto& [mine, theirs] : partner) {
+    PlanCopy sum;
+    sum.id = static_cast<int>(dual.copies.size());
+    sum.from_stage = sum.to_stage = -1;
+    sum.src_ipu = mine;
+    sum.dst_ipu = theirs;
+    sum.bytes = ipu_entry(dual, mine).weight_bytes;
+    sum.gradient = true;
+    dual.copies.push_back(sum);
+  }
+  return dual;
 }
 
 } // namespace ipusim

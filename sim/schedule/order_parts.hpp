@@ -5,7 +5,8 @@
 // interleaved 1F1B takes the model's chunk structure (stage c*p+d on the IPU of stage d); the
 // V schedules take a V (stages j and 2p-1-j on one IPU; the two middle ones, which the plan
 // merges when nothing keeps them apart, split back as the model's pipelineStage annotations
-// split them, or run as chunk 0 with an empty chunk 1).
+// split them, or run as chunk 0 with an empty chunk 1). DualPipe takes one forward stage per
+// IPU and runs each twice: stage d on its IPU, and stage P-1-d mirrored onto IPU d.
 #include <string>
 #include <vector>
 
@@ -20,6 +21,9 @@ struct OrderPart {
   // A stage split in two: its first part receives the stage's forward copies and host input
   // and sends its gradient copies; its last part does the rest. A whole stage is both.
   bool first = true, last = true;
+  // DualPipe's reverse pipeline: the stage runs a second time, on the IPU of stage P-1-k
+  // (`forward.ipu` and `backward.ipu` say which), over copies that mirror the plan's.
+  bool mirrored = false;
 };
 
 struct PartLayout {
@@ -32,10 +36,18 @@ struct PartLayout {
 };
 
 // Lays out the plan's stages for order schedule `name`; throws InputError for a plan the
-// schedule cannot place (pipeline.virtual-stages, pipeline.v-placement).
+// schedule cannot place (pipeline.virtual-stages, pipeline.v-placement, pipeline.dualpipe-placement).
 PartLayout lay_out_parts(const ScheduleContext& context, const std::string& name);
 
-// The plan's backward stage of forward stage k (the loss stage is its own).
-const PlanStage& backward_of(const Plan& plan, int k);
+// The plan the programs are built from: `plan` itself unless the layout has mirrored parts
+// (DualPipe). Then its copies are followed by their mirrors (copy i's mirror is copy n+i, on
+// the mirrored IPUs) and by one gradient-sum copy per IPU to the IPU holding the same two
+// stages (copy 2n+d, of no stage: the two weight copies' gradients are summed before the
+// update), and each IPU's weights, update and optimizer state are those of both its stages.
+Plan lowering_plan(const Plan& plan, const PartLayout& layout);
+// Whether copy `copy` of lowering_plan carries a mirrored part's tensors.
+inline bool is_mirrored_copy(const Plan& plan, const PlanCopy& copy) {
+  return copy.id >= static_cast<int>(plan.copies.size());
+}
 
 } // namespace ipusim

@@ -20,7 +20,8 @@ const std::vector<OrderScheduleInfo>& order_schedules() {
       {"dualpipe",
        "what-if: DeepSeek DualPipe, half the micro-batches from each end, each IPU holds stages d and p-1-d "
        "(two copies of the weights)",
-       "p even; G even and >= 2p; order only: not yet lowered to IPU programs (a plan holds one pipeline)", 2},
+       "p even; G even and >= 2p; one forward stage per IPU (heads last): IPU d also runs stage p-1-d, over "
+       "mirrored copies, and the two weight copies' gradients are summed before the update", 2},
       {"dualpipev", "what-if: DualPipeV, DualPipe folded onto a V (one copy of the weights)", "G >= 2p; a V: stage j on the IPU of stage 2p-1-j (the middle two merged or not)", 2},
   };
   return registry;

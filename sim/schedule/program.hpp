@@ -15,6 +15,8 @@
 #include <utility>
 #include <vector>
 
+#include "sim/plan/stage_mirror.hpp"
+
 namespace ipusim {
 
 // StateLoad / StateStore move optimizer state between Streaming Memory and the IPU.
@@ -91,6 +93,7 @@ struct Schedule {
   // Micro-batches whose activations forward stage s keeps for its backward, by the
   // schedule's own rule (popart-semantics.md); indexed by forward stage.
   std::vector<int> stash_depth;
+  std::vector<StageMirror> mirrors;  // forward stages also run on another IPU (DualPipe), with their stash
   bool recompute = false;  // backward stages re-run their forward: stashes hold what crosses an IPU boundary
   bool one_stage_at_a_time = false;  // sharded and tf-sequential: an IPU waits while another runs its stage
 };

@@ -224,11 +224,12 @@ void ProgramBuilder::sync_all(double seconds) {
   for (std::size_t p = 0; p < schedule_.programs.size(); ++p) push(p, s);
 }
 
-void ProgramBuilder::exchange(const std::vector<const PlanCopy*>& copies) {
+void ProgramBuilder::exchange(const std::vector<const PlanCopy*>& copies, Pass pass) {
   sync_all(context_.sync_seconds);
   for (const PlanIpu& ipu : context_.plan.ipus) {
     Step s;
     s.kind = StepKind::Exchange;
+    s.pass = pass;
     for (const PlanCopy* c : copies)
       if (c->src_ipu == ipu.id || c->dst_ipu == ipu.id) s.transfers.push_back({c->id, c->src_ipu, c->dst_ipu, c->bytes});
     if (!s.transfers.empty()) append(ipu.id, s);

@@ -109,7 +109,8 @@ public:
   // A barrier of every IPU, then `seconds` of sync.
   void sync_all(double seconds);
   // One copy phase: the given copies all move at once, framed by syncs (sync, copies, barrier).
-  void exchange(const std::vector<const PlanCopy*>& copies);
+  // `pass`: AllReduce for gradients summed across copies of the weights.
+  void exchange(const std::vector<const PlanCopy*>& copies, Pass pass = Pass::None);
   // Host input, compute (forward and/or backward) and host output of one stage for one micro-batch.
   void host_input(const PlanStage& stage, std::int64_t micro_batch);
   void compute(const PlanStage& stage, std::int64_t micro_batch, Work work = Work::All);

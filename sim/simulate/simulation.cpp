@@ -162,7 +162,7 @@ Simulation simulate(const Scenario& scenario, const std::vector<Mode>& modes, co
   for (std::size_t i = 0; i < modes.size(); ++i) {
     const bool here = options.last_in_process && i + 1 == modes.size();
     ModeRun run = (here ? run_mode_here : run_mode)(modes[i], std::move(schedules[i]), scenario, options);
-    run.metrics.memory = estimate_memory(scenario, sim.plan, run.schedule.stash_depth, run.schedule.recompute);
+    run.metrics.memory = estimate_memory(scenario, sim.plan, run.schedule.stash_depth, run.schedule.recompute, run.schedule.mirrors);
     sim.runs.push_back(std::move(run));
   }
   return sim;
