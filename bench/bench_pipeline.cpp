@@ -259,8 +259,8 @@ void breakdown(const Options& o) {
 }
 
 // BERT-Large from scripts/make_bert_model.py, `layers` per virtual IPU, heads on the last one.
-bool make_bert(const std::string& path, const std::string& layers) {
-  const std::string make = "python3 '" + kSource + "/scripts/make_bert_model.py' --layers-per-ipu " + layers +
+bool make_bert(const std::string& path, const std::string& layers, const std::string& size = "") {
+  const std::string make = "python3 '" + kSource + "/scripts/make_bert_model.py' --layers-per-ipu " + layers + size +
                            " --heads-on last -o '" + path + "' > /dev/null";
   if (std::system(make.c_str()) == 0) return true;
   std::cerr << "bench: cannot generate " << path << "\n";
@@ -340,6 +340,12 @@ void what_if(const Options& o) {
   };
   const std::string interleaved = placed("bert-large-interleaved", [](int k) { return k % 4; });
   const std::string v = placed("bert-large-v", [](int k) { return std::min(k, 7 - k); });
+  // DualPipe needs one forward stage per IPU: BERT-Base with its heads last (two copies of
+  // BERT-Large's weights do not fit an M2000), docs/schedules.md's DualPipe table.
+  const std::string base_model = (o.work / "bert-base-heads-last-model.json").string();
+  if (!make_bert(base_model, "2,3,3,4", " --hidden 768 --heads 12")) return;
+  const std::string base = scenario_variant(o, "bert-large-training.json", "bert-base-heads-last",
+                                            [&](Json& d) { d["model"] = base_model; });
   std::cout << "\n### What-if schedules: BERT-Large, 4 IPUs, G = 2048, `ipusim run --mode pipelined`\n\n"
             << "| placement | schedule | steps simulated / total | wall (CPU) | peak RSS | step (simulated) |\n"
             << "|---|---|---|---|---|---|\n";
@@ -351,7 +357,8 @@ void what_if(const Options& o) {
               {"shipped (heads on IPU 0)", &bert, "zb-h2"},    {"8 stages, k mod 4", &interleaved, "popart"},
               {"8 stages, k mod 4", &interleaved, "interleaved-1f1b"}, {"8 stages as a V", &v, "popart"},
               {"8 stages as a V", &v, "zb-v"},  {"8 stages as a V", &v, "v-half"},
-              {"8 stages as a V", &v, "v-min"}, {"8 stages as a V", &v, "dualpipev"}};
+              {"8 stages as a V", &v, "v-min"}, {"8 stages as a V", &v, "dualpipev"},
+              {"BERT-Base, heads last", &base, "popart"}, {"BERT-Base, heads last", &base, "dualpipe"}};
   for (const auto& row : rows) {
     std::cerr << "what-if: " << row.placement << " " << row.schedule << "\n";
     const std::vector<std::string> sets = {"--mode", "pipelined", "--set", std::string("execution.schedule=") + row.schedule};

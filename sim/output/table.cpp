@@ -57,7 +57,12 @@ std::string render_table(const Scenario& sc, const Simulation& sim) {
   plan_section(out, sc, sim.plan, placed);
   out << "\n";
 
-  const std::size_t label = placed ? 40 : 26, column = 24;
+  // A stage run a second time on another IPU (DualPipe) has a longer stash label.
+  const bool second_copies = std::any_of(sim.runs.begin(), sim.runs.end(), [&](const ModeRun& run) {
+    return std::any_of(run.metrics.memory.stashes.begin(), run.metrics.memory.stashes.end(),
+                       [&](const StageStash& st) { return st.ipu != sim.plan.stages[st.stage].ipu; });
+  });
+  const std::size_t label = placed ? 46 : second_copies ? 36 : 26, column = 24;
   out << pad("", label);
   for (const ModeRun& run : sim.runs)
     out << pad(mode_name(run.metrics.mode) + (run.metrics.mode == Mode::Pipelined ? " (" + run.metrics.schedule + ")" : ""),
@@ -135,14 +140,26 @@ std::string render_table(const Scenario& sc, const Simulation& sim) {
       return format_bytes(m.fullest_tile_bytes) + " (" +
              format_fixed(100 * m.fullest_tile_bytes / m.tile_capacity_bytes, 0) + " %)";
     });
-  if (sc.execution.training)
-    for (int s = 0; s < sim.plan.forward_stage_count; ++s)
-      row("stash stage " + std::to_string(s) + " (" + virtual_ipu_name(sim.plan.stages[s].ipu, placed) + ")",
-          [s](const RunMetrics& r) {
+  if (sc.execution.training) {
+    // Each stage on its IPU, then the second copies a schedule runs on another IPU (DualPipe).
+    std::vector<std::pair<int, int>> stashes;
+    for (int s = 0; s < sim.plan.forward_stage_count; ++s) stashes.emplace_back(s, sim.plan.stages[s].ipu);
+    for (const ModeRun& run : sim.runs)
+      for (const StageStash& st : run.metrics.memory.stashes)
+        if (std::find(stashes.begin(), stashes.end(), std::pair{st.stage, st.ipu}) == stashes.end())
+          stashes.emplace_back(st.stage, st.ipu);
+    for (const auto& stash : stashes) {
+      const int s = stash.first, ipu = stash.second;  // clang 14 captures no structured bindings
+      row("stash stage " + std::to_string(s) + " (" + virtual_ipu_name(ipu, placed) +
+              (ipu == sim.plan.stages[s].ipu ? ")" : ", second copy)"),
+          [s, ipu](const RunMetrics& r) {
             for (const StageStash& st : r.memory.stashes)
-              if (st.stage == s) return "x" + std::to_string(st.depth) + " = " + format_bytes(st.slot_bytes * st.depth);
+              if (st.stage == s && st.ipu == ipu)
+                return "x" + std::to_string(st.depth) + " = " + format_bytes(st.slot_bytes * st.depth);
             return std::string("-");
           });
+    }
+  }
   std::vector<std::string> link_names;
   for (const ModeRun& run : sim.runs)
     for (const LinkTraffic& l : run.metrics.links)
