@@ -86,8 +86,8 @@ double to_ticks(double seconds, double longest);
 inline constexpr double kCommTicks = 1;
 
 // The generators (one file each; rules of the reference implementations named there).
-// Each throws std::invalid_argument with a rule id prefix (pipeline.dualpipe-even, say, before ": ") when p and m
-// break its constraints.
+// Each throws std::invalid_argument whose text starts with a rule id and ": " (say
+// pipeline.dualpipe-even) when p and m break its constraints.
 ScheduleOrder order_1f1b(int p, std::int64_t m);
 ScheduleOrder order_interleaved(int p, int v, std::int64_t m);
 // ZB-H1 (memory limit p) and ZB-H2 (2p) from the measured F, B, W of each stage; `w_share` of
@@ -105,7 +105,7 @@ struct OrderScheduleInfo {
   std::string name;
   std::string description;
   std::string constraints;
-  int chunks;  // model chunks per device the schedule needs (0: execution.virtualStagesPerIpu, default 2)
+  int chunks;  // model chunks per device the schedule needs (0: any v >= 2, as the model's placement gives)
 };
 const std::vector<OrderScheduleInfo>& order_schedules();
 // Builds `name`'s order for p devices, m micro-batches, v chunks per device (where the schedule

@@ -168,11 +168,9 @@ Plan lowering_plan(const Plan& plan, const PartLayout& layout) {
   if (partner.empty()) return plan;
   Plan dual = plan;
   const int n = static_cast<int>(plan.copies.size());
-  auto mirror = [&](int ipu) {
-    for (const auto& [mine, theirs] : partner)
-      if (theirs == ipu) return mine;
-    return ipu;
-  };
+  std::map<int, int> mirror_of;  // an IPU -> the IPU that runs its stage a second time
+  for (const auto& entry : partner) mirror_of[entry.second] = entry.first;
+  auto mirror = [&](int ipu) { return mirror_of.count(ipu) ? mirror_of.at(ipu) : ipu; };
   for (const PlanCopy& c : plan.copies) {
     PlanCopy m = c;
     m.id = n + c.id;
@@ -180,12 +178,12 @@ Plan lowering_plan(const Plan& plan, const PartLayout& layout) {
     m.dst_ipu = mirror(c.dst_ipu);
     dual.copies.push_back(m);
   }
-  auto ipu_entry = [](Plan& p, int id) -> PlanIpu& {
-    return *std::find_if(p.ipus.begin(), p.ipus.end(), [&](const PlanIpu& i) { return i.id == id; });
+  auto with_id = [](auto& ipus, int id) -> auto& {
+    return *std::find_if(ipus.begin(), ipus.end(), [id](const PlanIpu& i) { return i.id == id; });
   };
-  for (const auto& [mine, theirs] : partner) {
-    PlanIpu& ipu = ipu_entry(dual, mine);
-    const PlanIpu& other = *std::find_if(plan.ipus.begin(), plan.ipus.end(), [&](const PlanIpu& i) { return i.id == theirs; });
+  for (const auto& entry : partner) {
+    PlanIpu& ipu = with_id(dual.ipus, entry.first);
+    const PlanIpu& other = with_id(plan.ipus, entry.second);
     ipu.weights.insert(ipu.weights.end(), other.weights.begin(), other.weights.end());
     ipu.weight_elements += other.weight_elements;
     ipu.weight_bytes += other.weight_bytes;
@@ -195,13 +193,13 @@ Plan lowering_plan(const Plan& plan, const PartLayout& layout) {
     ipu.state_bytes += other.state_bytes;
     ipu.temp_bytes_per_tile = std::max(ipu.temp_bytes_per_tile, other.temp_bytes_per_tile);
   }
-  for (const auto& [mine, theirs] : partner) {
+  for (const auto& entry : partner) {
     PlanCopy sum;
     sum.id = static_cast<int>(dual.copies.size());
     sum.from_stage = sum.to_stage = -1;
-    sum.src_ipu = mine;
-    sum.dst_ipu = theirs;
-    sum.bytes = ipu_entry(dual, mine).weight_bytes;
+    sum.src_ipu = entry.first;
+    sum.dst_ipu = entry.second;
+    sum.bytes = with_id(dual.ipus, entry.first).weight_bytes;
     sum.gradient = true;
     dual.copies.push_back(sum);
   }
