@@ -120,4 +120,6 @@ TEST_CASE("orders refuse the pipelines their schedules cannot run, with a rule i
   CHECK_THROWS_WITH(make_order("dualpipe", 4, 2, 6, t), Contains("pipeline.dualpipe-depth"));
   CHECK_THROWS_WITH(make_order("dualpipev", 4, 2, 7, t), Contains("pipeline.dualpipe-depth"));
   CHECK_NOTHROW(make_order("dualpipev", 3, 2, 6, OpTimes::uniform(3, 2, 1, 1, 1)));
+  // A memory limit below one micro-batch in flight leaves the greedy ZB generator no F to place.
+  CHECK_THROWS_WITH(order_zb_h(4, 8, 0, OpTimes::uniform(4, 1, 1, 1, 1)), Contains("pipeline.zb-memory"));
 }
