@@ -21,6 +21,8 @@ struct OrderOp {
   // DualPipe's overlapped pair: this F and the BW after it (on an IPU they run one after the
   // other; the pair is kept for the record and for order_lines).
   bool paired_with_next = false;
+
+  bool operator==(const OrderOp&) const = default;
 };
 
 struct PartRef {

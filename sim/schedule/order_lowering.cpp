@@ -11,7 +11,8 @@
 // Where an IPU's sequence repeats itself one or more micro-batches further (a 1F1B-like steady
 // phase, found on the sequence and checked op for op), the program is its warm-up, a loop of one
 // period and its cool-down, so the engine skips the periods of the steady state; elsewhere it
-// is unrolled.
+// is unrolled. Deeper than kOrderProbeDepth, a periodic order is not built at G: see
+// build_from_order.
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
@@ -30,7 +31,8 @@ namespace {
   throw InputError(ctx.scenario.file, ctx.scenario.execution_pointer("schedule"), rule, message);
 }
 
-// Orders are built in full before they are lowered (about 1.7 KiB per micro-batch on BERT's
+// An order that cannot be extended (no steady phase repeating alike at kOrderProbeDepth, or
+// DualPipe's) is built in full before it is lowered (about 1.7 KiB per micro-batch on BERT's
 // 5-stage plan with the generator's and the evaluator's work: 457 MB at 2^18); unrolled
 // programs take about 20 KiB per micro-batch on a 4-IPU plan. Refused here, in milliseconds,
 // rather than after gigabytes.
@@ -44,7 +46,9 @@ bool is_what_if_schedule(const std::string& name) {
                      [&](const OrderScheduleInfo& i) { return i.name == name; });
 }
 
-Schedule build_from_order(const ScheduleContext& ctx) {
+Schedule build_from_order(const ScheduleContext& ctx) { return build_from_order(ctx, kOrderProbeDepth); }
+
+Schedule build_from_order(const ScheduleContext& ctx, std::int64_t probe_depth) {
   check_pipelinable(ctx);
   const Plan& plan = ctx.plan;
   const std::string& name = ctx.scenario.execution.schedule;
@@ -53,36 +57,82 @@ Schedule build_from_order(const ScheduleContext& ctx) {
   const int L = plan.loss_stage;
   const PartLayout layout = lay_out_parts(ctx, name);
   const std::int64_t m = ctx.depth();
-  if (m > kMaxOrderDepth)
-    depth_error(ctx, "pipeline.what-if-depth",
-                name + " builds its order micro-batch by micro-batch before simulating it: at most " +
-                    std::to_string(kMaxOrderDepth) + " micro-batches per step, this run has " + std::to_string(m) +
-                    "; the bubble is a fixed cost per step, so a smaller G shows it as well");
-  ScheduleOrder order;
-  try {
-    order = make_order(name, layout.devices, layout.chunks, m, layout.times, layout.w_share);
-  } catch (const std::invalid_argument& e) {
-    const std::string what = e.what();
-    const auto colon = what.find(": ");
-    depth_error(ctx, what.substr(0, colon), what.substr(colon + 2));
-  }
-  const OrderTiming timing = evaluate(order, layout.times, 0, layout.ipu_of_device);
-  // Each IPU's ops in placement order, and the periodic phase of each.
+  // The order at `depth` micro-batches, timed, as each IPU's program runs it.
   std::vector<int> ipus;
   for (const PlanIpu& ipu : plan.ipus) ipus.push_back(ipu.id);
-  std::vector<std::vector<SequencedOp>> sequence(ipus.size());
   auto slot = [&](int ipu) { return static_cast<std::size_t>(std::find(ipus.begin(), ipus.end(), ipu) - ipus.begin()); };
-  for (const auto& [d, i] : timing.sequence)
-    sequence[slot(layout.ipu_of_device[static_cast<std::size_t>(d)])].push_back(
-        {d, order.ops[static_cast<std::size_t>(d)][i]});
-  std::vector<Period> period;
-  std::vector<std::size_t> lengths;
-  for (const auto& ops : sequence) period.push_back(find_period(ops)), lengths.push_back(ops.size());
-  align_periods(period, lengths);
+  struct Sequenced {
+    ScheduleOrder order;
+    std::vector<IpuOps> ipus;
+  };
+  auto sequenced = [&](std::int64_t depth) {
+    Sequenced out;
+    out.order = make_order(name, layout.devices, layout.chunks, depth, layout.times, layout.w_share);
+    const OrderTiming timing = evaluate(out.order, layout.times, 0, layout.ipu_of_device);
+    std::vector<std::vector<SequencedOp>> sequence(ipus.size());
+    for (const auto& [d, i] : timing.sequence)
+      sequence[slot(layout.ipu_of_device[static_cast<std::size_t>(d)])].push_back(
+          {d, out.order.ops[static_cast<std::size_t>(d)][i]});
+    std::vector<Period> period;
+    std::vector<std::size_t> lengths;
+    for (const auto& ops : sequence) period.push_back(find_period(ops)), lengths.push_back(ops.size());
+    align_periods(period, lengths);
+    for (std::size_t i = 0; i < sequence.size(); ++i) out.ipus.push_back(split_sequence(sequence[i], period[i]));
+    return out;
+  };
+  // Past probe_depth the order is not built at m: it is built at two depths of m's residue
+  // modulo the common stride S, a >= probe_depth and about 2a, and when the deeper one is the
+  // shallower one with (its depth - a) / S more periods on every IPU (checked op for op), m's
+  // programs are the shallower one with (m - a) / S more: memory does not grow with G. One pipeline only (DualPipe numbers the reverse
+  // pipeline's micro-batches after the forward one's, so its ops move with m).
+  Sequenced lowered_order;
+  bool extrapolated = false;
+  try {
+    if (m > probe_depth) {
+      const Sequenced probe = sequenced(probe_depth);
+      const std::int64_t stride = probe.ipus.front().stride;
+      const bool one_pipeline = std::all_of(probe.order.pipeline_of_micro.begin(), probe.order.pipeline_of_micro.end(),
+                                            [](int pipeline) { return pipeline == 0; });
+      if (one_pipeline && stride > 0 && stride <= probe_depth) {
+        const std::int64_t a = probe_depth + (m - probe_depth) % stride;
+        // Twice as deep: a shared IPU's list schedule can drift for hundreds of micro-batches
+        // before it settles, and a pattern that held only in a transient must not be extended.
+        const std::int64_t more = (a + stride - 1) / stride;
+        Sequenced shallow = sequenced(a);
+        const Sequenced deep = sequenced(a + more * stride);
+        bool periodic = true;
+        for (std::size_t i = 0; i < ipus.size() && periodic; ++i)
+          periodic = shallow.ipus[i].times > 0 && shallow.ipus[i].stride == stride &&
+                     deep.ipus[i] == extended(shallow.ipus[i], more);
+        if (periodic) {
+          for (IpuOps& ops : shallow.ipus) ops = extended(std::move(ops), (m - a) / stride);
+          lowered_order = std::move(shallow);
+          extrapolated = true;
+        }
+      }
+    }
+  } catch (const std::invalid_argument&) {
+    // The probe depths break a constraint m keeps: built at m below, where the error is m's.
+  }
+  if (!extrapolated) {
+    if (m > kMaxOrderDepth)
+      depth_error(ctx, "pipeline.what-if-depth",
+                  name + "'s order for this plan has no steady phase that repeats alike at " +
+                      std::to_string(probe_depth) + " micro-batches and more, so it is built micro-batch by "
+                      "micro-batch: at most " + std::to_string(kMaxOrderDepth) +
+                      " micro-batches per step, this run has " + std::to_string(m) +
+                      "; the bubble is a fixed cost per step, so a smaller G shows it as well");
+    try {
+      lowered_order = sequenced(m);
+    } catch (const std::invalid_argument& e) {
+      const std::string what = e.what();
+      const auto colon = what.find(": ");
+      depth_error(ctx, what.substr(0, colon), what.substr(colon + 2));
+    }
+  }
+  const ScheduleOrder& order = lowered_order.order;
   std::int64_t unrolled = 0;
-  for (std::size_t i = 0; i < sequence.size(); ++i)
-    unrolled = std::max(unrolled, static_cast<std::int64_t>(lengths[i]) -
-                                      static_cast<std::int64_t>(period[i].length) * (period[i].times - 1));
+  for (const IpuOps& ops : lowered_order.ipus) unrolled = std::max(unrolled, static_cast<std::int64_t>(ops.unrolled()));
   // An unrolled IPU program of more than kMaxUnrolledDepth micro-batches' ops (3 per part).
   if (unrolled > 3 * static_cast<std::int64_t>(plan.forward_stage_count) * kMaxUnrolledDepth)
     depth_error(ctx, "pipeline.what-if-depth",
@@ -132,15 +182,12 @@ Schedule build_from_order(const ScheduleContext& ctx) {
   };
   b.repeat("batches", ctx.batches(), m, [&] {
     int steady = -1;
-    for (std::size_t i = 0; i < sequence.size(); ++i) {
-      const auto& ops = sequence[i];
-      const Period& per = period[i];
-      for (std::size_t k = 0; k < per.first; ++k) emit(ops[k]);
-      steady = b.repeat(name + " steady phase", per.times, per.stride, [&] {
-        for (std::size_t k = per.first; k < per.first + per.length; ++k) emit(ops[k]);
+    for (const IpuOps& ops : lowered_order.ipus) {
+      for (const SequencedOp& s : ops.warm_up) emit(s);
+      steady = b.repeat(name + " steady phase", ops.times, ops.stride, [&] {
+        for (const SequencedOp& s : ops.period) emit(s);
       }, steady);
-      for (std::size_t k = per.first + per.length * static_cast<std::size_t>(per.times); k < ops.size(); ++k)
-        emit(ops[k]);
+      for (const SequencedOp& s : ops.cool_down) emit(s);
     }
     if (!gradient_sums.empty()) b.exchange(gradient_sums, Pass::AllReduce);
     b.weight_updates(/*all_at_once=*/true);

@@ -57,4 +57,26 @@ void align_periods(std::vector<Period>& periods, const std::vector<std::size_t>&
   }
 }
 
+IpuOps split_sequence(const std::vector<SequencedOp>& s, const Period& p) {
+  IpuOps ops;
+  if (p.times <= 0) {
+    ops.warm_up = s;
+    return ops;
+  }
+  const auto begin = s.begin();
+  const auto first = static_cast<std::ptrdiff_t>(p.first), length = static_cast<std::ptrdiff_t>(p.length);
+  ops.warm_up.assign(begin, begin + first);
+  ops.period.assign(begin + first, begin + first + length);
+  ops.cool_down.assign(begin + first + length * p.times, s.end());
+  ops.times = p.times;
+  ops.stride = p.stride;
+  return ops;
+}
+
+IpuOps extended(IpuOps ops, std::int64_t k) {
+  ops.times += k;
+  for (SequencedOp& s : ops.cool_down) s.op.micro += k * ops.stride;
+  return ops;
+}
+
 } // namespace ipusim

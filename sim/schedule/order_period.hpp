@@ -13,6 +13,8 @@ namespace ipusim {
 struct SequencedOp {
   int device = 0;  // the order's device
   OrderOp op;
+
+  bool operator==(const SequencedOp&) const = default;
 };
 
 struct Period {
@@ -31,5 +33,18 @@ Period find_period(const std::vector<SequencedOp>& sequence, std::size_t max_len
 // lcm/s times per iteration), as the engine's steady state compares every IPU's position
 // iteration for iteration. A period too short for one such iteration is dropped (unrolled).
 void align_periods(std::vector<Period>& periods, const std::vector<std::size_t>& sequence_lengths);
+
+// One IPU's ops as its program runs them: a warm-up, `times` runs of `period` (run j the same
+// ops `stride` * j micro-batches further) and a cool-down.
+struct IpuOps {
+  std::vector<SequencedOp> warm_up, period, cool_down;
+  std::int64_t times = 0, stride = 0;
+
+  bool operator==(const IpuOps&) const = default;
+  std::size_t unrolled() const { return warm_up.size() + period.size() + cool_down.size(); }
+};
+IpuOps split_sequence(const std::vector<SequencedOp>& sequence, const Period& period);
+// The same program `k` periods longer: the cool-down comes k strides later.
+IpuOps extended(IpuOps ops, std::int64_t k);
 
 } // namespace ipusim

@@ -94,6 +94,10 @@ enum class Work { All, ForwardOnly, BackwardOnly, InputGradient, WeightGradient 
 bool is_what_if_schedule(const std::string& name);
 // The what-if schedules run from an order (sim/schedule/order.hpp; order_lowering.cpp).
 Schedule build_from_order(const ScheduleContext& context);
+// Past `probe_depth` micro-batches a periodic order is built at two depths near it and
+// extended to G, its memory flat in G (build_from_order's is kOrderProbeDepth).
+inline constexpr std::int64_t kOrderProbeDepth = 4096;
+Schedule build_from_order(const ScheduleContext& context, std::int64_t probe_depth);
 
 // The physical IPU of entry r*width+v (virtual IPU v of replica r): the scenario's placement,
 // or 0, 1, 2, ... Refuses replicas the system cannot hold (scenario.not-enough-ipus) and a
