@@ -83,8 +83,9 @@ Schedule build_from_order(const ScheduleContext& ctx, std::int64_t probe_depth) 
   // Past probe_depth the order is not built at m: it is built at two depths of m's residue
   // modulo the common stride S, a >= probe_depth and about 2a, and when the deeper one is the
   // shallower one with (its depth - a) / S more periods on every IPU (checked op for op), m's
-  // programs are the shallower one with (m - a) / S more: memory does not grow with G. One pipeline only (DualPipe numbers the reverse
-  // pipeline's micro-batches after the forward one's, so its ops move with m).
+  // programs are the shallower one with (m - a) / S more: memory does not grow with G. One
+  // pipeline only (DualPipe numbers the reverse pipeline's micro-batches after the forward
+  // one's, so its ops move with m).
   Sequenced lowered_order;
   bool extrapolated = false;
   try {
@@ -117,9 +118,10 @@ Schedule build_from_order(const ScheduleContext& ctx, std::int64_t probe_depth) 
   if (!extrapolated) {
     if (m > kMaxOrderDepth)
       depth_error(ctx, "pipeline.what-if-depth",
-                  name + "'s order for this plan has no steady phase that repeats alike at " +
-                      std::to_string(probe_depth) + " micro-batches and more, so it is built micro-batch by "
-                      "micro-batch: at most " + std::to_string(kMaxOrderDepth) +
+                  name + "'s order for this plan cannot be extended from shallower builds (DualPipe's two "
+                         "pipelines, or no steady phase that repeats alike from " + std::to_string(probe_depth) +
+                      " micro-batches on), so it is built micro-batch by micro-batch: at most " +
+                      std::to_string(kMaxOrderDepth) +
                       " micro-batches per step, this run has " + std::to_string(m) +
                       "; the bubble is a fixed cost per step, so a smaller G shows it as well");
     try {
