@@ -13,7 +13,7 @@ a sanitizer build's own overhead is not what the estimate describes).
 
 Usage: tests/fuzz/run_campaign.py --binary build-sanitize/ipusim [--release build/ipusim]
                                   [--runs 10000] [--seed 1] [--jobs 2] [--out DIR]
-                                  [--command run|plan|documents]
+                                  [--command run|plan|documents] [--start N | --only I J ...]
 --command plan sends mutated scenarios through `plan --top 1 --time-limit 1-3` with abusive flags
 (--ipus, --gradient-accumulation 1048576, replicas and placements beyond the system), and holds the
 peak to the larger of the two "memory: ... at most" lines plan prints; --command
@@ -270,6 +270,10 @@ def main():
     ap.add_argument("--runs", type=int, default=10000)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--start", type=int, default=0,
+                    help="resume a campaign: draw all --runs inputs of --seed as before, run those from here on")
+    ap.add_argument("--only", type=int, nargs="*",
+                    help="run only these inputs of the campaign (e.g. earlier findings, after a fix)")
     ap.add_argument("--timeout", type=float, default=120)
     ap.add_argument("--out", default="fuzz-run-campaign")
     ap.add_argument("--command", choices=["run", "plan", "documents"], default="run",
@@ -315,7 +319,7 @@ def main():
         return i, r, problems, ratio
 
     def summarise(done):
-        return {"runs": a.runs, "done": done, "seed": a.seed, "command": a.command,
+        return {"runs": a.runs, "start": a.start, "done": done, "seed": a.seed, "command": a.command,
                 "seconds": round(time.time() - started, 1), "exit_codes": tally,
                 "findings": len(findings), "rules": dict(sorted(rules.items(), key=lambda kv: -kv[1])),
                 "accepted_with_estimate": len(ratios),
@@ -331,7 +335,8 @@ def main():
 
     done = 0
     with ThreadPoolExecutor(a.jobs) as pool:
-        for i, r, problems, ratio in pool.map(one, range(a.runs)):
+        chosen = a.only if a.only else range(a.start, a.runs)
+        for i, r, problems, ratio in pool.map(one, chosen):
             done += 1
             if done % 500 == 0:
                 write_summary(summarise(done))
