@@ -390,6 +390,18 @@ void memory(const Options& o) {
       if (!o.before.empty()) std::cout << " " << (G <= 65536 ? mib(run_binary(o.before, run_args(o, bert, sets), 900)) : "-") << " |";
       std::cout << "\n";
     }
+  // A schedule whose first stage runs ahead of the second for the whole step: its copies back up.
+  std::cout << "\n### Peak memory where copies back up: 1F1B inference on the MLP, 2 replicas, micro-batch 1\n\n"
+            << "| G | wall (CPU) | peak RSS |\n|---|---|---|\n";
+  const std::string mlp = kSource + "/scenarios/mlp-inference.json";
+  for (long long G : {16384LL, 262144LL, 1048576LL}) {
+    std::cerr << "memory: mlp-inference 1f1b G=" << G << "\n";
+    const std::vector<std::string> sets = {"--mode", "pipelined", "--set", "execution.schedule=1f1b", "--set",
+                                           "execution.replicas=2", "--set", "execution.microBatchSize=1", "--set",
+                                           "execution.batchesPerStep=" + std::to_string(G)};
+    const Measure m = run_binary(o.ipusim, run_args(o, mlp, sets), 900);
+    std::cout << "| " << G << " | " << seconds(m) << " | " << mib(m) << " |\n";
+  }
 }
 
 void sweep(const Options& o) {

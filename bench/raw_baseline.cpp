@@ -1,7 +1,6 @@
 #include "raw_baseline.hpp"
 
 #include <deque>
-#include <map>
 #include <memory>
 
 #include "sim/engine/engine_run.hpp"
@@ -28,12 +27,12 @@ struct Op {
 struct World {
   Platform platform;
   double last_round_trip = 0;
-  engine_detail::CopyMailboxes mailboxes;  // as the engine's
+  engine_detail::CopyArrivals arrivals;  // as the engine's
   sg4::BarrierPtr barrier;
   std::uint64_t activities = 0;
 
-  sg4::CommPtr put(int copy, double bytes) { return mailboxes.put(copy, bytes); }
-  sg4::CommPtr take(int copy, int** data) { return mailboxes.take(copy, data); }
+  sg4::CommPtr put(int copy, double bytes) { return arrivals.put(copy, bytes); }
+  sg4::CommPtr take(int copy) { return arrivals.take(copy); }
 };
 
 void run_ops(World& w, int ipu, const std::vector<Op>& ops) {
@@ -85,16 +84,15 @@ void run_ops(World& w, int ipu, const std::vector<Op>& ops) {
     }
     case StepKind::Exchange: {
       std::vector<sg4::CommPtr> comms;
-      std::vector<int*> received(op.transfers->size());
       std::size_t puts = 0;
-      for (std::size_t i = 0; i < op.transfers->size(); ++i)
-        if ((*op.transfers)[i].dst_ipu == ipu)
-          comms.push_back(w.take((*op.transfers)[i].copy, &received[i]));
       for (const Transfer& t : *op.transfers)
         if (t.src_ipu == ipu) {
           comms.push_back(w.put(t.copy, t.bytes));
           ++puts;
         }
+      for (const Transfer& t : *op.transfers)
+        if (t.dst_ipu == ipu)
+          if (sg4::CommPtr arriving = w.take(t.copy)) comms.push_back(std::move(arriving));
       sg4::Comm::wait_all(comms);
       w.activities += puts;
       if (op.seconds > 0) {
@@ -108,10 +106,8 @@ void run_ops(World& w, int ipu, const std::vector<Op>& ops) {
         sends.push_back(w.put(t.copy, t.bytes));
       break;
     case StepKind::Receive:
-      for (const Transfer& t : *op.transfers) {
-        int* data = nullptr;
-        w.take(t.copy, &data)->wait();
-      }
+      for (const Transfer& t : *op.transfers)
+        if (sg4::CommPtr arriving = w.take(t.copy)) arriving->wait();
       break;
     case StepKind::HostRoundTrip: {
       for (auto& c : streams) {
@@ -158,7 +154,7 @@ RawResult run_raw(const Schedule& schedule, const HardwareConfig& hw) {
   for (const Program& p : schedule.programs)
     for (const Step& s : p.steps)
       for (const Transfer& t : s.transfers) copies = std::max(copies, t.copy + 1);
-  World w{build_platform(hw, schedule), 0, engine_detail::CopyMailboxes(static_cast<std::size_t>(copies)),
+  World w{build_platform(hw, schedule), 0, engine_detail::CopyArrivals(static_cast<std::size_t>(copies)),
           sg4::Barrier::create(static_cast<unsigned>(schedule.programs.size())), 0};
 
   // Expanded before the simulation starts, so that the baseline pays nothing for programs.
@@ -174,19 +170,16 @@ RawResult run_raw(const Schedule& schedule, const HardwareConfig& hw) {
       op.floor = s.floor_seconds;
       ops[i].push_back(op);
     }
-  std::map<int, sg4::ActorPtr> actors;
   for (std::size_t i = 0; i < schedule.programs.size(); ++i) {
     const int ipu = schedule.programs[i].ipu;
-    actors[ipu] = sg4::Actor::create("raw" + std::to_string(ipu), w.platform.ipus.at(ipu),
-                                     [&w, ipu, &o = ops[i]] { run_ops(w, ipu, o); });
+    sg4::Actor::create("raw" + std::to_string(ipu), w.platform.ipus.at(ipu),
+                       [&w, ipu, &o = ops[i]] { run_ops(w, ipu, o); });
   }
   for (const Program& p : schedule.programs)
     for (const Step& s : p.steps)
       for (const Transfer& t : s.transfers)
-        w.mailboxes.connect(t.copy, actors.at(t.src_ipu), actors.at(t.dst_ipu));
-  w.mailboxes.fill();
+        w.arrivals.connect(t.copy, w.platform.ipus.at(t.src_ipu), w.platform.ipus.at(t.dst_ipu));
   engine->run();
-  w.mailboxes.release();
   return {w.activities, sg4::Engine::get_clock()};
 }
 

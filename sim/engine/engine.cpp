@@ -38,7 +38,7 @@ std::size_t copy_count(const Schedule& schedule) {
 
 Run::Run(const Schedule& schedule, const HardwareConfig& hw, RunObserver& observer, const EngineOptions& options)
     : schedule_(schedule), observer_(observer), options_(options), transfers_wanted_(observer.wants_transfers()),
-      platform_(build_platform(hw, schedule)), mailboxes_(copy_count(schedule)), host_link_(hw.host_link) {
+      platform_(build_platform(hw, schedule)), arrivals_(copy_count(schedule)), host_link_(hw.host_link) {
   actors_.reserve(schedule.programs.size());
   for (const Program& p : schedule.programs) actors_.emplace_back(p);
   link_bytes_.assign(platform_.link_names.size(), 0.0);
@@ -57,24 +57,17 @@ Run::Run(const Schedule& schedule, const HardwareConfig& hw, RunObserver& observ
 }
 
 RunSummary Run::run() {
-  // Each copy's receiving IPU takes it the moment it is sent (a permanent receiver): no
-  // receive is posted ahead, so SimGrid's per-actor activity lists stay short and every
-  // completion costs the same at any depth.
-  std::map<int, sg4::ActorPtr> actor_of_ipu;
   for (std::size_t a = 0; a < actors_.size(); ++a) {
     const int ipu = actors_[a].program->ipu;
-    actor_of_ipu[ipu] = sg4::Actor::create("ipu" + std::to_string(ipu), platform_.ipus.at(ipu),
-                                           [this, a] { actor_main(a); });
+    sg4::Actor::create("ipu" + std::to_string(ipu), platform_.ipus.at(ipu), [this, a] { actor_main(a); });
   }
   for (const Program& p : schedule_.programs)
     for (const Step& s : p.steps)
-      for (const Transfer& t : s.transfers) mailboxes_.connect(t.copy, actor_of_ipu.at(t.src_ipu), actor_of_ipu.at(t.dst_ipu));
-  mailboxes_.fill();
+      for (const Transfer& t : s.transfers) arrivals_.connect(t.copy, platform_.ipus.at(t.src_ipu), platform_.ipus.at(t.dst_ipu));
 
   bool deadlocked = false;
   sg4::Engine::on_deadlock_cb([&deadlocked] { deadlocked = true; });
   sg4::Engine::get_instance()->run();
-  mailboxes_.release();
 
   std::string stuck;
   for (const ActorState& st : actors_)
@@ -83,11 +76,11 @@ RunSummary Run::run() {
                std::to_string(executed_steps(*st.program)) + ";";
   if (deadlocked || !stuck.empty())
     throw EngineError("the simulation deadlocked in schedule \"" + schedule_.name + "\":" + stuck);
-  for (std::size_t c = 0; c < mailboxes_.size(); ++c)
-    if (mailboxes_.sent()[c] != mailboxes_.taken()[c])
+  for (std::size_t c = 0; c < arrivals_.size(); ++c)
+    if (arrivals_.sent()[c] != arrivals_.taken()[c])
       throw EngineError("schedule \"" + schedule_.name + "\" sent copy " + std::to_string(c) + " " +
-                        std::to_string(mailboxes_.sent()[c]) + " time(s) but received it " +
-                        std::to_string(mailboxes_.taken()[c]) +
+                        std::to_string(arrivals_.sent()[c]) + " time(s) but received it " +
+                        std::to_string(arrivals_.taken()[c]) +
                         " time(s)");
 
   RunSummary summary;
@@ -232,23 +225,21 @@ void Run::execute(ActorState& st, const Step& step) {
   }
   case StepKind::Exchange: {
     e.kind = EventKind::Exchange;
-    // Receives are posted first so no transfer waits for its receiver (simgrid-notes.md).
+    // Sends first: a receive waits until its transfer has been sent, and the IPU it comes
+    // from may be waiting for this one's.
     std::vector<sg4::CommPtr> comms;
-    std::vector<int*> received(step.transfers.size());
-    for (std::size_t i = 0; i < step.transfers.size(); ++i) {
-      const Transfer& t = step.transfers[i];
-      if (t.dst_ipu != ipu) continue;
-      comms.push_back(mailboxes_.take(t.copy, &received[i]));
-    }
     st.waiting_on.clear();
     for (std::size_t i = 0; i < step.transfers.size(); ++i) {
       const Transfer& t = step.transfers[i];
       if (t.src_ipu != ipu) continue;
-      st.waiting_on.push_back({mailboxes_.put(t.copy, t.bytes), t.src_ipu, t.dst_ipu, t.copy, t.bytes, static_cast<int>(i),
+      st.waiting_on.push_back({arrivals_.put(t.copy, t.bytes), t.src_ipu, t.dst_ipu, t.copy, t.bytes, static_cast<int>(i),
                                &platform_.slots(t.src_ipu, t.dst_ipu)});
       comms.push_back(st.waiting_on.back().comm);
       e.bytes += t.bytes;
     }
+    for (const Transfer& t : step.transfers)
+      if (t.dst_ipu == ipu)
+        if (sg4::CommPtr arriving = arrivals_.take(t.copy)) comms.push_back(std::move(arriving));
     st.doing = Doing::Comms;
     sg4::Comm::wait_all(comms);
     for (const Pending& p : st.waiting_on) report(p);
@@ -265,7 +256,7 @@ void Run::execute(ActorState& st, const Step& step) {
     e.kind = EventKind::Exchange;
     for (const Transfer& t : step.transfers) {
       st.sends.push_back(
-          {mailboxes_.put(t.copy, t.bytes), t.src_ipu, t.dst_ipu, t.copy, t.bytes, t.copy, &platform_.slots(t.src_ipu, t.dst_ipu)});
+          {arrivals_.put(t.copy, t.bytes), t.src_ipu, t.dst_ipu, t.copy, t.bytes, t.copy, &platform_.slots(t.src_ipu, t.dst_ipu)});
     }
     break;
   case StepKind::Receive:
@@ -273,8 +264,7 @@ void Run::execute(ActorState& st, const Step& step) {
     st.doing = Doing::Receive;
     for (st.taken = 0; st.taken < step.transfers.size(); ++st.taken) {
       const Transfer& t = step.transfers[st.taken];
-      int* data = nullptr;
-      mailboxes_.take(t.copy, &data)->wait();
+      if (sg4::CommPtr arriving = arrivals_.take(t.copy)) arriving->wait();
     }
     break;
   case StepKind::HostRoundTrip: {

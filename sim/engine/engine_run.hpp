@@ -10,7 +10,7 @@
 #include <variant>
 #include <vector>
 
-#include "sim/engine/copy_mailboxes.hpp"
+#include "sim/engine/copy_arrivals.hpp"
 #include "sim/engine/engine.hpp"
 #include "sim/engine/platform.hpp"
 #include "sim/schedule/program_cursor.hpp"
@@ -96,7 +96,7 @@ struct Snapshot {
 };
 
 // Two snapshots a whole number of periods apart, and how many periods may be skipped
-// before a mailbox that only drains runs dry.
+// before a copy's backlog that only drains runs dry.
 struct Period {
   std::int64_t iterations = 0;  // 0: the states differ
   std::int64_t max_periods = 0;
@@ -146,7 +146,7 @@ private:
   const bool transfers_wanted_;
   Platform platform_;
   std::vector<ActorState> actors_;
-  CopyMailboxes mailboxes_;
+  CopyArrivals arrivals_;
   sg4::BarrierPtr barrier_;
   std::vector<double> link_bytes_;
   std::uint64_t activities_ = 0;

@@ -105,8 +105,8 @@ Snapshot Run::take_snapshot(int loop) const {
   s.time = s.raw_time + offset_;
   s.mark = notes_base_ + notes_.size();
   s.activities = activities_;
-  s.sent = mailboxes_.sent();
-  s.taken = mailboxes_.taken();
+  s.sent = arrivals_.sent();
+  s.taken = arrivals_.taken();
   for (const ActorState& st : actors_) {
     ActorSnapshot a;
     a.index = st.cursor.index();
@@ -134,7 +134,7 @@ Period Run::period_between(const Snapshot& older, const Snapshot& newer, int loo
   const double clock = newer.raw_time;
   Period result;
   result.max_periods = std::numeric_limits<std::int64_t>::max();
-  // A mailbox's backlog may change from period to period only where nothing is sent to it:
+  // A copy's backlog may change from period to period only where nothing is sent to it:
   // its receiver takes what is already there without waiting, for at most backlog / taken
   // more periods.
   for (std::size_t c = 0; c < newer.sent.size(); ++c) {
@@ -230,10 +230,8 @@ bool Run::skip_periods(const Snapshot& older, const Snapshot& newer, const Perio
   const std::int64_t skipped = periods * period;
   // The copies the skipped periods took, taken now (they are there: no time passes).
   for (const auto& [copy, per_period] : found.drained)
-    for (std::int64_t k = 0; k < periods * per_period; ++k) {
-      int* data = nullptr;
-      mailboxes_.take(static_cast<int>(copy), &data)->wait();
-    }
+    for (std::int64_t k = 0; k < periods * per_period; ++k)
+      if (sg4::CommPtr arriving = arrivals_.take(static_cast<int>(copy))) arriving->wait();
   for (std::size_t i = 0; i < actors_.size(); ++i) {
     ActorState& st = actors_[i];
     if (depth[i] == st.cursor.frames().size()) {

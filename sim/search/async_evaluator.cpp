@@ -90,7 +90,8 @@ StepEstimate estimate_async_step(const Execution& ex, const Plan& plan, RouteTab
 
   // Each replica on its own IPUs and links (their latencies may differ): played one by one,
   // the batch ends when the slowest is done. A copy's arrivals wait in a queue until taken
-  // (in micro-batch order), so memory follows how far a stage runs ahead, not the batch.
+  // (in micro-batch order); the stages are played a task each in turn, so a queue is as long
+  // as the schedule's order makes it, not as far as a stage runs ahead in time.
   double makespan = 0, busiest = 0, first_start = 0, first_end = 0;
   for (int r = 0; r < replicas; ++r) {
     std::vector<double> duration(copies), last_end(copies, -kNever);
@@ -125,33 +126,34 @@ StepEstimate estimate_async_step(const Execution& ex, const Plan& plan, RouteTab
       bool progressed = false;
       for (int s = 0; s < p; ++s) {
         const auto si = static_cast<std::size_t>(s);
-        while (next[si] < per_stage) {
-          const Task task = task_of(one_f_one_b, s, p, m, training, next[si]);
-          double start = clock[si];
-          bool ready = true;
-          for (const PlanCopy* c : in[2 * si + (task.forward ? 0 : 1)]) {
-            const auto& queue = arrivals[static_cast<std::size_t>(c->id)];
-            if (queue.empty()) ready = false;
-            else start = std::max(start, queue.front());
-          }
-          if (!ready) break;
-          for (const PlanCopy* c : in[2 * si + (task.forward ? 0 : 1)]) arrivals[static_cast<std::size_t>(c->id)].pop_front();
-          double t = start;
-          if (task.forward) {
-            const PlanStage& st = plan.stages[si];
-            t += host(st.host_input_bytes) + st.forward_seconds + host(st.host_output_bytes);
-          } else {
-            const PlanStage& st = plan.stages[static_cast<std::size_t>(2 * L - s)];
-            t += st.backward_seconds + (recompute && s != L ? st.recompute_seconds : 0.0);
-          }
-          busy[si] += t - start;
-          clock[si] = t;
-          for (const PlanCopy* c : out[2 * si + (task.forward ? 0 : 1)]) send(*c, t);
-          if (r == 0 && task.micro_batch == 0 && s == 0 && task.forward) first_start = start;
-          if (r == 0 && task.micro_batch == 0 && s == (training ? 0 : p - 1) && task.forward != training) first_end = t;
-          if (++next[si] == per_stage) --left;
-          progressed = true;
+        // One task per stage per sweep: a stage run to its end first would queue all its sends
+        // (GPipe's forwards: the whole batch) before the next stage took any.
+        if (next[si] == per_stage) continue;
+        const Task task = task_of(one_f_one_b, s, p, m, training, next[si]);
+        double start = clock[si];
+        bool ready = true;
+        for (const PlanCopy* c : in[2 * si + (task.forward ? 0 : 1)]) {
+          const auto& queue = arrivals[static_cast<std::size_t>(c->id)];
+          if (queue.empty()) ready = false;
+          else start = std::max(start, queue.front());
         }
+        if (!ready) continue;
+        for (const PlanCopy* c : in[2 * si + (task.forward ? 0 : 1)]) arrivals[static_cast<std::size_t>(c->id)].pop_front();
+        double t = start;
+        if (task.forward) {
+          const PlanStage& st = plan.stages[si];
+          t += host(st.host_input_bytes) + st.forward_seconds + host(st.host_output_bytes);
+        } else {
+          const PlanStage& st = plan.stages[static_cast<std::size_t>(2 * L - s)];
+          t += st.backward_seconds + (recompute && s != L ? st.recompute_seconds : 0.0);
+        }
+        busy[si] += t - start;
+        clock[si] = t;
+        for (const PlanCopy* c : out[2 * si + (task.forward ? 0 : 1)]) send(*c, t);
+        if (r == 0 && task.micro_batch == 0 && s == 0 && task.forward) first_start = start;
+        if (r == 0 && task.micro_batch == 0 && s == (training ? 0 : p - 1) && task.forward != training) first_end = t;
+        if (++next[si] == per_stage) --left;
+        progressed = true;
       }
       if (!progressed && left > 0) throw std::logic_error("asynchronous schedule evaluator: tasks wait on each other");
     }

@@ -27,10 +27,11 @@ constexpr double kSecondsPerStep = 1.0 / 200000;
 // Per trace event: the slice record the streaming trace writer keeps for it.
 constexpr double kTraceBytesPerEvent = 64;
 // Per copy transfer (a send or a receive) of a schedule whose forwards run ahead of the next
-// stage by any number of micro-batches: a copy sent and not yet received holds SimGrid's
-// transfer, its mailbox and the metrics' queue entry (measured 0.34-0.39 KiB per sent copy on
-// 1F1B inference at 2^18 micro-batches; counted at 1 KiB).
-constexpr double kPendingTransferBytes = 512;
+// stage by any number of micro-batches: a micro-batch sent and not yet received keeps its
+// open latency span and the attribution's queue entry, both copied into the steady-state
+// detector's marks (measured 69 B per micro-batch, 17 B per transfer, on 1F1B inference
+// between 2^18 and 2^20 micro-batches; counted at 32 B). SimGrid keeps nothing for it.
+constexpr double kPendingTransferBytes = 32;
 
 std::string count_text(double n) {
   char text[32];
@@ -109,7 +110,7 @@ RunEstimate estimate_run(const Scenario& sc, const Plan& plan, const std::vector
                              : 0;
     // GPipe's forwards, and 1F1B's in inference, wait for nothing from the stages after them:
     // where a stage is faster than the next, its copies back up for the whole step, and the
-    // engine's steady state never sets in (docs/benchmark.md: memory grows with G there).
+    // engine's steady state never sets in (docs/benchmark.md, "Copies without mailboxes").
     const bool runs_ahead = mode == Mode::Pipelined && (schedule.name == "gpipe" || (schedule.name == "1f1b" && !ex.training));
     const double backlog = runs_ahead ? transfers * kPendingTransferBytes : 0;
     largest_run = std::max(largest_run, 2 * schedule_bytes + engine + log + backlog);
