@@ -294,6 +294,7 @@ def main():
     else:
         inputs = [make_input(rng, tmp, i) for i in range(a.runs)]
     tally, rules, findings, ratios = {}, {}, [], []
+    closest = [0.0, None]  # the accepted input whose peak came nearest its estimate
     started = time.time()
 
     def one(i):
@@ -324,6 +325,7 @@ def main():
                 "findings": len(findings), "rules": dict(sorted(rules.items(), key=lambda kv: -kv[1])),
                 "accepted_with_estimate": len(ratios),
                 "peak_over_estimate_max": max(ratios) if ratios else None,
+                "peak_over_estimate_max_input": closest[1],
                 "peak_over_estimate_median": sorted(ratios)[len(ratios) // 2] if ratios else None}
 
     def write_summary(summary):
@@ -347,6 +349,8 @@ def main():
                     rules[m.group(1)] = rules.get(m.group(1), 0) + 1
             if ratio is not None:
                 ratios.append(ratio)
+                if ratio > closest[0]:
+                    closest[0], closest[1] = ratio, i
             if problems:
                 keep = os.path.join(a.out, "finding-%d" % i)
                 os.makedirs(keep, exist_ok=True)
