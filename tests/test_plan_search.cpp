@@ -398,6 +398,39 @@ TEST_CASE("Memory advice: each setting that makes an overflowing configuration f
   CHECK(memory_fixes(load_scenario(file), Mode::Pipelined).empty());
 }
 
+TEST_CASE("Memory advice: settings combined when none is enough alone, each edit with its own values",
+          "[planner][advice]") {
+  // BERT-Large as a V with Adam's state on chip, micro-batch 32, no recomputation: no one
+  // setting is enough. The combination re-applies the stored edits after the loops that made
+  // them (micro-batch 1 with G 544, from a loop over micro-batches): they captured their
+  // loop's variables by reference, and read dead stack there (ASan: stack-use-after-scope).
+  const std::string file = std::string(IPUSIM_SOURCE_DIR) + "/scenarios/bert-large-v-training.json";
+  std::vector<Override> overrides;
+  for (const char* w : {"execution.gradientAccumulation=17", "execution.optimizer.type=adam",
+                        "execution.optimizer.stateLocation=on-chip", "execution.microBatchSize=32",
+                        "execution.recomputation=none"})
+    overrides.push_back(parse_override(w));
+  const Scenario sc = load_scenario(file, overrides);
+  const std::vector<MemoryFix> fixes = memory_fixes(sc, Mode::Pipelined);
+  REQUIRE(!fixes.empty());
+  const MemoryFix& together = fixes.front();
+  INFO(together.change << ": " << together.how);
+  CHECK(together.fits);
+  CHECK(together.how == "--set execution.microBatchSize=1 --set execution.gradientAccumulation=544 "
+                        "--set execution.optimizer.stateLocation=streaming-memory");
+  // Applied as a user would, the combination fits.
+  std::vector<Override> with = overrides;
+  std::istringstream words(together.how);
+  for (std::string w; words >> w;)
+    if (w != "--set") with.push_back(parse_override(w));
+  const Scenario v = load_scenario(file, with);
+  CHECK(v.execution.micro_batch_size == 1);
+  CHECK(v.execution.gradient_accumulation == 544);  // the global batch kept: 32 x 17 = 544
+  const Plan plan = make_plan(v, build_graph(v.model));
+  CHECK(estimate_memory(v, plan, popart_stash_depth(plan), false).fits);
+  for (std::size_t i = 1; i < fixes.size(); ++i) CHECK_FALSE(fixes[i].fits);  // alone, none is enough
+}
+
 TEST_CASE("ipusim plan: bad input exits 2 naming its rule", "[planner][cli][rules]") {
   std::mt19937 rng(11);
   TempDir dir;

@@ -101,7 +101,8 @@ std::vector<MemoryFix> memory_fixes(const Scenario& sc, Mode mode) {
         change += ", G " + std::to_string(g) + " to keep the global batch";
         how += " --set execution.gradientAccumulation=" + std::to_string(g);
       }
-      const bool fits = attempt({"micro-batch", change, how}, [&](Scenario& v) {
+      // By value: the edit is stored and called again after the loop, when fixes are combined.
+      const bool fits = attempt({"micro-batch", change, how}, [mb, g](Scenario& v) {
         v.execution.micro_batch_size = mb;
         if (v.execution.training) v.execution.gradient_accumulation = g;
       });
@@ -127,7 +128,7 @@ std::vector<MemoryFix> memory_fixes(const Scenario& sc, Mode mode) {
       const bool fits = attempt({"availableMemoryProportion", "availableMemoryProportion " + number(a) + " on every IPU (now " +
                                                                   number(now) + " at most)",
                                  "--set execution.availableMemoryProportion=" + number(a)},
-                                [&](Scenario& v) { v.execution.available_memory_proportion = {a}; });
+                                [a](Scenario& v) { v.execution.available_memory_proportion = {a}; });
       if (fits || i + 1 == lower.size()) break;
       fixes.pop_back(), edits.pop_back();
     }
