@@ -21,6 +21,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <iomanip>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -404,6 +405,45 @@ void memory(const Options& o) {
   }
 }
 
+// A model of `tensors` tensors written as a user's tool would (one line per tensor): the
+// input, a chain of Add ops over the first 2,000 weights, the rest weights of their own.
+std::string big_model(const Options& o, long tensors) {
+  const std::string path = (o.work / ("model-" + std::to_string(tensors) + ".json")).string();
+  std::ofstream f(path);
+  f << "{\"name\": \"parse\", \"tensors\": {\n  \"x\": {\"shape\": [64], \"dtype\": \"float16\", \"kind\": \"input\"}";
+  const long chain = std::min(2000L, tensors / 2);
+  for (long i = 0; i < chain; ++i)
+    f << ",\n  \"a" << i << "\": {\"shape\": [64], \"dtype\": \"float16\", \"kind\": \"activation\"}";
+  for (long i = 0; i < tensors - 1 - chain; ++i)
+    f << ",\n  \"w" << i << "\": {\"shape\": [64], \"dtype\": \"float16\", \"kind\": \"weight\"}";
+  f << "\n}, \"ops\": [";
+  for (long i = 0; i < chain; ++i)
+    f << (i ? ",\n" : "\n") << "  {\"name\": \"add" << i << "\", \"type\": \"Add\", \"inputs\": [\""
+      << (i ? "a" + std::to_string(i - 1) : std::string("x")) << "\", \"w" << i << "\"], \"outputs\": [\"a" << i << "\"]}";
+  f << "\n]}\n";
+  return path;
+}
+
+// Reading documents: `validate` on models of 10^4 to 9 x 10^5 tensors (issue 39: the parser
+// was quadratic in the siblings of an object).
+void parse(const Options& o) {
+  std::cout << "\n### `ipusim validate` on large model files\n\n| tensors | file | wall (CPU) | peak RSS |"
+            << (o.before.empty() ? "" : " before: wall (CPU) |") << "\n|---|---|---|---|" << (o.before.empty() ? "" : "---|")
+            << "\n";
+  for (long n : {10000L, 40000L, 200000L, 900000L}) {
+    std::cerr << "parse: " << n << " tensors\n";
+    const std::string model = big_model(o, n);
+    const Measure m = best_of(o.runs, [&] { return run_binary(o.ipusim, {"validate", model}, 600); });
+    std::cout << "| " << n << " | " << std::fixed << std::setprecision(1)
+              << static_cast<double>(fs::file_size(model)) / 1e6 << " MB | " << seconds(m) << " | " << mib(m) << " |";
+    std::cout.unsetf(std::ios::floatfield);
+    if (!o.before.empty())
+      std::cout << " " << (n <= 40000 ? seconds(run_binary(o.before, {"validate", model}, 600)) : "-") << " |";
+    std::cout << "\n";
+    fs::remove(model);
+  }
+}
+
 void sweep(const Options& o) {
   // points/s of CPU: the points over half the CPU time, the rate two cores give when the
   // sweep has them to itself (wall time on a shared machine is not).
@@ -550,7 +590,7 @@ int main(int argc, char** argv) {
     else if (a == "--runs" && i + 1 < argc) o.runs = std::max(1, std::atoi(argv[++i]));
     else sections.push_back(a);
   }
-  if (sections.empty()) sections = {"breakdown", "systems", "schedules", "what-if", "memory", "sweep", "plan", "baseline"};
+  if (sections.empty()) sections = {"breakdown", "systems", "schedules", "what-if", "memory", "sweep", "plan", "baseline", "parse"};
   o.work = fs::temp_directory_path() / ("ipusim-bench-" + std::to_string(::getpid()));
   fs::create_directories(o.work);
   double load[3] = {0, 0, 0};
@@ -566,6 +606,7 @@ int main(int argc, char** argv) {
       else if (s == "sweep") sweep(o);
       else if (s == "plan") plan(o);
       else if (s == "baseline") baseline(o);
+      else if (s == "parse") parse(o);
       else throw std::runtime_error("unknown section " + s);
     }
   } catch (const std::exception& e) {

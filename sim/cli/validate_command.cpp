@@ -68,10 +68,10 @@ int validate(const ValidateOptions& o) {
                                            o.path));
     return kExitOk;
   }
-  const Json doc = read_json_file(o.path);
+  Json doc = read_json_file(o.path);
   const std::vector<Override> overrides = parse_overrides(o.sets);
   if (doc.is_object() && doc.contains("ops")) {
-    report_model(o.path, model_from_json(overridden(doc, "model.", overrides), o.path));
+    report_model(o.path, model_from_json(overridden(std::move(doc), "model.", overrides), o.path));
   } else if (doc.is_object() && (doc.contains("ipu") || doc.contains("ipuCount") || doc.contains("extends"))) {
     const HardwareConfig hw =
         hardware_from_json(overridden(resolve_config_extends(doc, o.path), "config.", overrides), o.path);

@@ -11,65 +11,6 @@ namespace ipusim {
 
 namespace {
 
-// Follows the parser (a JSON pointer to the value being read) so that a key given twice
-// in one object, a document nested too deep, a number too large for a double and a
-// syntax error can all be reported where they are. nlohmann keeps the last of two equal
-// keys silently, which would make a typo'd duplicate a silently wrong number.
-class ParseTracker {
-public:
-  explicit ParseTracker(std::string origin) : origin_(std::move(origin)) {}
-
-  bool on_event(Json::parse_event_t event, Json& parsed) {
-    switch (event) {
-    case Json::parse_event_t::object_start:
-    case Json::parse_event_t::array_start:
-      if (frames_.size() >= static_cast<std::size_t>(kMaxJsonDepth))
-        throw InputError(origin_, pointer(), "json.too-deep",
-                         "objects and arrays nest more than " + std::to_string(kMaxJsonDepth) +
-                             " deep here; no ipusim format needs more than a few levels");
-      frames_.push_back({event == Json::parse_event_t::array_start, 0, {}, {}});
-      break;
-    case Json::parse_event_t::key: {
-      Frame& f = frames_.back();
-      f.key = parsed.get<std::string>();
-      if (!f.keys.insert(f.key).second)
-        throw InputError(origin_, pointer(), "json.duplicate-key",
-                         "key \"" + f.key + "\" appears twice in the same object; give it once");
-      break;
-    }
-    case Json::parse_event_t::object_end:
-    case Json::parse_event_t::array_end:
-      frames_.pop_back();
-      element_done();
-      break;
-    case Json::parse_event_t::value: element_done(); break;
-    }
-    return true;
-  }
-
-  // The value being read: the current key of the innermost object, or the next index of the innermost array.
-  std::string pointer() const {
-    std::string out;
-    for (const Frame& f : frames_) out = f.array ? pointer_child(out, f.index) : pointer_child(out, f.key);
-    return out.empty() ? "/" : out;
-  }
-
-private:
-  struct Frame {
-    bool array;
-    std::size_t index;  // arrays: elements finished so far
-    std::string key;    // objects: the key being read
-    std::set<std::string> keys;
-  };
-
-  void element_done() {
-    if (!frames_.empty() && frames_.back().array) ++frames_.back().index;
-  }
-
-  std::string origin_;
-  std::vector<Frame> frames_;
-};
-
 // nlohmann's message reads "[json.exception.parse_error.101] parse error at line L, column C: ...";
 // keep the part after the bracket.
 std::string without_prefix(const std::string& what) {
@@ -77,25 +18,150 @@ std::string without_prefix(const std::string& what) {
   return what.rfind("[json.exception", 0) == 0 && start != std::string::npos ? what.substr(start + 2) : what;
 }
 
+// Builds the document from nlohmann's SAX events, in time linear in the text: nlohmann's
+// own callback parser rescans the parent after every finished child (quadratic in the
+// number of siblings: a 2 MB model took minutes). It also follows the parser (a JSON
+// pointer to the value being read) so that a key given twice in one object, a document
+// nested too deep, a number too large for a double and a syntax error are all reported
+// where they are. nlohmann keeps the last of two equal keys silently, which would make a
+// typo'd duplicate a silently wrong number.
+class DocumentBuilder {
+public:
+  DocumentBuilder(std::string origin, const ParseFilter* keep) : origin_(std::move(origin)), keep_(keep) {}
+
+  Json take() { return std::move(root_); }
+
+  bool null() { return value(Json(nullptr)); }
+  bool boolean(bool v) { return value(Json(v)); }
+  bool number_integer(Json::number_integer_t v) { return value(Json(v)); }
+  bool number_unsigned(Json::number_unsigned_t v) { return value(Json(v)); }
+  bool number_float(Json::number_float_t v, const Json::string_t&) { return value(Json(v)); }
+  bool string(Json::string_t& v) { return value(Json(std::move(v))); }
+  bool binary(Json::binary_t& v) { return value(Json(Json::binary_t(std::move(v)))); }
+
+  bool start_object(std::size_t) { return open(Json::object(), Json::parse_event_t::object_start); }
+  bool start_array(std::size_t) { return open(Json::array(), Json::parse_event_t::array_start); }
+  bool end_object() { return close(Json::parse_event_t::object_end); }
+  bool end_array() { return close(Json::parse_event_t::array_end); }
+
+  bool key(Json::string_t& key) {
+    Frame& f = frames_.back();
+    if (f.left_out.count(key) == 0) {
+      // One lookup: the slot is made here, and a key already there is a duplicate.
+      const auto made = f.node->get_ref<Json::object_t&>().emplace(std::move(key), Json());
+      if (made.second) {
+        f.key = &made.first->first;
+        f.slot = &made.first->second;
+        if (keep_) {
+          Json k(*f.key);
+          (*keep_)(depth(), Json::parse_event_t::key, k);
+        }
+        return true;
+      }
+      f.key = &made.first->first;
+    } else {
+      f.key = &*f.left_out.find(key);
+    }
+    throw InputError(origin_, pointer(), "json.duplicate-key",
+                     "key \"" + *f.key + "\" appears twice in the same object; give it once");
+  }
+
+  template <class Exception> bool parse_error(std::size_t, const std::string&, const Exception& e) {
+    // The only range error the parser raises (id 406): a number beyond double (1e999).
+    if (e.id == 406)
+      throw InputError(origin_, pointer(), "json.number-overflow",
+                       without_prefix(e.what()) + "; a number must fit a double (at most about 1.8e308)");
+    throw InputError(origin_, pointer(), "json.syntax", "malformed JSON: " + without_prefix(e.what()));
+  }
+
+  // The value being read: the current key of the innermost object, or the next index of the innermost array.
+  std::string pointer() const {
+    std::string out;
+    for (const Frame& f : frames_)
+      out = f.node->is_array() ? pointer_child(out, f.elements_done)
+                                 : pointer_child(out, f.key ? *f.key : std::string());
+    return out.empty() ? "/" : out;
+  }
+
+private:
+  struct Frame {
+    Json* node;
+    const std::string* key = nullptr;   // objects: the key being read (in the object, or in left_out)
+    Json* slot = nullptr;               // objects: its value's place
+    std::set<std::string> left_out;     // objects: keys whose values the filter left out (still duplicates)
+    std::size_t elements_done = 0;      // arrays: elements finished, left out or not (the next one's index)
+  };
+
+  int depth() const { return static_cast<int>(frames_.size()); }
+
+  // Where the next value goes: the root, the current key's slot, or a new array element.
+  Json& place(Json&& v) {
+    if (frames_.empty()) return root_ = std::move(v);
+    Frame& f = frames_.back();
+    if (f.node->is_array()) {
+      f.node->push_back(std::move(v));
+      return f.node->back();
+    }
+    return *f.slot = std::move(v);
+  }
+
+  // The value just placed is finished: offered to the filter, and taken out again when it declines.
+  bool finished(Json::parse_event_t event, Json& v) {
+    if (!frames_.empty() && frames_.back().node->is_array()) ++frames_.back().elements_done;
+    if (!keep_ || (*keep_)(depth(), event, v) || frames_.empty()) return true;
+    Frame& f = frames_.back();
+    if (f.node->is_array()) {
+      f.node->erase(f.node->size() - 1);
+    } else {
+      std::string key = *f.key;
+      f.node->erase(key);
+      f.key = &*f.left_out.insert(std::move(key)).first;
+    }
+    return true;
+  }
+
+  bool value(Json&& v) { return finished(Json::parse_event_t::value, place(std::move(v))); }
+
+  bool open(Json&& empty, Json::parse_event_t event) {
+    if (frames_.size() >= static_cast<std::size_t>(kMaxJsonDepth))
+      throw InputError(origin_, pointer(), "json.too-deep",
+                       "objects and arrays nest more than " + std::to_string(kMaxJsonDepth) +
+                           " deep here; no ipusim format needs more than a few levels");
+    if (keep_) {
+      Json start;
+      (*keep_)(depth(), event, start);
+    }
+    Json& node = place(std::move(empty));
+    frames_.push_back({&node, nullptr, nullptr, {}, 0});
+    return true;
+  }
+
+  bool close(Json::parse_event_t event) {
+    Json& node = *frames_.back().node;
+    frames_.pop_back();
+    return finished(event, node);
+  }
+
+  std::string origin_;
+  const ParseFilter* keep_;
+  Json root_;
+  std::vector<Frame> frames_;
+};
+
 } // namespace
 
-Json parse_json_text(const std::string& text, const std::string& origin) {
-  return parse_json_text(text, origin, [](int, Json::parse_event_t, Json&) { return true; });
+namespace {
+Json parse_with(const std::string& text, const std::string& origin, const ParseFilter* keep) {
+  DocumentBuilder builder(origin, keep);
+  Json::sax_parse(text, &builder);
+  return builder.take();
 }
+} // namespace
+
+Json parse_json_text(const std::string& text, const std::string& origin) { return parse_with(text, origin, nullptr); }
 
 Json parse_json_text(const std::string& text, const std::string& origin, const ParseFilter& keep) {
-  ParseTracker tracker(origin);
-  try {
-    return Json::parse(text, [&tracker, &keep](int depth, Json::parse_event_t event, Json& parsed) {
-      return tracker.on_event(event, parsed) && keep(depth, event, parsed);
-    });
-  } catch (const Json::parse_error& e) {
-    throw InputError(origin, tracker.pointer(), "json.syntax", "malformed JSON: " + without_prefix(e.what()));
-  } catch (const Json::out_of_range& e) {
-    // The only range error the parser raises: a number beyond double (1e999).
-    throw InputError(origin, tracker.pointer(), "json.number-overflow",
-                     without_prefix(e.what()) + "; a number must fit a double (at most about 1.8e308)");
-  }
+  return parse_with(text, origin, &keep);
 }
 
 Json read_json_file(const std::string& path) { return read_json_file(path, path, "/"); }
