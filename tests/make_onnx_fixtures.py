@@ -293,6 +293,25 @@ def malformed(folder, save):
     data = bad.SerializeToString().replace(b"@@NOT-UTF-8@@", b"\xff" * 13)
     with open(os.path.join(folder, "bad-name-utf8.onnx"), "wb") as f:
         f.write(data)                                                     # onnx.bad-name
+    # Inputs no graph input, initializer or earlier node defines: libonnx's inference with data
+    # propagation reads a null pointer for them (issue 39: a PyTorch export at opset 17 whose
+    # graph.input list was removed crashed validate, convert and run).
+    bad = gpt2_export(legacy=False)
+    del bad.graph.input[:]
+    save("bad-no-graph-inputs.onnx", bad)                                 # onnx.undefined-input at node 0, input 1
+    bad = model([node("Shape", ["x"], ["s"], "/Shape"), node("Cast", ["s"], ["y"], "/Cast", to=TensorProto.FLOAT)],
+                [], [out("y")], [], opset=17)
+    save("bad-undefined-shape-input.onnx", bad)                           # onnx.undefined-input at node 0, input 0
+    branch = helper.make_graph([node("Relu", ["nowhere"], ["r"], "/branch/Relu")], "branch", [], [out("r")])
+    bad = model([node("Constant", [], ["c"], "/Constant", value=helper.make_tensor("v", TensorProto.BOOL, [], [True])),
+                 node("If", ["c"], ["y"], "/If", then_branch=branch, else_branch=branch)], [], [out("y")], [], opset=17)
+    save("bad-undefined-in-subgraph.onnx", bad)                           # onnx.undefined-input in the branch
+    bad = constant_first()
+    first = helper.make_node("Identity", [], [])
+    first.CopyFrom(bad.graph.node[1])
+    bad.graph.node[1].CopyFrom(bad.graph.node[2])                         # Relu(h0) before the MatMul making h0
+    bad.graph.node[2].CopyFrom(first)
+    save("bad-node-order.onnx", bad)                                      # onnx.node-order at node 1, input 0
 
 
 def write_all(folder):

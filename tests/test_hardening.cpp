@@ -5,6 +5,7 @@
 // crash, a hang, an exit 3 or a silently wrong number before (issue 10).
 #include <catch2/catch.hpp>
 
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -13,6 +14,7 @@
 #include <limits>
 #include <filesystem>
 
+#include "sim/base/forked.hpp"
 #include "sim/graph/model_graph.hpp"
 #include "sim/io/field_ranges.hpp"
 #include "sim/io/hardware_loader.hpp"
@@ -50,6 +52,40 @@ TEST_CASE("json.too-deep: 100,000 nested brackets are refused at the depth limit
   }
   SECTION("64 levels are fine") {
     CHECK_NOTHROW(parse_json_text(std::string(64, '[') + std::string(64, ']'), "ok.json"));
+  }
+}
+
+TEST_CASE("the reader builds nlohmann's document, and elements a filter leaves out keep their places", "[hardening]") {
+  const std::string text = R"({"a": [1, -2, 3.5, "x", true, null, {"b": [[]], "c": {}}], "d": 18446744073709551615})";
+  CHECK(parse_json_text(text, "t.json") == Json::parse(text));
+  // A filter taking the top array's numbers as they finish: they are left out of the
+  // document, and a later error still names the element by its index in the file.
+  std::vector<double> taken;
+  const ParseFilter take_numbers = [&](int depth, Json::parse_event_t event, Json& v) {
+    if (depth != 1 || event != Json::parse_event_t::value || !v.is_number()) return true;
+    taken.push_back(v.get<double>());
+    return false;
+  };
+  CHECK(parse_json_text("[1, 2, {\"k\": 3}, 4]", "t.json", take_numbers) == Json::parse("[{\"k\": 3}]"));
+  CHECK(taken == std::vector<double>{1, 2, 4});
+  const InputError e = error_of([&] { parse_json_text("[1, 2, {\"k\": 3, \"k\": 4}]", "t.json", take_numbers); });
+  CHECK(e.rule() == "json.duplicate-key");
+  CHECK(e.pointer() == "/2/k");
+  // A key whose value was left out is still a key given twice.
+  const ParseFilter drop_k = [](int, Json::parse_event_t event, Json& v) {
+    return !(event == Json::parse_event_t::value && v == 3);
+  };
+  CHECK(error_of([&] { parse_json_text("{\"k\": 3, \"k\": 4}", "t.json", drop_k); }).rule() == "json.duplicate-key");
+}
+
+TEST_CASE("a child process that dies is an error naming it, not a crash of ipusim", "[hardening]") {
+  // What infer_shapes_folding_constants relies on: libonnx crashing in its child.
+  try {
+    run_forked([](ByteWriter&) { ::kill(::getpid(), SIGKILL); }, [](ByteReader& in) { in.tag(); },
+               "ONNX's shape inference");
+    FAIL("no error");
+  } catch (const ChildProcessError& e) {
+    CHECK_THAT(e.what(), Contains("ONNX's shape inference died with signal 9"));
   }
 }
 

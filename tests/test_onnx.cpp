@@ -209,6 +209,11 @@ TEST_CASE("onnx: every bad input exits 2 with its file, place and rule", "[onnx]
       {"bad-conv-weight-rank.onnx", "[onnx.bad-node]", "at /graph/node/0/input/1"},  // fuzz_onnx finding
       {"bad-conv-computed-weight.onnx", "[onnx.bad-node]", "at /graph/node/1/input/1"},
       {"bad-conv-inferred-weight-rank.onnx", "[onnx.bad-node]", "at /graph/node/1/input/1"},
+      // Inputs nothing defines (issue 39): libonnx's data propagation read a null pointer (SIGSEGV).
+      {"bad-undefined-shape-input.onnx", "[onnx.undefined-input]", "at /graph/node/0/input/0"},
+      {"bad-no-graph-inputs.onnx", "[onnx.undefined-input]", "at /graph/node/0/input/1"},
+      {"bad-undefined-in-subgraph.onnx", "[onnx.undefined-input]", "at /graph/node/1/attribute/0/g/node/0/input/0"},
+      {"bad-node-order.onnx", "[onnx.node-order]", "at /graph/node/1/input/0"},
   };
   for (const Case& c : cases) {
     INFO(c.file);

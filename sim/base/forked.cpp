@@ -1,4 +1,4 @@
-#include "sim/engine/forked.hpp"
+#include "sim/base/forked.hpp"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -13,7 +13,6 @@
 #include <exception>
 #include <iostream>
 
-#include "sim/engine/engine.hpp"
 
 namespace ipusim {
 
@@ -44,7 +43,7 @@ bool ByteReader::fill() {
 void ByteReader::read(void* out, std::size_t size) {
   auto* p = static_cast<char*>(out);
   while (size > 0) {
-    if (begin_ == end_ && !fill()) throw EngineError("the simulation process ended before sending its results");
+    if (begin_ == end_ && !fill()) throw ChildProcessError("the child process ended before sending its results");
     const std::size_t n = std::min(size, end_ - begin_);
     std::memcpy(p, buffer_ + begin_, n);
     begin_ += n;
@@ -62,13 +61,14 @@ std::string ByteReader::text() {
 
 char ByteReader::tag() {
   const char t = value<char>();
-  if (t == 'X') throw EngineError(text());
+  if (t == 'X') throw ChildProcessError(text());
   return t;
 }
 
-void run_forked(const std::function<void(ByteWriter&)>& child, const std::function<void(ByteReader&)>& parent) {
+void run_forked(const std::function<void(ByteWriter&)>& child, const std::function<void(ByteReader&)>& parent,
+                const std::string& what) {
   int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0) throw EngineError(std::string("cannot create a pipe: ") + std::strerror(errno));
+  if (::pipe2(fds, O_CLOEXEC) != 0) throw ChildProcessError(std::string("cannot create a pipe: ") + std::strerror(errno));
   std::cout.flush();  // what is buffered here must not come out of the child too
   std::fflush(nullptr);
   const pid_t waiter = ::getpid();
@@ -76,7 +76,7 @@ void run_forked(const std::function<void(ByteWriter&)>& child, const std::functi
   if (pid < 0) {
     ::close(fds[0]);
     ::close(fds[1]);
-    throw EngineError(std::string("cannot fork the simulation process: ") + std::strerror(errno));
+    throw ChildProcessError(std::string("cannot fork " + what + ": ") + std::strerror(errno));
   }
   if (pid == 0) {
     // Dies with the process that waits for it: a killed run or sweep leaves no simulation behind.
@@ -108,7 +108,7 @@ void run_forked(const std::function<void(ByteWriter&)>& child, const std::functi
   try {
     ByteReader in(fds[0]);
     parent(in);
-  } catch (const EngineError& e) {
+  } catch (const ChildProcessError& e) {
     failure = e.what();
   } catch (...) {
     reap();
@@ -116,9 +116,9 @@ void run_forked(const std::function<void(ByteWriter&)>& child, const std::functi
   }
   status = reap();
   if (WIFSIGNALED(status))
-    throw EngineError("the simulation process died with signal " + std::to_string(WTERMSIG(status)) +
+    throw ChildProcessError(what + " died with signal " + std::to_string(WTERMSIG(status)) +
                       (failure.empty() ? "" : ": " + failure));
-  if (!failure.empty()) throw EngineError(failure);
+  if (!failure.empty()) throw ChildProcessError(failure);
 }
 
 } // namespace ipusim

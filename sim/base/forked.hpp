@@ -1,13 +1,22 @@
 #pragma once
-// SimGrid keeps global state (one engine, one clock per process), so each simulation
-// runs in a forked child that streams its results back through a pipe as tagged records
-// (a tag byte, then its fields). Plain data only: both sides are this same program.
+// Work that must not take ipusim down, or that keeps global state, runs in a forked child
+// that streams its results back through a pipe as tagged records (a tag byte, then its
+// fields). Plain data only: both sides are this same program. SimGrid keeps one engine and
+// one clock per process, so each simulation runs so; libonnx's shape inference runs so
+// because a malformed model can crash it (a crash becomes an error here).
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <stdexcept>
 #include <string>
 
 namespace ipusim {
+
+// A child that failed: its own error message, or how it died.
+class ChildProcessError : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
+};
 
 class ByteWriter {
 public:
@@ -35,7 +44,7 @@ private:
 class ByteReader {
 public:
   explicit ByteReader(int fd) : fd_(fd) {}
-  // The next record's tag; a child that failed sent 'X' and its message, thrown here as EngineError.
+  // The next record's tag; a child that failed sent 'X' and its message, thrown here as ChildProcessError.
   char tag();
   template <class T> T value() {
     T v{};
@@ -53,8 +62,9 @@ private:
 };
 
 // Runs `child` in a forked process and `parent` here on what it writes. A child that
-// throws sends the message (EngineError in the parent); one that dies by a signal is an
-// EngineError too.
-void run_forked(const std::function<void(ByteWriter&)>& child, const std::function<void(ByteReader&)>& parent);
+// throws sends the message (ChildProcessError in the parent); one that dies by a signal is
+// a ChildProcessError naming `what` ("the simulation process") and the signal.
+void run_forked(const std::function<void(ByteWriter&)>& child, const std::function<void(ByteReader&)>& parent,
+                const std::string& what = "the simulation process");
 
 } // namespace ipusim

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/base/forked.hpp"
 #include "sim/io/hardware.hpp"
 #include "sim/schedule/program.hpp"
 
@@ -109,10 +110,7 @@ struct RunSummary {
 };
 
 // A simulation that cannot finish (deadlock, inconsistent programs) is an internal fault.
-class EngineError : public std::runtime_error {
-public:
-  using std::runtime_error::runtime_error;
-};
+using EngineError = ChildProcessError;  // the engine runs in a forked child (sim/base/forked.hpp)
 
 // Runs the simulation in this process, telling `observer` what happens. SimGrid allows
 // one simulation per process: call it once, in a process of its own (run_forked).

@@ -2,7 +2,7 @@
 // A run's log over the pipe from the simulating process: 'E' an event, 'T' a transfer,
 // 'S' the run summary.
 #include "sim/engine/engine.hpp"
-#include "sim/engine/forked.hpp"
+#include "sim/base/forked.hpp"
 
 namespace ipusim {
 

@@ -22,4 +22,10 @@ struct OnnxImportOptions {
 bool is_onnx_path(const std::string& path);
 Model load_onnx_model(const std::string& path, const OnnxImportOptions& options = {});
 
+// libonnx's shape inference runs in a forked child (a crash there is an input error, not
+// a crash of ipusim: onnx_shape_folding.hpp). The fuzz targets infer in their own process,
+// so that libFuzzer sees libonnx's coverage and its crashes (each one a check to add
+// before inference, onnx_structure_check.cpp).
+void infer_onnx_shapes_in_process(bool in_process);
+
 } // namespace ipusim

@@ -1,5 +1,7 @@
 #include "sim/io/onnx_shape_folding.hpp"
 
+#include "sim/base/forked.hpp"
+#include "sim/io/onnx_model_loader.hpp"
 #include "sim/io/onnx_structure_check.hpp"
 
 #include <onnx/defs/schema.h>
@@ -229,7 +231,11 @@ private:
 
 } // namespace
 
-void infer_shapes_folding_constants(onnx::ModelProto& proto) {
+namespace {
+
+bool inference_in_process = false;
+
+void infer_here(onnx::ModelProto& proto) {
   const onnx::ShapeInferenceOptions lenient(/*check_type=*/false, /*error_mode=*/0, /*data_prop=*/true);
   Folder folder(proto);
   // Each round may reveal the shapes the next layer's shape arithmetic reads.
@@ -239,6 +245,35 @@ void infer_shapes_folding_constants(onnx::ModelProto& proto) {
   }
   const onnx::ShapeInferenceOptions strict(/*check_type=*/false, /*error_mode=*/1, /*data_prop=*/true);
   onnx::shape_inference::InferShapes(proto, onnx::OpSchemaRegistry::Instance(), strict);
+}
+
+} // namespace
+
+void infer_onnx_shapes_in_process(bool in_process) { inference_in_process = in_process; }
+
+void infer_shapes_folding_constants(onnx::ModelProto& proto) {
+  if (inference_in_process) return infer_here(proto);
+  // The child sends the model back without the top graph's initializers (the weights'
+  // data, up to gigabytes): inference and folding read them but never change them.
+  std::string inferred;
+  run_forked(
+      [&](ByteWriter& out) {
+        infer_here(proto);
+        proto.mutable_graph()->clear_initializer();
+        std::string bytes;
+        if (!proto.SerializeToString(&bytes)) throw std::runtime_error("the inferred model could not be serialised");
+        out.record('M');
+        out.text(bytes);
+      },
+      [&](ByteReader& in) {
+        if (in.tag() != 'M') throw ChildProcessError("ONNX's shape inference sent an unreadable result");
+        inferred = in.text();
+      },
+      "ONNX's shape inference");
+  onnx::ModelProto result;
+  if (!result.ParseFromString(inferred)) throw ChildProcessError("ONNX's shape inference sent an unreadable model");
+  result.mutable_graph()->mutable_initializer()->Swap(proto.mutable_graph()->mutable_initializer());
+  proto = std::move(result);
 }
 
 } // namespace ipusim

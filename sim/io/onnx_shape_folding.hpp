@@ -7,6 +7,11 @@
 namespace ipusim {
 
 // Throws what ONNX throws (std::exception) for a shape that contradicts its inputs.
+// libonnx trusts the model in ways no check before it can cover completely (every earlier
+// crash was one more shape of file), so by default inference runs in a forked child: a
+// crash there is a ChildProcessError here (sim/base/forked.hpp), which the importer
+// reports as onnx.shape-inference, not a crash of ipusim.
+// infer_onnx_shapes_in_process (onnx_model_loader.hpp) makes it run here instead.
 void infer_shapes_folding_constants(onnx::ModelProto& proto);
 
 } // namespace ipusim

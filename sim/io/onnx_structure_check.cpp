@@ -3,6 +3,7 @@
 #include <onnx/defs/schema.h>
 
 #include <map>
+#include <unordered_map>
 
 #include "sim/io/input_error.hpp"
 #include "sim/io/onnx_convolutions.hpp"
@@ -117,9 +118,63 @@ private:
     for (const auto& v : g.input())
       if (v.type().has_tensor_type() && v.type().tensor_type().has_shape())
         ranks_[v.name()] = v.type().tensor_type().shape().dim_size();
-    for (int i = 0; i < g.node_size(); ++i) node(g.node(i), pointer + "/node/" + std::to_string(i));
+    Scope scope(defined_);
+    for (const auto& t : g.initializer()) scope.define(t.name());
+    for (const auto& v : g.input()) scope.define(v.name());
+    for (int i = 0; i < g.node_size(); ++i) {
+      const std::string at = pointer + "/node/" + std::to_string(i);
+      inputs_defined(g, i, at);
+      node(g.node(i), at);
+      for (const auto& o : g.node(i).output())
+        if (!o.empty()) scope.define(o);
+    }
     ranks_ = outer;
     --depth_;
+  }
+
+  // The names a graph's nodes may read: its inputs and initializers, the outputs of the
+  // nodes before, and the same of every enclosing graph up to the node that holds it.
+  // Leaving a graph forgets what it defined (counts, so a subgraph may reuse a name).
+  class Scope {
+  public:
+    explicit Scope(std::unordered_map<std::string, int>& defined) : defined_(defined) {}
+    Scope(const Scope&) = delete;
+    Scope& operator=(const Scope&) = delete;
+    ~Scope() {
+      for (const std::string* n : added_)
+        if (--defined_[*n] == 0) defined_.erase(*n);
+    }
+    void define(const std::string& name) {
+      ++defined_[name];
+      added_.push_back(&name);
+    }
+
+  private:
+    std::unordered_map<std::string, int>& defined_;
+    std::vector<const std::string*> added_;  // names in the model, which outlives the scope
+  };
+
+  // libonnx's inference (with data propagation) looks up every input of a node among the
+  // values defined so far and reads a null pointer for one that is not (a PyTorch export
+  // without graph.input crashed it): every input is checked to be defined, in order.
+  void inputs_defined(const onnx::GraphProto& g, int i, const std::string& pointer) const {
+    const onnx::NodeProto& n = g.node(i);
+    for (int k = 0; k < n.input_size(); ++k) {
+      const std::string& in = n.input(k);
+      if (in.empty() || defined_.count(in)) continue;  // "": an optional input left out
+      const std::string what = "node \"" + short_name(n.name()) + "\" (" + short_name(n.op_type()) + ") reads \"" +
+                               short_name(in) + "\"";
+      for (int later = i; later < g.node_size(); ++later)
+        for (const auto& o : g.node(later).output())
+          if (o == in)
+            fail(pointer + "/input/" + std::to_string(k), "onnx.node-order",
+                 what + ", which only node " + std::to_string(later) +
+                     " after it defines; ONNX requires a graph's nodes in topological order: export the model "
+                     "again, or sort it (onnx.utils)");
+      fail(pointer + "/input/" + std::to_string(k), "onnx.undefined-input",
+           what + ", which no graph input, initializer or earlier node defines (a model whose graph.input "
+                  "list was removed or cut?): export the model again");
+    }
   }
 
   void node(const onnx::NodeProto& n, const std::string& pointer) {
@@ -237,6 +292,7 @@ private:
   std::string path_;
   std::map<std::string, std::int64_t> opsets_;
   std::map<std::string, int> ranks_;  // tensor name -> rank, where known before inference
+  std::unordered_map<std::string, int> defined_;  // names a node may read here (Scope)
   int depth_ = 0;
 };
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <ostream>
 
-#include "sim/engine/forked.hpp"
+#include "sim/base/forked.hpp"
 #include "sim/engine/log_channel.hpp"
 #include "sim/plan/routes.hpp"
 #include "sim/simulate/run_estimate.hpp"

@@ -86,6 +86,13 @@ void fuzz_one(unsigned char target, const std::string& text) {
 
 } // namespace
 
+// libonnx's inference in this process, not a child: libFuzzer sees its coverage and its
+// crashes (each one a check to add before inference, sim/io/onnx_structure_check.cpp).
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  ipusim::infer_onnx_shapes_in_process(true);
+  return 0;
+}
+
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   if (size == 0) return 0;
   try {
