@@ -17,8 +17,9 @@ struct Result {
   std::string out, err;
 };
 
-// Runs the binary with `args`, capturing stdout and stderr (read together, so neither pipe fills up).
-inline Result run_ipusim(const std::vector<std::string>& args) {
+// Runs the binary with `args`, capturing stdout and stderr (read together, so neither pipe
+// fills up), in the folder `cwd` when given (else in this process's).
+inline Result run_ipusim(const std::vector<std::string>& args, const std::string& cwd = "") {
   int out_pipe[2], err_pipe[2];
   REQUIRE(::pipe(out_pipe) == 0);
   REQUIRE(::pipe(err_pipe) == 0);
@@ -37,6 +38,7 @@ inline Result run_ipusim(const std::vector<std::string>& args) {
     ::close(out_pipe[1]);
     ::close(err_pipe[0]);
     ::close(err_pipe[1]);
+    if (!cwd.empty() && ::chdir(cwd.c_str()) != 0) ::_exit(126);
     ::execv(argv[0], argv.data());
     ::_exit(127);
   }

@@ -85,7 +85,7 @@ std::string lines_longer_than(const std::string& text, std::size_t limit) {
 
 } // namespace
 
-TEST_CASE("outputs: plan --write refuses devices and bare folders; convert and annotate write -o - to standard output",
+TEST_CASE("outputs: plan --write refuses -, devices and bare folders; convert and annotate write -o - to standard output",
           "[cli]") {
   const ipusim::test::TempDir dir;
   const std::string scenario = kSource + "/scenarios/mlp-training.json";
@@ -97,6 +97,12 @@ TEST_CASE("outputs: plan --write refuses devices and bare folders; convert and a
   CHECK(folder.exit_code == 2);
   CHECK_THAT(folder.err, Contains("names a folder") && Contains("[cli.bad-value]"));
   CHECK(dir.entries() == 0);  // no hidden .model.json inside it
+  // "-" is standard output for the commands that write one file; plan writes two (it wrote
+  // files named -.model.json and -.scenario.json, exit 0).
+  const auto dash = ipusim::test::run_ipusim({"plan", scenario, "--write", "-"}, dir.root().string());
+  CHECK(dash.exit_code == 2);
+  CHECK_THAT(dash.err, Contains("--write - would be standard output") && Contains("[cli.bad-value]"));
+  CHECK(dir.entries() == 0);
 
   const std::string model = kSource + "/models/mlp.json";
   const auto converted = ipusim::test::run_ipusim({"convert", "-o", "-", kSource + "/tests/no-such.onnx"});

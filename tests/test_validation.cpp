@@ -13,6 +13,7 @@
 #include "sim/io/scenario_loader.hpp"
 #include "sim/simulate/simulation.hpp"
 #include "sim/validation/published.hpp"
+#include "cli_runner.hpp"
 #include "sanitizer.hpp"
 #include "support.hpp"
 #include "temp_dir.hpp"
@@ -78,6 +79,25 @@ TEST_CASE("a published-results list is checked like every input", "[validation]"
   CHECK_FALSE(rule_of([&] { load_published_list(list.string()); }).empty());
   write(list, R"({"entries": []})");
   CHECK(rule_of([&] { load_published_list(list.string()); }) == "json.type");
+}
+
+TEST_CASE("validation finds the repository's list from any folder, and checks its output before the table",
+          "[validation][cli]") {
+  TempDir elsewhere;
+  // From a folder outside the repository: the list is found beside the program, and an
+  // unknown entry is refused naming it (before: file.missing for a relative default path).
+  const Result found = run_ipusim({"validation", "--only", "no-such-entry"}, elsewhere.root().string());
+  CHECK(found.exit_code == 2);
+  CHECK_THAT(found.err, Catch::Matchers::Contains("scenarios/validation/published.json") &&
+                            Catch::Matchers::Contains("[validation.unknown-entry]"));
+  // An existing output is refused first (before: after the whole table, about 110 s of CPU).
+  const std::string existing = elsewhere.path("table.md");
+  std::ofstream(existing) << "the user's\n";
+  const Result refused = run_ipusim({"validation", "--only", "no-such-entry", "-o", existing});
+  CHECK(refused.exit_code == 2);
+  CHECK_THAT(refused.err, Catch::Matchers::Contains("[output.exists]"));
+  std::ifstream kept(existing);
+  CHECK(std::string(std::istreambuf_iterator<char>(kept), {}) == "the user's\n");
 }
 
 TEST_CASE("the shipped validation list loads, and its models are what the generators make", "[validation]") {

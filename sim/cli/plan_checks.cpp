@@ -19,7 +19,9 @@ void check_write_prefix(const std::string& prefix) {
   const fs::path p(prefix);
   const auto status = fs::status(p, ec);
   std::string why;
-  if (prefix.empty() || p.filename().empty() || p.filename() == "." || p.filename() == "..")
+  if (prefix == "-")
+    why = "would be standard output (as for run), which cannot hold two files";
+  else if (prefix.empty() || p.filename().empty() || p.filename() == "." || p.filename() == "..")
     why = "names a folder";
   else if (fs::is_directory(status))
     why = "is a folder";

@@ -1,9 +1,11 @@
 // ipusim validation [LIST]: simulate every published result's configuration and compare.
 #include <algorithm>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 
 #include "sim/cli/commands.hpp"
+#include "sim/io/input_error.hpp"
 #include "sim/output/output_file.hpp"
 #include "sim/validation/published.hpp"
 
@@ -11,8 +13,10 @@ namespace ipusim::cli {
 
 namespace {
 
+constexpr const char* kPublishedList = "scenarios/validation/published.json";
+
 struct ValidationOptions {
-  std::string list = "scenarios/validation/published.json";
+  std::string list;  // empty: the repository's (published_list_path)
   std::vector<std::string> only;
   std::vector<std::string> sets;
   bool json = false, markdown = false;
@@ -20,13 +24,28 @@ struct ValidationOptions {
   bool force = false;
 };
 
+// The repository's list, found from the working directory or from the program (build/ipusim
+// in the repository, or any folder below it), so `validation` works from anywhere in a checkout.
+std::string published_list_path() {
+  if (std::filesystem::is_regular_file(kPublishedList)) return kPublishedList;
+  std::error_code ec;
+  const std::filesystem::path program = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec)
+    for (std::filesystem::path dir = program.parent_path(); !dir.empty() && dir != dir.root_path();
+         dir = dir.parent_path())
+      if (std::filesystem::is_regular_file(dir / kPublishedList)) return (dir / kPublishedList).string();
+  throw InputError(kPublishedList, "", "file.missing",
+                   "the published-results list is neither below the working directory nor beside the ipusim "
+                   "program (" + program.string() + "); name it: ipusim validation PATH/" + kPublishedList);
+}
+
 } // namespace
 
 Command add_validation_command(CLI::App& app) {
   auto o = std::make_shared<ValidationOptions>();
   auto* cmd = app.add_subcommand(
       "validation", "Simulate each published result's configuration and compare with the published throughput");
-  cmd->add_option("list", o->list, "Published-results list (default: scenarios/validation/published.json, from the repository root)")
+  cmd->add_option("list", o->list, "Published-results list (default: the repository's scenarios/validation/published.json, found from the working directory or the program)")
       ->check(CLI::ExistingFile);
   cmd->add_option("--only", o->only, "Only these entry ids; repeatable")->allow_extra_args(false);
   cmd->add_option("--set", o->sets, "Override a field of every entry's scenario: path=value; repeatable")
@@ -36,7 +55,8 @@ Command add_validation_command(CLI::App& app) {
   cmd->add_option("-o,--output", o->output, "Write to this file (atomically) instead of standard output");
   cmd->add_flag("--force", o->force, "Replace --output if it exists");
   return [o] {
-    const PublishedList list = load_published_list(o->list);
+    if (!o->output.empty()) check_output(o->output, o->force);  // before the table's minutes of work
+    const PublishedList list = load_published_list(o->list.empty() ? published_list_path() : o->list);
     const ValidationReport report = run_validation(list, o->only, parse_overrides(o->sets));
     const std::string text = o->json       ? render_validation_json(list, report)
                              : o->markdown ? render_validation_markdown(list, report)
