@@ -551,14 +551,15 @@ TEST_CASE("the shipped sweeps load", "[sweep]") {
 namespace {
 
 // Starts `ipusim sweep FILE -o OUT -j 1` in its own process group; returns its pid.
-pid_t start_sweep(const std::string& file, const std::string& out) {
+pid_t start_sweep(const std::string& file, const std::string& out, const std::string& shard = "0/1") {
   const pid_t pid = ::fork();
   if (pid == 0) {
     ::setpgid(0, 0);
     const int null_fd = ::open("/dev/null", O_WRONLY);
     ::dup2(null_fd, 1);
     ::dup2(null_fd, 2);
-    ::execl(kBinary.c_str(), "ipusim", "sweep", file.c_str(), "-o", out.c_str(), "-j", "1", nullptr);
+    ::execl(kBinary.c_str(), "ipusim", "sweep", file.c_str(), "-o", out.c_str(), "-j", "1", "--shard", shard.c_str(),
+            nullptr);
     ::_exit(127);
   }
   ::setpgid(pid, pid);
@@ -601,10 +602,10 @@ TEST_CASE("a sweep killed with SIGKILL leaves no process behind: its runs and si
 
 TEST_CASE("one sweep owns a folder at a time: another sweep is refused while it runs", "[sweep]") {
   TempDir tmp;
-  write_text(tmp / "a.json", slow_sweep({2, 1000000}).dump());
+  write_text(tmp / "a.json", slow_sweep({2, 3, 1000000}).dump());
   write_text(tmp / "b.json", slow_sweep({3}).dump());
   const std::string out = tmp / "out";
-  const pid_t a = start_sweep(tmp / "a.json", out);
+  const pid_t a = start_sweep(tmp / "a.json", out, "0/2");  // points 0 and 2, the slow one
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
   while (point_files(out).empty() && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
@@ -613,9 +614,17 @@ TEST_CASE("one sweep owns a folder at a time: another sweep is refused while it 
   const Result b = cli({"sweep", tmp / "b.json", "-o", out, "--force"});
   CHECK(b.code == 2);
   CHECK(b.err.find("[sweep.dir-busy]") != std::string::npos);
-  // The same sweep (a shard of it, say) may join.
-  const Result same = cli({"sweep", tmp / "a.json", "-o", out, "--shard", "0/2"});
-  CHECK(same.code != 2);
+  // The same sweep, or the same shard, started again would run the running points twice.
+  for (const std::string shard : {"0/1", "0/2"}) {
+    const Result again = cli({"sweep", tmp / "a.json", "-o", out, "--shard", shard});
+    CHECK(again.code == 2);
+    CHECK(again.err.find("started twice") != std::string::npos);
+    CHECK(again.err.find("[sweep.dir-busy]") != std::string::npos);
+  }
+  // Another shard of it joins and runs its own point.
+  const Result other = cli({"sweep", tmp / "a.json", "-o", out, "--shard", "1/2"});
+  CHECK(other.code == 0);
+  CHECK(point_files(out).size() == 2);
   ::kill(-a, SIGKILL);
   int status = 0;
   ::waitpid(a, &status, 0);

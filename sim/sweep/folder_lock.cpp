@@ -21,7 +21,7 @@ FolderLock::~FolderLock() {
   if (fd_ >= 0) ::close(fd_);  // releases every lock of this description
 }
 
-bool FolderLock::set(short type, int byte, bool wait) {
+bool FolderLock::set(short type, long byte, bool wait) {
   if (!supported_) return true;
   struct flock lock {};
   lock.l_type = type;
@@ -42,5 +42,16 @@ void FolderLock::unlock_gate() { set(F_UNLCK, 0, false); }
 bool FolderLock::try_run_alone() { return set(F_WRLCK, 1, false); }
 void FolderLock::run_shared() { set(F_RDLCK, 1, true); }
 void FolderLock::stop_running() { set(F_UNLCK, 1, false); }
+
+bool FolderLock::try_claim_points(const std::vector<std::size_t>& points, std::size_t& taken) {
+  constexpr long kFirstPoint = 16;
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    if (set(F_WRLCK, kFirstPoint + static_cast<long>(points[i]), false)) continue;
+    taken = points[i];
+    for (std::size_t k = 0; k < i; ++k) set(F_UNLCK, kFirstPoint + static_cast<long>(points[k]), false);
+    return false;
+  }
+  return true;
+}
 
 } // namespace ipusim::sweep

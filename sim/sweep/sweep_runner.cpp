@@ -85,7 +85,8 @@ std::string duration(double seconds) {
 // lock, held until the sweep ends. Throws when another sweep's results are there, or
 // another sweep with other points runs there now.
 std::unique_ptr<FolderLock> prepare_dir(const Options& o, const std::string& dir, const Spec& spec,
-                                        const std::string& hash) {
+                                        const std::vector<Point>& points) {
+  const std::string hash = definition_hash(points);
   const fs::path d(dir), copy = d / "sweep.json";
   const std::string refuse_hint = "; use another -o DIR, or pass --force to add this sweep's points to it "
                                   "(nothing there is deleted)";
@@ -143,6 +144,18 @@ std::unique_ptr<FolderLock> prepare_dir(const Options& o, const std::string& dir
       throw InputError((d / "points").string(), "/", "output.not-regular",
                        "is not a folder ipusim can write points into (a link or a file?); remove it");
   }
+  if (!o.merge) {
+    const Shard shard = o.shard.value_or(Shard{});
+    std::vector<std::size_t> mine;
+    for (const Point& p : points)
+      if (p.index % shard.count == shard.index) mine.push_back(p.index);
+    std::size_t taken = 0;
+    if (!lock->try_claim_points(mine, taken))
+      throw InputError(dir, "/", "sweep.dir-busy",
+                       "point " + points[taken].id + " of this sweep is being run by another ipusim sweep in this "
+                       "folder now (the same sweep, or the same shard, started twice); wait for it, or run another "
+                       "shard (--shard K/N)");
+  }
   lock->run_shared();  // alone: the exclusive hold becomes shared (the gate keeps others out meanwhile)
   lock->unlock_gate();
   return lock;
@@ -186,7 +199,7 @@ public:
       read_input_file(spec_.scenario_path, spec_.file, "/scenario");  // exists, readable, a regular file
       check_paths(spec_);
     }
-    lock_ = prepare_dir(o_, dir_, spec_, definition_hash(points_));
+    lock_ = prepare_dir(o_, dir_, spec_, points_);
     rows_.resize(points_.size());
     for (const Point& p : points_)
       if (auto record = read_point_file(point_file(p), p)) rows_[p.index] = row_of(p, *record);
