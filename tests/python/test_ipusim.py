@@ -164,3 +164,68 @@ def test_to_dataframe():
     frame = ipusim.to_dataframe([document])
     assert list(frame["mode"]) == ["sharded", "pipelined"]
     assert list(frame["stepTimeSeconds"]) == [r["stepTimeSeconds"] for r in document["runs"]]
+
+
+def test_bad_input_of_any_type_is_an_input_error():
+    scenario = ipusim.Scenario("scenarios/mlp-training.json")
+
+    def raised(call):
+        with pytest.raises(ipusim.InputError) as e:
+            call()
+        error = e.value
+        # The line the CLI would print: "FILE: at POINTER: MESSAGE [RULE]" (sim/io/input_error.cpp).
+        assert str(error) == f"{error.file}: at {error.pointer}: {error.message} [{error.rule}]"
+        return error.file, error.pointer, error.rule
+
+    assert raised(lambda: scenario.run({"gradientAccumulation": b"64"})) == (
+        "execution", "/gradientAccumulation", "python.bad-type")
+    assert raised(lambda: scenario.run({"optimizer": {"type": float("nan")}})) == (
+        "execution", "/optimizer/type", "python.bad-value")
+    assert raised(lambda: scenario.run([("gradientAccumulation", 64)])) == ("execution", "/", "python.bad-type")
+    assert raised(lambda: scenario.run({1: 64})) == ("execution", "/1", "python.bad-key")
+    assert raised(lambda: scenario.run({"": 1})) == ("execution", "/", "python.bad-key")
+    assert raised(lambda: scenario.run({"optimizer": {"": 2}})) == ("execution", "/optimizer/", "python.bad-key")
+    # Found by the C++ side, still the call's: the value it gave made /execution/schedule an object.
+    assert raised(lambda: scenario.run({"schedule": {"name": "popart"}})) == ("execution", "/schedule", "json.type")
+    assert raised(lambda: scenario.run(mode=2)) == ("mode", "/", "python.bad-type")
+    assert raised(lambda: ipusim.run(b"scenarios/mlp-training.json")) == ("scenario", "/", "python.bad-type")
+    assert raised(lambda: ipusim.run(None)) == ("scenario", "/", "python.bad-type")
+    assert raised(lambda: ipusim.run("models/mlp.json", 3)) == ("config", "/", "python.bad-type")
+    assert raised(lambda: ipusim.run(["models/mlp.json"], "configs/ipu-m2000.json")) == (
+        "model", "/", "python.bad-type")
+    assert raised(lambda: ipusim.run(scenario, "configs/ipu-m2000.json")) == ("config", "/", "python.bad-value")
+    assert raised(lambda: ipusim.run({"name": "s", "model": b"models/mlp.json"})) == (
+        "scenario", "/model", "python.bad-type")
+    assert raised(lambda: ipusim.Scenario("")) == ("scenario", "/", "python.bad-value")
+    assert raised(lambda: ipusim.validate(7)) == ("path", "/", "python.bad-type")
+    assert raised(lambda: ipusim.plan("scenarios/mlp-training.json", top=b"1")) == ("plan", "/top", "python.bad-type")
+    assert raised(lambda: ipusim.plan("scenarios/mlp-training.json", top=0)) == ("plan", "/top", "cli.bad-value")
+    assert raised(lambda: ipusim.plan("scenarios/mlp-training.json", quiet="no")) == (
+        "plan", "/quiet", "python.bad-type")
+    assert raised(lambda: ipusim.to_dataframe("x")) == ("runs", "/", "python.bad-type")
+    assert raised(lambda: ipusim.to_dataframe([{"runs": [1]}])) == ("runs", "/0/runs/0", "python.bad-type")
+    assert raised(lambda: ipusim.run()) == ("run", "/", "python.bad-call")
+
+
+def test_an_unknown_keyword_is_named():
+    with pytest.raises(ipusim.InputError) as raised:
+        ipusim.plan("scenarios/mlp-training.json", nonsense=1)
+    assert (raised.value.file, raised.value.pointer, raised.value.rule) == \
+        ("plan", "/nonsense", "python.unknown-keyword")
+    assert "micro_batch, gradient_accumulation" in raised.value.message  # the keywords there are
+    with pytest.raises(ipusim.InputError, match='did you mean "batch_size"') as raised:
+        ipusim.validate("models/mlp.json", batchsize=4)
+    assert (raised.value.file, raised.value.pointer) == ("validate", "/batchsize")
+    with pytest.raises(ipusim.InputError, match='did you mean "execution"') as raised:
+        ipusim.run("scenarios/mlp-training.json", executon={"gradientAccumulation": 2})
+    assert (raised.value.file, raised.value.pointer, raised.value.rule) == \
+        ("run", "/executon", "python.unknown-keyword")
+
+
+@pytest.mark.parametrize("command", ["validate", "plan"])
+def test_keywords_are_the_cli_flags(command):
+    # ipusim/__init__.py writes the flags out; they must be the CLI's, flags without a value included.
+    help_text = cli(command, "--help").stdout
+    flags = re.findall(r"^\s+(?:-\w,)?--([a-z-]+)( [A-Z]+)?", help_text, re.MULTILINE)
+    expected = {name.replace("-", "_"): not takes_value for name, takes_value in flags if name != "help"}
+    assert ipusim._KEYWORDS[command] == expected

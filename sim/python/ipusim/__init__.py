@@ -3,8 +3,14 @@
 behind paths and dicts); each run simulates in forked children, so a script or notebook
 can run thousands. docs/python.md has an example.
 """
+import difflib
+import functools
+import inspect
 import json
+import math
+import numbers
 import os
+import re
 
 __all__ = ["InputError", "EngineError", "Scenario", "run", "to_dataframe", "plan", "validate", "version"]
 
@@ -29,6 +35,169 @@ from ._ipusim import version  # noqa: E402  (the exception classes above are wha
 from . import _ipusim  # noqa: E402
 
 
+# Bad input that only a Python call can give (a type JSON has no word for, a keyword that is
+# no flag, a call that does not fit a signature) is found here, before the C++ side sees it,
+# and reported as the C++ side reports the rest: an InputError whose file is the argument
+# (docs/python.md "Errors" lists the python.* rules).
+
+_MAX_DEPTH = 64  # kMaxJsonDepth (sim/io/json_reader.hpp): no ipusim format nests deeper
+
+
+def _printable(text):
+    """`text` on one line, as sim/io/input_error.cpp's printable() makes it: control characters
+    as \\u00XX, a byte os.fsdecode could not decode as \\xXX, any other lone surrogate as \\uXXXX."""
+    out = []
+    for c in text:
+        code = ord(c)
+        if code < 0x20 or code == 0x7F:
+            out.append(f"\\u{code:04X}")
+        elif 0xDC80 <= code <= 0xDCFF:  # the byte os.fsdecode could not decode
+            out.append(f"\\x{code - 0xDC00:02X}")
+        elif 0xD800 <= code <= 0xDFFF:
+            out.append(f"\\u{code:04X}")
+        else:
+            out.append(c)
+    return "".join(out)
+
+
+def _bounded(text, limit):
+    """At most `limit` UTF-8 bytes of `text` (a 1 MB key must not make a 2 MB line), as the C++ side cuts."""
+    data = text.encode("utf-8")
+    if len(data) <= limit:
+        return text
+    kept = data[:limit].decode("utf-8", errors="ignore")
+    return f"{kept}...({len(data) - len(kept.encode('utf-8'))} more bytes)"
+
+
+def _error(file, pointer, rule, message):
+    """An InputError like the C++ side's: str() is "FILE: at POINTER: MESSAGE [RULE]"."""
+    pointer = pointer or "/"
+    text = (f"{_bounded(_printable(file or '<input>'), 300)}: at {_bounded(_printable(pointer), 300)}: "
+            f"{_bounded(_printable(message), 1000)} [{rule}]")
+    return InputError(text, file, pointer, rule, message)
+
+
+def _child(pointer, key):
+    """The JSON pointer of `key` (or an index) under `pointer` (RFC 6901: "~" and "/" escaped)."""
+    return ("" if pointer == "/" else pointer) + "/" + str(key).replace("~", "~0").replace("/", "~1")
+
+
+def _pointer(keys):
+    """The JSON pointer of a path of keys: "/" for none."""
+    return functools.reduce(_child, keys, "/")
+
+
+def _utf8(text, file, pointer, what):
+    """`text`, checked to cross to C++ as UTF-8 (a lone surrogate cannot)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise _error(file, pointer, "python.bad-value",
+                     f"{what} holds {text[e.start]!a} at index {e.start}, which is not text UTF-8 can hold") from None
+    return text
+
+
+def _path(value, file, accepted="a path (str or os.PathLike)"):
+    """A path argument as the str the C++ side opens."""
+    if isinstance(value, os.PathLike):
+        try:
+            value = os.fspath(value)
+        except TypeError:
+            pass  # its __fspath__ gave neither str nor bytes: reported as its type below
+    if not isinstance(value, str):
+        hint = " (os.fsdecode() makes a str of bytes)" if isinstance(value, (bytes, bytearray)) else ""
+        raise _error(file, "/", "python.bad-type", f"{file} is {accepted}, got {type(value).__name__}{hint}")
+    if not value:
+        raise _error(file, "/", "python.bad-value", f"the {file} path is empty")
+    return _utf8(value, file, "/", f"the {file} path")
+
+
+def _number(value):
+    """json.dumps's fallback: numbers of other kinds (numpy's) as the int or float they stand for."""
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    if isinstance(value, numbers.Real):
+        return float(value)
+    raise TypeError(f"{type(value).__name__} is not a JSON value")
+
+
+def _json_text(value, file, pointer="/", sort_keys=False, parts=None):
+    """`value` as JSON text for the C++ side. What JSON cannot hold is an InputError saying
+    where, found by walking `parts` ({file: value}; default {file: value} at `pointer`) only
+    when json.dumps fails: good input costs one json.dumps."""
+    try:
+        return json.dumps(value, allow_nan=False, sort_keys=sort_keys, default=_number)
+    except (TypeError, ValueError, RecursionError) as e:  # RecursionError: nested past Python's stack
+        for part_file, part in (parts or {file: value}).items():
+            _check_json(part, part_file, "/" if parts else pointer)
+        raise _error(file, pointer, "python.bad-value", f"cannot be written as JSON: {e}") from None
+
+
+def _check_json(value, file, pointer, depth=0):
+    """Raises the InputError for the first part of `value` (at `pointer` in `file`) that JSON cannot hold."""
+    if depth > _MAX_DEPTH:
+        raise _error(file, pointer, "python.bad-value",
+                     f"nests more than {_MAX_DEPTH} deep (or holds itself); no ipusim format needs more than a "
+                     "few levels")
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise _error(file, _child(pointer, key), "python.bad-key",
+                             f"a key is a str, got {type(key).__name__} {key!r:.60}")
+            _check_json(item, file, _child(pointer, key), depth + 1)
+    elif isinstance(value, (list, tuple)):
+        for index, item in enumerate(value):
+            _check_json(item, file, _child(pointer, index), depth + 1)
+    elif isinstance(value, (str, bool)) or value is None:
+        pass
+    elif isinstance(value, numbers.Integral):
+        try:
+            str(int(value))
+        except ValueError as e:  # more digits than sys.get_int_max_str_digits() lets Python write
+            raise _error(file, pointer, "python.bad-value", f"an integer too large to write: {e}") from None
+    elif isinstance(value, numbers.Real):
+        if not math.isfinite(value):
+            raise _error(file, pointer, "python.bad-value",
+                         f"{float(value)!r} is not a JSON number (JSON numbers are finite)")
+    else:
+        raise _error(file, pointer, "python.bad-type",
+                     f"{type(value).__name__} is not a JSON value (dict, list, str, int, float, bool or None)")
+
+
+def _call_checked(name):
+    """Arguments that do not fit the signature (one missing, one too many, an unknown keyword)
+    raise InputError, as every other bad input does, not Python's TypeError. `name` is the
+    entry point as the error names it."""
+    def wrap(function):
+        signature = inspect.signature(function)
+
+        @functools.wraps(function)
+        def checked(*args, **kwargs):
+            try:
+                signature.bind(*args, **kwargs)
+            except TypeError as e:
+                raise _call_error(name, signature, kwargs, e) from None
+            return function(*args, **kwargs)
+        return checked
+    return wrap
+
+
+def _call_error(name, signature, kwargs, error):
+    parameters = [p for p in signature.parameters if p != "self"]
+    for keyword in kwargs:
+        if keyword not in signature.parameters or keyword == "self":
+            return _unknown_keyword(name, keyword, parameters)
+    shown = str(signature).replace("(self, ", "(").replace("(self)", "()")
+    return _error(name, "/", "python.bad-call", f"{error}; the call is {name}{shown}")
+
+
+def _unknown_keyword(name, keyword, known):
+    close = difflib.get_close_matches(keyword, known, n=1)
+    hint = f' (did you mean "{close[0]}"?)' if close else ""
+    return _error(name, _pointer([keyword]), "python.unknown-keyword",
+                  f'{name} takes no keyword "{keyword}"{hint}; its keywords: {", ".join(known)}')
+
+
 def _mtimes(loaded):
     files = [loaded.file, loaded.model_file, loaded.config_file]
     return tuple(os.stat(f).st_mtime_ns if os.path.isfile(f) else None for f in files)
@@ -39,50 +208,108 @@ class Scenario:
     model (path or dict) on a config (path or dict) without a scenario file, every execution
     setting at its default (batchesPerStep 64, as `ipusim run MODEL --config CONFIG`)."""
 
+    @_call_checked("Scenario")
     def __init__(self, scenario, config=None):
         if config is not None:
-            name = os.path.splitext(os.path.basename(scenario))[0] if isinstance(scenario, str) else "model"
-            document = {"name": name, "model": _path_or_dict(scenario, "model"),
-                        "config": _path_or_dict(config, "config"), "execution": {"batchesPerStep": 64}}
-            self._loaded = _ipusim.scenario_from_json(json.dumps(document), "command line")
+            self._loaded = _model_on_config(scenario, config)
         elif isinstance(scenario, dict):
-            self._loaded = _ipusim.scenario_from_json(json.dumps(scenario), "<scenario dict>")
-        elif isinstance(scenario, (str, os.PathLike)):
-            self._loaded = _ipusim.load_scenario(os.fspath(scenario))
+            self._loaded = _ipusim.scenario_from_json(_json_text(scenario, "scenario"), "<scenario dict>")
         else:
-            raise TypeError("a scenario is a path, a dict, or a model and a config")
+            path = _path(scenario, "scenario", "a path (str or os.PathLike), a dict, or a model and a config")
+            self._loaded = _ipusim.load_scenario(path)
         self._mtimes = _mtimes(self._loaded)
 
     @property
     def name(self):
         return self._loaded.name
 
+    @_call_checked("Scenario.run")
     def run(self, execution=None, mode=None):
         """The run document (dict) of this scenario with `execution` fields changed, as
         `--set execution.KEY=VALUE` would change them; `mode` "sharded", "pipelined" or "both"
         (default: the scenario's)."""
-        settings = [(path, json.dumps(value)) for path, value in _flatten(execution or {})]
-        return json.loads(self._loaded.run(settings, mode or ""))
+        settings = _settings(execution)
+        if mode is not None and not isinstance(mode, str):
+            raise _error("mode", "/", "python.bad-type",
+                         f'mode is "sharded", "pipelined", "both" or None, got {type(mode).__name__}')
+        try:
+            return json.loads(self._loaded.run(settings, _utf8(mode or "", "mode", "/", "mode")))
+        except InputError as e:
+            moved = _execution_error(e, settings, self._loaded.file)
+            if moved is None:
+                raise
+            raise moved from None
+
+
+def _model_on_config(model, config):
+    """`ipusim run MODEL --config CONFIG`'s scenario: the model and config as paths or dicts."""
+    name = os.path.splitext(os.path.basename(model))[0] if isinstance(model, str) else "model"
+    parts = {"model": _path_or_dict(model, "model"), "config": _path_or_dict(config, "config")}
+    document = {"name": name, **parts, "execution": {"batchesPerStep": 64}}
+    text = _json_text(document, "command line", parts={k: v for k, v in parts.items() if isinstance(v, dict)})
+    return _ipusim.scenario_from_json(text, "command line")
 
 
 def _path_or_dict(value, what):
-    if isinstance(value, (str, os.PathLike)):
-        return os.path.normpath(os.fspath(value))
     if isinstance(value, dict):
         return value
-    raise TypeError(f"a {what} is a path or a dict, got {type(value).__name__}")
+    return os.path.normpath(_path(value, what, "a path (str or os.PathLike) or a dict"))
 
 
-def _flatten(execution, prefix=""):
-    """Dotted paths to leaves, so that {"optimizer": {"type": "adam"}} changes the type only."""
+def _settings(execution):
+    """(dotted path, JSON text) for each leaf of `execution`, as `--set execution.PATH=VALUE`
+    takes them."""
+    if execution is None:
+        return []
     if not isinstance(execution, dict):
-        raise TypeError("execution is a dict of scenario execution fields")
+        raise _error("execution", "/", "python.bad-type",
+                     f'execution is a dict of scenario execution fields ({{"gradientAccumulation": 64}}), '
+                     f"got {type(execution).__name__}")
+    return [(".".join(keys), _json_text(value, "execution", _pointer(keys))) for keys, value in _flatten(execution)]
+
+
+def _flatten(execution, prefix=()):
+    """Paths (tuples of keys) to leaves, so that {"optimizer": {"type": "adam"}} changes the
+    type only. A dotted key ("optimizer.type") is a path, as in --set."""
+    if len(prefix) > _MAX_DEPTH:
+        raise _error("execution", _pointer(prefix), "python.bad-value",
+                     f"nests more than {_MAX_DEPTH} deep (or holds itself); no execution field is that deep")
     for key, value in execution.items():
-        path = prefix + str(key)
+        if not isinstance(key, str):
+            raise _error("execution", _pointer(prefix + (key,)), "python.bad-key",
+                         f"a key is an execution field's name (a str), got {type(key).__name__} {key!r:.60}")
+        keys = prefix + tuple(key.split("."))
+        if "" in keys[len(prefix):]:
+            raise _error("execution", _pointer(prefix + (key,)), "python.bad-key",
+                         f'"{key}" is no field name (an empty one, or an empty part between dots)')
+        _utf8(key, "execution", _pointer(prefix + (key,)), "the key")
         if isinstance(value, dict) and value:
-            yield from _flatten(value, path + ".")
+            yield from _flatten(value, keys)
         else:
-            yield path, value
+            yield keys, value
+
+
+def _execution_error(error, settings, scenario_file):
+    """An error the C++ side found in a value the call gave, named as the call's: file
+    "execution" and the pointer under it, rather than the --set or text it crossed as, or the
+    scenario file it changed. None for any other error."""
+    if error.file == "--set" and error.pointer.startswith("execution."):  # sim/io/overrides.cpp
+        return _error("execution", _pointer(error.pointer[len("execution."):].split(".")), error.rule, error.message)
+    for path, _ in settings:
+        if error.file == "execution." + path:  # the value's JSON text
+            pointer = _pointer(path.split(".")) + ("" if error.pointer == "/" else error.pointer)
+            return _error("execution", pointer, error.rule, error.message)
+    # The C++ side (sim/python/module.cpp) moves most errors at or under a value the call set
+    # (not a key with "/" or "~", which its pointer leaves unescaped); one above it is the
+    # call's too ({"schedule": {"x": 1}} makes /execution/schedule an object), as the scenario
+    # file checked clean when it loaded.
+    for path, _ in settings:
+        at = "/execution" + _pointer(path.split("."))
+        related = error.pointer == at or at.startswith(error.pointer + "/") or error.pointer.startswith(at + "/")
+        if error.file == scenario_file and (error.pointer + "/").startswith("/execution/") and related:
+            return _error("execution", error.pointer[len("/execution"):] or "/", error.rule,
+                          f'{error.message} (the value execution["{path}"] gave; {scenario_file} as changed)')
+    return None
 
 
 # Scenarios by what names them: a path (reloaded when the scenario, model or config file
@@ -94,10 +321,9 @@ _CACHE_SIZE = 16
 def _scenario(model, config):
     if isinstance(model, Scenario):
         if config is not None:
-            raise TypeError("a Scenario already names its config")
+            raise _error("config", "/", "python.bad-value", "a Scenario already names its config: give config=None")
         return model
-    key = json.dumps([model if not isinstance(model, os.PathLike) else os.fspath(model),
-                      config if not isinstance(config, os.PathLike) else os.fspath(config)], sort_keys=True)
+    key = (_key(model, "scenario" if config is None else "model"), None if config is None else _key(config, "config"))
     cached = _cache.pop(key, None)
     if cached is not None and _mtimes(cached._loaded) != cached._mtimes:
         cached = None
@@ -109,6 +335,16 @@ def _scenario(model, config):
     return cached
 
 
+def _key(value, what):
+    """What names a scenario, model or config in the cache: its path, or its dict's content."""
+    if isinstance(value, dict):
+        return "dict", _json_text(value, what, sort_keys=True)
+    accepted = ("a path (str or os.PathLike), a dict or a Scenario" if what == "scenario"
+                else "a path (str or os.PathLike) or a dict")
+    return "path", _path(value, what, accepted)
+
+
+@_call_checked("run")
 def run(model, config=None, execution=None, mode=None):
     """Simulate and return the run document `ipusim run --json` writes, as a dict.
 
@@ -119,66 +355,168 @@ def run(model, config=None, execution=None, mode=None):
     return _scenario(model, config).run(execution, mode)
 
 
+@_call_checked("to_dataframe")
 def to_dataframe(runs):
     """One row per mode run of the given run documents (a document or a list of them): the
     scenario, the execution settings and every scalar figure of runs[] (ipus and links left
     out). Needs pandas."""
+    documents = _run_documents(runs)
     try:
         import pandas
     except ImportError as e:
         raise ImportError("ipusim.to_dataframe needs pandas (Debian: apt-get install python3-pandas)") from e
-    if isinstance(runs, dict):
-        runs = [runs]
     rows = []
-    for document in runs:
-        base = {"scenario": document.get("scenario"), "model": document.get("model"),
-                "config": document.get("config")}
-        base.update({k: v for k, v in document.get("execution", {}).items() if not isinstance(v, (list, dict))})
-        for r in document.get("runs", []):
+    for i, document in enumerate(documents):
+        base = {key: _cell(document.get(key), _pointer([i, key])) for key in ("scenario", "model", "config")}
+        base.update({k: _cell(v, _pointer([i, "execution", k])) for k, v in document.get("execution", {}).items()
+                     if not isinstance(v, (list, dict))})
+        for j, r in enumerate(document.get("runs", [])):
             row = dict(base)
-            row.update(_scalars(r))
+            row.update(_scalars(r, _pointer([i, "runs", j])))
             rows.append(row)
     return pandas.DataFrame(rows)
 
 
-def _scalars(run_document, prefix=""):
+def _run_documents(runs):
+    """`runs` (a run document or an iterable of them) as a list, each checked to have what
+    to_dataframe reads: a dict, with "execution" a dict and "runs" a list of dicts."""
+    if isinstance(runs, dict):
+        runs = [runs]
+    elif isinstance(runs, (str, bytes, bytearray)) or not hasattr(runs, "__iter__"):
+        raise _error("runs", "/", "python.bad-type",
+                     f"runs is a run document (dict) or a list of them, got {type(runs).__name__}")
+    documents = list(runs)
+    for i, document in enumerate(documents):
+        if not isinstance(document, dict):
+            raise _error("runs", _pointer([i]), "python.bad-type",
+                         f"a run document is a dict (as ipusim.run returns), got {type(document).__name__}")
+        if not isinstance(document.get("execution", {}), dict):
+            raise _error("runs", _pointer([i, "execution"]), "python.bad-type",
+                         f'"execution" is a dict, got {type(document["execution"]).__name__}')
+        mode_runs = document.get("runs", [])
+        if not isinstance(mode_runs, (list, tuple)):
+            raise _error("runs", _pointer([i, "runs"]), "python.bad-type",
+                         f'"runs" is a list of mode runs (dicts), got {type(mode_runs).__name__}')
+        for j, mode_run in enumerate(mode_runs):
+            if not isinstance(mode_run, dict):
+                raise _error("runs", _pointer([i, "runs", j]), "python.bad-type",
+                             f"a mode run is a dict, got {type(mode_run).__name__}")
+    return documents
+
+
+def _scalars(mode_run, pointer, prefix="", depth=0):
+    """The scalar figures of a mode run (at `pointer` in runs) by dotted name ("memory.fits")."""
+    if depth > _MAX_DEPTH:
+        raise _error("runs", pointer, "python.bad-value", f"nests more than {_MAX_DEPTH} deep (or holds itself)")
     out = {}
-    for key, value in run_document.items():
+    for key, value in mode_run.items():
         if isinstance(value, dict):
-            out.update(_scalars(value, prefix + key + "."))
+            out.update(_scalars(value, _child(pointer, key), f"{prefix}{key}.", depth + 1))
         elif not isinstance(value, list):
-            out[prefix + key] = value
+            out[f"{prefix}{key}"] = _cell(value, _child(pointer, key))
     return out
 
 
-def _flags(options):
+def _cell(value, pointer):
+    """`value` as a table cell: pandas cannot hold an integer past a float's range (no run document has one)."""
+    if isinstance(value, int):
+        try:
+            float(value)
+        except OverflowError:
+            raise _error("runs", pointer, "python.bad-value",
+                         "an integer past a float's range (no run document has one)") from None
+    return value
+
+
+# The keywords of validate and plan: the flags of `ipusim validate --help` and `ipusim plan
+# --help` (sim/cli/validate_command.cpp, plan_command.cpp) with "_" for "-", True for a flag
+# that takes no value. Written out, not asked of the CLI, so that a wrong keyword is named
+# before the CLI parses (its parser reports one as "arguments not expected"); a test
+# (tests/python/test_ipusim.py) holds them to the CLI's help.
+_KEYWORDS = {
+    "validate": {"batch_size": False, "dtype": False, "set": False},
+    "plan": {"ipus": False, "replicas": False, "global_batch": False, "micro_batch": False,
+             "gradient_accumulation": False, "schedule": False, "recomputation": False, "state": False,
+             "rts": False, "weight_update": False, "heads_on": False, "amp": False, "layer_free_ipus": False,
+             "objective": False, "top": False, "front_within": False, "time_limit": False, "set": False,
+             "explain_layers": True, "quiet": True, "write": False, "force": True},
+}
+
+
+def _arguments(command, options):
+    """The CLI arguments of `command`'s keywords `options` (None or False: left out)."""
     args = []
     for key, value in options.items():
-        flag = "--" + key.replace("_", "-")
-        if value is True:
-            args.append(flag)
-        elif value is False or value is None:
+        if key not in _KEYWORDS[command]:
+            raise _unknown_keyword(command, key, list(_KEYWORDS[command]))
+        flag, pointer = "--" + key.replace("_", "-"), _pointer([key])
+        if value is None or value is False:
             continue
+        if _KEYWORDS[command][key]:
+            if value is not True:
+                raise _error(command, pointer, "python.bad-type",
+                             f"{key} is a flag: True or False, got {type(value).__name__}")
+            args.append(flag)
         elif key == "set":
-            for s in ([value] if isinstance(value, str) else value):
-                args += ["--set", s]
+            for i, s in enumerate([value] if isinstance(value, str) else _items(value, command, pointer, key)):
+                if not isinstance(s, str):
+                    raise _error(command, _child(pointer, i), "python.bad-type",
+                                 f'set is "path=value" or a list of them, got {type(s).__name__}')
+                args += ["--set", _utf8(s, command, _child(pointer, i), "set")]
         elif isinstance(value, (list, tuple)):
-            args += [flag, ",".join(str(v) for v in value)]
+            args += [flag, ",".join(_option_value(v, command, _child(pointer, i), key) for i, v in enumerate(value))]
         else:
-            args += [flag, str(value)]
+            args += [flag, _option_value(value, command, pointer, key)]
     return args
 
 
+def _items(value, command, pointer, key):
+    if not isinstance(value, (list, tuple)):
+        raise _error(command, pointer, "python.bad-type",
+                     f'{key} is "path=value" or a list of them, got {type(value).__name__}')
+    return value
+
+
+def _option_value(value, command, pointer, key):
+    """One value of an option as the CLI's text: a str, int or float (a list holds several)."""
+    if isinstance(value, str):
+        return _utf8(value, command, pointer, key)
+    if isinstance(value, numbers.Real) and not isinstance(value, bool):
+        try:
+            return str(value if isinstance(value, (int, float)) else _number(value))
+        except ValueError as e:  # more digits than sys.get_int_max_str_digits() lets Python write
+            raise _error(command, pointer, "python.bad-value", f"{key}: an integer too large to write: {e}") from None
+    raise _error(command, pointer, "python.bad-type",
+                 f"{key} takes a str, int or float (or a list of them), got {type(value).__name__}")
+
+
+def _command(command, path, options):
+    """Runs the CLI's `command` (validate or plan) on `path` with keywords `options`: (exit code, text)."""
+    args = [command, path] + _arguments(command, options)
+    try:
+        return getattr(_ipusim, command)(args)
+    except InputError as e:
+        if e.file != "arguments":
+            raise
+        # The CLI's parser named the flag ("--top: Value 0 not in range 1 to 100"): name the keyword.
+        flag = re.match(r"--([a-z-]+)", e.message)
+        keyword = flag.group(1).replace("-", "_") if flag else ""
+        pointer = _pointer([keyword]) if keyword in options else "/"
+        raise _error(command, pointer, e.rule, e.message) from None
+
+
+@_call_checked("validate")
 def validate(path, **options):
     """`ipusim validate PATH` (options as its flags: set=[...], batch_size=..., dtype=...): its
     report as text; raises InputError where the CLI exits with 2."""
-    code, text = _ipusim.validate(["validate", os.fspath(path)] + _flags(options))
+    code, text = _command("validate", _path(path, "path"), options)
     return text
 
 
+@_call_checked("plan")
 def plan(scenario, quiet=True, **options):
     """`ipusim plan SCENARIO` with its flags as keywords (ipus=[4, 8], global_batch="2048",
     top=3, write="out/best", set=[...]): a dict with "text" (what the CLI prints) and
     "fits" (False when no configuration fits, the CLI's exit code 5)."""
-    code, text = _ipusim.plan(["plan", os.fspath(scenario)] + _flags(dict(options, quiet=quiet)))
+    code, text = _command("plan", _path(scenario, "scenario"), dict(options, quiet=quiet))
     return {"text": text, "fits": code == 0}
