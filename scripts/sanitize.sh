@@ -12,8 +12,8 @@
 #   FUZZ_RUNS=N      fuzz N inputs instead (docs/reliability.md: FUZZ_RUNS=100000)
 #   FUZZ_ONNX_SECONDS=60 / FUZZ_ONNX_RUNS=N   the same for the structure-aware ONNX target
 #   FUZZ_TIMEOUT=10  seconds one input may take (a long campaign beside other work: 30)
-#   CAMPAIGN_RUNS=20 inputs of the careless-user campaign through plan, and through compare and
-#                    report (tests/fuzz/run_campaign.py; 0: none; docs/reliability.md: 10000)
+#   CAMPAIGN_RUNS=20 inputs of the careless-user campaign through plan, through compare and
+#                    report, and through run --schedules all (tests/fuzz/run_campaign.py; 0: none; docs/reliability.md: 10000)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build_dir=${1:-build-sanitize}
@@ -90,13 +90,14 @@ if [ "$onnx_seconds" != 0 ] || [ -n "${FUZZ_ONNX_RUNS:-}" ]; then
 fi
 
 # The careless user's campaign (tests/fuzz/run_campaign.py), a short run of each long one:
-# mutated scenarios through `plan`, mutated run documents through `compare` and `report`.
+# mutated scenarios through `plan`, mutated run documents through `compare` and `report`,
+# mutated scenarios through every what-if schedule and the out-of-memory advice (`run --schedules all`).
 # Peak memory is held to the announced estimate on the release build when there is one.
 campaign_runs=${CAMPAIGN_RUNS:-20}
 if [ "$campaign_runs" != 0 ]; then
   release=()
   [ -x build/ipusim ] && release=(--release build/ipusim)
-  for command in plan documents; do
+  for command in plan documents whatif; do
     /usr/bin/python3 tests/fuzz/run_campaign.py --binary "$build_dir/ipusim" "${release[@]}" --runs "$campaign_runs" \
       --seed 1 --jobs "$(nproc)" --command "$command" --out "$build_dir/campaign-$command" >/dev/null ||
       { echo "campaign through $command: findings in $build_dir/campaign-$command" >&2; exit 1; }

@@ -13,11 +13,14 @@ a sanitizer build's own overhead is not what the estimate describes).
 
 Usage: tests/fuzz/run_campaign.py --binary build-sanitize/ipusim [--release build/ipusim]
                                   [--runs 10000] [--seed 1] [--jobs 2] [--out DIR]
-                                  [--command run|plan|documents] [--start N | --only I J ...]
+                                  [--command run|plan|documents|whatif] [--start N | --only I J ...]
 --command plan sends mutated scenarios through `plan --top 1 --time-limit 1-3` with abusive flags
 (--ipus, --gradient-accumulation 1048576, replicas and placements beyond the system), and holds the
 peak to the larger of the two "memory: ... at most" lines plan prints; --command
-documents sends mutated real run documents through `compare` and `report`.
+documents sends mutated real run documents through `compare` and `report` (some grown to tens of
+thousands of objects); --command whatif sends mutated scenarios, the V-shaped ones among them, through
+`run --schedules all` (every what-if schedule, and the out-of-memory advice where a schedule does not
+fit: Adam, larger micro-batches and odd G push them out of memory).
 """
 import argparse, copy, json, os, random, re, select, signal, sys, tempfile, time
 from concurrent.futures import ThreadPoolExecutor
@@ -146,11 +149,50 @@ def make_plan_input(rng, tmp, index):
     return args
 
 
+WHATIF_BASES = ["mlp-training", "bert-tiny-training", "bert-large-v-training", "gpt2-medium-v-bow-pod16",
+                "bert-large-training", "gpt2-small-training"]
+
+
+def make_whatif_input(rng, tmp, index):
+    """A shipped scenario, mutated and often out of memory, through `run --schedules all`."""
+    base = rng.choice(WHATIF_BASES)
+    doc = load(os.path.join(ROOT, "scenarios", base + ".json"))
+    for key in ("model", "config"):
+        if isinstance(doc.get(key), str):
+            doc[key] = os.path.normpath(os.path.join(ROOT, "scenarios", doc[key]))
+    ex = doc.setdefault("execution", {})
+    ex["training"] = rng.random() < 0.8
+    ex["gradientAccumulation"] = rng.choice([8, 16, 17, 24, 33])
+    if rng.random() < 0.6:
+        ex["optimizer"] = {"type": rng.choice(["adam", "lamb", "sgd"])}
+        ex["microBatchSize"] = rng.choice([1, 2, 3, 4, 8, 16])
+        ex["replicas"] = rng.choice([1, 2])
+        ex["recomputation"] = rng.choice(["none", "pipeline"])
+    for _ in range(rng.randint(0, 2)):
+        try:
+            doc = mutate(doc, rng)
+        except (KeyError, IndexError, TypeError):
+            pass
+    return ["run", write_doc(tmp, "w%d.json" % index, doc), "--schedules", "all", "--json"]
+
+
+def grown(doc, rng):
+    """The document with one of its arrays repeated to tens of thousands of elements."""
+    arrays = [p for p in leaves(doc) if p and isinstance(get(doc, p), list) and get(doc, p)]
+    if arrays:
+        path = rng.choice(arrays)
+        values = get(doc, path)
+        put(doc, path, [copy.deepcopy(values[i % len(values)]) for i in range(rng.choice([10000, 40000]))])
+    return doc
+
+
 def make_document_input(rng, tmp, index, documents):
     """Run documents (real ones, mutated) through `compare` or `report`."""
     docs = []
     for k in range(rng.choice([1, 2, 2, 3])):
         doc = copy.deepcopy(rng.choice(documents))
+        if rng.random() < 0.05:
+            doc = grown(doc, rng)
         for _ in range(rng.randint(1, 3)):
             try:
                 doc = mutate(doc, rng)
@@ -232,7 +274,7 @@ PLAN_MEMORY = re.compile(rb"^memory: (?:the search|each engine run above) needs 
 def announced_bytes(command, out):
     """What the run announced it needs at most: run's estimate in its JSON, plan's lines (the
     search's, and its engine runs'): the larger. None when it announced nothing."""
-    if command == "run":
+    if command in ("run", "whatif"):
         try:
             return json.loads(out)["estimate"]["peakBytes"]
         except (ValueError, KeyError, TypeError):
@@ -276,9 +318,9 @@ def main():
                     help="run only these inputs of the campaign (e.g. earlier findings, after a fix)")
     ap.add_argument("--timeout", type=float, default=120)
     ap.add_argument("--out", default="fuzz-run-campaign")
-    ap.add_argument("--command", choices=["run", "plan", "documents"], default="run",
+    ap.add_argument("--command", choices=["run", "plan", "documents", "whatif"], default="run",
                     help="run: scenarios through run; plan: through plan; documents: run documents through "
-                         "compare and report")
+                         "compare and report; whatif: scenarios through run --schedules all")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     rng = random.Random(a.seed)
@@ -291,6 +333,8 @@ def main():
             r = run_measured(a.release or a.binary, ["run", os.path.join(ROOT, "scenarios", base + ".json"), "--json"], 600)
             documents.append(json.loads(r["out"]))
         inputs = [make_document_input(rng, tmp, i, documents) for i in range(a.runs)]
+    elif a.command == "whatif":
+        inputs = [make_whatif_input(rng, tmp, i) for i in range(a.runs)]
     else:
         inputs = [make_input(rng, tmp, i) for i in range(a.runs)]
     tally, rules, findings, ratios = {}, {}, [], []
@@ -299,7 +343,7 @@ def main():
 
     def one(i):
         r = run_measured(a.binary, inputs[i], a.timeout)
-        problems = check(r, json_out=a.command == "run")
+        problems = check(r, json_out=a.command in ("run", "whatif"))
         ratio = None
         # Accepted inputs (plan: also exit 5, nothing fits, after its search) must peak within
         # what they announced; measured on the release build, whose memory the estimate describes.
