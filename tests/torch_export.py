@@ -1,10 +1,11 @@
 #!/usr/bin/python3
 """Exports three PyTorch models to ONNX, for tests/test_onnx_torch.cpp.
 
-Usage: torch_export.py OUT_DIR [resnet50|encoder|decoder]. Writes resnet50.onnx (torchvision's
-ResNet-50) and encoder.onnx (a 6-layer torch.nn.TransformerEncoder with a linear head) without
-weight data, and decoder.onnx (a GPT-style decoder with a head tied to its token embedding)
-as a user exports it: with its fp32 weights and constant folding. Each is beside a .json
+Usage: torch_export.py OUT_DIR [resnet50|encoder|decoder|decoder17]. Writes resnet50.onnx
+(torchvision's ResNet-50) and encoder.onnx (a 6-layer torch.nn.TransformerEncoder with a linear
+head) without weight data, and decoder.onnx (a GPT-style decoder with a head tied to its token
+embedding) as a user exports it: with its fp32 weights and constant folding (decoder17: the
+same at opset 17, decoder-opset17.onnx). Each is beside a .json
 holding PyTorch's own counts:
   parameters  sum of numel() over model.parameters()
   buffers     elements of the float buffers the ONNX graph reads (BatchNormalization's
@@ -138,32 +139,37 @@ class Decoder(torch.nn.Module):
         return logits.view(ids.size(0), seq, -1)
 
 
-def export_decoder(folder):
+def export_decoder(folder, opset=13):
     """Exported as a user would: with its weights (fp32 data) and constant folding, which
-    writes the head's transposed copy of the tied embedding as an initializer of its own."""
+    writes the head's transposed copy of the tied embedding as an initializer of its own.
+    At opset 17 (decoder-opset17.onnx) LayerNormalization is one node and the exporter's
+    shape arithmetic differs: the export libonnx's data propagation crashed on once its
+    graph.input list was removed (issue 39)."""
     model = Decoder()
     randomise(model)
     model.eval()
     ids = torch.zeros(2, 16, dtype=torch.long)
-    path = os.path.join(folder, "decoder.onnx")
+    name = "decoder" if opset == 13 else "decoder-opset%d" % opset
+    path = os.path.join(folder, name + ".onnx")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         torch.onnx.export(model, ids, path, input_names=["ids"], output_names=["logits"],
-                          dynamic_axes={"ids": {0: "batch"}, "logits": {0: "batch"}}, opset_version=13)
+                          dynamic_axes={"ids": {0: "batch"}, "logits": {0: "batch"}}, opset_version=opset)
     flops, adds = profile_flops(model, ids[:1])
     buffers = sum(b.numel() for n, b in model.named_buffers() if b.is_floating_point())  # the causal mask
     counts = {"parameters": sum(p.numel() for p in model.parameters()), "buffers": buffers, "flops": flops,
               "add_flops": adds}
-    with open(os.path.join(folder, "decoder.json"), "w") as f:
+    with open(os.path.join(folder, name + ".json"), "w") as f:
         json.dump(counts, f, indent=1, sort_keys=True)
 
 
 def main():
-    if len(sys.argv) not in (2, 3) or (len(sys.argv) == 3 and sys.argv[2] not in ("resnet50", "encoder", "decoder")):
-        sys.stderr.write("usage: torch_export.py OUT_DIR [resnet50|encoder|decoder]\n")
+    if len(sys.argv) not in (2, 3) or (len(sys.argv) == 3 and
+                                       sys.argv[2] not in ("resnet50", "encoder", "decoder", "decoder17")):
+        sys.stderr.write("usage: torch_export.py OUT_DIR [resnet50|encoder|decoder|decoder17]\n")
         return 2
     folder = sys.argv[1]
-    which = sys.argv[2:] or ["resnet50", "encoder", "decoder"]
+    which = sys.argv[2:] or ["resnet50", "encoder", "decoder", "decoder17"]
     os.makedirs(folder, exist_ok=True)
     torch.set_num_threads(1)
 
@@ -179,6 +185,8 @@ def main():
         export(encoder, torch.zeros(2, 16, 64), "encoder", folder, training=False)
     if "decoder" in which:
         export_decoder(folder)
+    if "decoder17" in which:
+        export_decoder(folder, opset=17)
     return 0
 
 
