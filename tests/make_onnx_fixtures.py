@@ -322,6 +322,11 @@ def write_all(folder):
 
     save("mlp.onnx", mlp())
     save("mlp-virtual-graph-only.onnx", mlp(stages=False))
+    # PopART's third annotation: one execution phase per layer (Gemm+Relu), alternating IPUs.
+    m = mlp(stages=False)
+    for i, n in enumerate(m.graph.node):
+        n.attribute.append(helper.make_attribute("__execution_phase", i // 2))
+    save("mlp-phased.onnx", m)
     save("every-op.onnx", every_op())
     save("layered.onnx", layered())
     save("gpt2-export.onnx", gpt2_export(legacy=False))

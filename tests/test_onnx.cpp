@@ -96,6 +96,27 @@ TEST_CASE("onnx: the annotated MLP imports as models/mlp.json has it", "[onnx]")
   CHECK(build_graph(load_model(fixture("mlp-virtual-graph-only.onnx"))).stage_of_op == std::vector<int>{0, 0, 1, 1});
 }
 
+TEST_CASE("onnx: __execution_phase is read, kept by convert, and runs say they ignore it", "[onnx][cli]") {
+  if (!have_fixtures()) return;
+  const Model m = load_model(fixture("mlp-phased.onnx"));
+  std::vector<std::int64_t> phases;
+  for (const Op& op : m.ops) phases.push_back(op.execution_phase.value_or(-1));
+  CHECK(phases == std::vector<std::int64_t>{0, 0, 1, 1});
+  CHECK(build_graph(m).phase_count == 2);
+  const test::Result validated = test::run_ipusim({"validate", fixture("mlp-phased.onnx")});
+  CHECK(validated.exit_code == 0);
+  CHECK_THAT(validated.err, Contains("4 ops carry executionPhase (2 phases)"));
+  const test::Result converted = test::run_ipusim({"convert", fixture("mlp-phased.onnx"), "-o", "-"});
+  REQUIRE(converted.exit_code == 0);
+  const nlohmann::json doc = nlohmann::json::parse(converted.out);
+  CHECK(doc["ops"][2]["executionPhase"] == 1);
+  const test::Result ran = test::run_ipusim({"run", fixture("mlp-phased.onnx"), "--config",
+                                             kSource + "/configs/ipu-m2000.json", "--json"});
+  REQUIRE(ran.exit_code == 0);
+  CHECK_THAT(ran.err, Contains("ipusim: warning: ") && Contains("executionPhase") &&
+                          Contains("places the ops by virtualGraph and pipelineStage alone"));
+}
+
 TEST_CASE("onnx: every supported op imports with its per-sample shape and FLOPs", "[onnx]") {
   if (!have_fixtures()) return;
   const Model m = load_model(fixture("every-op.onnx"));

@@ -7,6 +7,7 @@
 #include "sim/graph/model_graph.hpp"
 #include "sim/io/hardware_loader.hpp"
 #include "sim/io/model_loader.hpp"
+#include "sim/io/model_writer.hpp"
 #include "sim/plan/plan.hpp"
 #include "sim/plan/routes.hpp"
 #include "sim/schedule/schedule.hpp"
@@ -246,6 +247,52 @@ TEST_CASE("annotation.input-on-several-ipus: one host input feeds two IPUs (pipe
   CHECK(e.rule() == "annotation.input-on-several-ipus");
   CHECK(e.pointer() == "/ops/1");
   CHECK_THAT(e.message(), Contains("\"x\"") && Contains("\"op0\" on IPU 0") && Contains("\"op1\" on IPU 1"));
+}
+
+// executionPhase: PopART checks and uses it only under VirtualGraphMode::ExecutionPhases
+// and clears it otherwise, so sharded and pipelined runs accept a model whose phases break
+// a rule; the graph keeps the first broken rule, and runs warn that they ignore the phases.
+TEST_CASE("executionPhase: counted, its rules kept, and named by the warning of runs that ignore it", "[rules]") {
+  const auto phased = [](const std::vector<int>& phases) {
+    Json m = chain_model({{0, 1e6}, {0, 1e6}, {1, 1e6}, {1, 1e6}}, 8);
+    for (std::size_t i = 0; i < phases.size(); ++i)
+      if (phases[i] >= 0) m["ops"][i]["executionPhase"] = phases[i];
+    return model_from_json(m, kModelFile);
+  };
+  SECTION("four phases: counted, and a run says it ignores them") {
+    const Model m = phased({0, 1, 2, 3});
+    const ModelGraph g = build_graph(m);
+    CHECK(g.phase_count == 4);
+    CHECK(!g.phasing_refused);
+    const auto warning = unused_phases_warning(m, g);
+    REQUIRE(warning);
+    CHECK_THAT(*warning, Contains("4 ops carry executionPhase (4 phases)") &&
+                             Contains("VirtualGraphMode::ExecutionPhases") && Contains("virtualGraph and pipelineStage"));
+    // The sharded and pipelined runs place the ops as without the annotation.
+    const Scenario sc = make_scenario(Json::parse(model_to_json_text(m, "")), zero_overhead_config(2), kInference);
+    CHECK_NOTHROW(check_scenario(sc, {Mode::Sharded, Mode::Pipelined}));
+  }
+  SECTION("annotation.mixed-execution-phase: on some ops only") {
+    const ModelGraph g = build_graph(phased({0, 1, -1, 3}));
+    REQUIRE(g.phasing_refused);
+    CHECK(g.phasing_refused->rule() == "annotation.mixed-execution-phase");
+    CHECK(g.phasing_refused->pointer() == "/ops/2");
+    CHECK(g.phase_count == 0);
+    CHECK_THAT(*unused_phases_warning(phased({0, 1, -1, 3}), g),
+               Contains("[annotation.mixed-execution-phase]") && Contains("\"op2\""));
+  }
+  SECTION("annotation.phase-order: a tensor read in an earlier phase than the one making it") {
+    const ModelGraph g = build_graph(phased({0, 2, 1, 3}));
+    REQUIRE(g.phasing_refused);
+    CHECK(g.phasing_refused->rule() == "annotation.phase-order");
+    CHECK(g.phasing_refused->pointer() == "/ops/2/inputs/0");
+    CHECK_THAT(g.phasing_refused->message(),
+               Contains("\"a2\"") && Contains("\"op1\" in executionPhase 2") && Contains("\"op2\" in the earlier phase 1"));
+  }
+  SECTION("no phases: no warning") {
+    const Model m = phased({});
+    CHECK(!unused_phases_warning(m, build_graph(m)));
+  }
 }
 
 TEST_CASE("tensor.bad-anchor: an anchor that no op produces", "[rules]") {

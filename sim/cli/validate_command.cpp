@@ -39,6 +39,7 @@ void report_model(const std::string& path, const Model& m) {
               << " [" << refused->rule() << "]\n";
   else
     std::cout << g.stage_count << " stage(s)\n";
+  if (const auto warning = unused_phases_warning(m, g)) std::cerr << "ipusim: warning: " << path << ": " << *warning << "\n";
 }
 
 // --set on a model or a config: model.* or config.* paths, as in a scenario.
@@ -88,6 +89,8 @@ int validate(const ValidateOptions& o) {
     std::cout << o.path << ": valid scenario, " << plan.stage_count() << " stage(s) on " << plan.ipus.size()
               << " IPU(s); a run needs " << describe_estimate(estimate) << "\n";
     if (const auto warning = missing_loss_warning(sc, g)) std::cerr << "ipusim: warning: " << o.path << ": " << *warning << "\n";
+    if (const auto warning = unused_phases_warning(sc.model, g))
+      std::cerr << "ipusim: warning: " << sc.model.file << ": " << *warning << "\n";
     // Whether it fits, as the run would report it, and what would make it fit.
     const bool placed = sc.execution.replicas > 1 || !sc.execution.placement.empty();
     for (Mode mode : sc.execution.modes) {

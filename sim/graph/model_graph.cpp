@@ -133,6 +133,31 @@ std::optional<InputError> all_or_nothing(const Model& m, bool (*has)(const Op&),
 
 bool has_virtual_graph(const Op& op) { return op.virtual_graph.has_value(); }
 bool has_pipeline_stage(const Op& op) { return op.pipeline_stage.has_value(); }
+bool has_execution_phase(const Op& op) { return op.execution_phase.has_value(); }
+
+// PopART checks phases only under VirtualGraphMode::ExecutionPhases (Ir::
+// verifyExecutionPhaseSettings clears them otherwise): an op may not read a tensor made in
+// a later phase (transforms/streamingmemory.cpp, StreamingMemory::verifyExecutionPhases).
+// Ops without a phase among ops with one are refused here (PopART would infer theirs from
+// their neighbours; ipusim asks for them, as for virtualGraph).
+std::optional<InputError> phasing_rule_broken(const Model& m, const ModelGraph& g) {
+  if (auto mixed = all_or_nothing(m, has_execution_phase, "executionPhase", "annotation.mixed-execution-phase"))
+    return mixed;
+  if (!has_execution_phase(m.ops.front())) return std::nullopt;
+  for (const Op& op : m.ops)
+    for (std::size_t i = 0; i < op.inputs.size(); ++i) {
+      const auto p = g.producer.find(op.inputs[i]);
+      if (p == g.producer.end()) continue;
+      const Op& producer = m.ops[p->second];
+      if (*op.execution_phase < *producer.execution_phase)
+        return op_error(m, op, "inputs/" + std::to_string(i), "annotation.phase-order",
+                        "tensor " + quote_name(op.inputs[i]) + " is made by " + quote_name(producer.name) +
+                            " in executionPhase " + std::to_string(*producer.execution_phase) + " but read by " +
+                            quote_name(op.name) + " in the earlier phase " + std::to_string(*op.execution_phase) +
+                            "; phases run in order, so an op reads only what earlier or the same phases made");
+    }
+  return std::nullopt;
+}
 
 // PopART checks these only with enablePipelining (Ir::verifyPipelineSettings clears every
 // pipelineStage otherwise; transforms/pipeline.cpp checks the rest), so they refuse
@@ -217,6 +242,12 @@ void resolve_annotations(const Model& m, ModelGraph& g) {
   }
   g.stage_count = static_cast<int>(std::set<int>(g.stage_of_op.begin(), g.stage_of_op.end()).size());
   g.pipelining_refused = pipelining_rule_broken(m, g);
+  g.phasing_refused = phasing_rule_broken(m, g);
+  if (!g.phasing_refused && has_execution_phase(m.ops.front())) {
+    std::set<std::int64_t> phases;
+    for (const Op& op : m.ops) phases.insert(*op.execution_phase);
+    g.phase_count = static_cast<int>(phases.size());
+  }
 }
 
 // The order ops run in: topological, taking among the ready ops the one of the lowest

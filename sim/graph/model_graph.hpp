@@ -37,6 +37,13 @@ struct ModelGraph {
   // The first pipelining-only rule the model breaks (stage ids and their IPUs, consumed
   // before produced, a host input on several IPUs); pipelined runs are refused with it.
   std::optional<InputError> pipelining_refused;
+  // executionPhase: the number of distinct phases when every op carries one (0: none do),
+  // and the first of PopART's phase rules the annotations break (mixed, or an op reading a
+  // tensor made in a later phase). PopART uses phases only under VirtualGraphMode::
+  // ExecutionPhases and clears them otherwise; sharded and pipelined runs warn that they
+  // ignore them (unused_phases_warning).
+  int phase_count = 0;
+  std::optional<InputError> phasing_refused;
   std::vector<std::string> anchors;  // tensors streamed to the host
 };
 

@@ -47,6 +47,10 @@ struct Op {
   std::vector<std::string> outputs;
   std::optional<std::int64_t> virtual_graph;
   std::optional<std::int64_t> pipeline_stage;
+  // PopART's third annotation (executionPhase, ONNX __execution_phase): the phase the op runs
+  // in under VirtualGraphMode::ExecutionPhases. Read, checked and written back; the sharded and
+  // pipelined modes do not use it, and say so (ModelGraph::phase_count).
+  std::optional<std::int64_t> execution_phase;
   std::optional<double> flops;           // forward FLOPs per sample
   std::optional<double> backward_flops;  // backward FLOPs per sample
   std::map<std::string, AttributeValue> attributes;  // what the cost model may read beyond the shapes

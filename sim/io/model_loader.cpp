@@ -170,6 +170,7 @@ Model model_from_json(const Json& document, const std::string& origin) {
     op.outputs = r.string_list("outputs", true);
     op.virtual_graph = read_annotation(r, op.name, "virtualGraph");
     op.pipeline_stage = read_annotation(r, op.name, "pipelineStage");
+    op.execution_phase = read_annotation(r, op.name, "executionPhase");
     op.flops = r.maybe_number("flops");
     op.backward_flops = r.maybe_number("backwardFlops");
     op.attributes = read_attributes(r);

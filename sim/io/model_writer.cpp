@@ -26,6 +26,7 @@ Json op_json(const Op& op) {
   }
   if (op.virtual_graph) j["virtualGraph"] = *op.virtual_graph;
   if (op.pipeline_stage) j["pipelineStage"] = *op.pipeline_stage;
+  if (op.execution_phase) j["executionPhase"] = *op.execution_phase;
   if (op.flops) j["flops"] = *op.flops;
   if (op.backward_flops) j["backwardFlops"] = *op.backward_flops;
   return j;

@@ -29,6 +29,7 @@ namespace {
 // sRecomputeOutputAttribute).
 const std::string kIpuAttribute = "__ipu_number";
 const std::string kStageAttribute = "__pipeline_stage";
+const std::string kPhaseAttribute = "__execution_phase";
 const std::string kRecomputeAttribute = "__recompute_output_in_backward_pass";
 
 // Stands in for a symbolic batch dimension during shape inference: a prime that no model
@@ -435,6 +436,7 @@ private:
       }
       op.virtual_graph = annotation(n, pointer, kIpuAttribute, INT32_MAX);
       op.pipeline_stage = annotation(n, pointer, kStageAttribute, INT32_MAX);
+      op.execution_phase = annotation(n, pointer, kPhaseAttribute, INT32_MAX);
       // PopART's RecomputeType: 0 Undefined, 1 Checkpoint, 2 Recompute, 3 Recomputed.
       annotation(n, pointer, kRecomputeAttribute, 3);
       copy_attributes(n, pointer, op);

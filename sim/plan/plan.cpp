@@ -437,6 +437,19 @@ Plan make_plan(const Scenario& sc, const ModelGraph& g) {
   return plan;
 }
 
+std::optional<std::string> unused_phases_warning(const Model& m, const ModelGraph& g) {
+  const std::string ignored =
+      "PopART uses executionPhase only under VirtualGraphMode::ExecutionPhases (phased execution, which ipusim "
+      "does not model yet) and clears it otherwise (Ir::verifyExecutionPhaseSettings), so this run places the "
+      "ops by virtualGraph and pipelineStage alone";
+  if (const auto& refused = g.phasing_refused)
+    return "the executionPhase annotations break a phase rule at " + refused->pointer() + ": " + refused->message() +
+           " [" + refused->rule() + "]; " + ignored;
+  if (g.phase_count == 0) return std::nullopt;
+  return std::to_string(m.ops.size()) + " ops carry executionPhase (" + std::to_string(g.phase_count) +
+         " phases); " + ignored;
+}
+
 std::optional<std::string> missing_loss_warning(const Scenario& sc, const ModelGraph& g) {
   if (!sc.execution.training) return std::nullopt;
   static const std::set<std::string> losses{"SoftmaxCrossEntropy", "SoftmaxCrossEntropyLoss", "NllLoss",

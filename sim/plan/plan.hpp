@@ -114,6 +114,9 @@ Plan make_plan(const Scenario& scenario, const ModelGraph& graph);
 // ONNX names): backward then starts from its outputs, which are streamed to the host every
 // micro-batch; a warning that says so, or nothing.
 std::optional<std::string> missing_loss_warning(const Scenario& scenario, const ModelGraph& graph);
+// The model carries executionPhase annotations, which the sharded and pipelined modes do not
+// use (PopART clears them outside phased execution): what they are and what the run does.
+std::optional<std::string> unused_phases_warning(const Model& model, const ModelGraph& graph);
 
 // The per-op rules make_plan applies, shared with the planner's split tables (sim/search),
 // which compose a plan's figures from blocks of layers without rebuilding it.

@@ -146,9 +146,12 @@ Simulation simulate(const Scenario& scenario, const std::vector<Mode>& modes, co
   sim.plan = make_plan(scenario, sim.graph);
   check_connected(scenario.hardware);  // a disconnected system is bad input, reported before simulating
   sim.estimate = estimate_run(scenario, sim.plan, modes, options.keep_log);
-  if (options.notes != nullptr)
+  if (options.notes != nullptr) {
     if (const auto warning = missing_loss_warning(scenario, sim.graph))
       *options.notes << "ipusim: warning: " << scenario.file << ": " << *warning << "\n" << std::flush;
+    if (const auto warning = unused_phases_warning(scenario.model, sim.graph))
+      *options.notes << "ipusim: warning: " << scenario.model.file << ": " << *warning << "\n" << std::flush;
+  }
   // The time estimate is for the full simulation; the steady state's is usually far less.
   if (options.notes != nullptr &&
       (sim.estimate.peak_bytes > kNoteBytes || (options.exact_full && sim.estimate.seconds > kNoteSeconds)))
