@@ -80,6 +80,7 @@ if [ "$onnx_seconds" != 0 ] || [ -n "${FUZZ_ONNX_RUNS:-}" ]; then
   /usr/bin/python3 tests/make_onnx_fixtures.py "$corpus/seed" || true
   # Real exporter output (a decoder with Constant and Shape nodes, tied embeddings), when PyTorch is there.
   /usr/bin/python3 tests/torch_export.py "$corpus/seed" decoder >/dev/null 2>&1 || true
+  /usr/bin/python3 tests/torch_export.py "$corpus/seed" decoder17 >/dev/null 2>&1 || true
   /usr/bin/python3 tests/torch_export.py "$corpus/seed" encoder >/dev/null 2>&1 || true
   # Seeds larger than -max_len would arrive cut (no longer a ModelProto): left out.
   find "$corpus/seed" -type f \( ! -name '*.onnx' -o -size +600k \) -delete
