@@ -77,20 +77,22 @@ def checkpoint(b, name, x, shape, dtype=None):
     return b.op(name + "/from_fp8", "Cast", [f], [(name + "/restored", shape)])
 
 
-def mlperf_checkpoints(place):
+def mlperf_checkpoints(places, last_stage):
     """Which sub-layer outputs Graphcore's MLPerf BERT checkpoints (bert_model.py
     should_checkpoint_att / should_checkpoint_ffn, v1.1 and v2.0): every attention output in the
     last pipeline stage; every feed-forward output but the last one on an IPU that is copied to
-    the next stage (unless an attention half follows on the same IPU), and the model's last."""
-    layers = place.layers()
-    att = [place.att[i][1] == place.last_stage for i in range(layers)]
+    the next stage (unless an attention half follows on the same IPU), and the model's last.
+    places: per layer ((attention IPU, stage), (feed-forward IPU, stage)), from
+    --att-ffn-placement or whole layers from --layers-per-ipu; last_stage: the heads' stage."""
+    layers = len(places)
+    att = [places[i][0][1] == last_stage for i in range(layers)]
     ffn = []
     for i in range(layers):
         if i == layers - 1:
             ffn.append(True)
             continue
-        not_last_on_ipu = place.ffn[i][0] == place.ffn[i + 1][0]
-        followed_by_att = place.ffn[i][0] == place.att[i + 1][0]
+        not_last_on_ipu = places[i][1][0] == places[i + 1][1][0]
+        followed_by_att = places[i][1][0] == places[i + 1][0][0]
         ffn.append(not_last_on_ipu or followed_by_att)
     return att, ffn
 
@@ -132,6 +134,9 @@ def build(args):
     places, head, placement_text, placement = sub_layer_places(args)
     num_layers = len(places)
     mlperf = args.implementation == "mlperf"
+    if args.projection_bias and not mlperf:
+        raise SystemExit("error: --projection-bias is the MLM projection bias of Graphcore's MLPerf BERT "
+                         "(projection_bias); give it with --implementation mlperf")
     packed = args.sequences_per_pack
     # MLPerf's max_lm_predictions (bert_model.py): mask_tokens + max_sequences_per_pack - 1 rows.
     predictions = args.masked + packed - 1 if mlperf else args.masked
@@ -199,7 +204,7 @@ def build(args):
         bias = b.op("mask/scale", "Scale", ["mask/float"], [("attention_bias", [seq])])
 
     if mlperf:
-        att_checkpoint, ffn_checkpoint = mlperf_checkpoints(placement)
+        att_checkpoint, ffn_checkpoint = mlperf_checkpoints(places, head[1])
     else:
         # Optimum-Graphcore's recompute_checkpoint_every_layer: every layer's output but the last.
         every = args.recompute_checkpoint_every_layer

@@ -300,6 +300,32 @@ TEST_CASE("BERT-Base and BERT-Large: 110M and 336M parameters, heads on IPU 0 or
   CHECK(ipu_of(last, g, "embedding/word_gather") == 0);
 }
 
+TEST_CASE("make_bert_model.py --implementation mlperf with whole layers per IPU checkpoints as MLPerf BERT does",
+          "[zoo]") {
+  // It crashed (Python TypeError: the checkpoint rule read sub-layer placements only).
+  // Whole layers on IPUs 3,7,7,7: every layer's output is checkpointed but the last layer's
+  // on IPUs 0, 1 and 2 (layers 2, 9, 16: copied to the next IPU, no attention half after them
+  // there); the model's last (23) is kept (bert_model.py should_checkpoint_ffn).
+  const test::TempDir dir;
+  const Model m = generated(dir, "make_bert_model.py", "--implementation mlperf --layers-per-ipu 3,7,7,7");
+  std::vector<int> checkpointed;
+  for (const Op& op : m.ops)
+    for (int i = 0; i < 24; ++i)
+      if (op.name == "layer" + std::to_string(i) + "/checkpoint") checkpointed.push_back(i);
+  std::vector<int> expected;
+  for (int i = 0; i < 24; ++i)
+    if (i != 2 && i != 9 && i != 16) expected.push_back(i);
+  CHECK(checkpointed == expected);
+  // --projection-bias exists only in MLPerf BERT's graph: without --implementation mlperf it
+  // was accepted and did nothing.
+  const std::string python = fs::exists("/usr/bin/python3") ? "/usr/bin/python3" : "python3";
+  const std::string command = python + " '" + kSource +
+                              "/scripts/make_bert_model.py' --layers-per-ipu 3,7,7,7 --projection-bias >/dev/null 2>&1";
+  const int status = std::system(command.c_str());
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) != 0);
+}
+
 TEST_CASE("the zoo generators reproduce the shipped BERT, GPT-2 and ViT models", "[zoo]") {
   CHECK(generate("make_bert_model.py", "--layers-per-ipu 3,7,7,7 --hidden 1024 --heads 16 --name bert-large") ==
         read_all(kSource + "/models/bert-large.json"));
