@@ -265,6 +265,19 @@ TEST_CASE("ipusim plan: the real binary ranks, confirms, writes a runnable best 
   CHECK(layers.out.find("5 layers of the template \"layer#\": layer0 (1 ops), layer1 (1 ops)") != std::string::npos);
 }
 
+TEST_CASE("ipusim plan: a search the time limit cut before anything fitting does not claim the space was searched",
+          "[planner][cli]") {
+  // Without a limit the planner finds a fitting BERT-Large on 4 IPUs in 0.3 s; a 1 ms limit stops the
+  // search before any candidate. It said "the whole space was searched: the model needs more
+  // memory than 4 IPUs ... give", a wrong answer.
+  const Result r = run_ipusim({"plan", std::string(IPUSIM_SOURCE_DIR) + "/scenarios/bert-large-training.json",
+                               "--time-limit", "0.001", "--quiet"});
+  CHECK(r.exit_code == 5);
+  CHECK_THAT(r.err, Catch::Matchers::Contains("before --time-limit stopped the search") &&
+                        Catch::Matchers::Contains("raise --time-limit"));
+  CHECK_THAT(r.err, !Catch::Matchers::Contains("whole space was searched"));
+}
+
 TEST_CASE("ipusim plan: nothing fits with the width fixed; the message names the width that fits", "[planner][cli]") {
   std::mt19937 rng(11);
   TempDir dir;

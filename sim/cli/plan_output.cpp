@@ -287,6 +287,13 @@ double compare_with_given(std::ostream& out, const Scenario& sc, const LayerStru
 }
 
 std::string no_fit_message(const Scenario& sc, const PlanSearch& search, const PlanRequest& request) {
+  // A search the time limit cut says nothing of the part it did not reach (it said "the whole
+  // space was searched" while a search without the limit found a fitting best).
+  if (!search.complete)
+    return "no configuration that fits in memory was found before --time-limit stopped the search (" +
+           count(search.counts.partial_splits) + " IPU blocks examined, " + count(search.counts.out_of_memory) +
+           " of them fit at no availableMemoryProportion); the part of the space not examined may hold one: raise "
+           "--time-limit, or narrow the space (--ipus, --replicas, --micro-batch)";
   std::string out = "no configuration in the space fits in memory (" + count(search.counts.partial_splits) +
                     " IPU blocks examined, " + count(search.counts.out_of_memory) + " of them fit at no "
                     "availableMemoryProportion)";
