@@ -22,6 +22,13 @@ default: with tied embeddings the head must sit with the token embedding, since 
 does not copy a weight between IPUs) or on the last used IPU (--heads-on last, which
 needs --untied embeddings unless everything is on IPU 0).
 
+Phased execution (--phased STAGES, instead of --layers-per-ipu; --layers gives the depth): one
+execution phase for the embedding, one per decoder layer (--phase-per layer, as Graphcore's PopXL
+GPT-J runs its layers) or two (--phase-per half: attention, then feed-forward), one for the final
+LayerNorm, head and loss; each phase on virtual graph phase % STAGES (PopART's placement rule:
+STAGES 2 alternates two IPUs, 1 keeps every phase on IPU 0). With STAGES 2 the head's phase must
+fall on the embedding's IPU for tied embeddings, so --untied is needed when it does not.
+
 Shapes are per sample; output is deterministic.
 """
 
@@ -36,8 +43,47 @@ from transformer_blocks import pre_ln_layer
 PRESETS = {"gpt2-small": (12, 768), "gpt2-medium": (24, 1024), "gpt2-large": (36, 1280), "gpt2-xl": (48, 1600)}
 
 
+class PhasePlacement:
+    """--phased: the embedding in phase 0, each layer (or half layer) in the next phase, the head last."""
+
+    def __init__(self, layers, stages, per):
+        self.layers, self.stages, self.per = layers, stages, per
+        self.head_phase = 1 + layers * (2 if per == "half" else 1)
+        self.head = (self.head_phase % stages, 0)
+
+    def total_layers(self):
+        return self.layers
+
+    def summary(self):
+        return "phased: %d phases, stages %d, a phase per %s" % (self.head_phase + 1, self.stages, self.per)
+
+
+def build_placement(args):
+    if args.phased is None:
+        if args.layers_per_ipu is None:
+            raise SystemExit("error: give --layers-per-ipu (or --phased with --layers)")
+        return Placement(args.layers_per_ipu, args.heads_on, args.stage_ipus)
+    if args.layers_per_ipu is not None or args.stage_ipus:
+        raise SystemExit("error: --phased places the layers by phase; leave out --layers-per-ipu and --stage-ipus")
+    if args.layers is None:
+        raise SystemExit("error: --phased needs --layers (the number of decoder layers)")
+    return PhasePlacement(args.layers, args.phased, args.phase_per)
+
+
+def place_layer(b, placement, index):
+    """Places layer `index` and returns the hook that places its feed-forward half (or None)."""
+    if isinstance(placement, PhasePlacement):
+        halves = 2 if placement.per == "half" else 1
+        b.place_phase(1 + index * halves, placement.stages)
+        if halves == 2:
+            return lambda: b.place_phase(2 + index * 2, placement.stages)
+        return None
+    return None
+
+
 def build(args):
-    placement = Placement(args.layers_per_ipu, args.heads_on, args.stage_ipus)
+    placement = build_placement(args)
+    phased = isinstance(placement, PhasePlacement)
     layers = placement.total_layers()
     if args.preset:
         preset_layers, args.hidden = PRESETS[args.preset]
@@ -47,7 +93,7 @@ def build(args):
         args.heads = args.hidden // 64
     if args.hidden is None or args.heads is None:
         raise SystemExit("error: give --preset, or --hidden and --heads")
-    if args.layers is not None and args.layers != layers:
+    if args.layers is not None and args.layers != layers and not phased:
         raise SystemExit("error: --layers %d but --layers-per-ipu places %d" % (args.layers, layers))
     h, heads, seq, vocab = args.hidden, args.heads, args.seq, args.vocab
     ffn = args.ffn or 4 * h
@@ -56,26 +102,38 @@ def build(args):
     if seq > args.max_positions:
         raise SystemExit("error: --seq %d exceeds --max-positions %d" % (seq, args.max_positions))
     if not args.untied and placement.head[0] != 0:
-        raise SystemExit("error: --heads-on last puts the LM head on IPU %d, away from the tied token embedding "
-                         "on IPU 0 (ipusim does not copy a weight between IPUs); add --untied" % placement.head[0])
+        raise SystemExit("error: %s puts the LM head on IPU %d, away from the tied token embedding "
+                         "on IPU 0 (ipusim does not copy a weight between IPUs); add --untied"
+                         % ("--phased" if phased else "--heads-on last", placement.head[0]))
 
     b = Builder(args.dtype)
     b.tensor("input_ids", [seq], "input", "int32")
     b.tensor("position_ids", [seq], "input", "int32")
     b.tensor("labels", [seq], "input", "int32")
 
-    b.place((0, 0))
+    if phased:
+        b.place_phase(0, placement.stages)
+    else:
+        b.place((0, 0))
     wte = b.weight("wte", [vocab, h])
     wpe = b.weight("wpe", [args.max_positions, h])
     t = b.op("embedding/token_gather", "Gather", [wte, "input_ids"], [("embedding/token", [seq, h])])
     p = b.op("embedding/position_gather", "Gather", [wpe, "position_ids"], [("embedding/position", [seq, h])])
     x = b.op("embedding/add", "Add", [t, p], [("embedding/output", [seq, h])])
 
-    for index, ipu, stage in placement.layers():
-        b.place((ipu, stage))
-        x = pre_ln_layer(b, "h%d" % index, x, seq, h, heads, ffn, "causal")
+    layer_places = ([(i, None, None) for i in range(layers)] if phased else placement.layers())
+    for index, ipu, stage in layer_places:
+        if phased:
+            before_ffn = place_layer(b, placement, index)
+        else:
+            b.place((ipu, stage))
+            before_ffn = None
+        x = pre_ln_layer(b, "h%d" % index, x, seq, h, heads, ffn, "causal", before_ffn=before_ffn)
 
-    b.place(placement.head)
+    if phased:
+        b.place_phase(placement.head_phase, placement.stages)
+    else:
+        b.place(placement.head)
     x = b.layer_norm("ln_f", x, [seq, h])
     if args.untied:
         logits = b.dense("lm_head", x, seq, h, vocab, bias=False)
@@ -95,6 +153,8 @@ def build(args):
         % (what, " ".join(command_line(args)), layers, h, heads, ffn, seq, vocab, args.max_positions,
            "untied" if args.untied else "tied", args.dtype, placement.summary(), placement.head[0],
            placement.head[1]))
+    if phased:
+        description += " Execution phases: the embedding in 0, the head in %d." % placement.head_phase
     return b.model(args.name or args.preset or "gpt", description, ["loss"])
 
 
@@ -103,6 +163,8 @@ def command_line(args):
                                 ("hidden", "--hidden", PRESETS[args.preset][1] if args.preset else None),
                                 ("heads", "--heads", PRESETS[args.preset][1] // 64 if args.preset else None),
                                 ("layers_per_ipu", "--layers-per-ipu", None), ("stage_ipus", "--stage-ipus", None),
+                                ("layers", "--layers", None), ("phased", "--phased", None),
+                                ("phase_per", "--phase-per", "layer"),
                                 ("heads_on", "--heads-on", "0"),
                                 ("ffn", "--ffn", None), ("seq", "--seq", None), ("vocab", "--vocab", 50257),
                                 ("max_positions", "--max-positions", 1024), ("untied", "--untied", False),
@@ -120,6 +182,9 @@ def main(argv=None):
         formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--preset", choices=sorted(PRESETS), default=None, help="GPT-2's published sizes")
     add_placement_arguments(parser, "decoder layers", "0")
+    for action in parser._actions:  # --phased places the layers instead
+        if action.dest == "layers_per_ipu":
+            action.required = False
     parser.add_argument("--layers", type=positive_int, default=None, help="optional check: total decoder layers")
     parser.add_argument("--hidden", type=positive_int, default=None, help="hidden size (set by --preset)")
     parser.add_argument("--heads", type=positive_int, default=None, help="attention heads (set by --preset)")
@@ -130,6 +195,11 @@ def main(argv=None):
                         help="rows of the position-embedding table (default 1024)")
     parser.add_argument("--untied", action="store_true",
                         help="give the LM head its own [hidden, vocab] weight instead of the token embedding's")
+    parser.add_argument("--phased", type=int, choices=[1, 2], default=None,
+                        help="phased execution instead of --layers-per-ipu: executionPhaseSettings.stages (2: phases "
+                             "alternate over IPUs 0 and 1; 1: all on IPU 0); needs --layers")
+    parser.add_argument("--phase-per", choices=["layer", "half"], default="layer",
+                        help="with --phased: one phase per decoder layer, or two (attention, feed-forward)")
     add_output_arguments(parser, "the preset, else \"gpt\"")
     args = parser.parse_args(argv)
     write(dump(build(args)), args.output)

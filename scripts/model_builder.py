@@ -162,6 +162,12 @@ class Builder:
     def place(self, ipu_and_stage):
         self.ipu, self.stage = ipu_and_stage
 
+    def place_phase(self, phase, stages):
+        """Phased execution: the op's executionPhase, on virtual graph phase % stages (PopART's
+        placement rule for ExecutionPhaseSettings.stages), pipeline stage 0."""
+        self.phase = phase
+        self.ipu, self.stage = phase % stages, 0
+
     def tensor(self, name, shape, kind, dtype=None):
         if name in self.tensors:
             raise ValueError("tensor %s declared twice" % name)
@@ -186,6 +192,8 @@ class Builder:
             op["attributes"] = attributes
         op["virtualGraph"] = self.ipu
         op["pipelineStage"] = self.stage
+        if getattr(self, "phase", None) is not None:
+            op["executionPhase"] = self.phase
         self.ops.append(op)
         return names[0] if len(names) == 1 else names
 

@@ -67,14 +67,17 @@ def residual(b, name, x, y, seq, h):
     return b.op(name, "Add", [x, y], [(name + "_out", [seq, h])])
 
 
-def pre_ln_layer(b, p, x, seq, h, heads, ffn, mask, hidden_dropout=0.0, attention_dropout=0.0):
+def pre_ln_layer(b, p, x, seq, h, heads, ffn, mask, hidden_dropout=0.0, attention_dropout=0.0, before_ffn=None):
     """GPT-2's and ViT's layer: LayerNorm before attention and before the feed-forward. Hidden
     dropout as ViT's blocks (torchvision's and Graphcore's): after the attention's output
-    projection, after the GELU and after the second projection."""
+    projection, after the GELU and after the second projection. `before_ffn`, when given, is
+    called between the attention half and the feed-forward half (to place them apart)."""
     n = b.layer_norm(p + "/ln_1", x, [seq, h])
     a = dropout(b, p + "/attention/dropout", self_attention(b, p, n, seq, h, heads, mask, False, attention_dropout),
                 [seq, h], hidden_dropout)
     x = residual(b, p + "/attention/residual", x, a, seq, h)
+    if before_ffn:
+        before_ffn()
     n = b.layer_norm(p + "/ln_2", x, [seq, h])
     f = dropout(b, p + "/ffn/dropout", feed_forward(b, p, n, seq, h, ffn, hidden_dropout), [seq, h], hidden_dropout)
     return residual(b, p + "/ffn/residual", x, f, seq, h)

@@ -43,6 +43,7 @@ std::vector<Mode> modes_for(const Scenario& sc, const std::string& flag) {
   if (flag.empty()) return sc.execution.modes;
   if (flag == "both") return {Mode::Sharded, Mode::Pipelined};
   if (flag == "sharded") return {Mode::Sharded};
+  if (flag == "phased") return {Mode::Phased};
   return {Mode::Pipelined};
 }
 
@@ -98,7 +99,9 @@ Rerun rerun_of(const std::string& path) {
   if (doc.contains("runs") && doc.at("runs").is_array())
     for (const auto& run : doc.at("runs"))
       if (run.is_object() && run.contains("mode") && run.at("mode").is_string())
-        r.modes.push_back(run.at("mode") == "sharded" ? Mode::Sharded : Mode::Pipelined);
+        r.modes.push_back(run.at("mode") == "sharded" ? Mode::Sharded
+                          : run.at("mode") == "phased" ? Mode::Phased
+                                                       : Mode::Pipelined);
   if (r.modes.empty()) throw InputError(path, "/runs", "run.from-incomplete", "the run document lists no runs");
   return r;
 }
@@ -225,7 +228,7 @@ Command add_run_command(CLI::App& app) {
                   "Run the model INPUT on this IPU system (configs/*.json) without a scenario file: every "
                   "execution setting at its default (docs/formats.md), changed with --set execution.x=...");
   cmd->add_option("--mode", o->mode, "Run one mode only, or both (default: the scenario's mode, else both)")
-      ->check(CLI::IsMember({"sharded", "pipelined", "both"}));
+      ->check(CLI::IsMember({"sharded", "pipelined", "both", "phased"}));
   cmd->add_option("--set", o->sets,
                   "Override a field: path=value (execution.microBatchSize=8, config.ipu.clockHz=1.85e9, "
                   "model.ops.0.flops=1e9); repeatable")

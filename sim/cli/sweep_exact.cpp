@@ -31,7 +31,7 @@ std::vector<Mode> modes_of(const Scenario& sc, const std::string& modes) {
 // has none for this mode or is not exact here.
 std::optional<nlohmann::json> exact_run(Mode mode, const Scenario& sc, const Plan& plan, double& step_seconds) {
   const Execution& ex = sc.execution;
-  if (mode == Mode::Pipelined && !has_evaluator(ex.schedule)) return std::nullopt;
+  if (mode == Mode::Phased || (mode == Mode::Pipelined && !has_evaluator(ex.schedule))) return std::nullopt;
   RouteTable routes(sc.hardware);
   const StepEstimate e =
       mode == Mode::Sharded ? estimate_sharded_step(ex, plan, routes) : estimate_step(ex, plan, routes);
@@ -61,9 +61,9 @@ std::optional<nlohmann::json> report_of(const Scenario& sc, const ModelGraph& gr
   sim.graph = graph;
   // A run that would print a warning is left to the engine, which records it.
   if (missing_loss_warning(sc, sim.graph)) return std::nullopt;
-  sim.plan = make_plan(sc, sim.graph);
-  check_connected(sc.hardware);
   const std::vector<Mode> run_modes = modes_of(sc, modes);
+  sim.plan = make_plan(sc, sim.graph, run_modes);
+  check_connected(sc.hardware);
   sim.estimate = estimate_run(sc, sim.plan, run_modes, false);
   nlohmann::json runs = nlohmann::json::array();
   double sharded = 0, pipelined = 0;

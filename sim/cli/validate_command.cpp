@@ -89,7 +89,7 @@ int validate(const ValidateOptions& o) {
     std::cout << o.path << ": valid scenario, " << plan.stage_count() << " stage(s) on " << plan.ipus.size()
               << " IPU(s); a run needs " << describe_estimate(estimate) << "\n";
     if (const auto warning = missing_loss_warning(sc, g)) std::cerr << "ipusim: warning: " << o.path << ": " << *warning << "\n";
-    if (const auto warning = unused_phases_warning(sc.model, g))
+    if (const auto warning = plan.phased ? std::nullopt : unused_phases_warning(sc.model, g))
       std::cerr << "ipusim: warning: " << sc.model.file << ": " << *warning << "\n";
     // Whether it fits, as the run would report it, and what would make it fit.
     const bool placed = sc.execution.replicas > 1 || !sc.execution.placement.empty();

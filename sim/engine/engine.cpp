@@ -220,7 +220,12 @@ void Run::execute(ActorState& st, const Step& step) {
                    : sg4::Comm::sendto_async(me, memory, static_cast<std::uint64_t>(step.bytes)),
               load ? -2 : ipu, load ? ipu : -2, -1, step.bytes, 0,
               &platform_.memory_slots_of_ipu.at(ipu)};
-    wait_for(st, p);
+    if (step.overlapped) {  // phased execution's I/O tiles carry it; waited for at the next sync
+      if (st.streams.empty()) st.stream_kind = e.kind;
+      st.streams.push_back(std::move(p));
+    } else {
+      wait_for(st, p);
+    }
     break;
   }
   case StepKind::Exchange: {

@@ -10,7 +10,8 @@
 
 namespace ipusim {
 
-enum class Mode { Sharded, Pipelined };
+// Phased: PopART's VirtualGraphMode::ExecutionPhases (docs/phased.md); run on its own.
+enum class Mode { Sharded, Pipelined, Phased };
 std::string mode_name(Mode mode);
 
 enum class Recomputation { None, Pipeline };
@@ -21,6 +22,22 @@ std::string optimizer_name(Optimizer optimizer);
 // "accumulate outer fragment") are spread over the IPUs (popart-semantics.md).
 enum class WeightUpdateSchedule { Serial, OverlapCycleOptimized, OverlapMemoryOptimized };
 std::string weight_update_schedule_name(WeightUpdateSchedule schedule);
+
+// When a kind of tensor moves between Streaming Memory and the IPU under phased execution
+// (PopART's TensorLocationSettings / ExecutionPhaseIOSchedule): Preload loads it during the
+// phase before its own, OnDemand just before the phase that uses it.
+enum class PhaseIo { Preload, OnDemand };
+
+// PopART's ExecutionPhaseSettings (sessionoptions.hpp), as far as the phased mode models them.
+struct PhaseSettings {
+  int stages = 2;  // 2: phases alternate between IPUs (ping-pong); 1: every phase on the same IPUs
+  PhaseIo weights = PhaseIo::Preload;       // weightIOSchedule
+  PhaseIo activations = PhaseIo::Preload;   // activationIOSchedule
+  PhaseIo accumulators = PhaseIo::Preload;  // accumulatorIOSchedule
+  // batchSerializationSettings.factor: each phase runs its micro-batch in this many slices, so
+  // only one slice's activations are live (0 and 1: off, as in PopART).
+  std::int64_t batch_serialization = 1;
+};
 
 struct Execution {
   std::vector<Mode> modes{Mode::Sharded, Mode::Pipelined};
@@ -52,6 +69,7 @@ struct Execution {
   // PopART's replicatedCollectivesSettings.mergeAllReduceCollectives (off by default): the
   // all-reduces of small gradients run as one collective instead of one each.
   bool merge_all_reduce_collectives = false;
+  PhaseSettings phases;  // executionPhaseSettings: the phased mode only
 
   double available_memory_proportion_of(int virtual_ipu) const {
     const auto i = static_cast<std::size_t>(virtual_ipu);

@@ -16,7 +16,14 @@
 
 namespace ipusim {
 
-std::string mode_name(Mode mode) { return mode == Mode::Sharded ? "sharded" : "pipelined"; }
+std::string mode_name(Mode mode) {
+  switch (mode) {
+  case Mode::Sharded: return "sharded";
+  case Mode::Pipelined: return "pipelined";
+  case Mode::Phased: return "phased";
+  }
+  return "?";
+}
 
 std::string optimizer_name(Optimizer optimizer) {
   switch (optimizer) {
@@ -80,6 +87,26 @@ void read_weight_update_settings(ObjectReader r, Execution& e) {
   r.finish();
 }
 
+PhaseIo read_phase_io(ObjectReader& r, const std::string& key) {
+  const std::string schedule = r.optional_string(key, "Preload");
+  if (schedule == "Preload") return PhaseIo::Preload;
+  if (schedule == "OnDemand") return PhaseIo::OnDemand;
+  throw r.error(key, "scenario.bad-phase-settings",
+                "unknown I/O schedule \"" + schedule + "\" (expected Preload or OnDemand, as PopART spells them)" +
+                    did_you_mean(schedule, {"Preload", "OnDemand"}));
+}
+
+// PopART's ExecutionPhaseSettings (sessionoptions.hpp): stages and the I/O schedules modelled.
+PhaseSettings read_phase_settings(ObjectReader r) {
+  PhaseSettings p;
+  p.stages = static_cast<int>(r.optional_int("stages", 2));  // [1, 2]: field_ranges.cpp
+  p.weights = read_phase_io(r, "weightIOSchedule");
+  p.activations = read_phase_io(r, "activationIOSchedule");
+  p.accumulators = read_phase_io(r, "accumulatorIOSchedule");
+  r.finish();
+  return p;
+}
+
 // A referenced document: a path relative to the scenario, or the object inline. An ONNX
 // model is imported, and its document is its JSON conversion (what --set model.* edits).
 struct Referenced {
@@ -118,8 +145,9 @@ Execution read_execution(const Json& execution, const std::string& origin) {
   if (mode == "both") e.modes = {Mode::Sharded, Mode::Pipelined};
   else if (mode == "sharded") e.modes = {Mode::Sharded};
   else if (mode == "pipelined") e.modes = {Mode::Pipelined};
-  else throw r.error("mode", "scenario.bad-mode", "unknown mode \"" + mode + "\" (expected sharded, pipelined or both)" +
-                                                       did_you_mean(mode, {"sharded", "pipelined", "both"}));
+  else if (mode == "phased") e.modes = {Mode::Phased};
+  else throw r.error("mode", "scenario.bad-mode", "unknown mode \"" + mode + "\" (expected sharded, pipelined, both or phased)" +
+                                                       did_you_mean(mode, {"sharded", "pipelined", "both", "phased"}));
   e.schedule = r.optional_string("schedule", e.schedule);
   e.training = r.optional_bool("training", false);
   e.micro_batch_size = r.optional_int("microBatchSize", 1);
@@ -177,6 +205,17 @@ Execution read_execution(const Json& execution, const std::string& origin) {
   e.sequences_per_sample = r.optional_number("sequencesPerSample", 1);
   e.prefetch_data_streams = r.optional_bool("prefetchDataStreams", true);
   e.merge_all_reduce_collectives = r.optional_bool("mergeAllReduceCollectives", false);
+  if (r.has("executionPhaseSettings")) e.phases = read_phase_settings(r.object("executionPhaseSettings"));
+  if (r.has("batchSerializationSettings")) {
+    ObjectReader b = r.object("batchSerializationSettings");
+    e.phases.batch_serialization = std::max<std::int64_t>(1, b.optional_int("factor", 0));
+    if (e.micro_batch_size % e.phases.batch_serialization != 0)
+      throw b.error("factor", "scenario.bad-batch-serialization",
+                    "batchSerializationSettings.factor " + std::to_string(e.phases.batch_serialization) +
+                        " does not divide microBatchSize " + std::to_string(e.micro_batch_size) +
+                        " (PopART slices the micro-batch into factor equal parts)");
+    b.finish();
+  }
   if (!e.training && e.gradient_accumulation != 1)
     throw r.error("gradientAccumulation", "scenario.accumulation-without-training",
                   "gradient accumulation applies to training only; for inference the pipeline depth is batchesPerStep");

@@ -8,6 +8,7 @@
 
 #include "sim/cost/cost_model.hpp"
 #include "sim/base/units.hpp"
+#include "sim/memory/ledger.hpp"
 
 namespace ipusim {
 
@@ -43,38 +44,84 @@ void add_to_report(MemoryReport& report, IpuMemory ipu, const IpuSpec& spec) {
   report.ipus.push_back(std::move(ipu));
 }
 
-namespace {
+void add_optimizer_state(Ledger& ledger, const Scenario& sc, const std::string& w) {
+  const Execution& ex = sc.execution;
+  const Model& m = sc.model;
+  // Replicated tensor sharding leaves each replica 1/replicas of the state.
+  const double shards = ex.replicated_tensor_sharding ? static_cast<double>(ex.replicas) : 1.0;
+  const double state = static_cast<double>(optimizer_state_tensors(ex.optimizer) * m.tensor(w).elements() *
+                                           dtype_bytes(ex.optimizer_state_dtype)) /
+                       shards;
+  // Off-chip state needs no SRAM between updates; it passes through in slices.
+  if (!ex.optimizer_state_off_chip)
+    for (int i = 0; i < optimizer_state_tensors(ex.optimizer); ++i)
+      ledger.add("optimizer state", state / optimizer_state_tensors(ex.optimizer),
+                 tile0_share(state / optimizer_state_tensors(ex.optimizer),
+                             dtype_bytes(ex.optimizer_state_dtype), sc.hardware.ipu));
+}
 
-class Ledger {
-public:
-  Ledger(const IpuSpec& ipu, const Model& model) : ipu_(ipu), model_(model) {}
-
-  void add_tensor(const std::string& category, const std::string& tensor, double bytes) {
-    add(category, bytes, tile0_share(bytes, dtype_bytes(model_.tensor(tensor).dtype), ipu_));
+void add_live_activations(Ledger& ledger, const Scenario& sc, const Plan& plan, const std::vector<int>& stages,
+                          double slices) {
+  const Model& m = sc.model;
+  // Stages on one IPU run one after another: the live activations peak in one of them.
+  // A backward stage holds the forward's activations and their gradients: twice the forward's.
+  // It also holds the gradients of the weights its ops read before they are accumulated.
+  double live = 0;
+  for (int s : stages) {
+    const PlanStage& st = plan.stages[s];
+    const PlanStage& fwd = plan.stages[st.forward_stage];
+    const bool backward = st.backward || st.backward_seconds > 0;
+    double bytes = fwd.live_bytes * (backward ? 2.0 : 1.0);
+    if (backward) {
+      std::set<std::string> read;
+      for (std::size_t op : fwd.ops)
+        for (const auto& t : m.ops[op].inputs)
+          if (m.tensor(t).kind == TensorKind::Weight) read.insert(t);
+      for (const auto& w : read) bytes += static_cast<double>(m.tensor(w).bytes());
+    }
+    live = std::max(live, bytes);
   }
-  void add(const std::string& category, double bytes, double tile_bytes) {
-    auto& c = entry(category);
-    c.bytes += bytes;
-    c.tile_bytes += tile_bytes;
-  }
-  MemoryCategory& entry(const std::string& category) {
-    for (auto& c : categories_)
-      if (c.name == category) return c;
-    categories_.push_back({category, 0, 0});
-    return categories_.back();
-  }
-  std::vector<MemoryCategory> categories() const { return categories_; }
+  // Activations are spread like one float tensor of that size.
+  live /= slices;
+  ledger.add("activations", live, tile0_share(live, 2, sc.hardware.ipu));
+}
 
-private:
-  const IpuSpec& ipu_;
-  const Model& model_;
-  std::vector<MemoryCategory> categories_;
-};
+void add_host_stream_buffers(Ledger& ledger, const Scenario& sc, const Plan& plan, const std::vector<int>& stages) {
+  const Model& m = sc.model;
+  const Execution& ex = sc.execution;
+  for (int s : stages) {
+    const PlanStage& st = plan.stages[s];
+    if (!ex.host_io) break;
+    for (const auto& t : st.host_inputs) ledger.add_tensor("host stream buffers", t, m.tensor(t).bytes_per_micro_batch(ex.micro_batch_size));
+    for (const auto& t : st.host_outputs) ledger.add_tensor("host stream buffers", t, m.tensor(t).bytes_per_micro_batch(ex.micro_batch_size));
+  }
 
-} // namespace
+}
+
+void add_code(Ledger& ledger, const Scenario& sc, const Plan& plan, const std::vector<int>& stages) {
+  const Model& m = sc.model;
+  const Execution& ex = sc.execution;
+  const IpuSpec& ipu_spec = sc.hardware.ipu;
+  // Each op places code and control on every tile it runs on; backward ops as many again.
+  // PopART outlines repeated subgraphs (enableOutlining, on by default): ops of the same
+  // type on operands of the same shapes (the same layer repeated) share one copy of code.
+  const double per_op = ipu_spec.code_bytes_per_op;
+  std::set<std::string> outlined;
+  for (int s : stages) {
+    const PlanStage& st = plan.stages[s];
+    if (st.backward) continue;
+    for (std::size_t op : st.ops) {
+      if (!outlined.insert(code_signature(m, m.ops[op])).second) continue;
+      const double tiles = tiles_used(forward_work(m, m.ops[op], ex.micro_batch_size), ipu_spec);  // FLOP models' spread
+      const double copies = ex.training ? 2.0 : 1.0;
+      ledger.add("code and control", copies * per_op * tiles, copies * per_op);
+    }
+  }
+}
 
 MemoryReport estimate_memory(const Scenario& sc, const Plan& plan, const std::vector<int>& stash_depth,
                              bool recompute, const std::vector<StageMirror>& mirrors) {
+  if (plan.phased) return estimate_phased_memory(sc, plan);
   const Model& m = sc.model;
   const Execution& ex = sc.execution;
   const IpuSpec& ipu_spec = sc.hardware.ipu;
@@ -82,10 +129,7 @@ MemoryReport estimate_memory(const Scenario& sc, const Plan& plan, const std::ve
 
   for (const PlanIpu& ipu : plan.ipus) {
     Ledger ledger(ipu_spec, m);
-    // The fixed order of categories in every report.
-    for (const char* name : {"weights", "gradient accumulators", "optimizer state", "activations",
-                             "matmul temporaries", "stash", "host stream buffers", "code and control"})
-      ledger.entry(name);
+    for (const char* name : kMemoryCategories) ledger.entry(name);
 
     // What this IPU runs: its own stages, each forward stage stashing its schedule's depth,
     // and the stages it runs a second copy of (with their weights and their own stash).
@@ -115,40 +159,11 @@ MemoryReport estimate_memory(const Scenario& sc, const Plan& plan, const std::ve
         // The gradient is accumulated over G micro-batches in a buffer of the weight's type;
         // without accumulation (G = 1) the update reads the gradient itself.
         if (ex.gradient_accumulation > 1) ledger.add_tensor("gradient accumulators", w, bytes);
-        // Replicated tensor sharding leaves each replica 1/replicas of the state.
-        const double shards = ex.replicated_tensor_sharding ? static_cast<double>(ex.replicas) : 1.0;
-        const double state = static_cast<double>(optimizer_state_tensors(ex.optimizer) * m.tensor(w).elements() *
-                                                 dtype_bytes(ex.optimizer_state_dtype)) /
-                             shards;
-        // Off-chip state needs no SRAM between updates; it passes through in slices.
-        if (!ex.optimizer_state_off_chip)
-          for (int i = 0; i < optimizer_state_tensors(ex.optimizer); ++i)
-            ledger.add("optimizer state", state / optimizer_state_tensors(ex.optimizer),
-                       tile0_share(state / optimizer_state_tensors(ex.optimizer),
-                                   dtype_bytes(ex.optimizer_state_dtype), ipu_spec));
+        add_optimizer_state(ledger, sc, w);
       }
     }
 
-    // Stages on one IPU run one after another: the live activations peak in one of them.
-    // A backward stage holds the forward's activations and their gradients: twice the forward's.
-    // It also holds the gradients of the weights its ops read before they are accumulated.
-    double live = 0;
-    for (int s : stages) {
-      const PlanStage& st = plan.stages[s];
-      const PlanStage& fwd = plan.stages[st.forward_stage];
-      const bool backward = st.backward || st.backward_seconds > 0;
-      double bytes = fwd.live_bytes * (backward ? 2.0 : 1.0);
-      if (backward) {
-        std::set<std::string> read;
-        for (std::size_t op : fwd.ops)
-          for (const auto& t : m.ops[op].inputs)
-            if (m.tensor(t).kind == TensorKind::Weight) read.insert(t);
-        for (const auto& w : read) bytes += static_cast<double>(m.tensor(w).bytes());
-      }
-      live = std::max(live, bytes);
-    }
-    // Activations are spread like one float tensor of that size.
-    ledger.add("activations", live, tile0_share(live, 2, ipu_spec));
+    add_live_activations(ledger, sc, plan, stages);
     // The largest operand copies and partial sums a matmul or convolution here keeps while it runs.
     ledger.add("matmul temporaries", temp_bytes_per_tile * static_cast<double>(ipu_spec.tiles), temp_bytes_per_tile);
 
@@ -164,37 +179,9 @@ MemoryReport estimate_memory(const Scenario& sc, const Plan& plan, const std::ve
       report.stashes.push_back({s, ipu.id, depth, slot});
     }
 
-    for (int s : stages) {
-      const PlanStage& st = plan.stages[s];
-      if (!ex.host_io) break;
-      for (const auto& t : st.host_inputs) ledger.add_tensor("host stream buffers", t, m.tensor(t).bytes_per_micro_batch(ex.micro_batch_size));
-      for (const auto& t : st.host_outputs) ledger.add_tensor("host stream buffers", t, m.tensor(t).bytes_per_micro_batch(ex.micro_batch_size));
-    }
-
-    // Each op places code and control on every tile it runs on; backward ops as many again.
-    // PopART outlines repeated subgraphs (enableOutlining, on by default): ops of the same
-    // type on operands of the same shapes (the same layer repeated) share one copy of code.
-    const double per_op = ipu_spec.code_bytes_per_op;
-    std::set<std::string> outlined;
-    for (int s : stages) {
-      const PlanStage& st = plan.stages[s];
-      if (st.backward) continue;
-      for (std::size_t op : st.ops) {
-        if (!outlined.insert(code_signature(m, m.ops[op])).second) continue;
-        const double tiles = tiles_used(forward_work(m, m.ops[op], ex.micro_batch_size), ipu_spec);  // FLOP models' spread
-        const double copies = ex.training ? 2.0 : 1.0;
-        ledger.add("code and control", copies * per_op * tiles, copies * per_op);
-      }
-    }
-
-    IpuMemory out;
-    out.id = ipu.id;
-    out.categories = ledger.categories();
-    for (const auto& c : out.categories) {
-      out.total_bytes += c.bytes;
-      out.fullest_tile_bytes += c.tile_bytes;
-    }
-    add_to_report(report, out, ipu_spec);
+    add_host_stream_buffers(ledger, sc, plan, stages);
+    add_code(ledger, sc, plan, stages);
+    add_to_report(report, ledger.finish(ipu.id), ipu_spec);
   }
   return report;
 }

@@ -15,6 +15,7 @@ namespace {
 constexpr double kWorthMentioning = 0.05;
 
 std::string run_name(const RunMetrics& r) {
+  if (r.mode == Mode::Phased) return "Phased";
   return r.mode == Mode::Pipelined ? "Pipelined (" + r.schedule + ")" : "Sharded";
 }
 

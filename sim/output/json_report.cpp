@@ -221,6 +221,14 @@ Json report_json(const Scenario& sc, const Simulation& sim) {
                 {"seconds", sim.estimate.seconds},
                 {"programSteps", sim.estimate.steps}}},
               {"runs", runs}};
+  if (sim.plan.phased) {
+    auto io = [](PhaseIo schedule) { return schedule == PhaseIo::Preload ? "Preload" : "OnDemand"; };
+    doc["execution"]["executionPhaseSettings"] = {{"stages", ex.phases.stages},
+                                                  {"weightIOSchedule", io(ex.phases.weights)},
+                                                  {"activationIOSchedule", io(ex.phases.activations)},
+                                                  {"accumulatorIOSchedule", io(ex.phases.accumulators)}};
+    doc["execution"]["batchSerializationFactor"] = ex.phases.batch_serialization;
+  }
   if (sc.scenario_document.is_object() && sc.scenario_document.contains("modelDtype"))
     doc["modelDtype"] = sc.scenario_document.at("modelDtype");
   if (sharded && pipelined && pipelined->step_time_s > 0)

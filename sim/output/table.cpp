@@ -15,7 +15,7 @@ std::string pad(const std::string& s, std::size_t width) {
 }
 
 void plan_section(std::ostringstream& out, const Scenario& sc, const Plan& plan, bool placed) {
-  out << "Plan: " << plan.forward_stage_count << " forward stage(s)";
+  out << "Plan: " << plan.forward_stage_count << (plan.phased ? " forward phase(s)" : " forward stage(s)");
   if (plan.training) out << ", " << plan.stage_count() << " stages with backward";
   out << " on " << plan.ipus.size() << (placed ? " virtual IPU(s) per replica\n" : " IPU(s)\n");
   out << "  " << pad("stage", 7) << pad(placed ? "vIPU" : "IPU", 5) << pad("pass", 18) << pad("time/micro-batch", 18) << "ops\n";
@@ -32,7 +32,7 @@ void plan_section(std::ostringstream& out, const Scenario& sc, const Plan& plan,
         << " -> " << virtual_ipu_name(c.dst_ipu, placed) << "): " << format_bytes(c.bytes) << " per micro-batch" << (c.gradient ? ", gradients" : "")
         << "\n";
   }
-  if (const auto& refused = plan.pipelining_refused)
+  if (const auto& refused = plan.pipelining_refused; refused && !plan.phased)
     out << "  pipelined runs refuse this model: " << refused->message() << " [" << refused->rule() << "]\n";
 }
 
@@ -140,7 +140,7 @@ std::string render_table(const Scenario& sc, const Simulation& sim) {
       return format_bytes(m.fullest_tile_bytes) + " (" +
              format_fixed(100 * m.fullest_tile_bytes / m.tile_capacity_bytes, 0) + " %)";
     });
-  if (sc.execution.training) {
+  if (sc.execution.training && !sim.plan.phased) {  // phased: stored activations wait in Streaming Memory
     // Each stage on its IPU, then the second copies a schedule runs on another IPU (DualPipe).
     std::vector<std::pair<int, int>> stashes;
     for (int s = 0; s < sim.plan.forward_stage_count; ++s) stashes.emplace_back(s, sim.plan.stages[s].ipu);

@@ -104,25 +104,77 @@ void check_weights_local(const Model& m, const ModelGraph& g) {
 }
 
 // Forward stage of each op: the ops in execution order, cut wherever the IPU changes
-// (so consecutive annotated stages on one IPU merge into one).
-std::vector<int> split_stages(const ModelGraph& g, std::vector<int>& ipu_of_stage, bool keep_annotated) {
+// (so consecutive annotated stages on one IPU merge into one). Phased, the ops run phase by
+// phase (a stable sort of the execution order) and each phase is its own stage.
+std::vector<int> split_stages(const Model& m, const ModelGraph& g, std::vector<int>& ipu_of_stage, bool keep_annotated,
+                              bool phased) {
   std::vector<int> stage_of(g.ipu_of_op.size());
+  std::vector<std::size_t> order = g.execution_order;
+  if (phased)
+    std::stable_sort(order.begin(), order.end(),
+                     [&](std::size_t a, std::size_t b) { return *m.ops[a].execution_phase < *m.ops[b].execution_phase; });
   int annotated = -1;
-  for (std::size_t op : g.execution_order) {
+  std::int64_t phase = -1;
+  for (std::size_t op : order) {
     const bool new_stage = ipu_of_stage.empty() || ipu_of_stage.back() != g.ipu_of_op[op] ||
-                           (keep_annotated && g.stage_of_op[op] != annotated);
+                           (keep_annotated && g.stage_of_op[op] != annotated) ||
+                           (phased && *m.ops[op].execution_phase != phase);
     if (new_stage) ipu_of_stage.push_back(g.ipu_of_op[op]);
     annotated = g.stage_of_op[op];
+    if (phased) phase = *m.ops[op].execution_phase;
     stage_of[op] = static_cast<int>(ipu_of_stage.size()) - 1;
   }
   return stage_of;
 }
 
+bool runs_phased(const std::vector<Mode>& modes) {
+  return std::find(modes.begin(), modes.end(), Mode::Phased) != modes.end();
+}
+
+// What the phased mode needs from the model and the scenario, before it plans: phases on every
+// op that keep PopART's rules (model_graph.cpp), placed as executionPhaseSettings.stages asks
+// (StreamingMemoryOpInserter::verifyPlacementConsistency), and the mode on its own.
+void check_phased(const Scenario& sc, const ModelGraph& g, const std::vector<Mode>& modes) {
+  const Model& m = sc.model;
+  const Execution& ex = sc.execution;
+  if (modes.size() > 1)
+    throw InputError(sc.file, sc.execution_pointer("mode"), "scenario.phased-alone",
+                     "the phased mode plans the model phase by phase and runs on its own: run it with --mode phased "
+                     "and the others with --mode both, then `ipusim compare` the two run documents");
+  if (const auto& refused = g.phasing_refused) throw *refused;
+  if (g.phase_count == 0)
+    throw InputError(m.file, "/ops", "phased.needs-phases",
+                     "the phased mode runs the model's execution phases, and no op carries executionPhase (ONNX "
+                     "__execution_phase); annotate them (scripts/make_gpt_model.py --phases, or by hand)");
+  const int stages = ex.phases.stages;
+  for (std::size_t i = 0; i < m.ops.size(); ++i) {
+    const std::int64_t phase = *m.ops[i].execution_phase;
+    const int ipu = g.ipu_of_op[i];
+    if (phase % stages != ipu % stages)
+      throw InputError(m.file, "/ops/" + std::to_string(i) + "/executionPhase", "annotation.phase-placement",
+                       "\"" + m.ops[i].name + "\" runs in executionPhase " + std::to_string(phase) +
+                           " on virtualGraph " + std::to_string(ipu) + ", but with executionPhaseSettings.stages " +
+                           std::to_string(stages) + " PopART needs executionPhase % stages == virtualGraph % stages "
+                           "(StreamingMemoryOpInserter::verifyPlacementConsistency): " +
+                           (stages == 2 ? "even phases on even IPUs, odd phases on odd IPUs; or set "
+                                          "execution.executionPhaseSettings.stages to 1"
+                                        : "fix the annotation"));
+  }
+  if (ex.recomputation == Recomputation::Pipeline)
+    throw InputError(sc.file, sc.execution_pointer("recomputation"), "phased.not-modelled",
+                     "pipeline recomputation belongs to pipelining; recomputation inside phases is not modelled yet "
+                     "(docs/phased.md): run phased with recomputation none");
+  if (ex.replicated_tensor_sharding)
+    throw InputError(sc.file, sc.execution_pointer("optimizer/replicatedTensorSharding"), "phased.not-modelled",
+                     "replicated tensor sharding of phased weights (each replica loads a shard and all-gathers it) "
+                     "is not modelled yet (docs/phased.md); run phased without it");
+}
+
 // TensorFlow keeps every pipeline stage it is given, several on one IPU included (its
 // device_mapping is many-to-one); PopART merges consecutive stages on one IPU.
-bool keeps_annotated_stages(const Scenario& sc, const ModelGraph& g) {
+bool keeps_annotated_stages(const Scenario& sc, const ModelGraph& g, const std::vector<Mode>& modes) {
   const Execution& ex = sc.execution;
-  const bool pipelined = std::find(ex.modes.begin(), ex.modes.end(), Mode::Pipelined) != ex.modes.end();
+  const bool pipelined = std::find(modes.begin(), modes.end(), Mode::Pipelined) != modes.end();
   return pipelined && g.has_pipeline_stages && !g.pipelining_refused && ex.schedule.rfind("tf-", 0) == 0;
 }
 
@@ -242,7 +294,9 @@ const PlanStage& backward_of(const Plan& plan, int k) {
   return plan.stages[static_cast<std::size_t>(k == L ? L : 2 * L - k)];
 }
 
-Plan make_plan(const Scenario& sc, const ModelGraph& g) {
+Plan make_plan(const Scenario& sc, const ModelGraph& g) { return make_plan(sc, g, sc.execution.modes); }
+
+Plan make_plan(const Scenario& sc, const ModelGraph& g, const std::vector<Mode>& modes) {
   const Model& m = sc.model;
   const Execution& ex = sc.execution;
   check_ipus_exist(sc, g);
@@ -270,10 +324,17 @@ Plan make_plan(const Scenario& sc, const ModelGraph& g) {
   plan.op_timings.resize(m.ops.size());
   plan.micro_batch_size = ex.micro_batch_size;
   plan.annotated = g.has_virtual_graphs;
+  plan.phased = runs_phased(modes);
   plan.pipelining_refused = g.pipelining_refused;
 
+  const bool phased = plan.phased;
+  if (phased) check_phased(sc, g, modes);
+  else if (ex.phases.batch_serialization > 1)
+    throw InputError(sc.file, sc.execution_pointer("batchSerializationSettings/factor"), "scenario.bad-batch-serialization",
+                     "batch serialisation is modelled in the phased mode only (--mode phased); leave it out for "
+                     "sharded and pipelined runs");
   std::vector<int> merged_ipu;
-  const std::vector<int> stage_of = split_stages(g, merged_ipu, keeps_annotated_stages(sc, g));
+  const std::vector<int> stage_of = split_stages(m, g, merged_ipu, keeps_annotated_stages(sc, g, modes), phased);
   const int P = static_cast<int>(merged_ipu.size());
   lay_out_stages(plan, merged_ipu, ex.training);
   const int L = plan.loss_stage;
@@ -292,6 +353,10 @@ Plan make_plan(const Scenario& sc, const ModelGraph& g) {
     if (std::find(annotated.begin(), annotated.end(), g.stage_of_op[op]) == annotated.end())
       annotated.push_back(g.stage_of_op[op]);
     plan.stages[fs].ops.push_back(op);
+    for (const auto& t : m.ops[op].inputs) {
+      auto& read = plan.stages[fs].weights_read;
+      if (m.tensor(t).kind == TensorKind::Weight && std::find(read.begin(), read.end(), t) == read.end()) read.push_back(t);
+    }
     OpWork forward = forward_work(m, m.ops[op], ex.micro_batch_size, facts);
     forward.training = ex.training;
     const OpCost fc = cost(ipu).cost(forward);
@@ -439,9 +504,9 @@ Plan make_plan(const Scenario& sc, const ModelGraph& g) {
 
 std::optional<std::string> unused_phases_warning(const Model& m, const ModelGraph& g) {
   const std::string ignored =
-      "PopART uses executionPhase only under VirtualGraphMode::ExecutionPhases (phased execution, which ipusim "
-      "does not model yet) and clears it otherwise (Ir::verifyExecutionPhaseSettings), so this run places the "
-      "ops by virtualGraph and pipelineStage alone";
+      "PopART uses executionPhase only under VirtualGraphMode::ExecutionPhases (phased execution: ipusim's "
+      "--mode phased) and clears it otherwise (Ir::verifyExecutionPhaseSettings), so sharded and pipelined runs "
+      "place the ops by virtualGraph and pipelineStage alone";
   if (const auto& refused = g.phasing_refused)
     return "the executionPhase annotations break a phase rule at " + refused->pointer() + ": " + refused->message() +
            " [" + refused->rule() + "]; " + ignored;

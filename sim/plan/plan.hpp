@@ -48,6 +48,7 @@ struct PlanStage {
   std::vector<std::string> stash_tensors;
   std::vector<std::string> recompute_stash_tensors;
   std::vector<std::string> boundary_tensors;
+  std::vector<std::string> weights_read;  // forward stages: every weight its ops read (phased: what it loads)
   double boundary_bytes = 0;  // per micro-batch
   double live_bytes = 0;      // per micro-batch
 
@@ -100,6 +101,7 @@ struct Plan {
   std::vector<PlanCopy> copies;      // forward boundaries, then gradient boundaries
   std::vector<PlanIpu> ipus;         // the IPUs the model uses, ascending id
   bool annotated = false;            // the model carries virtualGraph annotations
+  bool phased = false;               // stages are execution phases (the phased mode: docs/phased.md)
   std::optional<InputError> pipelining_refused;  // the graph's pipelining-only rule the model breaks
 
   int stage_count() const { return static_cast<int>(stages.size()); }
@@ -108,7 +110,10 @@ struct Plan {
 // The backward stage of forward stage k (the loss stage is its own), in a training plan.
 const PlanStage& backward_of(const Plan& plan, int k);
 
+// For the scenario's modes, or for `modes` (the run's, when a flag chose them): TensorFlow's
+// schedules keep annotated stages, and the phased mode cuts the plan at every phase.
 Plan make_plan(const Scenario& scenario, const ModelGraph& graph);
+Plan make_plan(const Scenario& scenario, const ModelGraph& graph, const std::vector<Mode>& modes);
 
 // Training a model without a loss op (SoftmaxCrossEntropy, NllLoss, L1Loss, MSELoss and their
 // ONNX names): backward then starts from its outputs, which are streamed to the host every

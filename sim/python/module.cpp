@@ -38,7 +38,9 @@ std::vector<Mode> modes_of(const std::string& mode, const Execution& execution) 
   if (mode == "both") return {Mode::Sharded, Mode::Pipelined};
   if (mode == "sharded") return {Mode::Sharded};
   if (mode == "pipelined") return {Mode::Pipelined};
-  throw InputError("mode", "", "cli.bad-value", "mode is \"sharded\", \"pipelined\" or \"both\", got \"" + mode + "\"");
+  if (mode == "phased") return {Mode::Phased};
+  throw InputError("mode", "", "cli.bad-value",
+                   "mode is \"sharded\", \"pipelined\", \"both\" or \"phased\", got \"" + mode + "\"");
 }
 
 // "a.b" -> "/execution/a/b"

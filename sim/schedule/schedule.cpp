@@ -26,6 +26,8 @@ std::string pass_name(Pass pass) {
 const std::vector<ScheduleInfo>& schedules() {
   static const std::vector<ScheduleInfo> registry{
       {"sharded", "one micro-batch at a time through the IPUs in stage order; one IPU busy at a time", &build_sharded},
+      {"phased", "PopART's execution phases: one phase at a time, its weights streamed in from Streaming Memory",
+       &build_phased},
       {"popart", "PopART pipelining: G+S-1 lockstep cycles (fill, main, flush), a copy phase every cycle",
        &build_popart},
       {"tf-grouped", "TensorFlow Grouped (TF default): lockstep steps, all forward or all backward at a time",
@@ -55,25 +57,25 @@ std::string schedule_names() {
 
 void check_schedule_name(const Scenario& sc) {
   const std::string& name = sc.execution.schedule;
-  if (name != "sharded")
+  if (name != "sharded" && name != "phased")
     for (const auto& s : schedules())
       if (s.name == name) return;
   std::string known;
   std::vector<std::string> names;
   for (const auto& s : schedules())
-    if (s.name != "sharded") {
+    if (s.name != "sharded" && s.name != "phased") {
       known += (known.empty() ? "" : ", ") + s.name;
       names.push_back(s.name);
     }
   throw InputError(sc.file, sc.execution_pointer("schedule"), "scenario.unknown-schedule",
-                   (name == "sharded" ? std::string("\"sharded\" is a mode, not a pipeline schedule")
+                   (name == "sharded" || name == "phased" ? "\"" + name + "\" is a mode, not a pipeline schedule"
                                       : "unknown pipeline schedule \"" + name + "\"" + did_you_mean(name, names)) +
                        " (known: " + known + ")");
 }
 
 Schedule make_schedule(Mode mode, const Scenario& sc, const Plan& plan) {
   check_schedule_name(sc);
-  const std::string name = mode == Mode::Sharded ? "sharded" : sc.execution.schedule;
+  const std::string name = mode == Mode::Sharded ? "sharded" : mode == Mode::Phased ? "phased" : sc.execution.schedule;
   const int ipus = static_cast<int>(plan.ipus.size() * static_cast<std::size_t>(sc.execution.replicas));
   const ScheduleContext context{sc, plan, sc.hardware.sync_seconds(ipus)};
 
@@ -264,6 +266,18 @@ void ProgramBuilder::host_output(const PlanStage& stage, std::int64_t micro_batc
   append(stage.ipu, s);
 }
 
+void ProgramBuilder::streaming_memory(int virtual_ipu, bool load, double bytes, int stage, Pass pass, bool overlapped) {
+  if (bytes <= 0) return;
+  Step s;
+  s.kind = load ? StepKind::StateLoad : StepKind::StateStore;
+  s.bytes = bytes;
+  s.stage = stage;
+  s.micro_batch = 0;
+  s.pass = pass;
+  s.overlapped = overlapped;
+  append(virtual_ipu, s);
+}
+
 void ProgramBuilder::compute(const PlanStage& stage, std::int64_t micro_batch, Work work) {
   Step s;
   s.kind = StepKind::Compute;
@@ -383,6 +397,23 @@ void ProgramBuilder::stage_update(const PlanStage& stage, std::int64_t micro_bat
   s.micro_batch = micro_batch;
   update_steps(stage.ipu, s, stage.update_seconds, stage.state_bytes);
   if (sharded_state) all_gather(stage.ipu, stage.weight_bytes);
+}
+
+void ProgramBuilder::phase_update(const PlanStage& stage, double load_bytes, double store_bytes) {
+  if (stage.update_seconds <= 0 && load_bytes <= 0) return;
+  streaming_memory(stage.ipu, true, load_bytes, stage.id, Pass::Update);
+  if (replicas_ > 1) {
+    reduce_scatter(stage.ipu, stage.weight_bytes);
+    all_gather(stage.ipu, stage.weight_bytes);
+  }
+  Step s;
+  s.kind = StepKind::Compute;
+  s.pass = Pass::Update;
+  s.stage = stage.id;
+  s.micro_batch = 0;
+  s.seconds = stage.update_seconds;
+  append(stage.ipu, s);
+  streaming_memory(stage.ipu, false, store_bytes, stage.id, Pass::Update);
 }
 
 int ProgramBuilder::repeat(const std::string& name, std::int64_t times, std::int64_t stride,

@@ -84,6 +84,9 @@ Schedule build_tf_interleaved(const ScheduleContext& context);
 Schedule build_tf_sequential(const ScheduleContext& context);
 Schedule build_gpipe(const ScheduleContext& context);
 Schedule build_1f1b(const ScheduleContext& context);
+// Phased execution (docs/phased.md): the plan's stages are the execution phases, run in order per
+// micro-batch, each loading its weights (and state) from Streaming Memory.
+Schedule build_phased(const ScheduleContext& context);
 
 // Which part of a stage's work a compute step runs: the loss stage does both at once
 // under PopART; TF and GPU-style schedules run its forward and backward as separate steps;
@@ -122,6 +125,9 @@ public:
   void send(int ipu, const std::vector<const PlanCopy*>& copies);
   void receive(int ipu, const std::vector<const PlanCopy*>& copies);
   void host_output(const PlanStage& stage, std::int64_t micro_batch);
+  // `bytes` between virtual IPU `virtual_ipu` and its Streaming Memory (load: into the IPU) for
+  // `stage`; `overlapped`: carried by the I/O tiles while the IPU computes, waited for at its next sync.
+  void streaming_memory(int virtual_ipu, bool load, double bytes, int stage, Pass pass, bool overlapped = false);
   // The step's weight update. With replicas the gradients are first ring-all-reduced
   // (reduce-scattered under replicated tensor sharding, the updated weights all-gathered
   // after). Each IPU's update loads its off-chip optimizer state, computes, stores it back.
@@ -132,6 +138,9 @@ public:
   // PopART without gradient accumulation: right after a stage's backward of one micro-batch,
   // the update of the weights whose gradient it completes (all-reduced first with replicas).
   void stage_update(const PlanStage& stage, std::int64_t micro_batch);
+  // Phased execution: the update of the weights `stage` completes, with `load_bytes` brought in
+  // from Streaming Memory first and `store_bytes` written back after (all-reduced across replicas).
+  void phase_update(const PlanStage& stage, double load_bytes, double store_bytes);
   // Lays out `body` once as the template of a loop run `times` times, micro-batches one
   // `stride` further each time, on every program the body adds steps to (write the body
   // for iteration 0). Returns the loop's id; passing it as `loop` makes this call another

@@ -27,7 +27,7 @@ struct Verdict {
 // Memory as the run in `mode` would report it, and the step time when an evaluator applies.
 Verdict judge(const Scenario& sc, Mode mode) {
   Verdict v;
-  const Plan plan = make_plan(sc, build_graph(sc.model));
+  const Plan plan = make_plan(sc, build_graph(sc.model), {mode});
   const Schedule schedule = make_schedule(mode, sc, plan);
   v.memory = estimate_memory(sc, plan, schedule.stash_depth, schedule.recompute, schedule.mirrors);
   if (mode == Mode::Pipelined && has_evaluator(sc.execution.schedule)) {

@@ -143,13 +143,14 @@ constexpr double kNoteSeconds = 60;
 Simulation simulate(const Scenario& scenario, const std::vector<Mode>& modes, const SimulateOptions& options) {
   Simulation sim;
   sim.graph = options.graph != nullptr ? *options.graph : build_graph(scenario.model);
-  sim.plan = make_plan(scenario, sim.graph);
+  sim.plan = make_plan(scenario, sim.graph, modes);
   check_connected(scenario.hardware);  // a disconnected system is bad input, reported before simulating
   sim.estimate = estimate_run(scenario, sim.plan, modes, options.keep_log);
   if (options.notes != nullptr) {
     if (const auto warning = missing_loss_warning(scenario, sim.graph))
       *options.notes << "ipusim: warning: " << scenario.file << ": " << *warning << "\n" << std::flush;
-    if (const auto warning = unused_phases_warning(scenario.model, sim.graph))
+    const auto warning = sim.plan.phased ? std::nullopt : unused_phases_warning(scenario.model, sim.graph);
+    if (warning)
       *options.notes << "ipusim: warning: " << scenario.model.file << ": " << *warning << "\n" << std::flush;
   }
   // The time estimate is for the full simulation; the steady state's is usually far less.

@@ -226,12 +226,12 @@ class Scenario:
     @_call_checked("Scenario.run")
     def run(self, execution=None, mode=None):
         """The run document (dict) of this scenario with `execution` fields changed, as
-        `--set execution.KEY=VALUE` would change them; `mode` "sharded", "pipelined" or "both"
-        (default: the scenario's)."""
+        `--set execution.KEY=VALUE` would change them; `mode` "sharded", "pipelined", "both" or
+        "phased" (default: the scenario's)."""
         settings = _settings(execution)
         if mode is not None and not isinstance(mode, str):
             raise _error("mode", "/", "python.bad-type",
-                         f'mode is "sharded", "pipelined", "both" or None, got {type(mode).__name__}')
+                         f'mode is "sharded", "pipelined", "both", "phased" or None, got {type(mode).__name__}')
         try:
             return json.loads(self._loaded.run(settings, _utf8(mode or "", "mode", "/", "mode")))
         except InputError as e:
@@ -351,7 +351,7 @@ def run(model, config=None, execution=None, mode=None):
     `model` is a scenario (path, dict or Scenario) when `config` is None, else a model (path
     or dict) to run on `config` (path or dict). `execution` changes execution fields as
     `--set execution.KEY=VALUE` does ({"gradientAccumulation": 2048}); `mode` is "sharded",
-    "pipelined" or "both" (default: the scenario's). Raises InputError on bad input."""
+    "pipelined", "both" or "phased" (default: the scenario's). Raises InputError on bad input."""
     return _scenario(model, config).run(execution, mode)
 
 

@@ -1,0 +1,125 @@
+// Phased execution, PopART's VirtualGraphMode::ExecutionPhases (docs/phased.md). The plan's
+// stages are the execution phases: forward 0..L, then the backward phases 2L-s in reverse, run
+// in that order for every micro-batch, one phase at a time. Each phase loads what it uses from
+// Streaming Memory: its weights, when training the gradient accumulators of the weights it
+// reads, and in a backward phase the activations its forward phase stored. Preload (PopART's
+// default I/O schedule) loads them while the phase before runs: on another IPU (stages 2,
+// "ping-pong") that IPU is free to load; on the same IPU only I/O tiles (numIOTiles) let the load
+// run beside the compute, else it follows it. OnDemand loads just before the phase. After the
+// accumulation loop each phase's weights are updated: weights, accumulators and optimizer state
+// in, update, weights and state out.
+#include <string>
+#include <vector>
+
+#include "sim/schedule/schedule.hpp"
+
+namespace ipusim {
+
+namespace {
+
+// What one phase moves between Streaming Memory and its IPU per micro-batch, by I/O schedule.
+struct PhaseIoBytes {
+  double preload = 0;    // loaded in the phase before (Preload)
+  double on_demand = 0;  // loaded just before the phase (OnDemand)
+  double store = 0;      // stored after the phase
+};
+
+double weight_bytes_read(const Model& m, const PlanStage& forward) {
+  double bytes = 0;
+  for (const auto& w : forward.weights_read) bytes += static_cast<double>(m.tensor(w).bytes());
+  return bytes;
+}
+
+double stash_bytes(const Model& m, const PlanStage& forward, std::int64_t micro_batch_size) {
+  double bytes = 0;
+  for (const auto& t : forward.stash_tensors) bytes += m.tensor(t).bytes_per_micro_batch(micro_batch_size);
+  return bytes;
+}
+
+std::vector<PhaseIoBytes> phase_io(const ScheduleContext& ctx) {
+  const Model& m = ctx.scenario.model;
+  const Execution& ex = ctx.scenario.execution;
+  const PhaseSettings& settings = ex.phases;
+  const Plan& plan = ctx.plan;
+  const bool accumulates = ex.training && ex.gradient_accumulation > 1;
+  std::vector<PhaseIoBytes> out(plan.stages.size());
+  auto add = [](PhaseIoBytes& io, PhaseIo schedule, double bytes) {
+    (schedule == PhaseIo::Preload ? io.preload : io.on_demand) += bytes;
+  };
+  for (const PlanStage& st : plan.stages) {
+    PhaseIoBytes& io = out[static_cast<std::size_t>(st.id)];
+    const PlanStage& forward = plan.stages[static_cast<std::size_t>(st.forward_stage)];
+    const double weights = weight_bytes_read(m, forward);
+    const bool backward = st.backward || st.backward_seconds > 0;
+    add(io, settings.weights, weights);
+    if (backward && accumulates) {  // the gradients of the weights it reads add into their accumulators
+      add(io, settings.accumulators, weights);
+      io.store += weights;
+    }
+    if (!ex.training) continue;
+    const double stash = stash_bytes(m, forward, ex.micro_batch_size);
+    if (st.backward) add(io, settings.activations, stash);
+    else if (st.id != plan.loss_stage) io.store += stash;
+  }
+  return out;
+}
+
+// One micro-batch through every phase.
+void run_phases(ProgramBuilder& b, const ScheduleContext& ctx, const std::vector<PhaseIoBytes>& io) {
+  const Plan& plan = ctx.plan;
+  const bool io_tiles = ctx.scenario.execution.io_tiles > 0;
+  const PlanStage& first = plan.stages.front();
+  // Nothing runs before the first phase: all it needs is loaded on demand.
+  b.streaming_memory(first.ipu, true, io[0].preload + io[0].on_demand, first.id, Pass::Forward);
+  for (const PlanStage& st : plan.stages) {
+    const auto k = static_cast<std::size_t>(st.id);
+    const PlanStage* next = k + 1 < plan.stages.size() ? &plan.stages[k + 1] : nullptr;
+    const Pass pass = st.backward ? Pass::Backward : Pass::Forward;
+    const Pass next_pass = next && next->backward ? Pass::Backward : Pass::Forward;
+    if (next && next->ipu != st.ipu) b.streaming_memory(next->ipu, true, io[k + 1].preload, next->id, next_pass);
+    else if (next && io_tiles) b.streaming_memory(st.ipu, true, io[k + 1].preload, next->id, next_pass, true);
+    b.host_input(st, 0);
+    b.compute(st, 0);
+    b.host_output(st, 0);
+    b.streaming_memory(st.ipu, false, io[k].store, st.id, pass);
+    if (next && next->ipu == st.ipu && !io_tiles) b.streaming_memory(st.ipu, true, io[k + 1].preload, next->id, next_pass);
+    // Phases synchronise at every boundary (PopART's ReplicaAndLadder sync), copies or not.
+    std::vector<const PlanCopy*> outgoing;  // the loss phase sends gradients
+    for (const PlanCopy& c : plan.copies)
+      if (c.from_stage == st.id) outgoing.push_back(&c);
+    if (!outgoing.empty()) b.exchange(outgoing);
+    else b.sync_all(ctx.sync_seconds);
+    if (next) b.streaming_memory(next->ipu, true, io[k + 1].on_demand, next->id, next_pass);
+  }
+}
+
+// The weight update of each phase after the accumulation loop, phase by phase on each IPU (IPUs
+// in parallel): the weights, their accumulators and the optimizer state in, the update, weights
+// and state out.
+void update_phases(ProgramBuilder& b, const ScheduleContext& ctx) {
+  const Execution& ex = ctx.scenario.execution;
+  const double accumulators = ex.gradient_accumulation > 1 ? 1.0 : 0.0;
+  for (const PlanStage& st : ctx.plan.stages) {
+    if (st.weight_bytes <= 0) continue;
+    b.phase_update(st, st.weight_bytes * (1 + accumulators) + st.state_bytes, st.weight_bytes + st.state_bytes);
+  }
+  b.sync_all(ctx.sync_seconds);
+}
+
+} // namespace
+
+Schedule build_phased(const ScheduleContext& ctx) {
+  const Execution& ex = ctx.scenario.execution;
+  const std::vector<PhaseIoBytes> io = phase_io(ctx);
+  ProgramBuilder b(ctx, "phased", /*recompute=*/false);
+  b.repeat("batches", ctx.batches(), ctx.depth(), [&] {
+    b.repeat("micro-batches", ctx.depth(), 1, [&] { run_phases(b, ctx, io); });
+    if (ex.training) update_phases(b, ctx);
+  });
+  // Stored activations wait in Streaming Memory, not on the IPU: no stash.
+  Schedule schedule = b.finish(ctx.batches() * ctx.depth(), 0, std::vector<int>(static_cast<std::size_t>(ctx.plan.forward_stage_count), 0));
+  schedule.one_stage_at_a_time = true;
+  return schedule;
+}
+
+} // namespace ipusim

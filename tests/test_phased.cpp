@@ -1,0 +1,183 @@
+// The phased mode (docs/phased.md) against closed forms computed by hand in the comments, with
+// every overhead zeroed: links, the host link and Streaming Memory at 1 GB/s (1 us per 1000 B),
+// no latencies, 1 GFLOP/s per IPU. Its memory per phase against a hand count, and its rules.
+#include <catch2/catch.hpp>
+
+#include "sim/memory/memory.hpp"
+#include "sim/simulate/simulation.hpp"
+#include "run_metrics.hpp"
+#include "support.hpp"
+
+using namespace ipusim;
+using namespace ipusim::test;
+
+namespace {
+
+constexpr double ms = 1e-3, us = 1e-6;
+
+Json phased_config(int ipus, int tiles = 1) {
+  Json config = zero_overhead_config(ipus);
+  config["ipu"]["tiles"] = tiles;
+  config["streamingMemory"] = {{"bandwidthBytesPerSecond", 1e9}, {"latencySeconds", 0}, {"sharedBy", 1}};
+  return config;
+}
+
+// Four ops in phases 0..3 on the given virtual graphs; each a MatMul of 1 ms reading its own
+// weight of 1000 floats (4000 B: 4 us from Streaming Memory) and passing 250 floats on (1 us).
+Json four_phases(const std::vector<int>& ipus) {
+  std::vector<ChainOp> ops;
+  for (int ipu : ipus) ops.push_back({ipu, 1e6, -1, 1000});
+  Json model = chain_model(ops, 250);
+  for (std::size_t i = 0; i < model["ops"].size(); ++i) model["ops"][i]["executionPhase"] = i;
+  return model;
+}
+
+Json inference(std::int64_t batches, int stages) {
+  return {{"training", false}, {"batchesPerStep", batches}, {"hostIo", false}, {"costModel", "compute"},
+          {"executionPhaseSettings", {{"stages", stages}}}};
+}
+
+// two_layer_model in two phases on IPU0 and IPU1: l0 1 ms forward and 2 ms backward reading W0
+// (4000 B), l1 the loss stage, 3 + 6 ms, reading W1 (2000 B); x and a1 are 1000 B per sample.
+Json two_phases() {
+  Json model = two_layer_model(1e6, 3e6);
+  model["ops"][0]["executionPhase"] = 0;
+  model["ops"][1]["executionPhase"] = 1;
+  return model;
+}
+
+Simulation run_phased(const Json& model, const Json& config, const Json& execution) {
+  return simulate(make_scenario(model, config, execution), {Mode::Phased});
+}
+
+double category(const MemoryReport& memory, int ipu, const std::string& name) {
+  for (const IpuMemory& m : memory.ipus)
+    if (m.id == ipu)
+      for (const MemoryCategory& c : m.categories)
+        if (c.name == name) return c.bytes;
+  FAIL("no such IPU or category");
+  return 0;
+}
+
+} // namespace
+
+TEST_CASE("ping-pong phases preload the next phase's weights on the other IPU", "[phased][closed-form]") {
+  const Simulation sim = run_phased(four_phases({0, 1, 0, 1}), phased_config(2), inference(4, 2));
+  REQUIRE(sim.plan.phased);
+  REQUIRE(sim.plan.stage_count() == 4);
+  // Per micro-batch: phase 0's weights on demand (4 us), then four phases of 1 ms, each next
+  // phase's 4 us load hidden on the other IPU, and three copies of 1 us.
+  CHECK(run_of(sim, Mode::Phased).step_time_s == Approx(4 * (4 * us + 4 * ms + 3 * us)).epsilon(1e-9));
+}
+
+TEST_CASE("OnDemand weights load after the phase boundary, not beside the phase before", "[phased][closed-form]") {
+  Json execution = inference(4, 2);
+  execution["executionPhaseSettings"]["weightIOSchedule"] = "OnDemand";
+  const Simulation sim = run_phased(four_phases({0, 1, 0, 1}), phased_config(2), execution);
+  // Each of the four phases waits for its own 4 us load.
+  CHECK(run_of(sim, Mode::Phased).step_time_s == Approx(4 * (4 * 4 * us + 4 * ms + 3 * us)).epsilon(1e-9));
+}
+
+TEST_CASE("single-stage phases on one IPU load in series without I/O tiles", "[phased][closed-form]") {
+  const Simulation sim = run_phased(four_phases({0, 0, 0, 0}), phased_config(1), inference(4, 1));
+  REQUIRE(sim.plan.stage_count() == 4);
+  CHECK(sim.plan.copies.empty());
+  // 4 us first, then each phase's 1 ms followed by the next phase's 4 us load.
+  CHECK(run_of(sim, Mode::Phased).step_time_s == Approx(4 * (4 * us + 4 * ms + 3 * 4 * us)).epsilon(1e-9));
+}
+
+TEST_CASE("I/O tiles hide the next phase's load behind this phase's compute", "[phased][closed-form]") {
+  Json execution = inference(4, 1);
+  execution["numIOTiles"] = 1;
+  const Simulation sim = run_phased(four_phases({0, 0, 0, 0}), phased_config(1, 2), execution);
+  const double t = sim.plan.stages[0].forward_seconds;  // on the tiles the I/O tiles leave
+  REQUIRE(t > 4 * us);
+  CHECK(run_of(sim, Mode::Phased).step_time_s == Approx(4 * (4 * us + 4 * t)).epsilon(1e-9));
+}
+
+TEST_CASE("training phases: activations and accumulators through Streaming Memory, updates per phase",
+          "[phased][closed-form]") {
+  const Json execution = {{"training", true}, {"gradientAccumulation", 4}, {"hostIo", false}, {"costModel", "compute"}};
+  const Simulation sim = run_phased(two_phases(), phased_config(2), execution);
+  REQUIRE(sim.plan.stage_count() == 3);  // forward 0 (IPU0), loss 1 (IPU1), backward 2 (IPU0)
+  // Per micro-batch, IPU0: W0 on demand 4 us, forward 1 ms, x stored for the backward 1 us; copy 1 us.
+  // IPU1 meanwhile preloads W1 and its accumulator (4 us). Phase 1: 3 + 6 ms, accumulator stored
+  // 2 us, while IPU0 preloads W0, its accumulator and x (9 us); gradient copy 1 us. Phase 2:
+  // backward 2 ms, accumulator stored 4 us.
+  const double micro_batch = 4 * us + 1 * ms + 1 * us + 1 * us + 9 * ms + 2 * us + 1 * us + 2 * ms + 4 * us;
+  // Updates, the IPUs in parallel: IPU0 loads W0 and its accumulator (8 us), updates (2 FLOPs per
+  // weight: 2 us), stores W0 (4 us); IPU1 takes 4 + 1 + 2 us.
+  CHECK(run_of(sim, Mode::Phased).step_time_s == Approx(4 * micro_batch + 14 * us).epsilon(1e-9));
+}
+
+TEST_CASE("phased memory holds one phase's tensors, and the next phase's when preloaded on the same IPU",
+          "[phased][memory]") {
+  const Json execution = {{"training", true}, {"gradientAccumulation", 4}, {"hostIo", false}, {"costModel", "compute"}};
+  const Simulation sim = run_phased(two_phases(), phased_config(2), execution);
+  const MemoryReport& memory = run_of(sim, Mode::Phased).memory;
+  CHECK(category(memory, 0, "weights") == 4000);                // W0
+  CHECK(category(memory, 0, "gradient accumulators") == 4000);  // W0's, in its backward phase
+  CHECK(category(memory, 0, "stash") == 1000);                  // x, loaded for the backward
+  CHECK(category(memory, 1, "weights") == 2000);
+  CHECK(category(memory, 1, "gradient accumulators") == 2000);
+  CHECK(category(memory, 1, "stash") == 0);
+
+  // One IPU, Preload: a phase's weights and the next's (8000 B); OnDemand: one phase's.
+  const Simulation preload = run_phased(four_phases({0, 0, 0, 0}), phased_config(1), inference(1, 1));
+  CHECK(category(run_of(preload, Mode::Phased).memory, 0, "weights") == 8000);
+  Json on_demand = inference(1, 1);
+  on_demand["executionPhaseSettings"]["weightIOSchedule"] = "OnDemand";
+  const Simulation loaded = run_phased(four_phases({0, 0, 0, 0}), phased_config(1), on_demand);
+  CHECK(category(run_of(loaded, Mode::Phased).memory, 0, "weights") == 4000);
+}
+
+TEST_CASE("batch serialisation keeps one slice's activations", "[phased][memory]") {
+  Json execution = {{"training", true}, {"gradientAccumulation", 4}, {"hostIo", false}, {"costModel", "compute"},
+                    {"microBatchSize", 2}};
+  const Simulation whole = run_phased(two_phases(), phased_config(2), execution);
+  execution["batchSerializationSettings"] = {{"factor", 2}};
+  const Simulation sliced = run_phased(two_phases(), phased_config(2), execution);
+  CHECK(category(run_of(whole, Mode::Phased).memory, 0, "stash") == 2000);  // x for 2 samples
+  CHECK(category(run_of(sliced, Mode::Phased).memory, 0, "stash") == 1000);
+  CHECK(category(run_of(sliced, Mode::Phased).memory, 0, "activations") ==
+        Approx(category(run_of(whole, Mode::Phased).memory, 0, "activations") / 2));
+  // The slices compute what the whole micro-batch does, and move the same bytes.
+  CHECK(run_of(sliced, Mode::Phased).step_time_s == Approx(run_of(whole, Mode::Phased).step_time_s).epsilon(1e-12));
+}
+
+TEST_CASE("phased runs refuse what PopART refuses, located", "[phased][rules]") {
+  // Stages 2: phase 1 must run on an odd virtual graph.
+  InputError placed = error_of([] { run_phased(four_phases({0, 0, 0, 0}), phased_config(2), inference(4, 2)); });
+  CHECK(placed.rule() == "annotation.phase-placement");
+  CHECK(placed.pointer() == "/ops/1/executionPhase");
+  // No phases at all.
+  CHECK(rule_of([] { run_phased(chain_model({{0, 1e6}, {0, 1e6}}, 250), phased_config(1), inference(4, 1)); }) ==
+        "phased.needs-phases");
+  // Phased with another mode in one run.
+  CHECK(rule_of([] {
+          simulate(make_scenario(four_phases({0, 1, 0, 1}), phased_config(2), inference(4, 2)),
+                   {Mode::Sharded, Mode::Phased});
+        }) == "scenario.phased-alone");
+  // Batch serialisation outside the phased mode, and one that does not divide the micro-batch.
+  Json sliced = inference(4, 2);
+  sliced["batchSerializationSettings"] = {{"factor", 2}};
+  CHECK(rule_of([&] { make_scenario(four_phases({0, 1, 0, 1}), phased_config(2), sliced); }) ==
+        "scenario.bad-batch-serialization");
+  sliced["microBatchSize"] = 2;
+  CHECK(rule_of([&] {
+          simulate(make_scenario(four_phases({0, 1, 0, 1}), phased_config(2), sliced), {Mode::Sharded});
+        }) == "scenario.bad-batch-serialization");
+  Json stages = inference(4, 3);
+  CHECK(rule_of([&] { make_scenario(four_phases({0, 1, 0, 1}), phased_config(2), stages); }) ==
+        "scenario.bad-phase-settings");
+}
+
+TEST_CASE("sharded and pipelined runs of a phased model keep virtualGraph and say so", "[phased]") {
+  const Scenario sc = make_scenario(four_phases({0, 1, 0, 1}), phased_config(2), inference(4, 2));
+  const Simulation sim = simulate(sc, {Mode::Sharded});
+  CHECK_FALSE(sim.plan.phased);
+  const auto warning = unused_phases_warning(sc.model, sim.graph);
+  REQUIRE(warning);
+  CHECK(warning->find("4 phases") != std::string::npos);
+  CHECK(warning->find("--mode phased") != std::string::npos);
+}
