@@ -286,7 +286,7 @@ TEST_CASE("cli: --help, unknown flags and missing files", "[cli]") {
   CHECK(flag.exit_code == 2);
   CHECK_THAT(flag.err, Contains("--frobnicate"));
 
-  const Result mode = run_ipusim({"run", kInference, "--mode", "phased"});
+  const Result mode = run_ipusim({"run", kInference, "--mode", "pipelind"});
   CHECK(mode.exit_code == 2);
 
   const std::string missing = source("scenarios/no-such-scenario.json");
@@ -387,7 +387,7 @@ TEST_CASE("cli: outputs: - is standard output, a FIFO is written through, a link
 }
 
 TEST_CASE("cli: command-line errors are located like file errors, with cli rules", "[cli]") {
-  const Result mode = run_ipusim({"run", kInference, "--mode", "phased"});
+  const Result mode = run_ipusim({"run", kInference, "--mode", "pipelind"});
   CHECK(mode.exit_code == 2);
   CHECK(located(mode.err, "cli.bad-value"));
   CHECK_THAT(mode.err, Contains("command line: at --mode:"));

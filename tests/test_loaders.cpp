@@ -385,7 +385,7 @@ TEST_CASE("unknown dtype, kind and mode", "[loaders]") {
     CHECK_THAT(e.message(), Contains("\"constant\""));
   }
   SECTION("mode") {
-    const InputError e = scenario_error(scenario_doc({{"mode", "phased"}}));
+    const InputError e = scenario_error(scenario_doc({{"mode", "pipelind"}}));
     CHECK(e.rule() == "scenario.bad-mode");
     CHECK(e.pointer() == "/execution/mode");
   }

@@ -96,7 +96,8 @@ TEST_CASE("onnx: the annotated MLP imports as models/mlp.json has it", "[onnx]")
   CHECK(build_graph(load_model(fixture("mlp-virtual-graph-only.onnx"))).stage_of_op == std::vector<int>{0, 0, 1, 1});
 }
 
-TEST_CASE("onnx: __execution_phase is read, kept by convert, and runs say they ignore it", "[onnx][cli]") {
+TEST_CASE("onnx: __execution_phase is read, kept by convert, run by the phased mode, and the others say they ignore it",
+          "[onnx][cli]") {
   if (!have_fixtures()) return;
   const Model m = load_model(fixture("mlp-phased.onnx"));
   std::vector<std::int64_t> phases;
@@ -114,7 +115,16 @@ TEST_CASE("onnx: __execution_phase is read, kept by convert, and runs say they i
                                              kSource + "/configs/ipu-m2000.json", "--json"});
   REQUIRE(ran.exit_code == 0);
   CHECK_THAT(ran.err, Contains("ipusim: warning: ") && Contains("executionPhase") &&
-                          Contains("places the ops by virtualGraph and pipelineStage alone"));
+                          Contains("place the ops by virtualGraph and pipelineStage alone"));
+  // The phased mode runs by the phases: two phases, phase p on IPU p (stages 2), no warning.
+  const test::Result phased = test::run_ipusim({"run", fixture("mlp-phased.onnx"), "--config",
+                                                kSource + "/configs/ipu-m2000.json", "--mode", "phased", "--json"});
+  REQUIRE(phased.exit_code == 0);
+  CHECK(phased.err.find("warning") == std::string::npos);
+  const nlohmann::json run = nlohmann::json::parse(phased.out);
+  CHECK(run["runs"][0]["mode"] == "phased");
+  CHECK(run["plan"]["stages"].size() == 2);
+  CHECK(run["execution"]["executionPhaseSettings"]["stages"] == 2);
 }
 
 TEST_CASE("onnx: every supported op imports with its per-sample shape and FLOPs", "[onnx]") {

@@ -45,7 +45,7 @@ std::vector<std::string> listed_schedules() {
   std::getline(lines, line);  // "Schedules (...):"
   while (std::getline(lines, line) && line.rfind("  ", 0) == 0) {
     const std::string name = line.substr(2, line.find(':') - 2);
-    if (name != "sharded") out.push_back(name);
+    if (name != "sharded" && name != "phased") out.push_back(name);
   }
   return out;
 }

@@ -145,7 +145,7 @@ void check_phased(const Scenario& sc, const ModelGraph& g, const std::vector<Mod
   if (g.phase_count == 0)
     throw InputError(m.file, "/ops", "phased.needs-phases",
                      "the phased mode runs the model's execution phases, and no op carries executionPhase (ONNX "
-                     "__execution_phase); annotate them (scripts/make_gpt_model.py --phases, or by hand)");
+                     "__execution_phase); annotate them (scripts/make_gpt_model.py --phased, or by hand)");
   const int stages = ex.phases.stages;
   for (std::size_t i = 0; i < m.ops.size(); ++i) {
     const std::int64_t phase = *m.ops[i].execution_phase;
