@@ -134,6 +134,11 @@ def add_output_arguments(parser, default_name):
     parser.add_argument("-o", "--output", default=None, help="write here instead of standard output")
 
 
+def phase_place(phase, stages):
+    """(virtual graph, pipeline stage, executionPhase) of a phase under ExecutionPhaseSettings.stages."""
+    return (phase % stages, 0, phase)
+
+
 def changed_flags(args, defaults):
     """The generator's arguments that differ from their defaults, for a model's description:
     defaults lists (attribute, flag, default); a flag that is True is written alone."""
@@ -159,14 +164,15 @@ class Builder:
         self.ipu = 0
         self.stage = 0
 
-    def place(self, ipu_and_stage):
-        self.ipu, self.stage = ipu_and_stage
+    def place(self, where):
+        """where: (ipu, stage), or (ipu, stage, executionPhase) for phased execution."""
+        self.ipu, self.stage = where[0], where[1]
+        self.phase = where[2] if len(where) > 2 else None
 
     def place_phase(self, phase, stages):
         """Phased execution: the op's executionPhase, on virtual graph phase % stages (PopART's
         placement rule for ExecutionPhaseSettings.stages), pipeline stage 0."""
-        self.phase = phase
-        self.ipu, self.stage = phase % stages, 0
+        self.place(phase_place(phase, stages))
 
     def tensor(self, name, shape, kind, dtype=None):
         if name in self.tensors:

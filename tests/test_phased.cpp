@@ -110,6 +110,16 @@ TEST_CASE("training phases: activations and accumulators through Streaming Memor
   CHECK(run_of(sim, Mode::Phased).step_time_s == Approx(4 * micro_batch + 14 * us).epsilon(1e-9));
 }
 
+TEST_CASE("serialised micro-batches: a phase runs all of them, its weights loaded once a step", "[phased][closed-form]") {
+  Json execution = inference(4, 2);
+  execution["executionPhaseSettings"]["serialiseMicroBatches"] = true;
+  const Simulation sim = run_phased(four_phases({0, 1, 0, 1}), phased_config(2), execution);
+  // W0 first (4 us); each next phase's weights load beside on the other IPU. Per micro-batch a
+  // phase loads its input (1000 B, 1 us; not phase 0), computes 1 ms and stores its output
+  // (1 us; not phase 3): 4 x (1.001 + 1.002 + 1.002 + 1.001 ms).
+  CHECK(run_of(sim, Mode::Phased).step_time_s == Approx(4 * us + 4 * (4 * ms + 6 * us)).epsilon(1e-9));
+}
+
 TEST_CASE("phased memory holds one phase's tensors, and the next phase's when preloaded on the same IPU",
           "[phased][memory]") {
   const Json execution = {{"training", true}, {"gradientAccumulation", 4}, {"hostIo", false}, {"costModel", "compute"}};

@@ -37,6 +37,11 @@ struct PhaseSettings {
   // batchSerializationSettings.factor: each phase runs its micro-batch in this many slices, so
   // only one slice's activations are live (0 and 1: off, as in PopART).
   std::int64_t batch_serialization = 1;
+  // Each phase runs every micro-batch of the step before the next phase (PopXL's batch_serialise
+  // with steps = G, as Graphcore's PopXL GPT-J, BERT and Llama examples run): weights load once a
+  // step, activations go to Streaming Memory per micro-batch, accumulators stay on chip for the
+  // phase. false: PopART's ExecutionPhases, every phase once per micro-batch.
+  bool serialise_micro_batches = false;
 };
 
 struct Execution {

@@ -103,6 +103,7 @@ PhaseSettings read_phase_settings(ObjectReader r) {
   p.weights = read_phase_io(r, "weightIOSchedule");
   p.activations = read_phase_io(r, "activationIOSchedule");
   p.accumulators = read_phase_io(r, "accumulatorIOSchedule");
+  p.serialise_micro_batches = r.optional_bool("serialiseMicroBatches", false);
   r.finish();
   return p;
 }

@@ -71,14 +71,17 @@ MemoryReport estimate_phased_memory(const Scenario& sc, const Plan& plan) {
     return ex.training && ex.gradient_accumulation > 1 && backward ? weights_of(st) : TensorSet{};
   };
   const auto stash_of = [&](const PlanStage& st) {
-    const auto& stash = plan.stages[static_cast<std::size_t>(st.forward_stage)].stash_tensors;
+    const PlanStage& forward = plan.stages[static_cast<std::size_t>(st.forward_stage)];
+    const auto& stash = ex.recomputation == Recomputation::Pipeline ? forward.recompute_stash_tensors : forward.stash_tensors;
     return ex.training && st.backward ? TensorSet(stash.begin(), stash.end()) : TensorSet{};
   };
   for (const PlanIpu& ipu : plan.ipus) {
     Ledger ledger(sc.hardware.ipu, m);
     for (const char* name : kMemoryCategories) ledger.entry(name);
     add_peak(ledger, sc, plan, ipu, "weights", settings.weights == PhaseIo::Preload, weights_of);
-    add_peak(ledger, sc, plan, ipu, "gradient accumulators", settings.accumulators == PhaseIo::Preload, accumulators_of);
+    // Serialised micro-batches start a phase's accumulators at zero on chip: nothing preloaded.
+    add_peak(ledger, sc, plan, ipu, "gradient accumulators",
+             settings.accumulators == PhaseIo::Preload && !settings.serialise_micro_batches, accumulators_of);
     if (ex.training) {
       // On-chip state stays for every weight of the IPU; streamed state passes through one
       // phase's update at a time.

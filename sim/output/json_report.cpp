@@ -226,7 +226,8 @@ Json report_json(const Scenario& sc, const Simulation& sim) {
     doc["execution"]["executionPhaseSettings"] = {{"stages", ex.phases.stages},
                                                   {"weightIOSchedule", io(ex.phases.weights)},
                                                   {"activationIOSchedule", io(ex.phases.activations)},
-                                                  {"accumulatorIOSchedule", io(ex.phases.accumulators)}};
+                                                  {"accumulatorIOSchedule", io(ex.phases.accumulators)},
+                                                  {"serialiseMicroBatches", ex.phases.serialise_micro_batches}};
     doc["execution"]["batchSerializationFactor"] = ex.phases.batch_serialization;
   }
   if (sc.scenario_document.is_object() && sc.scenario_document.contains("modelDtype"))

@@ -160,10 +160,6 @@ void check_phased(const Scenario& sc, const ModelGraph& g, const std::vector<Mod
                                           "execution.executionPhaseSettings.stages to 1"
                                         : "fix the annotation"));
   }
-  if (ex.recomputation == Recomputation::Pipeline)
-    throw InputError(sc.file, sc.execution_pointer("recomputation"), "phased.not-modelled",
-                     "pipeline recomputation belongs to pipelining; recomputation inside phases is not modelled yet "
-                     "(docs/phased.md): run phased with recomputation none");
   if (ex.replicated_tensor_sharding)
     throw InputError(sc.file, sc.execution_pointer("optimizer/replicatedTensorSharding"), "phased.not-modelled",
                      "replicated tensor sharding of phased weights (each replica loads a shard and all-gathers it) "

@@ -30,9 +30,13 @@ double weight_bytes_read(const Model& m, const PlanStage& forward) {
   return bytes;
 }
 
-double stash_bytes(const Model& m, const PlanStage& forward, std::int64_t micro_batch_size) {
+// What a forward phase stores for its backward: what the backward reads, or under recomputation
+// what re-running the forward needs (the phase's inputs and checkpoints).
+double stash_bytes(const ScheduleContext& ctx, const PlanStage& forward) {
+  const Model& m = ctx.scenario.model;
   double bytes = 0;
-  for (const auto& t : forward.stash_tensors) bytes += m.tensor(t).bytes_per_micro_batch(micro_batch_size);
+  for (const auto& t : ctx.recompute() ? forward.recompute_stash_tensors : forward.stash_tensors)
+    bytes += m.tensor(t).bytes_per_micro_batch(ctx.scenario.execution.micro_batch_size);
   return bytes;
 }
 
@@ -57,7 +61,7 @@ std::vector<PhaseIoBytes> phase_io(const ScheduleContext& ctx) {
       io.store += weights;
     }
     if (!ex.training) continue;
-    const double stash = stash_bytes(m, forward, ex.micro_batch_size);
+    const double stash = stash_bytes(ctx, forward);
     if (st.backward) add(io, settings.activations, stash);
     else if (st.id != plan.loss_stage) io.store += stash;
   }
@@ -106,13 +110,65 @@ void update_phases(ProgramBuilder& b, const ScheduleContext& ctx) {
   b.sync_all(ctx.sync_seconds);
 }
 
+// What crosses a phase boundary per micro-batch: the copies into or out of `stage`.
+double boundary_bytes(const Plan& plan, int stage, bool into) {
+  double bytes = 0;
+  for (const PlanCopy& c : plan.copies)
+    if ((into ? c.to_stage : c.from_stage) == stage) bytes += c.bytes;
+  return bytes;
+}
+
+// PopXL's order: each phase runs all the step's micro-batches (batch_serialise, steps = G). Its
+// weights load once (preloaded as in run_phases); per micro-batch it loads what the phase before
+// stored for it (its input, or its gradient, and in a backward phase the activations its forward
+// phase stored) and stores its own, on the I/O tiles beside the compute when there are any
+// (io_overlapped). A backward phase's accumulators live on chip for its loop only, and its update
+// follows its loop: optimizer state in, update, weights and state out.
+void run_serialised_phases(ProgramBuilder& b, const ScheduleContext& ctx) {
+  const Model& m = ctx.scenario.model;
+  const Execution& ex = ctx.scenario.execution;
+  const Plan& plan = ctx.plan;
+  const bool io_tiles = ex.io_tiles > 0;
+  const bool preload = ex.phases.weights == PhaseIo::Preload;
+  const auto weights = [&](const PlanStage& st) {
+    return weight_bytes_read(m, plan.stages[static_cast<std::size_t>(st.forward_stage)]);
+  };
+  b.streaming_memory(plan.stages.front().ipu, true, weights(plan.stages.front()), 0, Pass::Forward);
+  for (const PlanStage& st : plan.stages) {
+    const auto k = static_cast<std::size_t>(st.id);
+    const PlanStage* next = k + 1 < plan.stages.size() ? &plan.stages[k + 1] : nullptr;
+    const Pass pass = st.backward ? Pass::Backward : Pass::Forward;
+    const Pass next_pass = next && next->backward ? Pass::Backward : Pass::Forward;
+    const bool beside = next && preload && (next->ipu != st.ipu || io_tiles);  // loads while this phase runs
+    if (beside) b.streaming_memory(next->ipu, true, weights(*next), next->id, next_pass, next->ipu == st.ipu);
+    const double stash = ex.training ? stash_bytes(ctx, plan.stages[static_cast<std::size_t>(st.forward_stage)]) : 0;
+    const double loads = boundary_bytes(plan, st.id, true) + (st.backward ? stash : 0);
+    const double stores = boundary_bytes(plan, st.id, false) + (!st.backward && st.id != plan.loss_stage ? stash : 0);
+    b.repeat("micro-batches of phase " + std::to_string(st.id), ctx.depth(), 1, [&] {
+      b.streaming_memory(st.ipu, true, loads, st.id, pass, io_tiles);
+      b.host_input(st, 0);
+      b.compute(st, 0);
+      b.host_output(st, 0);
+      b.streaming_memory(st.ipu, false, stores, st.id, pass, io_tiles);
+    });
+    if (ex.training && st.weight_bytes > 0) b.phase_update(st, st.state_bytes, st.weight_bytes + st.state_bytes);
+    b.sync_all(ctx.sync_seconds);
+    if (next && !beside) b.streaming_memory(next->ipu, true, weights(*next), next->id, next_pass);
+  }
+}
+
 } // namespace
 
 Schedule build_phased(const ScheduleContext& ctx) {
   const Execution& ex = ctx.scenario.execution;
   const std::vector<PhaseIoBytes> io = phase_io(ctx);
-  ProgramBuilder b(ctx, "phased", /*recompute=*/false);
+  // Recomputation: each backward phase re-runs its forward phase first.
+  ProgramBuilder b(ctx, "phased", ctx.recompute());
   b.repeat("batches", ctx.batches(), ctx.depth(), [&] {
+    if (ex.phases.serialise_micro_batches) {
+      run_serialised_phases(b, ctx);
+      return;
+    }
     b.repeat("micro-batches", ctx.depth(), 1, [&] { run_phases(b, ctx, io); });
     if (ex.training) update_phases(b, ctx);
   });
