@@ -177,6 +177,12 @@ TEST_CASE("phased runs refuse what PopART refuses, located", "[phased][rules]") 
   CHECK(rule_of([&] {
           simulate(make_scenario(four_phases({0, 1, 0, 1}), phased_config(2), sliced), {Mode::Sharded});
         }) == "scenario.bad-batch-serialization");
+  // Replicated tensor sharding of phased weights is not modelled: refused, not ignored.
+  Json training = {{"training", true}, {"gradientAccumulation", 4}, {"hostIo", false}, {"costModel", "compute"},
+                   {"replicas", 2}, {"optimizer", {{"type", "adam"}, {"replicatedTensorSharding", true}}},
+                   {"executionPhaseSettings", {{"stages", 2}}}};
+  Json four = phased_config(4);
+  CHECK(rule_of([&] { run_phased(two_phases(), four, training); }) == "phased.not-modelled");
   Json stages = inference(4, 3);
   CHECK(rule_of([&] { make_scenario(four_phases({0, 1, 0, 1}), phased_config(2), stages); }) ==
         "scenario.bad-phase-settings");
