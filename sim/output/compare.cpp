@@ -94,16 +94,20 @@ std::string ratio_text(double base, double v) {
 // runs is compared in linear time, not in 40,000 scans of its runs.
 class RunsByMode {
 public:
-  explicit RunsByMode(const Json& doc) {
+  // `only`: the document's one run stands for any mode.
+  RunsByMode(const Json& doc, bool only) {
     for (const Json& r : doc.at("runs")) runs_.emplace(r.at("mode").get<std::string>(), &r);
+    if (only) only_ = &doc.at("runs")[0];
   }
   const Json* operator()(const std::string& mode) const {
+    if (only_) return only_;
     const auto it = runs_.find(mode);
     return it == runs_.end() ? nullptr : it->second;
   }
 
 private:
   std::map<std::string, const Json*> runs_;
+  const Json* only_ = nullptr;
 };
 
 // "IPU 1, stage 5"; in a replicated or placed run (some physical IPU is not the virtual IPU
@@ -296,11 +300,20 @@ std::string render_comparison(const std::vector<RunDocument>& runs) {
     out << "\n";
   }
 
-  // Modes in the order of the first document; a mode some document lacks shows "-".
+  // Modes in the order of the first document; a mode some document lacks shows "-". Documents
+  // of one run each (`--mode phased` against `--mode pipelined`) line up run against run,
+  // whatever their modes, under their modes' names joined.
+  const bool one_each = std::all_of(runs.begin(), runs.end(),
+                                    [](const RunDocument& r) { return r.document.at("runs").size() == 1; });
   std::vector<std::string> modes;
   for (const Json& r : runs[0].document.at("runs")) modes.push_back(r.at("mode").get<std::string>());
+  if (one_each)
+    for (std::size_t i = 1; i < runs.size(); ++i) {
+      const std::string mode = runs[i].document.at("runs")[0].at("mode").get<std::string>();
+      if (modes.front().find(mode) == std::string::npos) modes.front() += " / " + mode;
+    }
   std::vector<RunsByMode> by_mode;
-  for (const RunDocument& r : runs) by_mode.emplace_back(r.document);
+  for (const RunDocument& r : runs) by_mode.emplace_back(r.document, one_each);
   const std::size_t label_width = 27;
   for (const std::string& mode : modes) {
     std::vector<const Json*> columns;
