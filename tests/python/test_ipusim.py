@@ -43,6 +43,15 @@ def test_execution_settings_are_set_flags():
     assert len(document["runs"]) == 1
 
 
+def test_phased_mode_is_the_cli_document():
+    document = ipusim.run("scenarios/bert-large-phased-pod16.json", mode="phased",
+                          execution={"gradientAccumulation": 64})
+    assert document == cli_document("scenarios/bert-large-phased-pod16.json", "--mode", "phased",
+                                    "--set", "execution.gradientAccumulation=64")
+    assert [r["mode"] for r in document["runs"]] == ["phased"]
+    assert document["execution"]["executionPhaseSettings"]["serialiseMicroBatches"] is True
+
+
 def test_a_loaded_scenario_is_reused_and_left_as_loaded():
     scenario = ipusim.Scenario("scenarios/mlp-training.json")
     first = scenario.run(mode="pipelined")
