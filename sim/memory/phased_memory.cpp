@@ -82,15 +82,10 @@ MemoryReport estimate_phased_memory(const Scenario& sc, const Plan& plan) {
     // Serialised micro-batches start a phase's accumulators at zero on chip: nothing preloaded.
     add_peak(ledger, sc, plan, ipu, "gradient accumulators",
              settings.accumulators == PhaseIo::Preload && !settings.serialise_micro_batches, accumulators_of);
-    if (ex.training) {
-      // On-chip state stays for every weight of the IPU; streamed state passes through one
-      // phase's update at a time.
-      if (!ex.optimizer_state_off_chip)
-        for (const auto& w : ipu.weights) add_optimizer_state(ledger, sc, w);
-      double state = 0;
-      for (int s : ipu.stages) state = std::max(state, plan.stages[static_cast<std::size_t>(s)].state_bytes);
-      ledger.add("optimizer state", state, tile0_share(state, dtype_bytes(ex.optimizer_state_dtype), sc.hardware.ipu));
-    }
+    // On-chip state stays for every weight of the IPU; state in Streaming Memory passes through
+    // the update in slices, as in the other modes (memory.cpp).
+    if (ex.training)
+      for (const auto& w : ipu.weights) add_optimizer_state(ledger, sc, w);
     const auto slices = static_cast<double>(settings.batch_serialization);
     add_live_activations(ledger, sc, plan, ipu.stages, slices);
     ledger.add("matmul temporaries", ipu.temp_bytes_per_tile * static_cast<double>(sc.hardware.ipu.tiles),

@@ -39,6 +39,29 @@ Verdict judge(const Scenario& sc, Mode mode) {
   return v;
 }
 
+// The phased mode's own settings (docs/phased.md): slices of the micro-batch (batch
+// serialisation), loading weights on demand (no buffer for the next phase's), and accumulators
+// on demand. `attempt` tries one and says whether it fits.
+template <typename Attempt> void phased_fixes(const Execution& ex, Attempt& attempt) {
+  const PhaseSettings& p = ex.phases;
+  for (std::int64_t f = std::max<std::int64_t>(2, p.batch_serialization * 2); f <= ex.micro_batch_size; f *= 2) {
+    if (ex.micro_batch_size % f != 0) continue;
+    if (attempt({"batch serialisation", "batch serialisation factor " + std::to_string(f) + " (now " +
+                                           std::to_string(p.batch_serialization) + ")",
+                 "--set execution.batchSerializationSettings.factor=" + std::to_string(f)},
+                [f](Scenario& v) { v.execution.phases.batch_serialization = f; }))
+      break;
+  }
+  if (p.weights == PhaseIo::Preload)
+    attempt({"weightIOSchedule", "weights loaded on demand (now Preload: the next phase's buffered)",
+             "--set execution.executionPhaseSettings.weightIOSchedule=OnDemand"},
+            [](Scenario& v) { v.execution.phases.weights = PhaseIo::OnDemand; });
+  if (p.accumulators == PhaseIo::Preload && !p.serialise_micro_batches && ex.training && ex.gradient_accumulation > 1)
+    attempt({"accumulatorIOSchedule", "accumulators loaded on demand (now Preload)",
+             "--set execution.executionPhaseSettings.accumulatorIOSchedule=OnDemand"},
+            [](Scenario& v) { v.execution.phases.accumulators = PhaseIo::OnDemand; });
+}
+
 std::string number(double v) {
   std::string s = format_fixed(v, 2);
   while (s.find('.') != std::string::npos && (s.back() == '0' || s.back() == '.')) s.pop_back();
@@ -118,6 +141,7 @@ std::vector<MemoryFix> memory_fixes(const Scenario& sc, Mode mode) {
     attempt({"replicated tensor sharding", "replicated tensor sharding over the " + std::to_string(ex.replicas) + " replicas",
              "--set execution.optimizer.replicatedTensorSharding=true"},
             [](Scenario& v) { v.execution.replicated_tensor_sharding = true; });
+  if (mode == Mode::Phased) phased_fixes(ex, attempt);
   {
     const double now = *std::max_element(ex.available_memory_proportion.begin(), ex.available_memory_proportion.end());
     std::vector<double> lower;
