@@ -400,6 +400,21 @@ TEST_CASE("onnx: annotate places detected layers by --layers-per-ipu and --heads
   CHECK(bad.exit_code == 2);
   CHECK_THAT(bad.err, Contains("[annotate.layer-count]") && Contains("layers.3"));
   CHECK_FALSE(fs::exists(dir / "bad.onnx"));
+  // --phased 2: the stem in phase 0, layers.0..3 in phases 1..4, the head in 5; phase p on IPU p % 2.
+  const std::string phased = dir / "phased.onnx";
+  REQUIRE(test::run_ipusim({"annotate", fixture("layered.onnx"), "--phased", "2", "-o", phased}).exit_code == 0);
+  const Model p = load_model(phased);
+  std::vector<std::int64_t> phases;
+  for (const Op& op : p.ops) phases.push_back(op.execution_phase.value_or(-1));
+  CHECK(phases == std::vector<std::int64_t>{0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5});
+  CHECK(build_graph(p).ipu_of_op == std::vector<int>{0, 1, 1, 0, 0, 1, 1, 0, 0, 1, 1});
+  const test::Result ran = test::run_ipusim({"run", phased, "--config", kSource + "/configs/ipu-m2000.json",
+                                             "--mode", "phased", "--json"});
+  CHECK(ran.exit_code == 0);
+  CHECK_THAT(ran.err, !Contains("warning"));
+  CHECK(test::run_ipusim({"annotate", fixture("layered.onnx"), "--phased", "2", "--layers-per-ipu", "1,1,2", "-o",
+                          dir / "both.onnx"})
+            .exit_code == 2);
 }
 
 TEST_CASE("onnx: annotate and plan find the same layers in a PyTorch export of GPT-2 (scoped and op-numbered names)",

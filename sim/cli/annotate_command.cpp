@@ -18,6 +18,7 @@ struct AnnotateCommandOptions {
   std::string input, output, layers_per_ipu, heads_on = "last";
   std::vector<std::string> split_at;
   std::int64_t batch_size = 0;
+  int phased = 0;
   std::string dtype;
   bool force = false;
 };
@@ -52,19 +53,27 @@ int annotate(const AnnotateCommandOptions& o) {
   const auto extension = std::filesystem::path(o.output).extension();
   if (o.output != "-" && extension != ".onnx" && extension != ".json")
     throw InputError(o.output, "/", "annotate.bad-output", "name a .onnx or .json output file");
-  if (o.layers_per_ipu.empty() == o.split_at.empty())
+  const int ways = (o.layers_per_ipu.empty() ? 0 : 1) + (o.split_at.empty() ? 0 : 1) + (o.phased > 0 ? 1 : 0);
+  if (ways != 1)
     throw InputError("--layers-per-ipu", "", "annotate.placement",
-                     "give either --layers-per-ipu (by detected layers) or --split-at (by node-name prefixes)");
+                     "give one of --layers-per-ipu (by detected layers), --split-at (by node-name prefixes) or "
+                     "--phased (a phase per detected layer)");
   AnnotateOptions options;
   if (!o.layers_per_ipu.empty()) options.layers_per_ipu = parse_counts(o.layers_per_ipu);
   options.heads_on_last = o.heads_on == "last";
   options.split_at = o.split_at;
+  options.phased_stages = o.phased;
   if (o.batch_size > 0) options.import.batch_size = o.batch_size;
   if (!o.dtype.empty()) options.import.float_dtype = parse_dtype(o.dtype);
   const Annotation a = annotate_onnx_model(o.input, o.output, options);
   write_output(o.output, a.output, o.force);
   std::ostream& summary = o.output == "-" ? std::cerr : std::cout;  // with -o -, standard output is the model alone
-  if (!a.layers.empty())
+  if (o.phased > 0)
+    summary << o.output << ": " << a.layers.size() << " layers (" << a.layers.front() << " ... " << a.layers.back()
+            << ") in execution phases 1.." << a.layers.size() << ", the stem in 0 and the head in "
+            << a.layers.size() + 1 << ", phase p on IPU p % " << o.phased << " (run with --mode phased"
+            << (o.phased == 1 ? " --set execution.executionPhaseSettings.stages=1" : "") << ")\n";
+  else if (!a.layers.empty())
     summary << o.output << ": " << a.layers.size() << " layers (" << a.layers.front() << " ... " << a.layers.back()
               << ") placed by --layers-per-ipu " << o.layers_per_ipu << ", heads on " << o.heads_on << "\n";
   else
@@ -88,6 +97,10 @@ Command add_annotate_command(CLI::App& app) {
       ->check(CLI::IsMember({"0", "last"}));
   cmd->add_option("--split-at", o->split_at,
                   "Instead of layers: node-name prefixes where IPU 1, 2, ... begin (as Graphcore's --pipeline-splits)");
+  cmd->add_option("--phased", o->phased,
+                  "Instead: a PopART execution phase per detected layer (__execution_phase; the stem first, the head "
+                  "last), phase p on IPU p % STAGES; STAGES is executionPhaseSettings.stages, 1 or 2")
+      ->check(CLI::Range(1, 2));
   cmd->add_option("--batch-size", o->batch_size, "Static leading batch dimension (for a .json output)")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--dtype", o->dtype, "The precision the model runs in: every float tensor becomes this type "

@@ -99,6 +99,21 @@ void place_by_layers(const onnx::GraphProto& g, const std::string& file, const A
   }
 }
 
+// Phased execution, as Graphcore's PopXL examples cut a model: the stem in phase 0, detected
+// layer i in phase i + 1, the head in the last phase; phase p on virtual graph p % stages (PopART's
+// placement rule for ExecutionPhaseSettings.stages), pipeline stage 0.
+void place_by_phases(const onnx::GraphProto& g, const std::string& file, const AnnotateOptions& o, Annotation& a) {
+  const Layers layers = detect_layers(g, file);
+  a.layers = layers.names;
+  const int head = static_cast<int>(layers.names.size()) + 1;
+  for (int layer : layers.layer_of_node) {
+    const int phase = layer < 0 ? 0 : std::min(layer + 1, head);
+    a.phase_of_node.push_back(phase);
+    a.ipu_of_node.push_back(phase % o.phased_stages);
+    a.stage_of_node.push_back(0);
+  }
+}
+
 std::string without_leading_slash(const std::string& s) { return s.rfind('/', 0) == 0 ? s.substr(1) : s; }
 
 // By name prefixes, as Graphcore's CNN examples' --pipeline-splits: the node whose name
@@ -125,12 +140,15 @@ Annotation annotate_onnx_model(const std::string& input, const std::string& outp
                                const AnnotateOptions& options) {
   onnx::ModelProto proto = read_onnx_proto(input);
   Annotation a;
-  if (options.split_at.empty()) place_by_layers(proto.graph(), input, options, a);
+  if (options.phased_stages > 0) place_by_phases(proto.graph(), input, options, a);
+  else if (options.split_at.empty()) place_by_layers(proto.graph(), input, options, a);
   else place_by_prefixes(proto.graph(), input, options, a);
   auto* nodes = proto.mutable_graph()->mutable_node();
   for (int i = 0; i < nodes->size(); ++i) {
     set_int_attribute(*nodes->Mutable(i), "__ipu_number", a.ipu_of_node[static_cast<std::size_t>(i)]);
     set_int_attribute(*nodes->Mutable(i), "__pipeline_stage", a.stage_of_node[static_cast<std::size_t>(i)]);
+    if (!a.phase_of_node.empty())
+      set_int_attribute(*nodes->Mutable(i), "__execution_phase", a.phase_of_node[static_cast<std::size_t>(i)]);
   }
   if (std::filesystem::path(output_path).extension() == ".json") {
     Model m = model_from_onnx_proto(proto, input, options.import);
