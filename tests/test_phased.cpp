@@ -120,6 +120,19 @@ TEST_CASE("serialised micro-batches: a phase runs all of them, its weights loade
   CHECK(run_of(sim, Mode::Phased).step_time_s == Approx(4 * us + 4 * (4 * ms + 6 * us)).epsilon(1e-9));
 }
 
+TEST_CASE("serialised training: per micro-batch activations through Streaming Memory, each update after its loop",
+          "[phased][closed-form]") {
+  const Json execution = {{"training", true}, {"gradientAccumulation", 4}, {"hostIo", false}, {"costModel", "compute"},
+                          {"executionPhaseSettings", {{"serialiseMicroBatches", true}}}};
+  const Simulation sim = run_phased(two_phases(), phased_config(2), execution);
+  // W0 first (4 us; W1's 2 us load runs beside on IPU1). Phase 0, 4 x: 1 ms, then a1 and x
+  // stored (2 us). Phase 1 (W0 reloaded beside on IPU0), 4 x: a1 loaded (1 us), 3 + 6 ms, its
+  // gradient stored (1 us); then W1's update: 1 us, W1 stored 2 us (SGD keeps no state). Phase 2,
+  // 4 x: the gradient and x loaded (2 us), 2 ms; then W0's update: 2 us, W0 stored 4 us.
+  const double loops = 4 * (1.002 * ms) + 4 * (9.002 * ms) + 4 * (2.002 * ms);
+  CHECK(run_of(sim, Mode::Phased).step_time_s == Approx(4 * us + loops + 3 * us + 6 * us).epsilon(1e-9));
+}
+
 TEST_CASE("phased memory holds one phase's tensors, and the next phase's when preloaded on the same IPU",
           "[phased][memory]") {
   const Json execution = {{"training", true}, {"gradientAccumulation", 4}, {"hostIo", false}, {"costModel", "compute"}};
