@@ -24,6 +24,7 @@ namespace {
 std::vector<Mode> modes_of(const Scenario& sc, const std::string& modes) {
   if (modes.empty()) return sc.execution.modes;
   if (modes == "both") return {Mode::Sharded, Mode::Pipelined};
+  if (modes == "phased") return {Mode::Phased};
   return {modes == "sharded" ? Mode::Sharded : Mode::Pipelined};
 }
 

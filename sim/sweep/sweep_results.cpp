@@ -36,7 +36,7 @@ const Json* find(const Json& object, const char* key) {
   return it == object.end() ? nullptr : &*it;
 }
 
-constexpr const char* kModes[] = {"sharded", "pipelined"};
+constexpr const char* kModes[] = {"sharded", "pipelined", "phased"};
 
 std::string signal_name(int signal) {
   switch (signal) {
