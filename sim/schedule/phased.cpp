@@ -140,7 +140,13 @@ void run_serialised_phases(ProgramBuilder& b, const ScheduleContext& ctx) {
     const Pass pass = st.backward ? Pass::Backward : Pass::Forward;
     const Pass next_pass = next && next->backward ? Pass::Backward : Pass::Forward;
     const bool beside = next && preload && (next->ipu != st.ipu || io_tiles);  // loads while this phase runs
-    if (beside) b.streaming_memory(next->ipu, true, weights(*next), next->id, next_pass, next->ipu == st.ipu);
+    // On the other IPU (ping-pong) the next phase's weights load a G-th per micro-batch, and with
+    // several IPUs each iteration ends at a free barrier: the same transfer beside the same
+    // compute, and every IPU takes part in the loop, so its periods repeat and are not simulated
+    // one by one.
+    const bool spread = beside && next->ipu != st.ipu;
+    const bool barrier = plan.ipus.size() > 1;
+    if (beside && !spread) b.streaming_memory(next->ipu, true, weights(*next), next->id, next_pass, true);
     const double stash = ex.training ? stash_bytes(ctx, plan.stages[static_cast<std::size_t>(st.forward_stage)]) : 0;
     const double loads = boundary_bytes(plan, st.id, true) + (st.backward ? stash : 0);
     const double stores = boundary_bytes(plan, st.id, false) + (!st.backward && st.id != plan.loss_stage ? stash : 0);
@@ -150,6 +156,8 @@ void run_serialised_phases(ProgramBuilder& b, const ScheduleContext& ctx) {
       b.compute(st, 0);
       b.host_output(st, 0);
       b.streaming_memory(st.ipu, false, stores, st.id, pass, io_tiles);
+      if (spread) b.streaming_memory(next->ipu, true, weights(*next) / static_cast<double>(ctx.depth()), next->id, next_pass);
+      if (barrier) b.sync_all(0);
     });
     if (ex.training && st.weight_bytes > 0) b.phase_update(st, st.state_bytes, st.weight_bytes + st.state_bytes);
     b.sync_all(ctx.sync_seconds);
