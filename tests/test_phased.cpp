@@ -3,13 +3,17 @@
 // no latencies, 1 GFLOP/s per IPU. Its memory per phase against a hand count, and its rules.
 #include <catch2/catch.hpp>
 
+#include "sim/base/units.hpp"
 #include "sim/memory/memory.hpp"
 #include "sim/simulate/simulation.hpp"
+#include "cli_runner.hpp"
 #include "run_metrics.hpp"
 #include "support.hpp"
+#include "temp_dir.hpp"
 
 using namespace ipusim;
 using namespace ipusim::test;
+using Catch::Matchers::Contains;
 
 namespace {
 
@@ -209,4 +213,39 @@ TEST_CASE("sharded and pipelined runs of a phased model keep virtualGraph and sa
   REQUIRE(warning);
   CHECK(warning->find("4 phases") != std::string::npos);
   CHECK(warning->find("--mode phased") != std::string::npos);
+}
+
+TEST_CASE("plan of a phased scenario: every phased setting the system allows, ranked by the engine's figures",
+          "[phased][cli]") {
+  const test::TempDir dir;
+  const Json execution = {{"mode", "phased"}, {"training", true}, {"gradientAccumulation", 4}, {"replicas", 1},
+                          {"hostIo", false}, {"costModel", "compute"}, {"executionPhaseSettings", {{"stages", 2}}}};
+  const std::string scenario = dir.write("phased.json", Json{{"name", "two phases"}, {"model", two_phases()},
+                                                             {"config", phased_config(2)}, {"execution", execution}});
+  const test::Result plan = test::run_ipusim({"plan", scenario, "--top", "8"});
+  REQUIRE(plan.exit_code == 0);
+  // Stages 1 (2 replicas, G 2) and 2 (1 replica, G 4); no I/O tiles on a 1-tile IPU; two orders;
+  // recomputation off and on: 8 candidates, all fit.
+  CHECK_THAT(plan.out, Contains("8 simulated, 8 fit (global batch 4, micro-batch 1)"));
+  // The best is stages 1 on both IPUs (no idle ping-pong partner); its throughput is the run's.
+  const std::string best = plan.out.substr(plan.out.find("best: ") + 6);
+  CHECK_THAT(best, Contains("stages=1") && Contains("replicas=2") && Contains("gradientAccumulation=2"));
+  const Json one_ipu = [&] {
+    Json e = execution;
+    e["executionPhaseSettings"]["stages"] = 1;
+    e["replicas"] = 2;
+    e["gradientAccumulation"] = 2;
+    e["executionPhaseSettings"]["serialiseMicroBatches"] = best.find("serialiseMicroBatches=true") != std::string::npos;
+    e["recomputation"] = best.find("recomputation=pipeline") != std::string::npos ? "pipeline" : "none";
+    return e;
+  }();
+  Json model = two_phases();
+  for (auto& op : model["ops"]) op["virtualGraph"] = 0;
+  const Simulation sim = run_phased(model, phased_config(2), one_ipu);
+  const std::string rank1 = plan.out.substr(plan.out.find("  1  "));
+  CHECK_THAT(rank1.substr(0, rank1.find('\n')), Contains(format_rate(run_of(sim, Mode::Phased).throughput_samples_per_s, "samples/s")));
+  // The pipelined search's dimensions are refused, not ignored.
+  const test::Result ipus = test::run_ipusim({"plan", scenario, "--ipus", "2"});
+  CHECK(ipus.exit_code == 2);
+  CHECK_THAT(ipus.err, Contains("[cli.bad-value]") && Contains("--ipus belongs to the pipelined plan"));
 }

@@ -12,6 +12,7 @@
 
 #include "sim/cli/commands.hpp"
 #include "sim/cli/plan_output.hpp"
+#include "sim/cli/plan_phased.hpp"
 #include "sim/cli/plan_checks.hpp"
 #include "sim/io/input_error.hpp"
 #include "sim/io/model_writer.hpp"
@@ -136,6 +137,24 @@ void print_progress(const SearchProgress& p, bool training) {
   std::cerr << "\n";
 }
 
+// A phased scenario: the phased mode's planner (plan_phased.cpp). The pipelined search's
+// dimensions do not apply, and are refused rather than ignored.
+int plan_phased_scenario(const PlanOptions& o, const Scenario& sc) {
+  const std::vector<std::pair<const char*, bool>> pipelined_only = {
+      {"--ipus", !o.ipus.empty()}, {"--replicas", !o.replicas.empty()}, {"--global-batch", !o.global_batch.empty()},
+      {"--micro-batch", !o.micro_batches.empty()}, {"--gradient-accumulation", !o.gradient_accumulation.empty()},
+      {"--schedule", !o.schedules.empty()}, {"--recomputation", !o.recomputation.empty()}, {"--state", !o.state.empty()},
+      {"--rts", !o.rts.empty()}, {"--weight-update", !o.weight_update.empty()}, {"--heads-on", !o.heads_on.empty()},
+      {"--amp", !o.amps.empty()}, {"--write", !o.write.empty()}, {"--time-limit", o.time_limit > 0},
+      {"--explain-layers", o.explain_layers}, {"--objective", o.objective != "throughput"}};
+  for (const auto& [flag, given] : pipelined_only)
+    if (given)
+      throw InputError(flag, "", "cli.bad-value",
+                       std::string(flag) + " belongs to the pipelined plan; a phased scenario's plan searches "
+                       "executionPhaseSettings.stages, numIOTiles, the order and recomputation (docs/phased.md)");
+  return plan_phased(sc, o.top, std::cout);
+}
+
 int plan(const PlanOptions& o) {
   if (!o.write.empty()) {
     check_write_prefix(o.write);
@@ -150,6 +169,7 @@ int plan(const PlanOptions& o) {
     for (const Op& op : sc.model.ops) width = std::max(width, op.virtual_graph.value_or(0) + 1);
     physical_ipus(sc, static_cast<int>(width));
   }
+  if (sc.execution.modes == std::vector<Mode>{Mode::Phased}) return plan_phased_scenario(o, sc);
   const LayerStructure layers = detect_layers(sc.model);
   if (o.explain_layers) {
     std::cout << sc.model.file << ": " << explain_layers(layers);

@@ -145,17 +145,21 @@ void run_serialised_phases(ProgramBuilder& b, const ScheduleContext& ctx) {
     // compute, and every IPU takes part in the loop, so its periods repeat and are not simulated
     // one by one.
     const bool spread = beside && next->ipu != st.ipu;
-    const bool barrier = plan.ipus.size() > 1;
+    // With I/O tiles the barrier also bounds each micro-batch by its slower half, compute or
+    // Streaming Memory (PopXL's io_overlapped loop, whose steady state stores micro-batch i-2
+    // and loads i while i-1 computes; its first and last iterations are not modelled apart).
+    const bool barrier = plan.ipus.size() > 1 || io_tiles;
     if (beside && !spread) b.streaming_memory(next->ipu, true, weights(*next), next->id, next_pass, true);
     const double stash = ex.training ? stash_bytes(ctx, plan.stages[static_cast<std::size_t>(st.forward_stage)]) : 0;
     const double loads = boundary_bytes(plan, st.id, true) + (st.backward ? stash : 0);
     const double stores = boundary_bytes(plan, st.id, false) + (!st.backward && st.id != plan.loss_stage ? stash : 0);
     b.repeat("micro-batches of phase " + std::to_string(st.id), ctx.depth(), 1, [&] {
       b.streaming_memory(st.ipu, true, loads, st.id, pass, io_tiles);
+      if (io_tiles) b.streaming_memory(st.ipu, false, stores, st.id, pass, true);
       b.host_input(st, 0);
       b.compute(st, 0);
       b.host_output(st, 0);
-      b.streaming_memory(st.ipu, false, stores, st.id, pass, io_tiles);
+      if (!io_tiles) b.streaming_memory(st.ipu, false, stores, st.id, pass);
       if (spread) b.streaming_memory(next->ipu, true, weights(*next) / static_cast<double>(ctx.depth()), next->id, next_pass);
       if (barrier) b.sync_all(0);
     });

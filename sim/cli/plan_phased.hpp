@@ -1,0 +1,13 @@
+#pragma once
+// `ipusim plan` of a scenario in the phased mode (docs/phased.md): the phased mode's own
+// settings searched on the system the scenario names, every candidate run by the engine.
+#include <ostream>
+
+#include "sim/io/scenario.hpp"
+
+namespace ipusim::cli {
+
+// Prints the ranked candidates and returns the exit code: 0 when one fits, else 5.
+int plan_phased(const Scenario& scenario, int top, std::ostream& out);
+
+} // namespace ipusim::cli
