@@ -26,6 +26,7 @@
 #include "sim/plan/routes.hpp"
 #include "sim/simulate/simulation.hpp"
 #include "sim/sweep/sweep_spec.hpp"
+#include "cli_runner.hpp"
 #include "support.hpp"
 #include "temp_dir.hpp"
 
@@ -393,4 +394,23 @@ TEST_CASE("scenario.too-large: a copy beyond 2^60 bytes is refused before the en
   const InputError e = error_of([&] { simulate(sc, {Mode::Sharded}); });
   CHECK(e.rule() == "scenario.too-large");
   CHECK(e.pointer() == "/execution/microBatchSize");
+}
+
+TEST_CASE("compare of a document with 5,000 runs of one schedule: one column, not a copy of the document per run",
+          "[hardening][compare]") {
+  // The documents campaign (seed 41, input 233) grew a run document to 10,000 pipelined runs:
+  // compare copied the whole 34 MB document once per run and was killed at 24 GB.
+  const TempDir dir;
+  const Result one = run_ipusim(
+      {"run", std::string(IPUSIM_SOURCE_DIR) + "/scenarios/mlp-training.json", "--mode", "pipelined", "--json"});
+  REQUIRE(one.exit_code == 0);
+  nlohmann::json doc = nlohmann::json::parse(one.out);
+  const nlohmann::json run = doc["runs"][0];
+  for (int i = 1; i < 5000; ++i) doc["runs"].push_back(run);
+  const std::string many = dir.write("many.json", doc.dump());
+  const std::string single = dir.write("one.json", one.out);
+  const Result compared = run_ipusim({"compare", many, single});
+  REQUIRE(compared.exit_code == 0);
+  CHECK_THAT(compared.out, Contains("many.json [popart]"));
+  CHECK(compared.out.find("many.json [popart]") == compared.out.rfind("many.json [popart]"));
 }
