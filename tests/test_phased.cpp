@@ -213,6 +213,11 @@ TEST_CASE("sharded and pipelined runs of a phased model keep virtualGraph and sa
   REQUIRE(warning);
   CHECK(warning->find("4 phases") != std::string::npos);
   CHECK(warning->find("--mode phased") != std::string::npos);
+  // Settings the run's mode does not read are named, not ignored.
+  const auto settings = unused_settings_warning(sc, false);
+  REQUIRE(settings);
+  CHECK(settings->find("execution.executionPhaseSettings belongs to the phased mode") != std::string::npos);
+  CHECK_FALSE(unused_settings_warning(sc, true));
 }
 
 TEST_CASE("plan of a phased scenario: every phased setting the system allows, ranked by the engine's figures",

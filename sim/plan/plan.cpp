@@ -511,6 +511,19 @@ std::optional<std::string> unused_phases_warning(const Model& m, const ModelGrap
          " phases); " + ignored;
 }
 
+std::optional<std::string> unused_settings_warning(const Scenario& sc, const bool phased) {
+  const auto& doc = sc.scenario_document;
+  if (!doc.is_object() || !doc.contains("execution") || !doc.at("execution").is_object()) return std::nullopt;
+  const auto& execution = doc.at("execution");
+  std::string unused;
+  for (const char* key : phased ? std::vector<const char*>{"schedule", "accumulateOuterFragmentSettings"}
+                                : std::vector<const char*>{"executionPhaseSettings"})
+    if (execution.contains(key)) unused += (unused.empty() ? "" : ", ") + std::string(key);
+  if (unused.empty()) return std::nullopt;
+  return "execution." + unused + (phased ? " belong to pipelined runs; the phased mode does not read them"
+                                         : " belongs to the phased mode (--mode phased); this run does not read it");
+}
+
 std::optional<std::string> missing_loss_warning(const Scenario& sc, const ModelGraph& g) {
   if (!sc.execution.training) return std::nullopt;
   static const std::set<std::string> losses{"SoftmaxCrossEntropy", "SoftmaxCrossEntropyLoss", "NllLoss",

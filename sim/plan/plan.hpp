@@ -122,6 +122,9 @@ std::optional<std::string> missing_loss_warning(const Scenario& scenario, const 
 // The model carries executionPhase annotations, which the sharded and pipelined modes do not
 // use (PopART clears them outside phased execution): what they are and what the run does.
 std::optional<std::string> unused_phases_warning(const Model& model, const ModelGraph& graph);
+// Execution settings the scenario gives that the run's mode does not read: executionPhaseSettings
+// outside the phased mode; schedule and accumulateOuterFragmentSettings in it. What they are, or nothing.
+std::optional<std::string> unused_settings_warning(const Scenario& scenario, bool phased);
 
 // The per-op rules make_plan applies, shared with the planner's split tables (sim/search),
 // which compose a plan's figures from blocks of layers without rebuilding it.

@@ -152,6 +152,8 @@ Simulation simulate(const Scenario& scenario, const std::vector<Mode>& modes, co
     const auto warning = sim.plan.phased ? std::nullopt : unused_phases_warning(scenario.model, sim.graph);
     if (warning)
       *options.notes << "ipusim: warning: " << scenario.model.file << ": " << *warning << "\n" << std::flush;
+    if (const auto unused = unused_settings_warning(scenario, sim.plan.phased))
+      *options.notes << "ipusim: warning: " << scenario.file << ": " << *unused << "\n" << std::flush;
   }
   // The time estimate is for the full simulation; the steady state's is usually far less.
   if (options.notes != nullptr &&
