@@ -343,6 +343,10 @@ TEST_CASE("the zoo generators reproduce the shipped BERT, GPT-2 and ViT models",
   CHECK(generate("make_gpt_model.py", "--preset gpt2-medium --layers-per-ipu 0,2,2,2,2,2,2,2,1,1,1,1,2,2,2,0 "
                                       "--stage-ipus 0,1,2,3,4,5,6,7,7,6,5,4,3,2,1,0 --heads-on last --name gpt2-medium-v") ==
         read_all(kSource + "/models/gpt2-medium-v.json"));
+  // The GPT-J-sized decoder of the tensor-parallel scenario (docs/tensor-parallel.md).
+  CHECK(generate("make_gpt_model.py", "--hidden 4096 --heads 16 --layers 28 --phased 1 --seq 1024 --vocab 50400 --untied "
+                                      "--dtype float16 --name gpt-j-6b-phased") ==
+        read_all(kSource + "/models/gpt-j-6b-phased.json"));
 }
 
 TEST_CASE("zoo generators: --stage-ipus places stage s on its IPU, a V returns to IPU 0 with the head", "[zoo]") {

@@ -5,6 +5,7 @@
 #include <variant>
 
 #include "sim/io/input_error.hpp"
+#include "sim/io/tensor_parallel.hpp"
 
 namespace ipusim {
 
@@ -87,6 +88,8 @@ double pool_window(const Op& op) {
 } // namespace
 
 double derived_flops_per_sample(const Model& m, const Op& op) {
+  // Tensor-parallel collectives move data over IPU-Links; they compute nothing (sim/plan/tensor_parallel_cost.hpp).
+  if (is_tensor_parallel_collective(op.type)) return 0;
   // Every op type whose work ipusim derives reads at least one operand (the cost families
   // size their work by it); an op that lists none has lost its inputs.
   if (op.inputs.empty()) cannot_derive(m, op, "it has no input");

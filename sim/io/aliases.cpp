@@ -45,6 +45,10 @@ constexpr KeyAlias kAliases[] = {
     {Format::Scenario, "/execution", "replicationFactor", "replicas"},
     {Format::Scenario, "/execution", "deviceIterations", "batchesPerStep"},
     {Format::Scenario, "/execution", "enablePrefetchDatastreams", "prefetchDataStreams"},
+    // PopXL's examples (execution.tensor_parallel), Megatron-LM (tensor_model_parallel_size), tp.
+    {Format::Scenario, "/execution", "tensor_parallel", "tensorParallel"},
+    {Format::Scenario, "/execution", "tensor_model_parallel_size", "tensorParallel"},
+    {Format::Scenario, "/execution", "tp", "tensorParallel"},
 };
 
 struct KeyHint {

@@ -95,6 +95,8 @@ const std::vector<FieldRange>& field_ranges() {
        "G; the run's own size is checked against memory before simulating"},
       {Format::Scenario, "/execution/batchesPerStep", 1, 1e8, kClosed, "", nullptr, "per step"},
       {Format::Scenario, "/execution/replicas", 1, kMaxIpus, kClosed, "", nullptr, "no more than IPUs can exist"},
+      {Format::Scenario, "/execution/tensorParallel", 1, kMaxIpus, kClosed, "IPUs", nullptr,
+       "IPUs each virtual IPU is sharded over (tensor parallelism); Graphcore's PopXL models use 4, 8 or 16"},
       {Format::Scenario, "/execution/placement/*", 0, kMaxIpus - 1, kClosed, "", "scenario.bad-placement",
        "an IPU id"},
       {Format::Scenario, "/execution/numIOTiles", 0, 1e5, kClosed, "tiles", nullptr,

@@ -2,6 +2,7 @@
 // A scenario: which model, on which IPU system, run how.
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -81,7 +82,17 @@ struct Execution {
     return i < available_memory_proportion.size() ? available_memory_proportion[i] : available_memory_proportion.back();
   }
   std::int64_t replicas = 1;               // data-parallel copies of the pipeline on disjoint IPUs
+  // IPUs each virtual IPU is sharded over (Megatron / PopXL tensor parallelism, consecutive
+  // IPUs; docs/tensor-parallel.md): the scenario's model is then one shard's.
+  std::int64_t tensor_parallel = 1;
   std::vector<std::int64_t> placement;     // physical IPU of virtual IPU v in replica r at r*width+v; empty = in order
+};
+
+// What a tensor-parallel scenario was loaded from, before sharding: the model as the file
+// gives it and the system as configured (sim/io/tensor_parallel.hpp).
+struct Unsharded {
+  Model model;
+  HardwareConfig hardware;
 };
 
 struct Scenario {
@@ -94,6 +105,10 @@ struct Scenario {
   // hashes (sim/io/content_hash.hpp: a report's modelHash and configHash).
   nlohmann::json scenario_document;
   std::string model_hash, config_hash;
+  // Set when execution.tensorParallel > 1: `model` and `hardware` are then what one IPU of a
+  // tensor-parallel group runs and sees (its shard, its share of the IPU-Gateway and Streaming
+  // Memory), and this is what they were made from.
+  std::shared_ptr<const Unsharded> unsharded;
 
   // Where scenario fields live, for errors raised after loading.
   std::string execution_pointer(const std::string& key) const { return "/execution/" + key; }

@@ -13,6 +13,7 @@
 #include "sim/io/model_loader.hpp"
 #include "sim/io/model_writer.hpp"
 #include "sim/io/onnx_model_loader.hpp"
+#include "sim/io/tensor_parallel.hpp"
 
 namespace ipusim {
 
@@ -157,6 +158,7 @@ Execution read_execution(const Json& execution, const std::string& origin) {
   e.host_io = r.optional_bool("hostIo", true);
   e.cost_model = r.optional_string("costModel", e.cost_model);
   e.replicas = r.optional_int("replicas", 1);
+  e.tensor_parallel = r.optional_int("tensorParallel", 1);
   e.placement = r.int_list("placement", false);
   if (const Json* flag = r.maybe_value("recomputation"); flag && flag->is_boolean())
     throw r.error("recomputation", "scenario.bad-recomputation",
@@ -249,6 +251,21 @@ Scenario load_scenario(const std::string& path, const std::vector<Override>& ove
 
 namespace {
 
+// One IPU of a tensor-parallel group runs the model's shard; the IPUs behind one IPU-Gateway
+// or Streaming Memory that belong to one group all stream at once (each its own shard, each
+// the whole input), so the group's representative sees 1/k of the link, k those IPUs.
+void apply_tensor_parallel(Scenario& s) {
+  const std::int64_t t = s.execution.tensor_parallel;
+  if (t <= 1 && !s.unsharded) return;
+  if (!s.unsharded) s.unsharded = std::make_shared<const Unsharded>(Unsharded{s.model, s.hardware});
+  s.model = shard_for_tensor_parallel(s.unsharded->model, static_cast<int>(t), s.execution.training, s.file);
+  s.hardware = s.unsharded->hardware;
+  if (t <= 1) return;
+  const auto shared = [t](int shared_by) { return static_cast<double>(std::min<std::int64_t>(t, shared_by)); };
+  s.hardware.host_link.bandwidth_bytes_per_s /= shared(s.hardware.host_link.shared_by);
+  s.hardware.streaming_memory.bandwidth_bytes_per_s /= shared(s.hardware.streaming_memory.shared_by);
+}
+
 // Where each document came from, for naming --set in errors: the scenario, model and config origins.
 struct Origins {
   std::string scenario, model, config;
@@ -304,6 +321,7 @@ Scenario build_scenario(Json document, const std::string& path, const std::vecto
   s.scenario_document = document;
   s.model_hash = content_hash(model.document);
   s.config_hash = content_hash(config.document);
+  apply_tensor_parallel(s);
   return s;
 }
 
@@ -324,8 +342,10 @@ void reload_execution(Scenario& s, nlohmann::json document, const std::vector<Ov
   }
   // As build_scenario reads it: nothing else in the document can have changed.
   ObjectReader root(document, s.file, "", Format::Scenario);
+  const std::int64_t tensor_parallel = s.execution.tensor_parallel;
   s.execution = execution_from_json(root.has("execution") ? root.required_value("execution") : Json::object(), s.file);
   s.scenario_document = std::move(document);
+  if (s.execution.tensor_parallel != tensor_parallel || s.unsharded) apply_tensor_parallel(s);
 }
 
 Scenario scenario_from_json(Json document, const std::string& path, const std::vector<Override>& overrides) {

@@ -41,6 +41,19 @@ void where_time_goes(std::ostringstream& out, const RunMetrics& r) {
   out << ". ";
 }
 
+// Tensor-parallel collectives are counted as computing (they are part of each stage's
+// program); how much of it they are, from the plan.
+void tensor_parallel_share(std::ostringstream& out, const Scenario& sc, const Simulation& sim) {
+  if (sc.execution.tensor_parallel <= 1) return;
+  for (const ModeRun& run : sim.runs) {
+    const double fraction = tensor_parallel_fraction(sim.plan, run.schedule.recompute);
+    out << "Of the computing, " << format_percent(fraction) << " is tensor-parallel all-reduces over groups of "
+        << sc.execution.tensor_parallel << " IPUs (" << format_percent(time_shares(run.metrics).compute * fraction)
+        << " of IPU time): an all-reduce sends 2(t-1)/t of its tensor over IPU-Links whatever the group size t, "
+           "while compute falls as 1/t, so the smallest group that fits spends the least share on them. ";
+  }
+}
+
 const IpuMetrics* lightest_ipu(const RunMetrics& r) {
   const IpuMetrics* lightest = nullptr;
   for (const IpuMetrics& m : r.ipus)
@@ -129,6 +142,7 @@ std::string explain_runs(const Scenario& sc, const Simulation& sim) {
   }
   for (const RunMetrics* r : {sharded, pipelined})
     if (r) where_time_goes(out, *r);
+  tensor_parallel_share(out, sc, sim);
   // The mode a user would keep: pipelined when it ran, else sharded.
   const RunMetrics* chosen = pipelined ? pipelined : sharded;
   if (!chosen) return "";

@@ -182,6 +182,9 @@ Json report_json(const Scenario& sc, const Simulation& sim) {
   const RunMetrics* pipelined = nullptr;
   for (const ModeRun& run : sim.runs) {
     runs.push_back(run_json(run.metrics));
+    if (sc.execution.tensor_parallel > 1)
+      runs.back()["timeShares"]["tensorParallelAllReduce"] =
+          time_shares(run.metrics).compute * tensor_parallel_fraction(sim.plan, run.schedule.recompute);
     (run.metrics.mode == Mode::Sharded ? sharded : pipelined) = &run.metrics;
   }
   const Execution& ex = sc.execution;
@@ -199,6 +202,7 @@ Json report_json(const Scenario& sc, const Simulation& sim) {
                 {"recomputation", ex.recomputation == Recomputation::Pipeline ? "pipeline" : "none"},
                 {"optimizer", optimizer_name(ex.optimizer)},
                 {"replicas", ex.replicas},
+                {"tensorParallel", ex.tensor_parallel},
                 {"schedule", ex.schedule},
                 {"weightUpdateSchedule", weight_update_schedule_name(ex.weight_update_schedule)},
                 {"replicatedTensorSharding", ex.replicated_tensor_sharding},

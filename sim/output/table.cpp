@@ -17,7 +17,11 @@ std::string pad(const std::string& s, std::size_t width) {
 void plan_section(std::ostringstream& out, const Scenario& sc, const Plan& plan, bool placed) {
   out << "Plan: " << plan.forward_stage_count << (plan.phased ? " forward phase(s)" : " forward stage(s)");
   if (plan.training) out << ", " << plan.stage_count() << " stages with backward";
-  out << " on " << plan.ipus.size() << (placed ? " virtual IPU(s) per replica\n" : " IPU(s)\n");
+  out << " on " << plan.ipus.size() << (placed ? " virtual IPU(s) per replica" : " IPU(s)");
+  if (sc.execution.tensor_parallel > 1)
+    out << ", each a tensor-parallel group of " << sc.execution.tensor_parallel
+        << " IPUs running the shard below (rows name each group's first IPU)";
+  out << "\n";
   out << "  " << pad("stage", 7) << pad(placed ? "vIPU" : "IPU", 5) << pad("pass", 18) << pad("time/micro-batch", 18) << "ops\n";
   for (const PlanStage& s : plan.stages) {
     const std::string pass = s.backward ? "backward" : (s.backward_seconds > 0 ? "forward+backward" : "forward");
@@ -94,6 +98,13 @@ std::string render_table(const Scenario& sc, const Simulation& sim) {
     });
   }
   row("IPU time computing", [](const RunMetrics& r) { return format_percent(time_shares(r).compute); });
+  if (sc.execution.tensor_parallel > 1)
+    row("  in tp all-reduces", [&](const RunMetrics& r) {
+      bool recompute = false;
+      for (const ModeRun& run : sim.runs)
+        if (&run.metrics == &r) recompute = run.schedule.recompute;
+      return format_percent(time_shares(r).compute * tensor_parallel_fraction(sim.plan, recompute));
+    });
   row("IPU time idle (bubble)", [](const RunMetrics& r) { return format_percent(r.bubble_fraction); });
   bool update_waits = false, turn_waits = false;
   for (const ModeRun& run : sim.runs) {

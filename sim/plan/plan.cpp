@@ -8,6 +8,8 @@
 #include "sim/cost/cost_model.hpp"
 #include "sim/io/aliases.hpp"
 #include "sim/io/input_error.hpp"
+#include "sim/io/tensor_parallel.hpp"
+#include "sim/plan/tensor_parallel_cost.hpp"
 
 namespace ipusim {
 
@@ -285,6 +287,15 @@ void mark_shared_updates(const Model& m, const std::vector<std::int64_t>& exclud
 
 } // namespace
 
+double tensor_parallel_fraction(const Plan& plan, bool recompute) {
+  double collectives = 0, total = 0;
+  for (const PlanStage& s : plan.stages) {
+    collectives += s.tensor_parallel_seconds + (recompute ? s.tensor_parallel_recompute_seconds : 0.0);
+    total += s.seconds() + (recompute ? s.recompute_seconds : 0.0);
+  }
+  return total > 0 ? collectives / total : 0.0;
+}
+
 const PlanStage& backward_of(const Plan& plan, int k) {
   const int L = plan.loss_stage;
   return plan.stages[static_cast<std::size_t>(k == L ? L : 2 * L - k)];
@@ -355,17 +366,23 @@ Plan make_plan(const Scenario& sc, const ModelGraph& g, const std::vector<Mode>&
     }
     OpWork forward = forward_work(m, m.ops[op], ex.micro_batch_size, facts);
     forward.training = ex.training;
-    const OpCost fc = cost(ipu).cost(forward);
+    const bool collective = is_tensor_parallel_collective(m.ops[op].type);
+    const OpCost fc = collective ? tensor_parallel_collective_cost(sc.hardware, m, m.ops[op], false, ex.micro_batch_size)
+                                 : cost(ipu).cost(forward);
     plan.op_timings[op].forward = fc;
     plan.stages[fs].forward_seconds += fc.cycles() / clock;
+    if (collective) plan.stages[fs].tensor_parallel_seconds += fc.cycles() / clock;
     temp_of_ipu[ipu] = std::max(temp_of_ipu[ipu], fc.temp_bytes_per_tile);
     if (ex.training) {
       OpWork backward = backward_work(m, m.ops[op], ex.micro_batch_size, facts);
       backward.training = true;
       backward.accumulates_weight_gradients = ex.gradient_accumulation > 1;
-      const OpCost bc = cost(ipu).cost(backward);
+      const OpCost bc = collective
+                            ? tensor_parallel_collective_cost(sc.hardware, m, m.ops[op], true, ex.micro_batch_size)
+                            : cost(ipu).cost(backward);
       plan.op_timings[op].backward = bc;
       plan.stages[2 * L - fs].backward_seconds += bc.cycles() / clock;
+      if (collective) plan.stages[2 * L - fs].tensor_parallel_seconds += bc.cycles() / clock;
       plan.stages[2 * L - fs].weight_gradient_seconds += bc.weight_gradient_cycles / clock;
       temp_of_ipu[ipu] = std::max(temp_of_ipu[ipu], bc.temp_bytes_per_tile);
       if (fs != L) plan.stages[2 * L - fs].ops.push_back(op);
@@ -441,7 +458,10 @@ Plan make_plan(const Scenario& sc, const ModelGraph& g, const std::vector<Mode>&
 
   describe_activations(m, g, stage_of, ex.micro_batch_size, plan);
   if (ex.training)
-    for (int s = L + 1; s < S; ++s) plan.stages[s].recompute_seconds = plan.stages[2 * L - s].forward_seconds;
+    for (int s = L + 1; s < S; ++s) {
+      plan.stages[s].recompute_seconds = plan.stages[2 * L - s].forward_seconds;
+      plan.stages[s].tensor_parallel_recompute_seconds = plan.stages[2 * L - s].tensor_parallel_seconds;
+    }
 
   // IPUs and their weights.
   std::map<int, PlanIpu> ipus;

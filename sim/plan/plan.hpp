@@ -28,6 +28,10 @@ struct PlanStage {
   double forward_seconds = 0;            // per micro-batch
   double backward_seconds = 0;           // per micro-batch: backward stages, and the loss stage
   double recompute_seconds = 0;          // backward stages: the forward re-run under recomputation
+  // Of seconds(), the tensor-parallel collectives (sim/io/tensor_parallel.hpp); of
+  // recompute_seconds, those its forward re-run repeats.
+  double tensor_parallel_seconds = 0;
+  double tensor_parallel_recompute_seconds = 0;
   // Of backward_seconds, the weight gradient (W, OpCost::weight_gradient_cycles); the rest is B.
   // Schedules without a B/W split run both as one backward.
   double weight_gradient_seconds = 0;
@@ -106,6 +110,10 @@ struct Plan {
 
   int stage_count() const { return static_cast<int>(stages.size()); }
 };
+
+// Of the time the plan's stages compute for one micro-batch (their forward re-runs with
+// `recompute`), the fraction spent in tensor-parallel all-reduces: 0 without them.
+double tensor_parallel_fraction(const Plan& plan, bool recompute);
 
 // The backward stage of forward stage k (the loss stage is its own), in a training plan.
 const PlanStage& backward_of(const Plan& plan, int k);

@@ -138,40 +138,49 @@ void depth_error(const ScheduleContext& ctx, const std::string& rule, const std:
                    rule, message);
 }
 
+// With tensor parallelism each entry is a group of t consecutive IPUs, the first standing for
+// the group (its IPUs run the same shard in lockstep): placement lists the groups' first IPUs.
 std::vector<int> physical_ipus(const Scenario& sc, int width) {
   const Execution& ex = sc.execution;
+  const std::int64_t t = std::max<std::int64_t>(1, ex.tensor_parallel);
+  const std::string pipeline = std::to_string(width) + "-IPU pipeline" +
+                               (t > 1 ? " sharded over " + std::to_string(t) + " IPUs per virtual IPU" : "");
   // A count whose IPU total overflows an int would be truncated below; no system has that many IPUs.
-  if (ex.replicas > INT32_MAX / width)
+  if (ex.replicas > INT32_MAX / width / t)
     throw InputError(sc.file, sc.execution_pointer(ex.placement.empty() ? "replicas" : "placement"),
                      ex.placement.empty() ? "scenario.not-enough-ipus" : "scenario.bad-placement",
-                     std::to_string(ex.replicas) + " replica(s) of a " + std::to_string(width) +
-                         "-IPU pipeline need more IPUs than \"" + sc.hardware.name + "\" has (" +
-                         std::to_string(sc.hardware.ipu_count) + ")");
+                     std::to_string(ex.replicas) + " replica(s) of a " + pipeline + " need more IPUs than \"" +
+                         sc.hardware.name + "\" has (" + std::to_string(sc.hardware.ipu_count) + ")");
   const int replicas = static_cast<int>(ex.replicas);
   const int needed = replicas * width;
   if (!ex.placement.empty() && static_cast<int>(ex.placement.size()) != needed)
     throw InputError(sc.file, sc.execution_pointer("placement"), "scenario.bad-placement",
                      "placement lists " + std::to_string(ex.placement.size()) + " IPUs; " + std::to_string(replicas) +
-                         " replica(s) of a " + std::to_string(width) + "-IPU pipeline need " +
-                         std::to_string(needed) + " (entry r*" + std::to_string(width) +
-                         "+v is the IPU of virtual IPU v in replica r)");
-  if (ex.placement.empty() && needed > sc.hardware.ipu_count)
-    throw InputError(sc.file, sc.execution_pointer("replicas"), "scenario.not-enough-ipus",
-                     std::to_string(replicas) + " replica(s) of a " + std::to_string(width) + "-IPU pipeline need " +
-                         std::to_string(needed) + " IPUs; \"" + sc.hardware.name + "\" has " +
+                         " replica(s) of a " + pipeline + " need " + std::to_string(needed) + " (entry r*" +
+                         std::to_string(width) + "+v is the " + (t > 1 ? "first IPU of the group" : "IPU") +
+                         " of virtual IPU v in replica r)");
+  if (ex.placement.empty() && needed * t > sc.hardware.ipu_count)
+    throw InputError(sc.file, sc.execution_pointer(t > 1 ? "tensorParallel" : "replicas"), "scenario.not-enough-ipus",
+                     std::to_string(replicas) + " replica(s) of a " + pipeline + " need " +
+                         std::to_string(needed * t) + " IPUs; \"" + sc.hardware.name + "\" has " +
                          std::to_string(sc.hardware.ipu_count));
   std::vector<int> physical;
-  std::set<int> used;
+  std::set<std::int64_t> used;
   for (int i = 0; i < needed; ++i) {
     // Range-checked as int64 before narrowing, so IPU 2^32 is not silently IPU 0.
-    const std::int64_t wanted = ex.placement.empty() ? i : ex.placement[static_cast<std::size_t>(i)];
-    const bool exists = wanted >= 0 && wanted < sc.hardware.ipu_count;
-    const int ipu = static_cast<int>(wanted);
-    if (!exists || !used.insert(ipu).second)
-      throw InputError(sc.file, sc.execution_pointer("placement/" + std::to_string(i)), "scenario.bad-placement",
-                       "IPU " + std::to_string(wanted) +
-                           (!exists ? " does not exist in \"" + sc.hardware.name + "\"" : " is placed twice"));
-    physical.push_back(ipu);
+    const std::int64_t wanted = ex.placement.empty() ? i * t : ex.placement[static_cast<std::size_t>(i)];
+    for (std::int64_t k = 0; k < t; ++k) {
+      const std::int64_t ipu = wanted + k;
+      const bool exists = ipu >= 0 && ipu < sc.hardware.ipu_count;
+      if (!exists || !used.insert(ipu).second)
+        throw InputError(sc.file, sc.execution_pointer("placement/" + std::to_string(i)), "scenario.bad-placement",
+                         "IPU " + std::to_string(ipu) +
+                             (!exists ? " does not exist in \"" + sc.hardware.name + "\"" : " is placed twice") +
+                             (t > 1 ? " (a tensor-parallel group holds IPUs " + std::to_string(wanted) + " to " +
+                                          std::to_string(wanted + t - 1) + ")"
+                                    : ""));
+    }
+    physical.push_back(static_cast<int>(wanted));
   }
   return physical;
 }

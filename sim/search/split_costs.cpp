@@ -5,6 +5,9 @@
 #include <string>
 #include <tuple>
 
+#include "sim/io/tensor_parallel.hpp"
+#include "sim/plan/tensor_parallel_cost.hpp"
+
 namespace ipusim {
 
 namespace {
@@ -89,9 +92,13 @@ SplitCosts::SplitCosts(const Scenario& sc, const LayerStructure& layers, std::in
       backward.training = true;
       backward.accumulates_weight_gradients = accumulating_;
     }
+    const bool collective = is_tensor_parallel_collective(op.type);
     for (std::size_t a = 0; a < cost_models_.size(); ++a) {
-      forward_cost_[a][op.index] = cost_models_[a]->cost(forward);
-      if (ex.training) backward_cost_[a][op.index] = cost_models_[a]->cost(backward);
+      forward_cost_[a][op.index] = collective ? tensor_parallel_collective_cost(sc.hardware, m, op, false, micro_batch_)
+                                              : cost_models_[a]->cost(forward);
+      if (ex.training)
+        backward_cost_[a][op.index] = collective ? tensor_parallel_collective_cost(sc.hardware, m, op, true, micro_batch_)
+                                                 : cost_models_[a]->cost(backward);
     }
   }
   for (const auto& a : g.anchors) anchors_.push_back(id.at(a));

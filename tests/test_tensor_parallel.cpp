@@ -1,0 +1,252 @@
+// Tensor parallelism (docs/tensor-parallel.md): the shard the transform makes of a Megatron
+// block and of the shipped GPT-J-sized decoder against hand counts, the inserted all-reduces'
+// closed forms on hand-made IPU-Link topologies, the plan's stage times against the unsharded
+// ones, the placement of groups, and the rules.
+#include <catch2/catch.hpp>
+
+#include <variant>
+
+#include "sim/io/scenario_loader.hpp"
+#include "sim/io/tensor_parallel.hpp"
+#include "sim/plan/plan.hpp"
+#include "sim/plan/tensor_parallel_cost.hpp"
+#include "sim/io/hardware_loader.hpp"
+#include "sim/simulate/simulation.hpp"
+#include "cli_runner.hpp"
+#include "run_metrics.hpp"
+#include "support.hpp"
+
+using namespace ipusim;
+using namespace ipusim::test;
+using Catch::Matchers::Contains;
+
+namespace {
+
+const std::string kSource = IPUSIM_SOURCE_DIR;
+
+// x -> LayerNorm -> a -> MatMul W1 [16, 64] -> h -> Add b1 -> hb -> Gelu -> g -> MatMul W2 [64, 16] -> o,
+// per sample [8, 16] and [8, 64], float32, each op with its FLOPs given (per sample).
+Json mlp_block() {
+  Json tensors = {{"x", {{"shape", {8, 16}}, {"kind", "input"}}},
+                  {"gamma", {{"shape", {16}}, {"kind", "weight"}}},
+                  {"beta", {{"shape", {16}}, {"kind", "weight"}}},
+                  {"a", {{"shape", {8, 16}}, {"kind", "activation"}}},
+                  {"W1", {{"shape", {16, 64}}, {"kind", "weight"}}},
+                  {"b1", {{"shape", {64}}, {"kind", "weight"}}},
+                  {"h", {{"shape", {8, 64}}, {"kind", "activation"}}},
+                  {"hb", {{"shape", {8, 64}}, {"kind", "activation"}}},
+                  {"g", {{"shape", {8, 64}}, {"kind", "activation"}}},
+                  {"W2", {{"shape", {64, 16}}, {"kind", "weight"}}},
+                  {"o", {{"shape", {8, 16}}, {"kind", "activation"}}}};
+  auto op = [](const char* name, const char* type, std::vector<std::string> in, const char* out, double flops) {
+    return Json{{"name", name}, {"type", type}, {"inputs", in}, {"outputs", {out}}, {"virtualGraph", 0}, {"flops", flops}};
+  };
+  return {{"name", "mlp block"},
+          {"tensors", tensors},
+          {"ops",
+           {op("ln", "LayerNorm", {"x", "gamma", "beta"}, "a", 1000), op("fc1", "MatMul", {"a", "W1"}, "h", 16384),
+            op("bias", "Add", {"h", "b1"}, "hb", 512), op("gelu", "Gelu", {"hb"}, "g", 4096),
+            op("fc2", "MatMul", {"g", "W2"}, "o", 16384)}}};
+}
+
+Json execution(int tp, bool training) {
+  return {{"mode", "sharded"}, {"training", training}, {"tensorParallel", tp}, {"costModel", "compute"}, {"hostIo", false}};
+}
+
+const Op& op_named(const Model& m, const std::string& name) {
+  for (const Op& op : m.ops)
+    if (op.name == name) return op;
+  FAIL("no op " << name);
+  throw std::logic_error("unreachable");
+}
+
+double attribute(const Op& op, const std::string& key) {
+  const AttributeValue& v = op.attributes.at(key);
+  return std::holds_alternative<double>(v) ? std::get<double>(v) : static_cast<double>(std::get<std::int64_t>(v));
+}
+
+} // namespace
+
+TEST_CASE("a Megatron MLP block: column- then row-parallel, one all-reduce forward, one backward", "[tensor-parallel]") {
+  const Scenario sc = make_scenario(mlp_block(), zero_overhead_config(4), execution(4, true));
+  const Model& m = sc.model;
+  CHECK(m.tensor("W1").shape == std::vector<std::int64_t>{16, 16});  // columns split
+  CHECK(m.tensor("b1").shape == std::vector<std::int64_t>{16});
+  CHECK(m.tensor("W2").shape == std::vector<std::int64_t>{16, 16});  // rows split
+  CHECK(m.tensor("g").shape == std::vector<std::int64_t>{8, 16});
+  CHECK(m.tensor("o").shape == std::vector<std::int64_t>{8, 16});   // whole after the all-reduce
+  CHECK(m.tensor("gamma").shape == std::vector<std::int64_t>{16});  // the LayerNorm runs whole
+  std::vector<std::string> order;
+  for (const Op& op : m.ops) order.push_back(op.name);
+  CHECK(order == std::vector<std::string>{"ln", "fc1/tp_whole_input", "fc1", "bias", "gelu", "fc2", "fc2/tp_all_reduce"});
+  const Op& identity = op_named(m, "fc1/tp_whole_input");
+  CHECK(identity.type == kTensorParallelIdentity);
+  CHECK(attribute(identity, "reducedElements") == 0);
+  CHECK(attribute(identity, "gradientReducedElements") == 128);  // a's gradient, 8 x 16
+  const Op& reduce = op_named(m, "fc2/tp_all_reduce");
+  CHECK(reduce.type == kTensorParallelAllReduce);
+  CHECK(attribute(reduce, "reducedElements") == 128);
+  CHECK(attribute(reduce, "gradientReducedElements") == 0);
+  CHECK(reduce.inputs == std::vector<std::string>{"o/tp_partial"});
+  CHECK(*op_named(m, "fc1").flops == 4096);  // split work, declared FLOPs divided by 4
+  CHECK(*op_named(m, "ln").flops == 1000);   // whole
+  // Inference inserts no identity: its forward is free and there is no gradient.
+  const Scenario inference = make_scenario(mlp_block(), zero_overhead_config(4), execution(4, false));
+  CHECK(inference.model.ops.size() == 6);
+}
+
+TEST_CASE("a tensor-parallel all-reduce is GCL's ring pair over the group's routes", "[tensor-parallel][closed-form]") {
+  // Four IPUs, every pair joined at 1e9 B/s, no latency or sync: 2(t-1) = 6 steps, each
+  // sending B/2t = 500 B each way over its own link: 6 x 0.5 us.
+  const HardwareConfig full = hardware_from_json(zero_overhead_config(4), "full.json");
+  CHECK(group_all_reduce_seconds(full, 0, 4, 4000) == Approx(6 * 0.5e-6).epsilon(1e-12));
+  // A line 0-1-2-3: the ring's hop 3 -> 0 runs 3 -> 2 -> 1 -> 0, so links 1->0, 2->1 and 3->2
+  // also carry a neighbour hop each: two half-chunks each, 1 us a step.
+  Json line = zero_overhead_config(4);
+  line["links"] = Json::array();
+  for (int a = 0; a < 3; ++a)
+    line["links"].push_back({{"ipus", {a, a + 1}}, {"bandwidthBytesPerSecond", 1e9}, {"latencySeconds", 0}});
+  const HardwareConfig chain = hardware_from_json(line, "line.json");
+  CHECK(group_all_reduce_seconds(chain, 0, 4, 4000) == Approx(6 * 1e-6).epsilon(1e-12));
+  // Latency: the longest neighbour route (3 hops of 1 us) and the sync, 2 x (1 + 4/4) x 15 ns.
+  line["links"] = Json::array();
+  for (int a = 0; a < 3; ++a)
+    line["links"].push_back({{"ipus", {a, a + 1}}, {"bandwidthBytesPerSecond", 1e9}, {"latencySeconds", 1e-6}});
+  line["syncLatencyPerHopSeconds"] = 15e-9;
+  const HardwareConfig slow = hardware_from_json(line, "line.json");
+  CHECK(group_all_reduce_seconds(slow, 0, 4, 4000) == Approx(6 * (1e-6 + 3e-6 + 60e-9)).epsilon(1e-12));
+  CHECK(group_all_reduce_seconds(full, 0, 1, 4000) == 0);
+}
+
+TEST_CASE("a tensor-parallel stage takes a quarter of the split work, the whole rest and its all-reduces",
+          "[tensor-parallel][closed-form]") {
+  // The compute cost model at 1 FLOP a cycle, 1 GHz, one tile: 1 FLOP per sample is 1 ns.
+  const Scenario whole = make_scenario(mlp_block(), zero_overhead_config(4), execution(1, true));
+  const Scenario split = make_scenario(mlp_block(), zero_overhead_config(4), execution(4, true));
+  const Plan p1 = make_plan(whole, build_graph(whole.model));
+  const Plan p4 = make_plan(split, build_graph(split.model));
+  // Forward: LayerNorm 1000 ns whole, the rest (16384 + 512 + 4096 + 16384) / 4 ns, then the
+  // all-reduce of o (128 floats = 512 B: 6 steps of 64 B at 1e9 B/s).
+  const double all_reduce = 6 * 64e-9;
+  CHECK(p4.stages[0].forward_seconds == Approx(1000e-9 + 37376e-9 / 4 + all_reduce).epsilon(1e-9));
+  CHECK(p1.stages[0].forward_seconds == Approx(1000e-9 + 37376e-9).epsilon(1e-9));
+  // Backward (twice the forward FLOPs): the identity's all-reduce of a's gradient instead.
+  CHECK(p4.stages[0].backward_seconds == Approx(2 * (1000e-9 + 37376e-9 / 4) + all_reduce).epsilon(1e-9));
+  CHECK(p4.stages[0].tensor_parallel_seconds == Approx(2 * all_reduce).epsilon(1e-9));
+  CHECK(tensor_parallel_fraction(p4, false) == Approx(2 * all_reduce / p4.stages[0].seconds()).epsilon(1e-12));
+}
+
+TEST_CASE("the GPT-J-sized decoder's shard: each layer's matmuls 1/16, its norms and output biases whole",
+          "[tensor-parallel][zoo]") {
+  const Scenario sc = load_scenario(kSource + "/scenarios/gpt-j-phased-pod16.json");
+  REQUIRE(sc.execution.tensor_parallel == 16);
+  double layer = 0, whole_layer = 0;
+  for (const auto& [name, t] : sc.model.tensors)
+    if (t.kind == TensorKind::Weight && name.rfind("h0/", 0) == 0) layer += static_cast<double>(t.elements());
+  for (const auto& [name, t] : sc.unsharded->model.tensors)
+    if (t.kind == TensorKind::Weight && name.rfind("h0/", 0) == 0) whole_layer += static_cast<double>(t.elements());
+  // Hand count, H = 4096, F = 16384: qkv H x 3H + 3H, out H x H (+ bias H whole), fc1 H x F + F,
+  // fc2 F x H (+ bias H whole), two LayerNorms 2 x 2H whole.
+  const double H = 4096, F = 16384;
+  const double split = H * 3 * H + 3 * H + H * H + H * F + F + F * H;
+  CHECK(whole_layer == split + H + H + 4 * H);
+  CHECK(layer == split / 16 + H + H + 4 * H);
+  // Embedding and head: the 50400-row vocabulary split, the 1024 positions whole.
+  CHECK(sc.model.tensor("wte").shape == std::vector<std::int64_t>{3150, 4096});
+  CHECK(sc.model.tensor("wpe").shape == std::vector<std::int64_t>{1024, 4096});
+  CHECK(sc.model.tensor("lm_head/weight").shape == std::vector<std::int64_t>{4096, 3150});
+  // Per layer two all-reduces forward and two identities (all-reduced gradients), as Megatron.
+  int reduces = 0, identities = 0;
+  for (const Op& op : sc.model.ops)
+    if (op.name.rfind("h0/", 0) == 0) {
+      reduces += op.type == kTensorParallelAllReduce;
+      identities += op.type == kTensorParallelIdentity;
+    }
+  CHECK(reduces == 2);
+  CHECK(identities == 2);
+}
+
+TEST_CASE("the GPT-J-sized decoder trains phased on a Bow Pod16 with tensor parallelism 16 and fits",
+          "[tensor-parallel][phased]") {
+  const Scenario sc = load_scenario(kSource + "/scenarios/gpt-j-phased-pod16.json");
+  const Simulation sim = simulate(sc, {Mode::Phased});
+  const RunMetrics& run = run_of(sim, Mode::Phased);
+  REQUIRE(run.memory.ipus.size() == 1);
+  CHECK(run.memory.fits);
+  CHECK(run.memory.ipus[0].id == 0);
+  // The engine ran one IPU standing for the group: the throughput is the group's.
+  CHECK(run.samples == 128);
+}
+
+TEST_CASE("tensor-parallel groups: consecutive IPUs, replicas strided, the IPU count and placement checked",
+          "[tensor-parallel][rules]") {
+  Json model = two_layer_model(1e6, 3e6);
+  Json ex = {{"mode", "pipelined"}, {"training", false}, {"batchesPerStep", 4}, {"tensorParallel", 2}, {"replicas", 2},
+             {"costModel", "compute"}, {"hostIo", false}};
+  const Simulation sim = simulate(make_scenario(model, zero_overhead_config(8), ex), {Mode::Pipelined});
+  std::vector<int> ipus;
+  for (const IpuMetrics& m : run_of(sim, Mode::Pipelined).ipus) ipus.push_back(m.id);
+  CHECK(ipus == std::vector<int>{0, 2, 4, 6});  // replica r, virtual IPU v: group (2r + v) from IPU 2(2r + v)
+  ex["replicas"] = 3;
+  const InputError e = error_of([&] { simulate(make_scenario(model, zero_overhead_config(8), ex), {Mode::Pipelined}); });
+  CHECK(e.rule() == "scenario.not-enough-ipus");
+  CHECK(e.pointer() == "/execution/tensorParallel");
+  CHECK_THAT(e.message(), Contains("12 IPUs"));
+  ex["replicas"] = 1;
+  ex["placement"] = {0, 1};
+  CHECK(rule_of([&] { simulate(make_scenario(model, zero_overhead_config(8), ex), {Mode::Pipelined}); }) == "scenario.bad-placement");
+}
+
+TEST_CASE("tensor-parallel rules: indivisible axes, normalising a split axis, PopXL and Megatron names",
+          "[tensor-parallel][rules]") {
+  // 16 heads and a 12288-wide qkv: 5 divides neither.
+  const InputError indivisible = error_of([&] {
+    load_scenario(kSource + "/scenarios/gpt-j-phased-pod16.json", {{"execution.tensorParallel", 5}});
+  });
+  CHECK(indivisible.rule() == "tensor-parallel.indivisible");
+  CHECK(indivisible.file() == kSource + "/models/gpt-j-6b-phased.json");
+  CHECK_THAT(indivisible.message(), Contains("h0/attention/qkv/weight") && Contains("12288"));
+  // 3 divides 12288, the q/k/v axis of [3, heads, 256], but not the heads: the split cannot follow them.
+  const InputError heads = error_of([&] {
+    load_scenario(kSource + "/scenarios/gpt-j-phased-pod16.json", {{"execution.tensorParallel", 3}});
+  });
+  CHECK(heads.rule() == "tensor-parallel.unsupported-op");
+  CHECK_THAT(heads.message(), Contains("attention heads"));
+  Json block = mlp_block();
+  block["ops"][2] = {{"name", "norm"}, {"type", "LayerNorm"}, {"inputs", {"h", "b1", "b1"}}, {"outputs", {"hb"}},
+                     {"virtualGraph", 0}};
+  const InputError norm = error_of([&] { make_scenario(block, zero_overhead_config(4), execution(4, true)); });
+  CHECK(norm.rule() == "tensor-parallel.unsupported-op");
+  CHECK(norm.pointer() == "/ops/2");
+  // A weight read whole by one op, then split by a matmul.
+  const Json tied = {
+      {"name", "tied"},
+      {"tensors",
+       {{"x", {{"shape", {16, 16}}, {"kind", "input"}}},
+        {"W", {{"shape", {16, 16}}, {"kind", "weight"}}},
+        {"a", {{"shape", {16, 16}}, {"kind", "activation"}}},
+        {"h", {{"shape", {16, 16}}, {"kind", "activation"}}}}},
+      {"ops",
+       {{{"name", "scale"}, {"type", "Mul"}, {"inputs", {"x", "W"}}, {"outputs", {"a"}}, {"virtualGraph", 0}},
+        {{"name", "fc"}, {"type", "MatMul"}, {"inputs", {"a", "W"}}, {"outputs", {"h"}}, {"virtualGraph", 0}}}}};
+  const InputError conflict = error_of([&] { make_scenario(tied, zero_overhead_config(4), execution(4, true)); });
+  CHECK(conflict.rule() == "tensor-parallel.weight-split-conflict");
+  CHECK(conflict.pointer() == "/ops/1");
+  // PopXL's and Megatron's names are read as tensorParallel.
+  for (const char* alias : {"tensor_parallel", "tensor_model_parallel_size", "tp"}) {
+    Json ex = execution(1, true);
+    ex.erase("tensorParallel");
+    ex[alias] = 4;
+    CHECK(make_scenario(mlp_block(), zero_overhead_config(4), ex).execution.tensor_parallel == 4);
+  }
+}
+
+TEST_CASE("ipusim run reports the tensor-parallel group and its all-reduce share", "[tensor-parallel][cli]") {
+  const Result r = run_ipusim({"run", kSource + "/scenarios/gpt-j-phased-pod16.json", "--json"});
+  REQUIRE(r.exit_code == 0);
+  const Json doc = Json::parse(r.out);
+  CHECK(doc["execution"]["tensorParallel"] == 16);
+  const double share = doc["runs"][0]["timeShares"]["tensorParallelAllReduce"].get<double>();
+  CHECK(share > 0);
+  CHECK(share < doc["runs"][0]["timeShares"]["compute"].get<double>());
+}
