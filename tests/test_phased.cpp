@@ -229,9 +229,9 @@ TEST_CASE("plan of a phased scenario: every phased setting the system allows, ra
                                                              {"config", phased_config(2)}, {"execution", execution}});
   const test::Result plan = test::run_ipusim({"plan", scenario, "--top", "8"});
   REQUIRE(plan.exit_code == 0);
-  // Stages 1 (2 replicas, G 2) and 2 (1 replica, G 4); no I/O tiles on a 1-tile IPU; two orders;
-  // recomputation off and on: 8 candidates, all fit.
-  CHECK_THAT(plan.out, Contains("8 simulated, 8 fit (global batch 4, micro-batch 1)"));
+  // Stages 1 (2 replicas, G 2, or tensor parallel 2 and 1 replica, G 4) and 2 (1 replica, G 4);
+  // no I/O tiles on a 1-tile IPU; two orders; recomputation off and on: 12 candidates, all fit.
+  CHECK_THAT(plan.out, Contains("12 simulated, 12 fit (global batch 4, micro-batch 1)"));
   // The best is stages 1 on both IPUs (no idle ping-pong partner); its throughput is the run's.
   const std::string best = plan.out.substr(plan.out.find("best: ") + 6);
   CHECK_THAT(best, Contains("stages=1") && Contains("replicas=2") && Contains("gradientAccumulation=2"));

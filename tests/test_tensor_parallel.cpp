@@ -197,7 +197,7 @@ TEST_CASE("tensor-parallel groups: consecutive IPUs, replicas strided, the IPU c
   CHECK(rule_of([&] { simulate(make_scenario(model, zero_overhead_config(8), ex), {Mode::Pipelined}); }) == "scenario.bad-placement");
 }
 
-TEST_CASE("tensor-parallel rules: indivisible axes, normalising a split axis, PopXL and Megatron names",
+TEST_CASE("tensor-parallel rules: indivisible axes refused, splits nothing can read kept whole, PopXL and Megatron names",
           "[tensor-parallel][rules]") {
   // 16 heads and a 12288-wide qkv: 5 divides neither.
   const InputError indivisible = error_of([&] {
@@ -206,19 +206,26 @@ TEST_CASE("tensor-parallel rules: indivisible axes, normalising a split axis, Po
   CHECK(indivisible.rule() == "tensor-parallel.indivisible");
   CHECK(indivisible.file() == kSource + "/models/gpt-j-6b-phased.json");
   CHECK_THAT(indivisible.message(), Contains("h0/attention/qkv/weight") && Contains("12288"));
-  // 3 divides 12288, the q/k/v axis of [3, heads, 256], but not the heads: the split cannot follow them.
-  const InputError heads = error_of([&] {
+  // 3 divides the qkv's 12288 columns but not the 16 heads, so the qkv is kept whole; the
+  // attention output projection, then reading a whole activation, would split its 4096 columns.
+  const InputError ffn = error_of([&] {
     load_scenario(kSource + "/scenarios/gpt-j-phased-pod16.json", {{"execution.tensorParallel", 3}});
   });
-  CHECK(heads.rule() == "tensor-parallel.unsupported-op");
-  CHECK_THAT(heads.message(), Contains("attention heads"));
+  CHECK(ffn.rule() == "tensor-parallel.indivisible");
+  CHECK_THAT(ffn.message(), Contains("h0/attention/out/weight") && Contains("4096"));
   Json block = mlp_block();
   block["ops"][2] = {{"name", "norm"}, {"type", "LayerNorm"}, {"inputs", {"h", "b1", "b1"}}, {"outputs", {"hb"}},
                      {"virtualGraph", 0}};
-  const InputError norm = error_of([&] { make_scenario(block, zero_overhead_config(4), execution(4, true)); });
-  CHECK(norm.rule() == "tensor-parallel.unsupported-op");
-  CHECK(norm.pointer() == "/ops/2");
-  // A weight read whole by one op, then split by a matmul.
+  // A LayerNorm over fc1's split output: fc1 is kept whole (as Megatron leaves BERT's MLM dense
+  // whole), and fc2, now reading a whole activation, becomes column-parallel.
+  const Scenario norm = make_scenario(block, zero_overhead_config(4), execution(4, true));
+  REQUIRE(norm.tensor_parallel_kept_whole.size() == 1);
+  CHECK(norm.tensor_parallel_kept_whole[0].op == "fc1");
+  CHECK_THAT(norm.tensor_parallel_kept_whole[0].reason, Contains("norm (LayerNorm) normalises over the split axis"));
+  CHECK(norm.model.tensor("W1").shape == std::vector<std::int64_t>{16, 64});
+  CHECK(norm.model.tensor("W2").shape == std::vector<std::int64_t>{64, 4});
+  CHECK_THAT(*kept_whole_note(norm), Contains("1 op(s)") && Contains("fc1"));
+  // A weight read whole by one op, then split by a matmul: the matmul is kept whole.
   const Json tied = {
       {"name", "tied"},
       {"tensors",
@@ -229,9 +236,11 @@ TEST_CASE("tensor-parallel rules: indivisible axes, normalising a split axis, Po
       {"ops",
        {{{"name", "scale"}, {"type", "Mul"}, {"inputs", {"x", "W"}}, {"outputs", {"a"}}, {"virtualGraph", 0}},
         {{"name", "fc"}, {"type", "MatMul"}, {"inputs", {"a", "W"}}, {"outputs", {"h"}}, {"virtualGraph", 0}}}}};
-  const InputError conflict = error_of([&] { make_scenario(tied, zero_overhead_config(4), execution(4, true)); });
-  CHECK(conflict.rule() == "tensor-parallel.weight-split-conflict");
-  CHECK(conflict.pointer() == "/ops/1");
+  const Scenario conflict = make_scenario(tied, zero_overhead_config(4), execution(4, true));
+  REQUIRE(conflict.tensor_parallel_kept_whole.size() == 1);
+  CHECK(conflict.tensor_parallel_kept_whole[0].op == "fc");
+  CHECK_THAT(conflict.tensor_parallel_kept_whole[0].reason, Contains("needs weight W split"));
+  CHECK(conflict.model.tensor("W").shape == std::vector<std::int64_t>{16, 16});
   // PopXL's and Megatron's names are read as tensorParallel.
   for (const char* alias : {"tensor_parallel", "tensor_model_parallel_size", "tp"}) {
     Json ex = execution(1, true);
@@ -249,4 +258,22 @@ TEST_CASE("ipusim run reports the tensor-parallel group and its all-reduce share
   const double share = doc["runs"][0]["timeShares"]["tensorParallelAllReduce"].get<double>();
   CHECK(share > 0);
   CHECK(share < doc["runs"][0]["timeShares"]["compute"].get<double>());
+}
+
+TEST_CASE("plan of the GPT-J-sized decoder: tensor parallelism searched, a fitting best at least as fast as Graphcore's",
+          "[tensor-parallel][phased][cli]") {
+  const std::string scenario = kSource + "/scenarios/gpt-j-phased-pod16.json";
+  const Result plan = run_ipusim({"plan", scenario, "--top", "1"});
+  REQUIRE(plan.exit_code == 0);
+  CHECK_THAT(plan.out, Contains("best: ") && Contains("--set execution.tensorParallel="));
+  // The shipped configuration (tensor parallel 16, 1 replica, 128 I/O tiles, PopXL's order,
+  // recomputation) is a candidate: the best is at least its throughput.
+  const Simulation shipped = simulate(load_scenario(scenario), {Mode::Phased});
+  const std::string rank1 = plan.out.substr(plan.out.find("  1  "));
+  const std::string row = rank1.substr(0, rank1.find('\n'));
+  const std::size_t unit = row.find(" samples/s");  // "17.50 samples/s": below 1,000 a second
+  REQUIRE(unit != std::string::npos);
+  const std::size_t start = row.rfind(' ', unit - 1) + 1;
+  const double best = std::stod(row.substr(start, unit - start));
+  CHECK(best >= run_of(shipped, Mode::Phased).throughput_samples_per_s * (1 - 1e-3));
 }

@@ -1,5 +1,5 @@
-// The phased mode's planner: executionPhaseSettings.stages (1 or 2, the replicas following
-// from the system's IPUs), numIOTiles, PopXL's or PopART's order of phases and micro-batches,
+// The phased mode's planner: executionPhaseSettings.stages (1 or 2), tensorParallel (powers of
+// two; the replicas following from the system's IPUs), numIOTiles, PopXL's or PopART's order of phases and micro-batches,
 // and recomputation, with the global batch kept; each candidate simulated by the engine, so the
 // ranking is the engine's own figures (exact by construction), fitting candidates first.
 #include "sim/cli/plan_phased.hpp"
@@ -11,6 +11,7 @@
 #include "sim/base/units.hpp"
 #include "sim/cli/commands.hpp"
 #include "sim/io/input_error.hpp"
+#include "sim/io/scenario_loader.hpp"
 #include "sim/simulate/simulation.hpp"
 
 namespace ipusim::cli {
@@ -19,6 +20,7 @@ namespace {
 
 struct PhasedCandidate {
   int stages = 1;
+  std::int64_t tensor_parallel = 1;
   std::int64_t replicas = 1, io_tiles = 0, gradient_accumulation = 1;
   bool serialise = true;
   Recomputation recomputation = Recomputation::None;
@@ -31,9 +33,12 @@ struct PhasedCandidate {
 // The scenario with a candidate's settings; the ops placed by PopART's rule for its stages.
 Scenario with_candidate(const Scenario& sc, const PhasedCandidate& c) {
   Scenario v = sc;
-  for (Op& op : v.model.ops)
+  Unsharded source = sc.unsharded ? *sc.unsharded : Unsharded{sc.model, sc.hardware};
+  for (Op& op : source.model.ops)
     if (op.execution_phase) op.virtual_graph = *op.execution_phase % c.stages;
+  v.unsharded = std::make_shared<const Unsharded>(std::move(source));
   Execution& ex = v.execution;
+  ex.tensor_parallel = c.tensor_parallel;
   ex.phases.stages = c.stages;
   ex.replicas = c.replicas;
   ex.placement.clear();
@@ -41,16 +46,19 @@ Scenario with_candidate(const Scenario& sc, const PhasedCandidate& c) {
   ex.gradient_accumulation = c.gradient_accumulation;
   ex.phases.serialise_micro_batches = c.serialise;
   ex.recomputation = c.recomputation;
+  apply_tensor_parallel(v);
   return v;
 }
 
-// Every combination the system allows, the global batch (micro-batch x G x replicas) kept.
+// Every combination the system allows, the global batch (micro-batch x G x replicas) kept:
+// tensor-parallel groups of a power of two IPUs, the replicas filling the system.
 std::vector<PhasedCandidate> candidates(const Scenario& sc) {
   const Execution& ex = sc.execution;
   const std::int64_t global = ex.micro_batch_size * ex.gradient_accumulation * ex.replicas;
   std::vector<PhasedCandidate> out;
-  for (int stages : {1, 2}) {
-    const std::int64_t replicas = sc.hardware.ipu_count / stages;
+  for (int stages : {1, 2})
+  for (std::int64_t tp = 1; tp * stages <= sc.hardware.ipu_count; tp *= 2) {
+    const std::int64_t replicas = sc.hardware.ipu_count / (stages * tp);
     if (replicas < 1) continue;
     std::int64_t g = ex.gradient_accumulation;
     if (ex.training) {
@@ -64,6 +72,7 @@ std::vector<PhasedCandidate> candidates(const Scenario& sc) {
           if (r == Recomputation::Pipeline && !ex.training) continue;
           PhasedCandidate c;
           c.stages = stages;
+          c.tensor_parallel = tp;
           c.replicas = replicas;
           c.io_tiles = io;
           c.gradient_accumulation = g;
@@ -96,7 +105,8 @@ std::string pad(const std::string& s, std::size_t width) {
 }
 
 void print_row(std::ostream& out, const std::string& rank, const PhasedCandidate& c, bool training) {
-  out << "  " << pad(rank, 6) << pad(std::to_string(c.stages), 8) << pad(std::to_string(c.replicas), 10)
+  out << "  " << pad(rank, 6) << pad(std::to_string(c.stages), 8) << pad(std::to_string(c.tensor_parallel), 4)
+      << pad(std::to_string(c.replicas), 10)
       << pad(std::to_string(c.io_tiles), 11) << pad(c.serialise ? "phase-major" : "micro-batch-major", 19);
   if (training)
     out << pad(c.recomputation == Recomputation::Pipeline ? "yes" : "no", 11)
@@ -127,7 +137,7 @@ int plan_phased(const Scenario& sc, int top, std::ostream& out) {
   if (training)
     out << " (global batch " << sc.execution.micro_batch_size * sc.execution.gradient_accumulation * sc.execution.replicas
         << ", micro-batch " << sc.execution.micro_batch_size << ")";
-  out << "\n  " << pad("rank", 6) << pad("stages", 8) << pad("replicas", 10) << pad("I/O tiles", 11) << pad("order", 19);
+  out << "\n  " << pad("rank", 6) << pad("stages", 8) << pad("tp", 4) << pad("replicas", 10) << pad("I/O tiles", 11) << pad("order", 19);
   if (training) out << pad("recompute", 11) << pad("G", 8);
   out << pad("throughput", 20) << pad("step", 12) << "fits (fullest tile)\n";
   for (std::size_t i = 0; i < all.size() && i < static_cast<std::size_t>(top); ++i)
@@ -136,11 +146,13 @@ int plan_phased(const Scenario& sc, int top, std::ostream& out) {
     out << "no phased configuration fits";
     if (!all.empty() && all.front().refused.empty())
       out << "; the nearest needs " << format_fixed(100 * all.front().fullest, 0)
-          << " % of a tile's SRAM: split its layers over IPUs (tensor parallelism) or cut finer phases";
+          << " % of a tile's SRAM at tensor parallelism up to " << sc.hardware.ipu_count
+          << ": cut finer phases (a phase per half layer) or use a larger system";
     out << "\n";
     return kExitOutOfMemory;
   }
   out << "best: --set execution.executionPhaseSettings.stages=" << all.front().stages
+      << " --set execution.tensorParallel=" << all.front().tensor_parallel
       << " --set execution.replicas=" << all.front().replicas << " --set execution.numIOTiles=" << all.front().io_tiles
       << " --set execution.executionPhaseSettings.serialiseMicroBatches=" << (all.front().serialise ? "true" : "false");
   if (training)

@@ -8,6 +8,7 @@
 
 #include "sim/io/hardware.hpp"
 #include "sim/io/model.hpp"
+#include "sim/io/tensor_parallel.hpp"
 
 namespace ipusim {
 
@@ -109,6 +110,7 @@ struct Scenario {
   // tensor-parallel group runs and sees (its shard, its share of the IPU-Gateway and Streaming
   // Memory), and this is what they were made from.
   std::shared_ptr<const Unsharded> unsharded;
+  std::vector<KeptWhole> tensor_parallel_kept_whole;  // what the sharding left whole, and why
 
   // Where scenario fields live, for errors raised after loading.
   std::string execution_pointer(const std::string& key) const { return "/execution/" + key; }

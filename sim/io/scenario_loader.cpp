@@ -245,12 +245,6 @@ Execution execution_from_json(const Json& execution, const std::string& origin) 
   }
 }
 
-Scenario load_scenario(const std::string& path, const std::vector<Override>& overrides) {
-  return scenario_from_json(read_json_file(path), path, overrides);
-}
-
-namespace {
-
 // One IPU of a tensor-parallel group runs the model's shard; the IPUs behind one IPU-Gateway
 // or Streaming Memory that belong to one group all stream at once (each its own shard, each
 // the whole input), so the group's representative sees 1/k of the link, k those IPUs.
@@ -258,13 +252,21 @@ void apply_tensor_parallel(Scenario& s) {
   const std::int64_t t = s.execution.tensor_parallel;
   if (t <= 1 && !s.unsharded) return;
   if (!s.unsharded) s.unsharded = std::make_shared<const Unsharded>(Unsharded{s.model, s.hardware});
-  s.model = shard_for_tensor_parallel(s.unsharded->model, static_cast<int>(t), s.execution.training, s.file);
+  ShardedModel sharded = shard_for_tensor_parallel(s.unsharded->model, static_cast<int>(t), s.execution.training, s.file);
+  s.model = std::move(sharded.model);
+  s.tensor_parallel_kept_whole = std::move(sharded.kept_whole);
   s.hardware = s.unsharded->hardware;
   if (t <= 1) return;
   const auto shared = [t](int shared_by) { return static_cast<double>(std::min<std::int64_t>(t, shared_by)); };
   s.hardware.host_link.bandwidth_bytes_per_s /= shared(s.hardware.host_link.shared_by);
   s.hardware.streaming_memory.bandwidth_bytes_per_s /= shared(s.hardware.streaming_memory.shared_by);
 }
+
+Scenario load_scenario(const std::string& path, const std::vector<Override>& overrides) {
+  return scenario_from_json(read_json_file(path), path, overrides);
+}
+
+namespace {
 
 // Where each document came from, for naming --set in errors: the scenario, model and config origins.
 struct Origins {

@@ -19,5 +19,9 @@ Scenario scenario_from_json(nlohmann::json document, const std::string& origin,
 // execution). An error is the one load_scenario would raise, not relabelled as --set's.
 void reload_execution(Scenario& s, nlohmann::json document, const std::vector<Override>& execution_overrides);
 Execution execution_from_json(const nlohmann::json& execution, const std::string& origin);
+// Makes `s.model` and `s.hardware` what one IPU of a group of execution.tensorParallel runs and
+// sees, from `s.unsharded` (set from them first when absent); with tensorParallel 1 restores them.
+// Loading applies it; a caller that changes tensorParallel or the unsharded model calls it again.
+void apply_tensor_parallel(Scenario& s);
 
 } // namespace ipusim

@@ -71,19 +71,45 @@ public:
         for (const auto& name : op.inputs) read_by_matmul_.insert(name);
   }
 
-  Model run() {
-    out_ = in_;
-    out_.ops.clear();
-    for (std::size_t i : topological(in_)) shard(in_.ops[i]);
+  // Shards op by op; when a split reaches an op that cannot take it, the op that made the split
+  // is kept whole and the model sharded again (at most once per matmul and lookup).
+  ShardedModel run() {
+    const std::vector<std::size_t> order = topological(in_);
+    for (;;) {
+      try {
+        attempt(order);
+        break;
+      } catch (const Blocked& b) {
+        if (!whole_ops_.insert(b.origin).second)
+          throw InputError(in_.file, "/ops", "tensor-parallel.unsupported-op", b.reason);
+        kept_.push_back({b.origin, b.reason});
+      }
+    }
     for (std::size_t i = 0; i < out_.ops.size(); ++i) out_.ops[i].index = i;
     for (const auto& [name, from_end] : split_) {
       auto& shape = out_.tensors.at(name).shape;
       shape[shape.size() - static_cast<std::size_t>(from_end)] /= t_;
     }
-    return std::move(out_);
+    return {std::move(out_), std::move(kept_)};
   }
 
 private:
+  // A split the op below cannot take, thrown to keep its origin whole.
+  struct Blocked {
+    std::string origin, reason;
+  };
+
+  void attempt(const std::vector<std::size_t>& order) {
+    out_ = in_;
+    out_.ops.clear();
+    split_.clear();
+    weight_split_.clear();
+    whole_input_of_.clear();
+    origin_.clear();
+    weight_origin_.clear();
+    for (std::size_t i : order) shard(in_.ops[i]);
+  }
+
   const Model& in_;
   int t_;
   bool training_;
@@ -93,6 +119,11 @@ private:
   std::map<std::string, int> weight_split_;  // weight -> its decided axis (0: whole)
   std::map<std::string, std::string> whole_input_of_;  // activation -> its TensorParallelIdentity output
   std::set<std::string> read_by_matmul_;
+  std::map<std::string, std::string> origin_;         // split tensor -> the op whose split it carries
+  std::map<std::string, std::string> weight_origin_;  // split weight -> the op that split it
+  std::string current_origin_;                        // of the op being sharded: its split inputs' origin
+  std::set<std::string> whole_ops_;                   // matmuls and lookups kept whole (kept over attempts)
+  std::vector<KeptWhole> kept_;
 
   const std::vector<std::int64_t>& shape(const std::string& name) const { return in_.tensor(name).shape; }
   int split_of(const std::string& name) const {
@@ -101,7 +132,10 @@ private:
   }
   bool is_weight(const std::string& name) const { return in_.tensor(name).kind == TensorKind::Weight; }
 
+  // A split that reached this op from elsewhere: its origin is kept whole instead; a problem
+  // with the op's own split (a weight the group does not divide) is the user's.
   [[noreturn]] void fail(const Op& op, const std::string& rule, const std::string& message) const {
+    if (!current_origin_.empty()) throw Blocked{current_origin_, message};
     throw InputError(in_.file, in_.op_pointer(op), rule,
                      message + " (tensorParallel " + std::to_string(t_) + ", from " + scenario_file_ +
                          "; docs/tensor-parallel.md lists what is split and how)");
@@ -114,16 +148,22 @@ private:
            "op " + op.name + " splits tensor " + name + " along an axis of size " + std::to_string(size) +
                ", which the " + std::to_string(t_) + " shards cannot share evenly; choose a tensorParallel that divides it");
     split_[name] = from_end;
+    origin_[name] = current_origin_.empty() ? op.name : current_origin_;
   }
 
   void decide_weight(const Op& op, const std::string& name, int from_end) {
     auto [it, fresh] = weight_split_.emplace(name, from_end);
-    if (!fresh && it->second != from_end)
-      fail(op, "tensor-parallel.weight-split-conflict",
-           "op " + op.name + " needs weight " + name + (from_end == 0 ? " whole" : " split") +
-               " but an earlier op " + (it->second == 0 ? "reads it whole" : "split it along another axis") +
-               "; a weight is split one way on every shard");
-    if (fresh && from_end != 0) mark_split(op, name, from_end);
+    if (!fresh && it->second != from_end) {
+      // A weight is split one way on every shard: keep whole whichever op split it, or this one.
+      const std::string reason = "op " + op.name + " needs weight " + name + (from_end == 0 ? " whole" : " split") +
+                                 " but an earlier op " + (it->second == 0 ? "reads it whole" : "split it another way");
+      throw Blocked{it->second != 0 ? weight_origin_.at(name) : (current_origin_.empty() ? op.name : current_origin_),
+                    reason};
+    }
+    if (fresh && from_end != 0) {
+      mark_split(op, name, from_end);
+      weight_origin_[name] = origin_.at(name);
+    }
   }
 
   Op inserted(const Op& at, const std::string& type, const std::string& input, const std::string& output,
@@ -192,8 +232,10 @@ private:
 
 void Sharder::shard(const Op& op) {
   int from_end = 0;
+  current_origin_.clear();
   for (const auto& name : op.inputs)
     if (!is_weight(name) && split_of(name) != 0) {
+      if (current_origin_.empty()) current_origin_ = origin_.at(name);
       if (from_end != 0 && split_of(name) != from_end && op.type != "MatMul" && op.type != "Gemm")
         fail(op, "tensor-parallel.unsupported-op",
              "op " + op.name + " (" + op.type + ") reads tensors split along different axes");
@@ -242,6 +284,11 @@ void Sharder::shard_matmul(const Op& op) {
       fail(op, "tensor-parallel.unsupported-op",
            "op " + op.name + ": weight " + b + " has no axis of the output's width " + std::to_string(columns));
     Op o = op;
+    if (fa == 0 && whole_ops_.count(op.name)) {  // kept whole: what reads its output takes no split
+      decide_weight(op, b, 0);
+      if (op.inputs.size() > 2 && is_weight(op.inputs[2])) decide_weight(op, op.inputs[2], 0);
+      return out_.ops.push_back(op);
+    }
     if (fa == 0) {  // column-parallel
       decide_weight(op, b, column_axis);
       if (op.inputs.size() > 2 && is_weight(op.inputs[2])) decide_weight(op, op.inputs[2], 1);
@@ -291,7 +338,8 @@ void Sharder::shard_gather(const Op& op) {
     out_.ops.push_back(op);
     return;
   }
-  const bool vocabulary = shape(table)[0] >= kVocabularyRows || read_by_matmul_.count(table) != 0;
+  const bool vocabulary =
+      (shape(table)[0] >= kVocabularyRows || read_by_matmul_.count(table) != 0) && whole_ops_.count(op.name) == 0;
   if (!vocabulary) {
     decide_weight(op, table, 0);
     out_.ops.push_back(op);
@@ -395,8 +443,8 @@ void Sharder::shard_elementwise(const Op& op, int from_end) {
 
 } // namespace
 
-Model shard_for_tensor_parallel(const Model& model, int group, bool training, const std::string& scenario_file) {
-  if (group <= 1) return model;
+ShardedModel shard_for_tensor_parallel(const Model& model, int group, bool training, const std::string& scenario_file) {
+  if (group <= 1) return {model, {}};
   return Sharder(model, group, training, scenario_file).run();
 }
 

@@ -15,6 +15,7 @@
 //                            on each shard, is all-reduced.
 // Both carry "group" (t) and "reducedElements" (per sample).
 #include <string>
+#include <vector>
 
 #include "sim/io/model.hpp"
 
@@ -30,11 +31,22 @@ bool is_tensor_parallel_collective(const std::string& op_type);
 // tables, at most 2,048 rows in Graphcore's models) stay whole.
 inline constexpr std::int64_t kVocabularyRows = 16384;
 
+// A matmul or lookup that would split its output but runs whole on every shard, because an op
+// its split reaches cannot take it (a LayerNorm over the split axis, a weight split two ways,
+// a head split the shapes cannot follow): Megatron likewise leaves such layers unsplit.
+struct KeptWhole {
+  std::string op, reason;
+};
+
+struct ShardedModel {
+  Model model;
+  std::vector<KeptWhole> kept_whole;  // in the order found
+};
+
 // The shard of `model` that each of `group` IPUs runs. `training` adds the identity
-// collectives (their forward is free; only their gradient moves data). Throws InputError
-// (file `scenario_file`, pointer /execution/tensorParallel, or the op) when the model cannot
-// be split so: tensor-parallel.indivisible, tensor-parallel.weight-split-conflict,
-// tensor-parallel.unsupported-op. group 1 returns the model unchanged.
-Model shard_for_tensor_parallel(const Model& model, int group, bool training, const std::string& scenario_file);
+// collectives (their forward is free; only their gradient moves data). Throws InputError at
+// the op (naming `scenario_file`) when `group` does not divide an axis an op splits itself
+// (tensor-parallel.indivisible). group 1 returns the model unchanged.
+ShardedModel shard_for_tensor_parallel(const Model& model, int group, bool training, const std::string& scenario_file);
 
 } // namespace ipusim

@@ -544,6 +544,18 @@ std::optional<std::string> unused_settings_warning(const Scenario& sc, const boo
                                          : " belongs to the phased mode (--mode phased); this run does not read it");
 }
 
+std::optional<std::string> kept_whole_note(const Scenario& sc) {
+  const auto& kept = sc.tensor_parallel_kept_whole;
+  if (kept.empty()) return std::nullopt;
+  std::string list;
+  for (std::size_t i = 0; i < kept.size() && i < 3; ++i)
+    list += (i ? "; " : "") + kept[i].op + " (" + kept[i].reason + ")";
+  if (kept.size() > 3) list += "; and " + std::to_string(kept.size() - 3) + " more";
+  return "tensorParallel " + std::to_string(sc.execution.tensor_parallel) + ": " + std::to_string(kept.size()) +
+         " op(s) that would split their output run whole on every shard, because what reads the split cannot take "
+         "it: " + list + " (docs/tensor-parallel.md, T11)";
+}
+
 std::optional<std::string> missing_loss_warning(const Scenario& sc, const ModelGraph& g) {
   if (!sc.execution.training) return std::nullopt;
   static const std::set<std::string> losses{"SoftmaxCrossEntropy", "SoftmaxCrossEntropyLoss", "NllLoss",

@@ -134,6 +134,10 @@ std::optional<std::string> unused_phases_warning(const Model& model, const Model
 // outside the phased mode; schedule and accumulateOuterFragmentSettings in it. What they are, or nothing.
 std::optional<std::string> unused_settings_warning(const Scenario& scenario, bool phased);
 
+// Matmuls and lookups tensor parallelism left whole (Scenario::tensor_parallel_kept_whole):
+// which, and why, or nothing.
+std::optional<std::string> kept_whole_note(const Scenario& scenario);
+
 // The per-op rules make_plan applies, shared with the planner's split tables (sim/search),
 // which compose a plan's figures from blocks of layers without rebuilding it.
 // The forward stages on their IPUs and, for training, the backward stage 2L-s of each on the

@@ -154,6 +154,8 @@ Simulation simulate(const Scenario& scenario, const std::vector<Mode>& modes, co
       *options.notes << "ipusim: warning: " << scenario.model.file << ": " << *warning << "\n" << std::flush;
     if (const auto unused = unused_settings_warning(scenario, sim.plan.phased))
       *options.notes << "ipusim: warning: " << scenario.file << ": " << *unused << "\n" << std::flush;
+    if (const auto kept = kept_whole_note(scenario))
+      *options.notes << "ipusim: note: " << scenario.model.file << ": " << *kept << "\n" << std::flush;
   }
   // The time estimate is for the full simulation; the steady state's is usually far less.
   if (options.notes != nullptr &&
