@@ -194,12 +194,6 @@ TEST_CASE("phased runs refuse what PopART refuses, located", "[phased][rules]") 
   CHECK(rule_of([&] {
           simulate(make_scenario(four_phases({0, 1, 0, 1}), phased_config(2), sliced), {Mode::Sharded});
         }) == "scenario.bad-batch-serialization");
-  // Replicated tensor sharding of phased weights is not modelled: refused, not ignored.
-  Json training = {{"training", true}, {"gradientAccumulation", 4}, {"hostIo", false}, {"costModel", "compute"},
-                   {"replicas", 2}, {"optimizer", {{"type", "adam"}, {"replicatedTensorSharding", true}}},
-                   {"executionPhaseSettings", {{"stages", 2}}}};
-  Json four = phased_config(4);
-  CHECK(rule_of([&] { run_phased(two_phases(), four, training); }) == "phased.not-modelled");
   Json stages = inference(4, 3);
   CHECK(rule_of([&] { make_scenario(four_phases({0, 1, 0, 1}), phased_config(2), stages); }) ==
         "scenario.bad-phase-settings");
@@ -229,9 +223,10 @@ TEST_CASE("plan of a phased scenario: every phased setting the system allows, ra
                                                              {"config", phased_config(2)}, {"execution", execution}});
   const test::Result plan = test::run_ipusim({"plan", scenario, "--top", "8"});
   REQUIRE(plan.exit_code == 0);
-  // Stages 1 (2 replicas, G 2, or tensor parallel 2 and 1 replica, G 4) and 2 (1 replica, G 4);
-  // no I/O tiles on a 1-tile IPU; two orders; recomputation off and on: 12 candidates, all fit.
-  CHECK_THAT(plan.out, Contains("12 simulated, 12 fit (global batch 4, micro-batch 1)"));
+  // Stages 1 (2 replicas, G 2, with and without replicated tensor sharding, or tensor parallel 2
+  // and 1 replica, G 4) and 2 (1 replica, G 4); no I/O tiles on a 1-tile IPU; two orders;
+  // recomputation off and on: 16 candidates, all fit.
+  CHECK_THAT(plan.out, Contains("16 simulated, 16 fit (global batch 4, micro-batch 1)"));
   // The best is stages 1 on both IPUs (no idle ping-pong partner); its throughput is the run's.
   const std::string best = plan.out.substr(plan.out.find("best: ") + 6);
   CHECK_THAT(best, Contains("stages=1") && Contains("replicas=2") && Contains("gradientAccumulation=2"));
@@ -242,6 +237,7 @@ TEST_CASE("plan of a phased scenario: every phased setting the system allows, ra
     e["gradientAccumulation"] = 2;
     e["executionPhaseSettings"]["serialiseMicroBatches"] = best.find("serialiseMicroBatches=true") != std::string::npos;
     e["recomputation"] = best.find("recomputation=pipeline") != std::string::npos ? "pipeline" : "none";
+    e["optimizer"] = {{"replicatedTensorSharding", best.find("replicatedTensorSharding=true") != std::string::npos}};
     return e;
   }();
   Json model = two_phases();
@@ -253,4 +249,35 @@ TEST_CASE("plan of a phased scenario: every phased setting the system allows, ra
   const test::Result ipus = test::run_ipusim({"plan", scenario, "--ipus", "2"});
   CHECK(ipus.exit_code == 2);
   CHECK_THAT(ipus.err, Contains("[cli.bad-value]") && Contains("--ipus belongs to the pipelined plan"));
+}
+
+TEST_CASE("replicated tensor sharding of phased weights: a shard loaded, the phase's weights gathered, gradients "
+          "reduce-scattered", "[phased][closed-form]") {
+  // Two replicas of one IPU, both phases on it (stages 1), PopXL's order, G 4, Adam with its state
+  // in Streaming Memory. Per step and replica, over the IPU-Link to the other replica: without
+  // sharding, each update's all-reduce sends half its weights twice (reduce-scatter, all-gather):
+  // W1 (2000 B) after the loss phase and W0 (4000 B) after the last, 2 x (1000 + 2000) = 6000 B.
+  // With it, each phase first gathers its weights (half sent: W0, W1, W0 = 2000 + 1000 + 2000) and
+  // the updates only reduce-scatter (1000 + 2000): 8000 B.
+  Json model = two_phases();
+  for (auto& op : model["ops"]) op["virtualGraph"] = 0;
+  Json execution = {{"training", true}, {"gradientAccumulation", 4}, {"hostIo", false}, {"costModel", "compute"},
+                    {"replicas", 2},
+                    {"optimizer", {{"type", "adam"}, {"stateLocation", "streaming-memory"}}},
+                    {"executionPhaseSettings", {{"stages", 1}, {"serialiseMicroBatches", true}}}};
+  auto link_bytes = [](const RunMetrics& run, const std::string& name) {
+    for (const auto& l : run.links)
+      if (l.name == name) return l.bytes;
+    return 0.0;
+  };
+  const RunMetrics whole = run_of(run_phased(model, phased_config(2), execution), Mode::Phased);
+  execution["optimizer"]["replicatedTensorSharding"] = true;
+  const RunMetrics sharded = run_of(run_phased(model, phased_config(2), execution), Mode::Phased);
+  CHECK(link_bytes(whole, "ipu0->ipu1") == Approx(6000).epsilon(1e-12));
+  CHECK(link_bytes(sharded, "ipu0->ipu1") == Approx(8000).epsilon(1e-12));
+  // Streaming Memory: each weight load (W0 twice, W1 once a step) and store (W0, W1) halves, and so
+  // does the Adam state (8 B a weight float: 2 x 4 B), in and out: (4000 + 2000 + 4000) / 2 +
+  // (4000 + 2000) / 2 weights, 2 x (1000 + 500) x 8 / 2 state: 8000 + 12000 B less.
+  CHECK(link_bytes(whole, "streaming-memory(ipu0)") - link_bytes(sharded, "streaming-memory(ipu0)") ==
+        Approx(8000 + 12000).epsilon(1e-12));
 }

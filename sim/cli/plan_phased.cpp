@@ -1,5 +1,5 @@
 // The phased mode's planner: executionPhaseSettings.stages (1 or 2), tensorParallel (powers of
-// two; the replicas following from the system's IPUs), numIOTiles, PopXL's or PopART's order of phases and micro-batches,
+// two; the replicas following from the system's IPUs), replicated tensor sharding, numIOTiles, PopXL's or PopART's order of phases and micro-batches,
 // and recomputation, with the global batch kept; each candidate simulated by the engine, so the
 // ranking is the engine's own figures (exact by construction), fitting candidates first.
 #include "sim/cli/plan_phased.hpp"
@@ -23,6 +23,7 @@ struct PhasedCandidate {
   std::int64_t tensor_parallel = 1;
   std::int64_t replicas = 1, io_tiles = 0, gradient_accumulation = 1;
   bool serialise = true;
+  bool sharded_weights = false;  // replicated tensor sharding
   Recomputation recomputation = Recomputation::None;
   // The engine's figures, or the rule that refused it.
   double step_s = 0, throughput = 0, fullest = 0;  // fullest: the fullest tile over its SRAM
@@ -46,6 +47,7 @@ Scenario with_candidate(const Scenario& sc, const PhasedCandidate& c) {
   ex.gradient_accumulation = c.gradient_accumulation;
   ex.phases.serialise_micro_batches = c.serialise;
   ex.recomputation = c.recomputation;
+  ex.replicated_tensor_sharding = c.sharded_weights;
   apply_tensor_parallel(v);
   return v;
 }
@@ -68,9 +70,11 @@ std::vector<PhasedCandidate> candidates(const Scenario& sc) {
     for (std::int64_t io : {0, 32, 64, 128}) {
       if (io >= sc.hardware.ipu.tiles) continue;
       for (bool serialise : {true, false})
+        for (bool rts : {false, true})
         for (Recomputation r : {Recomputation::None, Recomputation::Pipeline}) {
-          if (r == Recomputation::Pipeline && !ex.training) continue;
+          if ((r == Recomputation::Pipeline && !ex.training) || (rts && replicas < 2)) continue;
           PhasedCandidate c;
+          c.sharded_weights = rts;
           c.stages = stages;
           c.tensor_parallel = tp;
           c.replicas = replicas;
@@ -107,7 +111,8 @@ std::string pad(const std::string& s, std::size_t width) {
 void print_row(std::ostream& out, const std::string& rank, const PhasedCandidate& c, bool training) {
   out << "  " << pad(rank, 6) << pad(std::to_string(c.stages), 8) << pad(std::to_string(c.tensor_parallel), 4)
       << pad(std::to_string(c.replicas), 10)
-      << pad(std::to_string(c.io_tiles), 11) << pad(c.serialise ? "phase-major" : "micro-batch-major", 19);
+      << pad(std::to_string(c.io_tiles), 11) << pad(c.serialise ? "phase-major" : "micro-batch-major", 19)
+      << pad(c.sharded_weights ? "yes" : "no", 5);
   if (training)
     out << pad(c.recomputation == Recomputation::Pipeline ? "yes" : "no", 11)
         << pad(std::to_string(c.gradient_accumulation), 8);
@@ -137,7 +142,7 @@ int plan_phased(const Scenario& sc, int top, std::ostream& out) {
   if (training)
     out << " (global batch " << sc.execution.micro_batch_size * sc.execution.gradient_accumulation * sc.execution.replicas
         << ", micro-batch " << sc.execution.micro_batch_size << ")";
-  out << "\n  " << pad("rank", 6) << pad("stages", 8) << pad("tp", 4) << pad("replicas", 10) << pad("I/O tiles", 11) << pad("order", 19);
+  out << "\n  " << pad("rank", 6) << pad("stages", 8) << pad("tp", 4) << pad("replicas", 10) << pad("I/O tiles", 11) << pad("order", 19) << pad("RTS", 5);
   if (training) out << pad("recompute", 11) << pad("G", 8);
   out << pad("throughput", 20) << pad("step", 12) << "fits (fullest tile)\n";
   for (std::size_t i = 0; i < all.size() && i < static_cast<std::size_t>(top); ++i)
@@ -154,7 +159,8 @@ int plan_phased(const Scenario& sc, int top, std::ostream& out) {
   out << "best: --set execution.executionPhaseSettings.stages=" << all.front().stages
       << " --set execution.tensorParallel=" << all.front().tensor_parallel
       << " --set execution.replicas=" << all.front().replicas << " --set execution.numIOTiles=" << all.front().io_tiles
-      << " --set execution.executionPhaseSettings.serialiseMicroBatches=" << (all.front().serialise ? "true" : "false");
+      << " --set execution.executionPhaseSettings.serialiseMicroBatches=" << (all.front().serialise ? "true" : "false")
+      << " --set execution.optimizer.replicatedTensorSharding=" << (all.front().sharded_weights ? "true" : "false");
   if (training)
     out << " --set execution.recomputation=" << (all.front().recomputation == Recomputation::Pipeline ? "pipeline" : "none")
         << " --set execution.gradientAccumulation=" << all.front().gradient_accumulation;

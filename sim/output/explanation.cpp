@@ -106,6 +106,20 @@ void what_would_help(std::ostringstream& out, const Scenario& sc, const RunMetri
                                        ") outweighs computing: " +
                                        (ex.io_tiles > 0 ? std::string("larger micro-batches stream fewer, larger transfers")
                                                         : std::string("numIOTiles overlaps host streams with compute")));
+  if (r.mode == Mode::Phased && s.streaming_memory > 0) {
+    // Time the IPUs wait on Streaming Memory, not hidden behind compute.
+    std::string how;
+    if (ex.replicas > 1 && !ex.replicated_tensor_sharding)
+      how = "replicated tensor sharding (optimizer.replicatedTensorSharding) loads a 1/" + std::to_string(ex.replicas) +
+            " shard of each weight and gathers the rest over IPU-Links";
+    else if (ex.io_tiles == 0)
+      how = "numIOTiles loads the next phase's weights beside the compute";
+    else if (!ex.phases.serialise_micro_batches)
+      how = "executionPhaseSettings.serialiseMicroBatches loads each phase's weights once a step, not every micro-batch";
+    else
+      how = "a larger micro-batch or gradientAccumulation spreads each phase's weight load over more samples";
+    advice.emplace_back(s.streaming_memory, "Streaming Memory (" + format_percent(s.streaming_memory) + "): " + how);
+  }
   if (ex.weight_update_schedule == WeightUpdateSchedule::Serial)
     advice.emplace_back(s.idle.update_wait_s, "accumulateOuterFragmentSettings OverlapCycleOptimized updates the IPUs' "
                                               "weights at once instead of one after another (" +

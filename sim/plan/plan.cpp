@@ -162,10 +162,6 @@ void check_phased(const Scenario& sc, const ModelGraph& g, const std::vector<Mod
                                           "execution.executionPhaseSettings.stages to 1"
                                         : "fix the annotation"));
   }
-  if (ex.replicated_tensor_sharding)
-    throw InputError(sc.file, sc.execution_pointer("optimizer/replicatedTensorSharding"), "phased.not-modelled",
-                     "replicated tensor sharding of phased weights (each replica loads a shard and all-gathers it) "
-                     "is not modelled yet (docs/phased.md); run phased without it");
 }
 
 // TensorFlow keeps every pipeline stage it is given, several on one IPU included (its

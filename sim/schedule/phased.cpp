@@ -7,7 +7,10 @@
 // "ping-pong") that IPU is free to load; on the same IPU only I/O tiles (numIOTiles) let the load
 // run beside the compute, else it follows it. OnDemand loads just before the phase. After the
 // accumulation loop each phase's weights are updated: weights, accumulators and optimizer state
-// in, update, weights and state out.
+// in, update, weights and state out. Replicated tensor sharding (PopXL's remote tensor sharding):
+// each replica keeps 1/R of every weight and of its optimizer state in Streaming Memory, loads its
+// shard and all-gathers the phase's weights over IPU-Links before the phase runs; the update
+// reduce-scatters the gradients and updates and stores the replica's shard only.
 #include <string>
 #include <vector>
 
@@ -28,6 +31,18 @@ double weight_bytes_read(const Model& m, const PlanStage& forward) {
   double bytes = 0;
   for (const auto& w : forward.weights_read) bytes += static_cast<double>(m.tensor(w).bytes());
   return bytes;
+}
+
+// Replicas sharing each weight's Streaming Memory copy (replicated tensor sharding), else 1.
+double weight_shards(const Execution& ex) {
+  return ex.replicated_tensor_sharding && ex.replicas > 1 ? static_cast<double>(ex.replicas) : 1.0;
+}
+
+// Under replicated tensor sharding a phase gathers its weights from the replicas' shards first.
+void gather_weights(ProgramBuilder& b, const ScheduleContext& ctx, const PlanStage& st) {
+  if (weight_shards(ctx.scenario.execution) <= 1) return;
+  const Plan& plan = ctx.plan;
+  b.gather_sharded_weights(st.ipu, weight_bytes_read(ctx.scenario.model, plan.stages[static_cast<std::size_t>(st.forward_stage)]));
 }
 
 // What a forward phase stores for its backward: what the backward reads, or under recomputation
@@ -55,7 +70,7 @@ std::vector<PhaseIoBytes> phase_io(const ScheduleContext& ctx) {
     const PlanStage& forward = plan.stages[static_cast<std::size_t>(st.forward_stage)];
     const double weights = weight_bytes_read(m, forward);
     const bool backward = st.backward || st.backward_seconds > 0;
-    add(io, settings.weights, weights);
+    add(io, settings.weights, weights / weight_shards(ex));
     if (backward && accumulates) {  // the gradients of the weights it reads add into their accumulators
       add(io, settings.accumulators, weights);
       io.store += weights;
@@ -82,6 +97,7 @@ void run_phases(ProgramBuilder& b, const ScheduleContext& ctx, const std::vector
     const Pass next_pass = next && next->backward ? Pass::Backward : Pass::Forward;
     if (next && next->ipu != st.ipu) b.streaming_memory(next->ipu, true, io[k + 1].preload, next->id, next_pass);
     else if (next && io_tiles) b.streaming_memory(st.ipu, true, io[k + 1].preload, next->id, next_pass, true);
+    gather_weights(b, ctx, st);
     b.host_input(st, 0);
     b.compute(st, 0);
     b.host_output(st, 0);
@@ -103,9 +119,11 @@ void run_phases(ProgramBuilder& b, const ScheduleContext& ctx, const std::vector
 void update_phases(ProgramBuilder& b, const ScheduleContext& ctx) {
   const Execution& ex = ctx.scenario.execution;
   const double accumulators = ex.gradient_accumulation > 1 ? 1.0 : 0.0;
+  const double shards = weight_shards(ex);
   for (const PlanStage& st : ctx.plan.stages) {
     if (st.weight_bytes <= 0) continue;
-    b.phase_update(st, st.weight_bytes * (1 + accumulators) + st.state_bytes, st.weight_bytes + st.state_bytes);
+    b.phase_update(st, st.weight_bytes * (1 / shards + accumulators) + st.state_bytes,
+                   st.weight_bytes / shards + st.state_bytes);
   }
   b.sync_all(ctx.sync_seconds);
 }
@@ -130,8 +148,8 @@ void run_serialised_phases(ProgramBuilder& b, const ScheduleContext& ctx) {
   const Plan& plan = ctx.plan;
   const bool io_tiles = ex.io_tiles > 0;
   const bool preload = ex.phases.weights == PhaseIo::Preload;
-  const auto weights = [&](const PlanStage& st) {
-    return weight_bytes_read(m, plan.stages[static_cast<std::size_t>(st.forward_stage)]);
+  const auto weights = [&](const PlanStage& st) {  // from Streaming Memory: the replica's shard
+    return weight_bytes_read(m, plan.stages[static_cast<std::size_t>(st.forward_stage)]) / weight_shards(ex);
   };
   b.streaming_memory(plan.stages.front().ipu, true, weights(plan.stages.front()), 0, Pass::Forward);
   for (const PlanStage& st : plan.stages) {
@@ -153,6 +171,7 @@ void run_serialised_phases(ProgramBuilder& b, const ScheduleContext& ctx) {
     const double stash = ex.training ? stash_bytes(ctx, plan.stages[static_cast<std::size_t>(st.forward_stage)]) : 0;
     const double loads = boundary_bytes(plan, st.id, true) + (st.backward ? stash : 0);
     const double stores = boundary_bytes(plan, st.id, false) + (!st.backward && st.id != plan.loss_stage ? stash : 0);
+    gather_weights(b, ctx, st);
     b.repeat("micro-batches of phase " + std::to_string(st.id), ctx.depth(), 1, [&] {
       b.streaming_memory(st.ipu, true, loads, st.id, pass, io_tiles);
       if (io_tiles) b.streaming_memory(st.ipu, false, stores, st.id, pass, true);
@@ -163,7 +182,8 @@ void run_serialised_phases(ProgramBuilder& b, const ScheduleContext& ctx) {
       if (spread) b.streaming_memory(next->ipu, true, weights(*next) / static_cast<double>(ctx.depth()), next->id, next_pass);
       if (barrier) b.sync_all(0);
     });
-    if (ex.training && st.weight_bytes > 0) b.phase_update(st, st.state_bytes, st.weight_bytes + st.state_bytes);
+    if (ex.training && st.weight_bytes > 0)
+      b.phase_update(st, st.state_bytes, st.weight_bytes / weight_shards(ex) + st.state_bytes);
     b.sync_all(ctx.sync_seconds);
     if (next && !beside) b.streaming_memory(next->ipu, true, weights(*next), next->id, next_pass);
   }

@@ -413,7 +413,8 @@ void ProgramBuilder::phase_update(const PlanStage& stage, double load_bytes, dou
   streaming_memory(stage.ipu, true, load_bytes, stage.id, Pass::Update);
   if (replicas_ > 1) {
     reduce_scatter(stage.ipu, stage.weight_bytes);
-    all_gather(stage.ipu, stage.weight_bytes);
+    // Sharded weights stay sharded: the next load gathers them (phased.cpp).
+    if (!context_.scenario.execution.replicated_tensor_sharding) all_gather(stage.ipu, stage.weight_bytes);
   }
   Step s;
   s.kind = StepKind::Compute;

@@ -138,8 +138,12 @@ public:
   // PopART without gradient accumulation: right after a stage's backward of one micro-batch,
   // the update of the weights whose gradient it completes (all-reduced first with replicas).
   void stage_update(const PlanStage& stage, std::int64_t micro_batch);
+  // Replicated tensor sharding in phased execution: the phase's weights (`bytes` whole) gathered
+  // from every replica's shard over IPU-Links before it runs.
+  void gather_sharded_weights(int virtual_ipu, double bytes) { all_gather(virtual_ipu, bytes); }
   // Phased execution: the update of the weights `stage` completes, with `load_bytes` brought in
-  // from Streaming Memory first and `store_bytes` written back after (all-reduced across replicas).
+  // from Streaming Memory first and `store_bytes` written back after (gradients all-reduced across
+  // replicas; only reduce-scattered under replicated tensor sharding, each updating its shard).
   void phase_update(const PlanStage& stage, double load_bytes, double store_bytes);
   // Lays out `body` once as the template of a loop run `times` times, micro-batches one
   // `stride` further each time, on every program the body adds steps to (write the body
