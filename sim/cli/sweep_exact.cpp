@@ -127,6 +127,8 @@ std::optional<nlohmann::json> ExactPointEvaluator::operator()(const std::string&
           Loaded{scenario_file, std::move(others), std::move(document), std::move(sc), std::move(graph)});
     }
     reload_execution(loaded_->scenario, loaded_->document, execution);
+    // A tensor-parallel scenario is resharded by every reload: its graph with it.
+    if (loaded_->scenario.unsharded) loaded_->graph = build_graph(loaded_->scenario.model);
     return report_of(loaded_->scenario, loaded_->graph, modes, overrides);
   } catch (const InputError&) {
     return std::nullopt;  // as exact_point_report: the engine's run records the error

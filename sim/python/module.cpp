@@ -86,6 +86,16 @@ public:
 private:
   std::string run_with(Execution run_execution, const std::string& mode, const std::vector<std::string>& overrides) {
     const std::vector<Mode> modes = modes_of(mode, run_execution);
+    // Another tensor-parallel group size (or training, which adds the shard's gradient
+    // collectives) makes another model: the scenario is resharded for this run.
+    if (run_execution.tensor_parallel != scenario_.execution.tensor_parallel ||
+        (scenario_.unsharded && run_execution.training != scenario_.execution.training)) {
+      Scenario resharded = scenario_;
+      resharded.execution = std::move(run_execution);
+      apply_tensor_parallel(resharded);
+      const ModelGraph graph = build_graph(resharded.model);
+      return report(resharded, graph, modes, overrides);
+    }
     // The scenario is the loaded one with this execution: swapped in for the run, not copied
     // (a BERT-Large model is megabytes), and put back however the run ends.
     struct Restore {
@@ -93,15 +103,20 @@ private:
       Execution saved;
       ~Restore() { slot = std::move(saved); }
     } restore{scenario_.execution, std::exchange(scenario_.execution, std::move(run_execution))};
+    if (!graph_) graph_ = build_graph(scenario_.model);  // the model's: the same for every execution
+    return report(scenario_, *graph_, modes, overrides);
+  }
+
+  static std::string report(const Scenario& scenario, const ModelGraph& graph, const std::vector<Mode>& modes,
+                            const std::vector<std::string>& overrides) {
     SimulateOptions options;
     options.keep_log = false;
     options.notes = &std::cerr;
-    if (!graph_) graph_ = build_graph(scenario_.model);  // the model's: the same for every execution
-    options.graph = &*graph_;
-    Simulation sim = simulate(scenario_, modes, options);
+    options.graph = &graph;
+    Simulation sim = simulate(scenario, modes, options);
     for (ModeRun& r : sim.runs)
-      if (!r.metrics.memory.fits) r.metrics.memory.fixes = memory_fixes(scenario_, r.metrics.mode);
-    nlohmann::json document = report_json(scenario_, sim);
+      if (!r.metrics.memory.fits) r.metrics.memory.fixes = memory_fixes(scenario, r.metrics.mode);
+    nlohmann::json document = report_json(scenario, sim);
     document["overrides"] = overrides;
     document["ipusimVersion"] = IPUSIM_VERSION;
     return document.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);

@@ -52,6 +52,16 @@ def test_phased_mode_is_the_cli_document():
     assert document["execution"]["executionPhaseSettings"]["serialiseMicroBatches"] is True
 
 
+def test_a_loaded_tensor_parallel_scenario_is_resharded_per_run():
+    scenario = ipusim.Scenario("scenarios/gpt-j-phased-pod16.json")
+    first = scenario.run()
+    eight = scenario.run(execution={"tensorParallel": 8, "replicas": 2, "gradientAccumulation": 64})
+    assert eight == cli_document("scenarios/gpt-j-phased-pod16.json", "--set", "execution.tensorParallel=8",
+                                 "--set", "execution.replicas=2", "--set", "execution.gradientAccumulation=64")
+    assert eight["execution"]["tensorParallel"] == 8
+    assert scenario.run() == first
+
+
 def test_a_loaded_scenario_is_reused_and_left_as_loaded():
     scenario = ipusim.Scenario("scenarios/mlp-training.json")
     first = scenario.run(mode="pipelined")
