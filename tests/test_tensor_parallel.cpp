@@ -277,3 +277,10 @@ TEST_CASE("plan of the GPT-J-sized decoder: tensor parallelism searched, a fitti
   const double best = std::stod(row.substr(start, unit - start));
   CHECK(best >= run_of(shipped, Mode::Phased).throughput_samples_per_s * (1 - 1e-3));
 }
+
+TEST_CASE("plan of a pipelined scenario with tensor parallelism is refused, not answered for whole IPUs",
+          "[tensor-parallel][cli]") {
+  const Result plan = run_ipusim({"plan", kSource + "/scenarios/gpt-j-phased-pod16.json", "--set", "execution.mode=pipelined"});
+  CHECK(plan.exit_code == 2);
+  CHECK_THAT(plan.err, Contains("[plan.tensor-parallel]") && Contains("/execution/tensorParallel"));
+}

@@ -170,6 +170,13 @@ int plan(const PlanOptions& o) {
     physical_ipus(sc, static_cast<int>(width));
   }
   if (sc.execution.modes == std::vector<Mode>{Mode::Phased}) return plan_phased_scenario(o, sc);
+  // The pipelined search places whole IPUs (its evaluators and IPU counts know no groups): refused
+  // rather than answered for the wrong system.
+  if (sc.execution.tensor_parallel > 1)
+    throw InputError(sc.file, sc.execution_pointer("tensorParallel"), "plan.tensor-parallel",
+                     "the pipelined planner does not search tensor parallelism yet; plan with --set "
+                     "execution.tensorParallel=1, compare group sizes with run or a sweep over "
+                     "execution.tensorParallel, or plan the phased mode, which searches it (docs/tensor-parallel.md)");
   const LayerStructure layers = detect_layers(sc.model);
   if (o.explain_layers) {
     std::cout << sc.model.file << ": " << explain_layers(layers);

@@ -205,10 +205,11 @@ std::vector<MemoryFix> memory_fixes(const Scenario& sc, Mode mode) {
       fixes.push_back(together);
     }
   }
-  // Re-splits, by the planner with every other setting as the scenario has it.
+  // Re-splits, by the planner with every other setting as the scenario has it (whole IPUs: not
+  // under tensor parallelism, which the planner does not search).
   const LayerStructure layers = detect_layers(sc.model);
   const bool annotated = !sc.model.ops.empty() && sc.model.ops.front().virtual_graph.has_value();
-  if (mode == Mode::Pipelined && annotated && !layers.by_ops && has_evaluator(ex.schedule)) {
+  if (mode == Mode::Pipelined && annotated && !layers.by_ops && has_evaluator(ex.schedule) && ex.tensor_parallel <= 1) {
     std::int64_t width = 0;
     for (const Op& op : sc.model.ops) width = std::max(width, op.virtual_graph.value_or(0) + 1);
     auto resplit = [&](int ipus, bool stem_alone, const std::string& setting, const std::string& change) {
