@@ -284,3 +284,12 @@ TEST_CASE("plan of a pipelined scenario with tensor parallelism is refused, not 
   CHECK(plan.exit_code == 2);
   CHECK_THAT(plan.err, Contains("[plan.tensor-parallel]") && Contains("/execution/tensorParallel"));
 }
+
+TEST_CASE("a vocabulary the group does not divide is padded, as Megatron-LM pads it", "[tensor-parallel]") {
+  // GPT-2's 50257 tokens over 4 shards: ceil(50257 / 4) = 12565 rows each, the last partly padding;
+  // the tied LM head's logits likewise. The layers' 768 columns and 12 heads divide exactly.
+  const Scenario sc = load_scenario(kSource + "/scenarios/gpt2-small-training.json", {{"execution.tensorParallel", 4}});
+  CHECK(sc.model.tensor("wte").shape == std::vector<std::int64_t>{12565, 768});
+  CHECK(sc.model.tensor("lm_head_out").shape.back() == 12565);
+  CHECK(sc.model.tensor("h0/ffn/1/weight").shape == std::vector<std::int64_t>{768, 768});
+}

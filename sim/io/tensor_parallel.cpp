@@ -69,6 +69,12 @@ public:
     for (const Op& op : model.ops)
       if (op.type == "MatMul" || op.type == "Gemm")
         for (const auto& name : op.inputs) read_by_matmul_.insert(name);
+    for (const Op& op : model.ops)
+      if (op.type == "Gather" && !op.inputs.empty() && in_.tensor(op.inputs[0]).kind == TensorKind::Weight &&
+          in_.tensor(op.inputs[0]).shape.size() == 2) {
+        const std::int64_t rows = in_.tensor(op.inputs[0]).shape[0];
+        if (rows >= kVocabularyRows || read_by_matmul_.count(op.inputs[0])) vocabulary_sizes_.insert(rows);
+      }
   }
 
   // Shards op by op; when a split reaches an op that cannot take it, the op that made the split
@@ -88,7 +94,8 @@ public:
     for (std::size_t i = 0; i < out_.ops.size(); ++i) out_.ops[i].index = i;
     for (const auto& [name, from_end] : split_) {
       auto& shape = out_.tensors.at(name).shape;
-      shape[shape.size() - static_cast<std::size_t>(from_end)] /= t_;
+      auto& size = shape[shape.size() - static_cast<std::size_t>(from_end)];
+      size = (size + t_ - 1) / t_;  // a padded vocabulary's last shard is partly padding
     }
     return {std::move(out_), std::move(kept_)};
   }
@@ -119,6 +126,7 @@ private:
   std::map<std::string, int> weight_split_;  // weight -> its decided axis (0: whole)
   std::map<std::string, std::string> whole_input_of_;  // activation -> its TensorParallelIdentity output
   std::set<std::string> read_by_matmul_;
+  std::set<std::int64_t> vocabulary_sizes_;  // rows of the vocabulary tables: padded when t does not divide them
   std::map<std::string, std::string> origin_;         // split tensor -> the op whose split it carries
   std::map<std::string, std::string> weight_origin_;  // split weight -> the op that split it
   std::string current_origin_;                        // of the op being sharded: its split inputs' origin
@@ -141,9 +149,12 @@ private:
                          "; docs/tensor-parallel.md lists what is split and how)");
   }
 
+  // A vocabulary axis the group does not divide is padded to the next multiple, as Megatron-LM
+  // pads its vocabulary (--make-vocab-size-divisible-by): each shard holds ceil(V/t) rows.
   void mark_split(const Op& op, const std::string& name, int from_end) {
     const std::int64_t size = dim_from_end(shape(name), from_end);
-    if (from_end > static_cast<int>(shape(name).size()) || size % t_ != 0)
+    const bool padded_vocabulary = vocabulary_sizes_.count(size) != 0;
+    if (from_end > static_cast<int>(shape(name).size()) || (size % t_ != 0 && !padded_vocabulary))
       fail(op, "tensor-parallel.indivisible",
            "op " + op.name + " splits tensor " + name + " along an axis of size " + std::to_string(size) +
                ", which the " + std::to_string(t_) + " shards cannot share evenly; choose a tensorParallel that divides it");
