@@ -127,6 +127,7 @@ Brute brute_force(const Scenario& sc, const PlanSpace& space) {
 // The layered model's whole space on a 4-IPU system: 2 x 2 and 4 x 1, every schedule.
 PlanSpace small_space(const Scenario& sc) {
   PlanRequest request;
+  request.schedules = evaluated_schedules();  // what-if ones included: asked for, they rank with the rest
   request.micro_batches = {1, 2};
   request.amps = {0.6};
   return make_plan_space(sc, request, 6);

@@ -155,6 +155,20 @@ int plan_phased_scenario(const PlanOptions& o, const Scenario& sc) {
   return plan_phased(sc, o.top, std::cout);
 }
 
+// The what-if schedules' best, searched apart from the frameworks' so that it never displaces
+// them (docs/planner.md): top 1, no front; within what the time limit leaves (at least a second).
+PlanSearch search_what_if(const Scenario& sc, const PlanSpace& space, PlanSearchOptions options, double spent_s) {
+  PlanSearch none;
+  if (space.what_if_schedules.empty()) return none;
+  PlanSpace what_if = space;
+  what_if.schedules = space.what_if_schedules;
+  what_if.what_if_schedules.clear();
+  options.top = 1;
+  options.front_within = 0;
+  if (options.time_limit_s > 0) options.time_limit_s = std::max(1.0, options.time_limit_s - spent_s);
+  return search_plans(sc, what_if, options);
+}
+
 int plan(const PlanOptions& o) {
   if (!o.write.empty()) {
     check_write_prefix(o.write);
@@ -223,15 +237,20 @@ int plan(const PlanOptions& o) {
   const PlanSearch search = search_plans(sc, space, options);
   print_search_summary(std::cout, sc, search);
   print_search_estimate(std::cout, search_bytes, estimate);
+  const PlanSearch what_if = search_what_if(sc, space, options, search.seconds);
   if (search.ranked.empty()) {
+    if (!space.what_if_schedules.empty()) print_what_if(std::cout, sc, what_if, nullptr, options.objective);
     std::cout << std::flush;
     std::cerr << "ipusim: " << no_fit_message(sc, search, request) << "\n";
     return kExitOutOfMemory;
   }
   const ConfirmedPlans confirmed = confirm_top(std::cout, sc, search, options.objective);
   print_fronts(std::cout, sc, search, options.objective);
+  double largest_run = confirmed.largest_run_estimate;
+  if (!space.what_if_schedules.empty())
+    largest_run = std::max(largest_run, print_what_if(std::cout, sc, what_if, &confirmed, options.objective));
   const double given_estimate = compare_with_given(std::cout, sc, search.layers, confirmed, options.objective);
-  print_runs_estimate(std::cout, std::max(confirmed.largest_run_estimate, given_estimate));
+  print_runs_estimate(std::cout, std::max(largest_run, given_estimate));
   if (!o.write.empty()) write_best(o, sc, confirmed.best_scenario, confirmed.best);
   return kExitOk;
 }

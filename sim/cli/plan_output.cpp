@@ -124,6 +124,12 @@ std::string loses_because(const Scenario& sc, const Candidate& c, const RunMetri
   return why.str();
 }
 
+std::string join_names(const std::vector<std::string>& names) {
+  std::string out;
+  for (const std::string& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
 std::string headroom_text(const Candidate& c) {
   std::string out;
   for (std::size_t i = 0; i < c.headroom.size(); ++i)
@@ -227,6 +233,37 @@ ConfirmedPlans confirm_top(std::ostream& out, const Scenario& sc, const PlanSear
     out << std::flush;
   }
   return c;
+}
+
+double print_what_if(std::ostream& out, const Scenario& sc, const PlanSearch& what_if, const ConfirmedPlans* confirmed,
+                     Objective objective) {
+  const std::string names = join_names(what_if.space.schedules);
+  out << "\nwhat-if: " << names << " (no IPU framework runs them: PopART and PopTorch run popart, TensorFlow the "
+      << "tf-* schedules), searched apart in " << format_fixed(what_if.seconds, 2) << " s, "
+      << count(what_if.counts.evaluated) << " candidates timed"
+      << (what_if.complete ? "" : ", stopped by --time-limit") << "\n";
+  if (what_if.ranked.empty()) {
+    out << "  none of their configurations fits\n" << std::flush;
+    return 0;
+  }
+  const Candidate& cand = what_if.ranked.front();
+  double estimate = 0;
+  const RunMetrics m = simulate_streaming(candidate_scenario(sc, what_if.layers, cand), estimate);
+  out << "  best: " << cand.describe(sc.execution.training) << "\n"
+      << "  engine:    step " << format_seconds(m.step_time_s) << ", " << format_rate(m.throughput_samples_per_s, "samples/s")
+      << ", latency " << format_seconds(m.latency_s.mean) << " (mean), global batch " << cand.global_batch << "; "
+      << (m.memory.fits ? "fits" : "DOES NOT FIT in the engine's run") << "\n";
+  if (confirmed != nullptr) {
+    const double change = engine_score(m, objective) / engine_score(confirmed->metrics.front(), objective) - 1;
+    out << "  against #1: " << format_percent(std::abs(change)) << (change >= 0 ? " better" : " worse") << " in "
+        << (objective == Objective::Throughput ? "throughput" : "mean latency")
+        << (change > 0 ? ": what these schedules would gain on IPUs were a framework to run them; plan --schedule "
+                         "chooses among them"
+                       : ": the IPU frameworks' schedules lose nothing here")
+        << "\n";
+  }
+  out << std::flush;
+  return estimate;
 }
 
 void print_fronts(std::ostream& out, const Scenario& sc, const PlanSearch& search, Objective objective) {

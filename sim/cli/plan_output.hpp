@@ -27,6 +27,10 @@ void print_runs_estimate(std::ostream& out, double largest_run_bytes);
 // Simulates the top K (the engine's streaming metrics, no event log) and prints them.
 ConfirmedPlans confirm_top(std::ostream& out, const Scenario& scenario, const PlanSearch& search, Objective objective);
 void print_fronts(std::ostream& out, const Scenario& scenario, const PlanSearch& search, Objective objective);
+// The what-if schedules' best (searched apart: no IPU framework runs them), confirmed by the
+// engine and set against `confirmed`'s best when there is one; returns its run's memory estimate.
+double print_what_if(std::ostream& out, const Scenario& scenario, const PlanSearch& what_if,
+                     const ConfirmedPlans* confirmed, Objective objective);
 // The scenario as annotated (its own split and settings), simulated, against the best;
 // returns its run's memory estimate (0: not run).
 double compare_with_given(std::ostream& out, const Scenario& scenario, const LayerStructure& layers,

@@ -41,11 +41,6 @@ constexpr std::int64_t kMaxOrderDepth = 1 << 18;
 
 } // namespace
 
-bool is_what_if_schedule(const std::string& name) {
-  return std::any_of(order_schedules().begin(), order_schedules().end(),
-                     [&](const OrderScheduleInfo& i) { return i.name == name; });
-}
-
 Schedule build_from_order(const ScheduleContext& ctx) { return build_from_order(ctx, kOrderProbeDepth); }
 
 Schedule build_from_order(const ScheduleContext& ctx, std::int64_t probe_depth) {

@@ -24,29 +24,41 @@ std::string pass_name(Pass pass) {
 }
 
 const std::vector<ScheduleInfo>& schedules() {
+  // run_by: popart-semantics (PopART's pipelining, which PopTorch drives) and TensorFlow's
+  // ipu.pipelining_ops.PipelineSchedule {Grouped, Interleaved, Sequential}; GPipe and 1F1B as
+  // asynchronous stages are GPU-framework schedules no IPU framework offers.
   static const std::vector<ScheduleInfo> registry{
-      {"sharded", "one micro-batch at a time through the IPUs in stage order; one IPU busy at a time", &build_sharded},
+      {"sharded", "one micro-batch at a time through the IPUs in stage order; one IPU busy at a time", &build_sharded,
+       "PopART and PopTorch (sharded execution), TensorFlow (sharding)"},
       {"phased", "PopART's execution phases: one phase at a time, its weights streamed in from Streaming Memory",
-       &build_phased},
+       &build_phased, "PopART and PopXL (execution phases)"},
       {"popart", "PopART pipelining: G+S-1 lockstep cycles (fill, main, flush), a copy phase every cycle",
-       &build_popart},
+       &build_popart, "PopART and PopTorch (pipelined execution)"},
       {"tf-grouped", "TensorFlow Grouped (TF default): lockstep steps, all forward or all backward at a time",
-       &build_tf_grouped},
+       &build_tf_grouped, "TensorFlow for IPU (PipelineSchedule.Grouped)"},
       {"tf-interleaved", "TensorFlow Interleaved: lockstep, each IPU alternates forward and backward steps",
-       &build_tf_interleaved},
-      {"tf-sequential", "TensorFlow Sequential: one stage at a time, like sharding", &build_tf_sequential},
+       &build_tf_interleaved, "TensorFlow for IPU (PipelineSchedule.Interleaved)"},
+      {"tf-sequential", "TensorFlow Sequential: one stage at a time, like sharding", &build_tf_sequential,
+       "TensorFlow for IPU (PipelineSchedule.Sequential)"},
       {"gpipe", "GPipe: all forwards then all backwards, asynchronous (a stage starts when its input arrives)",
-       &build_gpipe},
-      {"1f1b", "1F1B (PipeDream-Flush): warm-up forwards, then one forward one backward, asynchronous", &build_1f1b},
+       &build_gpipe, ""},
+      {"1f1b", "1F1B (PipeDream-Flush): warm-up forwards, then one forward one backward, asynchronous",
+       &build_1f1b, ""},
   };
   // The what-if schedules (not what PopART runs), their orders from order.hpp.
   static const std::vector<ScheduleInfo> all = [] {
     std::vector<ScheduleInfo> out = registry;
     for (const OrderScheduleInfo& o : order_schedules())
-      out.push_back({o.name, o.description + "; constraints: " + o.constraints, &build_from_order});
+      out.push_back({o.name, o.description + "; constraints: " + o.constraints, &build_from_order, ""});
     return out;
   }();
   return all;
+}
+
+bool is_what_if_schedule(const std::string& name) {
+  for (const ScheduleInfo& s : schedules())
+    if (s.name == name) return s.run_by.empty();
+  return false;
 }
 
 std::string schedule_names() {

@@ -44,6 +44,9 @@ struct ScheduleInfo {
   std::string name;
   std::string description;
   Schedule (*build)(const ScheduleContext& context);
+  // Which IPU framework runs it ("PopART and PopTorch", ...); empty for a what-if schedule, one
+  // from the GPU literature that no IPU framework implements (outputs and the planner say so).
+  std::string run_by;
 };
 
 const std::vector<ScheduleInfo>& schedules();
@@ -93,7 +96,8 @@ Schedule build_phased(const ScheduleContext& context);
 // zero-bubble orders split the backward into its input gradient (B) and weight gradient (W).
 enum class Work { All, ForwardOnly, BackwardOnly, InputGradient, WeightGradient };
 
-// A schedule from the GPU literature that PopART does not run (outputs say so).
+// A schedule no IPU framework runs (its registry entry names none): outputs mark it, and the
+// planner ranks it apart unless asked for it.
 bool is_what_if_schedule(const std::string& name);
 // The what-if schedules run from an order (sim/schedule/order.hpp; order_lowering.cpp).
 Schedule build_from_order(const ScheduleContext& context);

@@ -120,10 +120,14 @@ private:
 
 } // namespace
 
+const std::vector<std::string>& evaluated_schedules() {
+  static const std::vector<std::string> names{"popart", "tf-grouped", "tf-interleaved", "tf-sequential", "gpipe", "1f1b"};
+  return names;
+}
+
 bool has_evaluator(const std::string& schedule) {
-  for (const char* name : {"popart", "tf-grouped", "tf-interleaved", "tf-sequential", "gpipe", "1f1b"})
-    if (schedule == name) return true;
-  return false;
+  const auto& names = evaluated_schedules();
+  return std::find(names.begin(), names.end(), schedule) != names.end();
 }
 
 StepEstimate estimate_step(const Execution& ex, const Plan& plan, RouteTable& routes) {

@@ -12,6 +12,7 @@
 // where they would, it says so (`contention`) and gives an approximation: the engine's figure
 // is then the one to trust.
 #include <string>
+#include <vector>
 
 #include "sim/io/scenario.hpp"
 #include "sim/plan/plan.hpp"
@@ -30,7 +31,8 @@ struct StepEstimate {
   std::string inexact_reason() const { return contention_reason(contention); }
 };
 
-// Schedules with an evaluator here.
+// The schedules the planner can time (each has an evaluator), in the order it lists them.
+const std::vector<std::string>& evaluated_schedules();
 bool has_evaluator(const std::string& schedule);
 
 // `execution.schedule`'s step for `plan`. The depth must be one the schedule accepts

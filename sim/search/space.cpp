@@ -5,6 +5,7 @@
 
 #include "sim/cost/op_work.hpp"
 #include "sim/io/input_error.hpp"
+#include "sim/schedule/schedule.hpp"
 #include "sim/search/evaluator.hpp"
 
 namespace ipusim {
@@ -155,7 +156,9 @@ PlanSpace make_plan_space(const Scenario& sc, const PlanRequest& r, int layers) 
 
   s.schedules = r.schedules;
   if (s.schedules.empty() && fixed(r, "execution.schedule")) s.schedules = {ex.schedule};
-  if (s.schedules.empty()) s.schedules = {"popart", "tf-grouped", "tf-interleaved", "tf-sequential", "gpipe", "1f1b"};
+  if (s.schedules.empty())
+    for (const std::string& name : evaluated_schedules())
+      (is_what_if_schedule(name) ? s.what_if_schedules : s.schedules).push_back(name);
   for (const auto& name : s.schedules)
     if (!has_evaluator(name))
       throw bad("--schedule", "plan.schedule", "the planner evaluates popart, tf-grouped, tf-interleaved, tf-sequential, "
@@ -257,7 +260,8 @@ std::string describe_space(const PlanSpace& s) {
     out += "G every power of two within global batch " + std::to_string(s.min_global_batch) + "-" +
            std::to_string(s.max_global_batch);
   else out += "G " + join(s.depths);
-  out += "; schedules " + join(s.schedules) + "; recomputation " + join(s.recomputation) + "; state off chip " +
+  out += "; schedules " + join(s.schedules) +
+         (s.what_if_schedules.empty() ? "" : " (what-if, ranked apart: " + join(s.what_if_schedules) + ")") + "; recomputation " + join(s.recomputation) + "; state off chip " +
          join(s.state_off_chip) + "; RTS " + join(s.rts) + "; weight update " + join(wu) + "; heads on IPU " +
          join(heads) + "; availableMemoryProportion " + (s.fixed_amps.empty() ? join(s.amps) + " per IPU" : join(s.fixed_amps)) +
          (s.layer_free_ipus ? "; IPU 0 may hold only the stem, the last only the heads" : "");

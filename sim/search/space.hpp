@@ -38,6 +38,9 @@ struct PlanSpace {
   std::vector<std::int64_t> depths;                 // when the batch is not fixed
   std::int64_t min_global_batch = 1, max_global_batch = std::numeric_limits<std::int64_t>::max();
   std::vector<std::string> schedules;
+  // Searched apart and shown as what-if rows (no IPU framework runs them): by default the
+  // planner's what-if schedules; empty when the schedules were chosen (--schedule, --set).
+  std::vector<std::string> what_if_schedules;
   std::vector<bool> recomputation, state_off_chip, rts, heads_on_last;
   std::vector<WeightUpdateSchedule> weight_update;
   std::vector<double> amps;                         // the values each IPU may take
