@@ -8,6 +8,7 @@
 
 #include "sim/graph/model_graph.hpp"
 #include "sim/io/layer_names.hpp"
+#include "sim/io/model_loader.hpp"
 #include "sim/io/overrides.hpp"
 #include "sim/io/scenario_loader.hpp"
 #include "sim/memory/memory.hpp"
@@ -62,7 +63,7 @@ struct Brute {
 // weight-update schedule, each built as `run` builds it (graph, plan, memory) and timed by its
 // schedule's evaluator: the planner's space, enumerated without any of its tables or bounds.
 Brute brute_force(const Scenario& sc, const PlanSpace& space) {
-  const LayerStructure layers = detect_layers(sc.model);
+  const LayerStructure layers = plan_units(sc.model, space);  // half layers where the space and model allow
   const int L = static_cast<int>(layers.names.size());
   const bool stem = layers.unit_of_op.front() < 0 || std::count(layers.unit_of_op.begin(), layers.unit_of_op.end(), -1) > 0;
   const bool heads = std::count(layers.unit_of_op.begin(), layers.unit_of_op.end(), L) > 0;
@@ -89,6 +90,7 @@ Brute brute_force(const Scenario& sc, const PlanSpace& space) {
                       Candidate c;
                       c.settings = {W, shape.replicas, mb, depth, schedule, rc, off, rts, last, wus.front()};
                       c.split.layers_per_ipu = split;
+                      c.split.units_per_layer = layers.units_per_layer;
                       c.split.heads_on_last = last;
                       for (std::size_t i = 0; i < pick.size(); ++i)
                         c.amp.push_back(space.fixed_amps.empty() ? values[pick[i]]
@@ -212,6 +214,38 @@ TEST_CASE("Planner: BERT-tiny with the poplibs cost model, an availableMemoryPro
   CHECK(brute.fitting < brute.timed);
   REQUIRE(!search.ranked.empty());
   CHECK(search.ranked.front().throughput == Approx(brute.best).epsilon(1e-12));
+  // Its layers were cut into attention and feed-forward halves, every half split brute-forced;
+  // whole layers are a part of that space, so they reach no more.
+  REQUIRE(search.layers.units_per_layer == 2);
+  PlanSpace whole = space;
+  whole.half_layers = false;
+  const PlanSearch by_layers = search_plans(sc, whole, exact);
+  REQUIRE(!by_layers.ranked.empty());
+  CHECK(by_layers.layers.units_per_layer == 1);
+  CHECK(by_layers.ranked.front().throughput <= search.ranked.front().throughput * (1 + 1e-12));
+}
+
+TEST_CASE("Planner: MLPerf BERT's layers halve where Graphcore's att_ffn_placement cuts them", "[planner]") {
+  const Model model = load_model(std::string(IPUSIM_SOURCE_DIR) + "/models/bert-large-mlperf-pod64.json");
+  const LayerStructure layers = detect_layers(model);
+  REQUIRE(layers.names.size() == 24);
+  const auto halves = halve_layers(model, layers);
+  REQUIRE(halves);
+  REQUIRE(halves->names.size() == 48);
+  // The attention half ends with its residual and LayerNorm; the feed-forward half starts at its
+  // first matmul (bert_model.py's att/ffn scopes in Graphcore's MLPerf submission).
+  for (std::size_t i = 0; i < model.ops.size(); ++i) {
+    const int whole = layers.unit_of_op[i], half = halves->unit_of_op[i];
+    if (whole < 0) CHECK(half == -1);
+    else if (whole == 24) CHECK(half == 48);
+    else {
+      const bool ffn = model.ops[i].name.find("/ffn/") != std::string::npos;
+      INFO(model.ops[i].name);
+      CHECK(half == 2 * whole + (ffn ? 1 : 0));
+    }
+  }
+  CHECK(layer_count_text(7, 2) == "3.5");
+  CHECK(layer_count_text(6, 2) == "3");
 }
 
 TEST_CASE("ipusim plan: the real binary ranks, confirms, writes a runnable best and never overwrites", "[planner][cli]") {

@@ -11,6 +11,8 @@
 #include "sim/plan/plan.hpp"
 #include "sim/plan/tensor_parallel_cost.hpp"
 #include "sim/io/hardware_loader.hpp"
+#include "sim/output/explanation.hpp"
+#include "sim/output/json_report.hpp"
 #include "sim/simulate/simulation.hpp"
 #include "cli_runner.hpp"
 #include "run_metrics.hpp"
@@ -184,10 +186,18 @@ TEST_CASE("tensor-parallel groups: consecutive IPUs, replicas strided, the IPU c
   Json model = two_layer_model(1e6, 3e6);
   Json ex = {{"mode", "pipelined"}, {"training", false}, {"batchesPerStep", 4}, {"tensorParallel", 2}, {"replicas", 2},
              {"costModel", "compute"}, {"hostIo", false}};
-  const Simulation sim = simulate(make_scenario(model, zero_overhead_config(8), ex), {Mode::Pipelined});
+  const Scenario grouped = make_scenario(model, zero_overhead_config(8), ex);
+  const Simulation sim = simulate(grouped, {Mode::Pipelined});
   std::vector<int> ipus;
   for (const IpuMetrics& m : run_of(sim, Mode::Pipelined).ipus) ipus.push_back(m.id);
   CHECK(ipus == std::vector<int>{0, 2, 4, 6});  // replica r, virtual IPU v: group (2r + v) from IPU 2(2r + v)
+  // Outputs name each group by its IPUs: replica 1's virtual IPU 1 is the group of IPUs 6 and 7.
+  const Json doc = report_json(grouped, sim);
+  const Json& last = doc.at("runs").at(0).at("ipus").at(3);
+  CHECK(last.at("replica") == 1);
+  CHECK(last.at("virtualIpu") == 1);
+  CHECK(last.at("tensorParallelIpus") == Json::array({6, 7}));
+  CHECK(physical_ipu_name(run_of(sim, Mode::Pipelined).ipus[3], true, 2) == "IPUs 6-7 (replica 1, vIPU 1)");
   ex["replicas"] = 3;
   const InputError e = error_of([&] { simulate(make_scenario(model, zero_overhead_config(8), ex), {Mode::Pipelined}); });
   CHECK(e.rule() == "scenario.not-enough-ipus");

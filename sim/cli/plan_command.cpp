@@ -43,6 +43,7 @@ struct PlanOptions {
   int top = 3;
   double front_within = 5, time_limit = 0;
   bool force = false, explain_layers = false, quiet = false;
+  std::string att_ffn = "yes";
 };
 
 // "2048" or "1024-4096".
@@ -146,7 +147,8 @@ int plan_phased_scenario(const PlanOptions& o, const Scenario& sc) {
       {"--schedule", !o.schedules.empty()}, {"--recomputation", !o.recomputation.empty()}, {"--state", !o.state.empty()},
       {"--rts", !o.rts.empty()}, {"--weight-update", !o.weight_update.empty()}, {"--heads-on", !o.heads_on.empty()},
       {"--amp", !o.amps.empty()}, {"--write", !o.write.empty()}, {"--time-limit", o.time_limit > 0},
-      {"--explain-layers", o.explain_layers}, {"--objective", o.objective != "throughput"}};
+      {"--explain-layers", o.explain_layers}, {"--objective", o.objective != "throughput"},
+      {"--att-ffn", o.att_ffn != "yes"}};
   for (const auto& [flag, given] : pipelined_only)
     if (given)
       throw InputError(flag, "", "cli.bad-value",
@@ -194,6 +196,12 @@ int plan(const PlanOptions& o) {
   const LayerStructure layers = detect_layers(sc.model);
   if (o.explain_layers) {
     std::cout << sc.model.file << ": " << explain_layers(layers);
+    if (const auto halves = halve_layers(sc.model, layers))
+      std::cout << "halves (--att-ffn yes): each layer cut where one activation crosses, e.g. "
+                << halves->names.front() << " | " << halves->names[1] << "\n";
+    else if (!layers.by_ops)
+      std::cout << "halves: none (a layer has no cut with one activation crossing and a matmul on each side); "
+                   "blocks hold whole layers\n";
     return kExitOk;
   }
   PlanRequest request;
@@ -211,9 +219,11 @@ int plan(const PlanOptions& o) {
   request.amps = o.amps;
   request.fixed_fields = fields_of(o.sets);
   request.layer_free_ipus = o.layer_free == "yes";
+  request.half_layers = o.att_ffn == "yes";
   const PlanSpace space = make_plan_space(sc, request, static_cast<int>(layers.names.size()));
+  const LayerStructure units = plan_units(sc.model, space);
   // Like run's estimate: a search too large for the machine is refused before it starts.
-  const PlanSearchEstimate estimate = estimate_plan_search(sc, space, layers, o.top);
+  const PlanSearchEstimate estimate = estimate_plan_search(sc, space, units, o.top);
   const double search_bytes = kProcessBaseBytes + estimate.bytes;
   if (search_bytes > memory_budget_bytes())
     throw InputError(sc.model.file, sc.model.ops_pointer, "plan.too-large",
@@ -221,9 +231,9 @@ int plan(const PlanOptions& o) {
                          format_bytes(memory_budget_bytes()) + " this machine can give it: " +
                          std::to_string(estimate.tables) + (estimate.tables == 1 ? " cost table" : " cost tables") + " (one per micro-batch), each up to " +
                          format_bytes(estimate.table_bytes) + " for the blocks of this model's " +
-                         std::to_string(layers.names.size() + 2) + " units (they grow with the cube of the units), and " +
-                         std::to_string(estimate.points) + " points; search fewer --micro-batch values, or fewer layers " +
-                         "(coarser layers: plan --explain-layers)");
+                         std::to_string(units.names.size() + 2) + " units (they grow with the cube of the units), and " +
+                         std::to_string(estimate.points) + " points; search fewer --micro-batch values, whole layers "
+                         "(--att-ffn no), or fewer layers (coarser layers: plan --explain-layers)");
   if (search_bytes > kNoteSearchBytes && !o.quiet)
     std::cerr << "ipusim: note: this search needs up to " << format_bytes(search_bytes) << "\n" << std::flush;
 
@@ -295,6 +305,10 @@ Command add_plan_command(CLI::App& app) {
       ->delimiter(',');
   cmd->add_option("--layer-free-ipus", o->layer_free,
                   "Let IPU 0 hold only the stem (embeddings) and the last IPU only the heads (default yes)")
+      ->check(CLI::IsMember({"yes", "no"}));
+  cmd->add_option("--att-ffn", o->att_ffn,
+                  "Let a block end between a layer's attention and feed-forward halves, as Graphcore's MLPerf BERT "
+                  "att_ffn_placement (default yes where every layer has such a cut)")
       ->check(CLI::IsMember({"yes", "no"}));
   cmd->add_option("--objective", o->objective, "Rank by throughput (default) or micro-batch latency")
       ->check(CLI::IsMember({"throughput", "latency"}));

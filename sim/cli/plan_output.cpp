@@ -170,7 +170,12 @@ void print_search_summary(std::ostream& out, const Scenario& sc, const PlanSearc
       << ", on " << sc.hardware.name << " (" << sc.hardware.ipu_count << " IPUs), "
       << (sc.execution.training ? "training" : "inference") << "\n"
       << "space: " << describe_space(search.space) << "\n"
-      << "search: " << format_fixed(search.seconds, 2) << " s; " << count(n.settings) << " settings: "
+      << "search: " << format_fixed(search.seconds, 2) << " s"
+      << (search.layers.units_per_layer == 2 ? " (whole layers first, " + format_fixed(search.whole_layer_seconds, 2) +
+                                                   " s, their answer then seeding the search over half layers; "
+                                                   "counts of the latter)"
+                                             : "")
+      << "; " << count(n.settings) << " settings: "
       << count(n.settings_ruled_out) << " ruled out by their schedule's rules, " << count(n.settings_infeasible)
       << " with no split that fits, " << count(n.settings_pruned) << " pruned by their bound, the rest searched; " << count(n.partial_splits) << " IPU blocks examined ("
       << count(n.out_of_memory) << " fit at no availableMemoryProportion), " << count(n.refused)

@@ -67,16 +67,16 @@ const IpuMetrics* ipu_of(const RunMetrics& r, int id) {
   return nullptr;
 }
 
-void bottleneck(std::ostringstream& out, const RunMetrics& r) {
+void bottleneck(std::ostringstream& out, const RunMetrics& r, int group) {
   const IpuMetrics* slowest = ipu_of(r, r.bottleneck_ipu);
   const IpuMetrics* lightest = lightest_ipu(r);
   if (!slowest || !lightest) return;
   const bool placed = ipus_placed(r);
-  out << "The bottleneck is " << physical_ipu_name(*slowest, placed) << ", stage " << r.bottleneck_stage
+  out << "The bottleneck is " << physical_ipu_name(*slowest, placed, group) << ", stage " << r.bottleneck_stage
       << ": its stages compute and stream " << format_seconds(slowest->pipeline_work_s) << " per step";
   if (lightest->id != slowest->id)
     out << " against " << format_seconds(lightest->pipeline_work_s) << " on the lightest, "
-        << physical_ipu_name(*lightest, placed);
+        << physical_ipu_name(*lightest, placed, group);
   out << ". ";
 }
 
@@ -160,7 +160,7 @@ std::string explain_runs(const Scenario& sc, const Simulation& sim) {
   // The mode a user would keep: pipelined when it ran, else sharded.
   const RunMetrics* chosen = pipelined ? pipelined : sharded;
   if (!chosen) return "";
-  bottleneck(out, *chosen);
+  bottleneck(out, *chosen, static_cast<int>(sc.execution.tensor_parallel));
   what_would_help(out, sc, *chosen);
   return out.str();
 }
@@ -170,8 +170,9 @@ bool ipus_placed(const RunMetrics& run) {
                      [](const IpuMetrics& m) { return m.replica != 0 || m.virtual_ipu != m.id; });
 }
 
-std::string physical_ipu_name(const IpuMetrics& ipu, bool placed) {
-  std::string name = "IPU " + std::to_string(ipu.id);
+std::string physical_ipu_name(const IpuMetrics& ipu, bool placed, int group) {
+  std::string name = group > 1 ? "IPUs " + std::to_string(ipu.id) + "-" + std::to_string(ipu.id + group - 1)
+                               : "IPU " + std::to_string(ipu.id);
   if (placed) name += " (replica " + std::to_string(ipu.replica) + ", vIPU " + std::to_string(ipu.virtual_ipu) + ")";
   return name;
 }

@@ -15,7 +15,9 @@ std::string explain_runs(const Scenario& scenario, const Simulation& simulation)
 // then every output names both. A physical IPU is "IPU 5 (replica 1, vIPU 1)", else
 // "IPU 5"; the plan and the memory report count one pipeline's virtual IPUs ("vIPU 1").
 bool ipus_placed(const RunMetrics& run);
-std::string physical_ipu_name(const IpuMetrics& ipu, bool placed);
+// "IPU 3", placed "IPU 3 (replica 1, vIPU 0)"; with tensor parallelism over groups of
+// `group` IPUs the group the engine's IPU stands for, "IPUs 16-31 (replica 0, vIPU 1)".
+std::string physical_ipu_name(const IpuMetrics& ipu, bool placed, int group = 1);
 std::string virtual_ipu_name(int virtual_ipu, bool placed);
 
 } // namespace ipusim

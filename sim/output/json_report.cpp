@@ -182,9 +182,16 @@ Json report_json(const Scenario& sc, const Simulation& sim) {
   const RunMetrics* pipelined = nullptr;
   for (const ModeRun& run : sim.runs) {
     runs.push_back(run_json(run.metrics));
-    if (sc.execution.tensor_parallel > 1)
+    if (sc.execution.tensor_parallel > 1) {
       runs.back()["timeShares"]["tensorParallelAllReduce"] =
           time_shares(run.metrics).compute * tensor_parallel_fraction(sim.plan, run.schedule.recompute);
+      // The engine runs one IPU per group (the group's first); its shards are the group's IPUs.
+      for (Json& ipu : runs.back()["ipus"]) {
+        Json group = Json::array();
+        for (std::int64_t s = 0; s < sc.execution.tensor_parallel; ++s) group.push_back(ipu.at("id").get<std::int64_t>() + s);
+        ipu["tensorParallelIpus"] = std::move(group);
+      }
+    }
     (run.metrics.mode == Mode::Sharded ? sharded : pipelined) = &run.metrics;
   }
   const Execution& ex = sc.execution;

@@ -20,7 +20,7 @@ void plan_section(std::ostringstream& out, const Scenario& sc, const Plan& plan,
   out << " on " << plan.ipus.size() << (placed ? " virtual IPU(s) per replica" : " IPU(s)");
   if (sc.execution.tensor_parallel > 1)
     out << ", each a tensor-parallel group of " << sc.execution.tensor_parallel
-        << " IPUs running the shard below (rows name each group's first IPU)";
+        << " IPUs running the shard below (vIPU v of replica r: the group's IPUs, named by range)";
   out << "\n";
   out << "  " << pad("stage", 7) << pad(placed ? "vIPU" : "IPU", 5) << pad("pass", 18) << pad("time/micro-batch", 18) << "ops\n";
   for (const PlanStage& s : plan.stages) {
@@ -123,9 +123,11 @@ std::string render_table(const Scenario& sc, const Simulation& sim) {
   row("IPU time in host I/O", [](const RunMetrics& r) { return format_percent(time_shares(r).host_io); });
   if (sc.execution.training && sc.execution.optimizer_state_off_chip)
     row("IPU time in Streaming Mem", [](const RunMetrics& r) { return format_percent(time_shares(r).streaming_memory); });
-  row("bottleneck", [placed](const RunMetrics& r) {
+  const int group = static_cast<int>(sc.execution.tensor_parallel);
+  row("bottleneck", [placed, group](const RunMetrics& r) {
     for (const IpuMetrics& m : r.ipus)
-      if (m.id == r.bottleneck_ipu) return physical_ipu_name(m, placed) + ", stage " + std::to_string(r.bottleneck_stage);
+      if (m.id == r.bottleneck_ipu)
+        return physical_ipu_name(m, placed, group) + ", stage " + std::to_string(r.bottleneck_stage);
     return "IPU " + std::to_string(r.bottleneck_ipu) + ", stage " + std::to_string(r.bottleneck_stage);
   });
   if (sharded && pipelined)
@@ -135,7 +137,7 @@ std::string render_table(const Scenario& sc, const Simulation& sim) {
   // Utilisation per physical IPU; memory per virtual IPU (every replica holds the same).
   const std::size_t ipu_count = sim.runs.empty() ? 0 : sim.runs.front().metrics.ipus.size();
   for (std::size_t i = 0; i < ipu_count; ++i)
-    row(physical_ipu_name(sim.runs.front().metrics.ipus[i], placed) + " utilisation",
+    row(physical_ipu_name(sim.runs.front().metrics.ipus[i], placed, group) + " utilisation",
         [i](const RunMetrics& r) { return format_percent(r.ipus[i].utilization); });
   const std::size_t virtual_count = sim.runs.empty() ? 0 : sim.runs.front().metrics.memory.ipus.size();
   for (std::size_t i = 0; i < virtual_count; ++i)

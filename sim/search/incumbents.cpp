@@ -39,7 +39,20 @@ bool Incumbents::worth(double score_bound, double headroom_bound, std::int64_t g
   return false;
 }
 
+void Incumbents::seed(const Candidate& c) {
+  add(c);
+  seeds_.push_back(c);
+}
+
 void Incumbents::add(const Candidate& c) {
+  for (const Candidate& s : seeds_)
+    if (&s != &c && s.settings.ipus == c.settings.ipus && s.settings.replicas == c.settings.replicas &&
+        s.settings.micro_batch == c.settings.micro_batch && s.settings.depth == c.settings.depth &&
+        s.settings.schedule == c.settings.schedule && s.settings.recompute == c.settings.recompute &&
+        s.settings.state_off_chip == c.settings.state_off_chip && s.settings.rts == c.settings.rts &&
+        s.settings.heads_on_last == c.settings.heads_on_last && s.settings.weight_update == c.settings.weight_update &&
+        s.split.layers_per_ipu == c.split.layers_per_ipu && s.split.units_per_layer == c.split.units_per_layer)
+      return;
   ranked_.insert(std::upper_bound(ranked_.begin(), ranked_.end(), c, better), c);
   if (static_cast<int>(ranked_.size()) > top_) ranked_.pop_back();
   const double floor = (1 - within_) * best_score();

@@ -23,6 +23,9 @@ public:
 
   bool worth(double score_bound, double headroom_bound, std::int64_t global_batch) const;
   void add(const Candidate& c);
+  // A candidate found before (a coarser search's answer, already polished): added, and the same
+  // configuration found again with another availableMemoryProportion is then not added twice.
+  void seed(const Candidate& c);
   double best_score() const { return ranked_.empty() ? 0 : ranked_.front().score; }
   const Candidate* best() const { return ranked_.empty() ? nullptr : &ranked_.front(); }
   std::vector<Candidate> ranked() const { return ranked_; }
@@ -34,7 +37,7 @@ private:
   double within_;
   bool batch_free_;
   double tolerance_;
-  std::vector<Candidate> ranked_, front_;
+  std::vector<Candidate> ranked_, front_, seeds_;
   std::map<std::int64_t, Candidate> by_batch_;
 };
 

@@ -7,6 +7,7 @@
 // the stem, the last IPU only the heads), the stem on IPU 0 in stage 0, the heads on the last
 // IPU or back on IPU 0 in a final stage, as PopART's BERT and GPT place them.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,11 +22,22 @@ struct LayerStructure {
   bool by_ops = false;             // no repeated blocks: every op is a unit
   std::string pattern;             // the layer's name template ("h.#"), as the detector chose it
   std::vector<LayerTemplate> candidates;  // the templates it weighed, best first
+  int units_per_layer = 1;         // 2: units are half layers (halve_layers)
   bool has_stem() const;
   bool has_heads() const;
 };
 
 LayerStructure detect_layers(const Model& model);
+
+// The layers cut in two where one activation alone crosses from the first half to the second
+// and each half holds a matmul or convolution: a transformer layer's attention and feed-forward
+// halves (after the attention's residual and norm), as Graphcore's MLPerf BERT places them apart
+// (att_ffn_placement). Unit 2l is layer l's first half, 2l+1 its second. Empty when a layer has
+// no such cut (or units are ops): the planner then splits whole layers only.
+std::optional<LayerStructure> halve_layers(const Model& model, const LayerStructure& layers);
+
+// `units` units as layers: "3", or "3.5" when units are half layers.
+std::string layer_count_text(int units, int units_per_layer);
 
 // What the detector found, for `plan --explain-layers`: the template, the layers with their op
 // counts, the stem and heads, and the templates it passed over.

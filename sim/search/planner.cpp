@@ -34,7 +34,7 @@ std::string number(double v) {
 std::string Candidate::placement() const {
   std::string out = "[";
   for (std::size_t i = 0; i < split.layers_per_ipu.size(); ++i)
-    out += (i ? "," : "") + std::to_string(split.layers_per_ipu[i]);
+    out += (i ? "," : "") + layer_count_text(split.layers_per_ipu[i], split.units_per_layer);
   // As describe_placement names a model's own placement.
   const auto last = split.layers_per_ipu.empty() ? 0 : split.layers_per_ipu.size() - 1;
   return out + "] heads on IPU" + (split.heads_on_last ? std::to_string(last) : "0");
@@ -249,12 +249,23 @@ bool model_has_heads(const LayerStructure& layers) {
 
 } // namespace
 
-PlanSearch search_plans(const Scenario& scenario, const PlanSpace& space, const PlanSearchOptions& options) {
+LayerStructure plan_units(const Model& model, const PlanSpace& space) {
+  LayerStructure layers = detect_layers(model);
+  if (space.half_layers)
+    if (auto halves = halve_layers(model, layers)) return std::move(*halves);
+  return layers;
+}
+
+namespace {
+
+// The search over the units `layers`.
+PlanSearch search_units(const Scenario& scenario, const PlanSpace& space, LayerStructure layers,
+                        const PlanSearchOptions& options) {
   using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
   auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
   PlanSearch out;
-  out.layers = detect_layers(scenario.model);
+  out.layers = std::move(layers);
   out.space = space;
   const Execution& base = scenario.execution;
   const bool training = base.training;
@@ -283,6 +294,7 @@ PlanSearch search_plans(const Scenario& scenario, const PlanSpace& space, const 
   });
   Incumbents incumbents(std::max(options.top, 1), options.front_within, space.batch_free(),
                         options.prune ? options.tolerance : 0.0);
+  for (const Candidate& c : options.seeds) incumbents.seed(c);
   std::size_t done = 0;
   double last_report = 0;
   const PlanSettings* current = nullptr;
@@ -390,6 +402,37 @@ PlanSearch search_plans(const Scenario& scenario, const PlanSpace& space, const 
                                   [&](Candidate& c) { return !recheck(scenario, out.layers, c, options.objective); }),
                    out.ranked.end());
   out.seconds = elapsed();
+  return out;
+}
+
+// A whole-layer candidate in half-layer units.
+Candidate in_halves(Candidate c) {
+  for (int& k : c.split.layers_per_ipu) k *= 2;
+  c.split.units_per_layer = 2;
+  return c;
+}
+
+} // namespace
+
+// Over half layers the space holds every whole-layer split (an even count of halves per IPU),
+// but its bounds prune little until good candidates are known: the whole layers are searched
+// first (seconds on a POD64) and their answer seeds the finer search.
+PlanSearch search_plans(const Scenario& scenario, const PlanSpace& space, const PlanSearchOptions& options) {
+  LayerStructure layers = plan_units(scenario.model, space);
+  if (layers.units_per_layer == 1) return search_units(scenario, space, std::move(layers), options);
+  PlanSpace whole_space = space;
+  whole_space.half_layers = false;
+  const PlanSearch whole = search_units(scenario, whole_space, detect_layers(scenario.model), options);
+  PlanSearchOptions finer = options;
+  for (const auto* list : {&whole.ranked, &whole.front, &whole.batch_front})
+    for (const Candidate& c : *list) finer.seeds.push_back(in_halves(c));
+  if (finer.time_limit_s > 0) finer.time_limit_s = std::max(1e-3, finer.time_limit_s - whole.seconds);
+  PlanSearch out = search_units(scenario, space, std::move(layers), finer);
+  out.whole_layer_seconds = whole.seconds;
+  out.seconds += whole.seconds;
+  out.complete = out.complete && whole.complete;
+  out.polished = out.polished && whole.polished;
+  out.unexplored_bound = std::max(out.unexplored_bound, whole.unexplored_bound);
   return out;
 }
 

@@ -86,6 +86,9 @@ struct PlanSearchOptions {
   double tolerance = 1e-4;
   bool prune = true;          // false: no bound pruning (the reference the tests compare against)
   std::function<void(const SearchProgress&)> progress;  // called about once a second
+  // Candidates known before the search starts (a whole-layer search's answer when the search is
+  // over half layers): they enter the answer first, so that the finer search prunes from there.
+  std::vector<Candidate> seeds;
 };
 
 struct PlanSearch {
@@ -99,7 +102,12 @@ struct PlanSearch {
   bool polished = true;                // false: the time limit stopped lowering availableMemoryProportion
   double unexplored_bound = 0;         // then: the best score the unexamined part could reach
   double seconds = 0;
+  double whole_layer_seconds = 0;      // over half layers: the whole-layer search run first (in `seconds`)
 };
+
+// The units `space` splits: the model's layers, or their halves (halve_layers) when the space
+// allows blocks to end mid-layer and every layer has an attention / feed-forward cut.
+LayerStructure plan_units(const Model& model, const PlanSpace& space);
 
 PlanSearch search_plans(const Scenario& scenario, const PlanSpace& space, const PlanSearchOptions& options);
 

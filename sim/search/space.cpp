@@ -76,6 +76,7 @@ PlanSpace make_plan_space(const Scenario& sc, const PlanRequest& r, int layers) 
   const int system = sc.hardware.ipu_count;
   PlanSpace s;
   s.layer_free_ipus = r.layer_free_ipus;
+  s.half_layers = r.half_layers;
   // A pipeline needs 2 IPUs; IPU 0 and the last may hold no layer, the others at least one.
   const int widest = layers + (r.layer_free_ipus ? 2 : 0);
 
@@ -264,7 +265,8 @@ std::string describe_space(const PlanSpace& s) {
          (s.what_if_schedules.empty() ? "" : " (what-if, ranked apart: " + join(s.what_if_schedules) + ")") + "; recomputation " + join(s.recomputation) + "; state off chip " +
          join(s.state_off_chip) + "; RTS " + join(s.rts) + "; weight update " + join(wu) + "; heads on IPU " +
          join(heads) + "; availableMemoryProportion " + (s.fixed_amps.empty() ? join(s.amps) + " per IPU" : join(s.fixed_amps)) +
-         (s.layer_free_ipus ? "; IPU 0 may hold only the stem, the last only the heads" : "");
+         (s.layer_free_ipus ? "; IPU 0 may hold only the stem, the last only the heads" : "") +
+         (s.half_layers ? "; a block may end between a layer's attention and feed-forward halves" : "");
   return out;
 }
 

@@ -27,6 +27,7 @@ struct PlanRequest {
   std::vector<double> amps;                         // availableMemoryProportion values per IPU
   std::vector<std::string> fixed_fields;            // scenario fields --set gave: those dimensions keep their value
   bool layer_free_ipus = true;                      // IPU 0 may hold only the stem, the last only the heads
+  bool half_layers = true;                          // blocks may end between a layer's halves (att_ffn)
 };
 
 struct PlanSpace {
@@ -46,6 +47,9 @@ struct PlanSpace {
   std::vector<double> amps;                         // the values each IPU may take
   std::vector<double> fixed_amps;                   // non-empty: fixed per IPU (one value: every IPU)
   bool layer_free_ipus = true;
+  // Blocks may start or end between a layer's attention and feed-forward halves where every
+  // layer has such a cut (halve_layers; Graphcore's att_ffn_placement).
+  bool half_layers = false;
   bool stem_alone = false;                          // IPU 0 must hold no layer (memory advice)
   bool batch_free() const { return !global_batch; }
   // Depths a pipeline of `replicas` replicas at `micro_batch` may take.

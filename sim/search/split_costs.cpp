@@ -36,6 +36,7 @@ SplitCosts::SplitCosts(const Scenario& sc, const LayerStructure& layers, std::in
   const IpuSpec& spec = sc.hardware.ipu;
   const ModelGraph g = unplaced_graph(m);
   units_ = static_cast<int>(layers.names.size()) + 2;
+  units_per_layer_ = layers.units_per_layer;
   for (int u : layers.unit_of_op) unit_of_op_.push_back(u + 1);
   has_stem_ = std::find(unit_of_op_.begin(), unit_of_op_.end(), 0) != unit_of_op_.end();
   has_heads_ = std::find(unit_of_op_.begin(), unit_of_op_.end(), units_ - 1) != unit_of_op_.end();

@@ -31,8 +31,9 @@ struct Split {
   std::vector<int> layers_per_ipu;
   bool heads_on_last = true;
   std::vector<int> amp;  // per IPU: index into the tables' availableMemoryProportion values
-  // Where an attention/feed-forward cut inside a layer would go: a unit would then be half a
-  // layer and a block could start or end mid-layer (not modelled: units are whole layers).
+  // 2: layers_per_ipu counts half layers (halve_layers), so a block may start or end between a
+  // layer's attention and feed-forward halves (Graphcore's att_ffn_placement).
+  int units_per_layer = 1;
 };
 
 struct ComposedPlan {
@@ -79,6 +80,7 @@ public:
   bool has_heads() const { return has_heads_; }
   const std::vector<double>& amps() const { return amps_; }
   std::int64_t micro_batch() const { return micro_batch_; }
+  int units_per_layer() const { return units_per_layer_; }
 
   // PopART refuses the placement (make_plan would throw): a weight or a host input used by
   // units on two IPUs. `ipu_of_unit[u]`: the IPU of unit u.
@@ -161,6 +163,7 @@ private:
   bool accumulating_ = false;
   std::vector<double> amps_;
   int units_ = 0;  // units: 0 the stem, 1..L the layers, L+1 the heads
+  int units_per_layer_ = 1;
   bool usable_ = true, has_stem_ = false, has_heads_ = false;
   std::string why_;
   std::vector<int> unit_of_op_;

@@ -324,6 +324,7 @@ void SplitSearch::leaf() {
   Candidate c;
   c.settings = settings_;
   c.split.heads_on_last = settings_.heads_on_last;
+  c.split.units_per_layer = table_.units_per_layer();
   c.global_batch = global_batch_;
   int u = 1;
   for (int i = 0; i < W_; ++i) {
