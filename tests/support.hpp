@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include <stdexcept>
+#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -56,6 +57,14 @@ struct ChainOp {
 };
 
 // x -> op0 -> a1 -> op1 -> a2 ... : each op reads the previous activation (float32,
+// The line of `text` starting with `prefix` (empty if none).
+inline std::string line_starting(const std::string& text, const std::string& prefix) {
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);)
+    if (line.rfind(prefix, 0) == 0) return line;
+  return "";
+}
+
 // `elements` per sample) and writes the next; op0 reads the host input x.
 inline Json chain_model(const std::vector<ChainOp>& ops, int elements) {
   Json tensors = {{"x", {{"shape", {elements}}, {"dtype", "float32"}, {"kind", "input"}}}};

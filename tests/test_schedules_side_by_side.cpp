@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "cli_runner.hpp"
+#include "support.hpp"
 #include "sim/base/units.hpp"
 #include "sim/report/sections.hpp"
 #include "temp_dir.hpp"
@@ -305,14 +306,6 @@ TEST_CASE("run --schedules on a V: TensorFlow's schedules run with two stages on
   // One stage at a time against all at once: sequential is slower than both lockstep pipelines.
   CHECK(step["tf-sequential"] > 3 * step["popart"]);
   CHECK(step["tf-sequential"] > 3 * step["tf-grouped"]);
-}
-
-// The line of `text` starting with `prefix` (empty if none).
-std::string line_starting(const std::string& text, const std::string& prefix) {
-  std::istringstream lines(text);
-  for (std::string line; std::getline(lines, line);)
-    if (line.rfind(prefix, 0) == 0) return line;
-  return "";
 }
 
 TEST_CASE("plan: the best is a schedule an IPU framework runs; GPipe and 1F1B are what-if rows unless asked for",

@@ -4,6 +4,8 @@
 // ones, the placement of groups, and the rules.
 #include <catch2/catch.hpp>
 
+#include <fstream>
+#include <sstream>
 #include <variant>
 
 #include "sim/io/scenario_loader.hpp"
@@ -18,6 +20,8 @@
 #include "run_metrics.hpp"
 #include "sanitizer.hpp"
 #include "support.hpp"
+#include "temp_dir.hpp"
+#include "sim/base/units.hpp"
 
 using namespace ipusim;
 using namespace ipusim::test;
@@ -295,11 +299,41 @@ TEST_CASE("plan of the GPT-J-sized decoder: tensor parallelism searched, a fitti
   CHECK(best >= run_of(shipped, Mode::Phased).throughput_samples_per_s * (1 - 1e-3));
 }
 
-TEST_CASE("plan of a pipelined scenario with tensor parallelism is refused, not answered for whole IPUs",
-          "[tensor-parallel][cli]") {
-  const Result plan = run_ipusim({"plan", kSource + "/scenarios/gpt-j-phased-pod16.json", "--set", "execution.mode=pipelined"});
-  CHECK(plan.exit_code == 2);
-  CHECK_THAT(plan.err, Contains("[plan.tensor-parallel]") && Contains("/execution/tensorParallel"));
+TEST_CASE("plan searches tensor parallelism in a pipeline: groups of 2 fit where whole IPUs do not, and the best "
+          "written out runs to the engine's figure", "[tensor-parallel][cli][planner]") {
+  // GPT-2 small on an IPU-M2000 whose tiles hold 200,000 bytes: no split over whole IPUs fits.
+  const std::string scenario = kSource + "/scenarios/gpt2-small-training.json";
+  const std::vector<std::string> small_tiles{"--set", "config.ipu.sramBytesPerTile=200000", "--quiet", "--top", "1"};
+  auto plan = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args{"plan", scenario};
+    args.insert(args.end(), small_tiles.begin(), small_tiles.end());
+    args.insert(args.end(), extra.begin(), extra.end());
+    return run_ipusim(args);
+  };
+  CHECK(plan({"--tensor-parallel", "1"}).exit_code == 5);
+  // Groups of 4 leave one group on the 4-IPU system: no pipeline.
+  const Result too_large = plan({"--tensor-parallel", "4"});
+  CHECK(too_large.exit_code == 2);
+  CHECK_THAT(too_large.err, Contains("[plan.tensor-parallel]"));
+  const TempDir dir;
+  const std::string prefix = dir / "best";
+  const Result planned = plan({"--write", prefix});
+  INFO(planned.out << planned.err);
+  REQUIRE(planned.exit_code == 0);
+  CHECK(line_starting(planned.out, "#1 2 groups of 2 IPUs (tp 2) x 1 replica, ").size() > 0);
+  CHECK(line_starting(planned.out, "tensor parallel: groups of 1 2 IPUs searched").size() > 0);
+  const std::string engine = line_starting(planned.out, "  engine:    step ");
+  REQUIRE(!engine.empty());
+  // The written scenario holds the whole model and tensorParallel 2; run reshards it alike.
+  std::ifstream file(prefix + ".scenario.json");
+  const Json written = Json::parse(file);
+  CHECK(written.at("execution").at("tensorParallel") == 2);
+  const Result run = run_ipusim({"run", prefix + ".scenario.json", "--set", "config.ipu.sramBytesPerTile=200000", "--json"});
+  REQUIRE(run.exit_code == 0);
+  const Json doc = Json::parse(run.out);
+  const double throughput = doc.at("runs").at(0).at("throughputSamplesPerSecond").get<double>();
+  CHECK(engine.find(", " + format_rate(throughput, "samples/s") + ",") != std::string::npos);
+  CHECK(doc.at("runs").at(0).at("memory").at("fits") == true);
 }
 
 TEST_CASE("a vocabulary the group does not divide is padded, as Megatron-LM pads it", "[tensor-parallel]") {

@@ -44,6 +44,7 @@ struct PlanOptions {
   double front_within = 5, time_limit = 0;
   bool force = false, explain_layers = false, quiet = false;
   std::string att_ffn = "yes";
+  std::vector<int> tensor_parallel;
 };
 
 // "2048" or "1024-4096".
@@ -85,6 +86,14 @@ std::string relative_to(const fs::path& file, const fs::path& folder) {
   return fs::absolute(file).lexically_normal().lexically_relative(fs::absolute(folder).lexically_normal()).string();
 }
 
+// The units `c`'s split counts in `model`: layers, or half layers.
+LayerStructure units_of(const Model& model, const Candidate& c) {
+  LayerStructure layers = detect_layers(model);
+  if (c.split.units_per_layer == 2)
+    if (auto halves = halve_layers(model, layers)) return std::move(*halves);
+  return layers;
+}
+
 void write_best(const PlanOptions& o, const Scenario& base, const Scenario& best_sc, const Candidate& best) {
   const std::string model_path = o.write + ".model.json";
   const std::string scenario_path = o.write + ".scenario.json";
@@ -122,7 +131,13 @@ void write_best(const PlanOptions& o, const Scenario& base, const Scenario& best
     wu["schedule"] = weight_update_schedule_name(e.weight_update_schedule);
     wu["excludedVirtualGraphs"] = e.weight_update_excluded_ipus;
   }
-  write_output(model_path, model_to_json_text(best_sc.model, description), o.force);
+  // Under tensor parallelism the file holds the whole model, placed alike: run reshards it.
+  ex["tensorParallel"] = e.tensor_parallel;
+  const Model written =
+      best_sc.unsharded ? place_layers(best_sc.unsharded->model, units_of(best_sc.unsharded->model, best),
+                                       best.split.layers_per_ipu, best.split.heads_on_last)
+                        : best_sc.model;
+  write_output(model_path, model_to_json_text(written, description), o.force);
   write_output(scenario_path, doc.dump(2) + "\n", o.force);
   std::cout << "\nwrote " << model_path << " and " << scenario_path << " (ipusim run " << scenario_path << ")\n";
 }
@@ -148,7 +163,7 @@ int plan_phased_scenario(const PlanOptions& o, const Scenario& sc) {
       {"--rts", !o.rts.empty()}, {"--weight-update", !o.weight_update.empty()}, {"--heads-on", !o.heads_on.empty()},
       {"--amp", !o.amps.empty()}, {"--write", !o.write.empty()}, {"--time-limit", o.time_limit > 0},
       {"--explain-layers", o.explain_layers}, {"--objective", o.objective != "throughput"},
-      {"--att-ffn", o.att_ffn != "yes"}};
+      {"--att-ffn", o.att_ffn != "yes"}, {"--tensor-parallel", !o.tensor_parallel.empty()}};
   for (const auto& [flag, given] : pipelined_only)
     if (given)
       throw InputError(flag, "", "cli.bad-value",
@@ -157,18 +172,97 @@ int plan_phased_scenario(const PlanOptions& o, const Scenario& sc) {
   return plan_phased(sc, o.top, std::cout);
 }
 
-// The what-if schedules' best, searched apart from the frameworks' so that it never displaces
-// them (docs/planner.md): top 1, no front; within what the time limit leaves (at least a second).
-PlanSearch search_what_if(const Scenario& sc, const PlanSpace& space, PlanSearchOptions options, double spent_s) {
-  PlanSearch none;
-  if (space.what_if_schedules.empty()) return none;
-  PlanSpace what_if = space;
-  what_if.schedules = space.what_if_schedules;
-  what_if.what_if_schedules.clear();
-  options.top = 1;
-  options.front_within = 0;
-  if (options.time_limit_s > 0) options.time_limit_s = std::max(1.0, options.time_limit_s - spent_s);
-  return search_plans(sc, what_if, options);
+// One group size the search takes: the scenario resharded for it, its space (pipelines of
+// groups) and the units it splits.
+struct GroupSize {
+  std::int64_t t = 1;
+  Scenario scenario;
+  PlanSpace space;
+  LayerStructure units;
+};
+
+// --tensor-parallel's values; else the scenario's when --set fixes it; else 1, 2, 4, ... up to 16
+// (Graphcore's largest groups) and half the system (a pipeline takes two groups), each that the
+// model can be split by (the others are left out, as Megatron's rules refuse them).
+std::vector<GroupSize> group_sizes(const PlanOptions& o, const Scenario& sc, const PlanRequest& request, int layers) {
+  const bool asked = !o.tensor_parallel.empty();
+  std::vector<std::int64_t> values(o.tensor_parallel.begin(), o.tensor_parallel.end());
+  const auto fixed = request.fixed_fields;
+  if (!asked && std::find(fixed.begin(), fixed.end(), "execution.tensorParallel") != fixed.end())
+    values = {sc.execution.tensor_parallel};
+  if (values.empty())
+    for (std::int64_t t = 1; t <= 16 && 2 * t <= sc.hardware.ipu_count; t *= 2) values.push_back(t);
+  if (std::find(values.begin(), values.end(), sc.execution.tensor_parallel) == values.end())
+    values.push_back(sc.execution.tensor_parallel);  // the given configuration's, to compare with
+  std::sort(values.begin(), values.end());
+  std::vector<GroupSize> out;
+  for (std::int64_t t : values) {
+    GroupSize g;
+    g.t = t;
+    g.scenario = sc;
+    g.scenario.execution.tensor_parallel = t;
+    try {
+      if (2 * t > sc.hardware.ipu_count)
+        throw InputError("--tensor-parallel", "", "plan.tensor-parallel",
+                         "groups of " + std::to_string(t) + " IPUs leave no pipeline of two groups on \"" +
+                             sc.hardware.name + "\" (" + std::to_string(sc.hardware.ipu_count) + " IPUs); ask for groups of at most " +
+                             std::to_string(sc.hardware.ipu_count / 2) + " IPUs");
+      apply_tensor_parallel(g.scenario);
+      g.space = make_plan_space(g.scenario, request, layers);
+    } catch (const InputError&) {
+      if (asked || t == sc.execution.tensor_parallel) throw;
+      continue;  // a group size the model's axes or the system refuse
+    }
+    g.units = plan_units(g.scenario.model, g.space);
+    out.push_back(std::move(g));
+  }
+  return out;
+}
+
+// Each group size searched in turn, each seeded with the answer so far so that it prunes against
+// it (the answer is the best over all of them); `what_if`: the what-if schedules, searched apart
+// from the frameworks' so that they never displace them (docs/planner.md): top 1, no front.
+PlanSearch search_group_sizes(const std::vector<GroupSize>& sizes, PlanSearchOptions options, bool what_if) {
+  if (what_if) options.top = 1, options.front_within = 0;
+  PlanSearch answer;
+  double spent = 0;
+  for (const GroupSize& g : sizes) {
+    PlanSpace space = g.space;
+    if (what_if) space.schedules = space.what_if_schedules;
+    space.what_if_schedules.clear();
+    PlanSearchOptions these = options;
+    if (options.time_limit_s > 0) these.time_limit_s = std::max(1e-3, options.time_limit_s - spent);
+    for (const auto* list : {&answer.ranked, &answer.front, &answer.batch_front})
+      these.seeds.insert(these.seeds.end(), list->begin(), list->end());
+    PlanSearch search = search_plans(g.scenario, space, these);
+    spent += search.seconds;
+    const bool complete = answer.counts.settings == 0 ? search.complete : answer.complete && search.complete;
+    SearchCounts total = answer.counts;
+    total.settings += search.counts.settings, total.settings_ruled_out += search.counts.settings_ruled_out;
+    total.settings_pruned += search.counts.settings_pruned, total.settings_infeasible += search.counts.settings_infeasible;
+    total.partial_splits += search.counts.partial_splits, total.out_of_memory += search.counts.out_of_memory;
+    total.refused += search.counts.refused, total.bounded += search.counts.bounded;
+    total.evaluated += search.counts.evaluated;
+    const double bound = std::max(answer.unexplored_bound, search.unexplored_bound);
+    const bool polished = answer.polished && search.polished;
+    const double whole = answer.whole_layer_seconds + search.whole_layer_seconds;
+    search.seconds = spent;
+    search.counts = total;
+    search.complete = complete;
+    search.unexplored_bound = bound;
+    search.polished = polished;
+    search.whole_layer_seconds = whole;
+    answer = std::move(search);
+  }
+  return answer;
+}
+
+void print_group_sizes(std::ostream& out, const std::vector<GroupSize>& sizes) {
+  if (sizes.size() == 1 && sizes.front().t == 1) return;
+  out << "tensor parallel: groups of";
+  for (const GroupSize& g : sizes) out << " " << g.t;
+  out << " IPUs searched (the model resharded for each, Megatron's rules; docs/tensor-parallel.md), each seeded "
+         "with the answer of the ones before; counts and time above are their sums\n";
 }
 
 int plan(const PlanOptions& o) {
@@ -186,13 +280,6 @@ int plan(const PlanOptions& o) {
     physical_ipus(sc, static_cast<int>(width));
   }
   if (sc.execution.modes == std::vector<Mode>{Mode::Phased}) return plan_phased_scenario(o, sc);
-  // The pipelined search places whole IPUs (its evaluators and IPU counts know no groups): refused
-  // rather than answered for the wrong system.
-  if (sc.execution.tensor_parallel > 1)
-    throw InputError(sc.file, sc.execution_pointer("tensorParallel"), "plan.tensor-parallel",
-                     "the pipelined planner does not search tensor parallelism yet; plan with --set "
-                     "execution.tensorParallel=1, compare group sizes with run or a sweep over "
-                     "execution.tensorParallel, or plan the phased mode, which searches it (docs/tensor-parallel.md)");
   const LayerStructure layers = detect_layers(sc.model);
   if (o.explain_layers) {
     std::cout << sc.model.file << ": " << explain_layers(layers);
@@ -220,10 +307,15 @@ int plan(const PlanOptions& o) {
   request.fixed_fields = fields_of(o.sets);
   request.layer_free_ipus = o.layer_free == "yes";
   request.half_layers = o.att_ffn == "yes";
-  const PlanSpace space = make_plan_space(sc, request, static_cast<int>(layers.names.size()));
-  const LayerStructure units = plan_units(sc.model, space);
-  // Like run's estimate: a search too large for the machine is refused before it starts.
-  const PlanSearchEstimate estimate = estimate_plan_search(sc, space, units, o.top);
+  std::vector<GroupSize> sizes = group_sizes(o, sc, request, static_cast<int>(layers.names.size()));
+  // Like run's estimate: a search too large for the machine is refused before it starts (the
+  // group sizes are searched one after another, so the largest counts).
+  PlanSearchEstimate estimate;
+  for (const GroupSize& g : sizes) {
+    const PlanSearchEstimate e = estimate_plan_search(g.scenario, g.space, g.units, o.top);
+    if (e.bytes > estimate.bytes) estimate = e;
+  }
+  const LayerStructure& units = sizes.front().units;
   const double search_bytes = kProcessBaseBytes + estimate.bytes;
   if (search_bytes > memory_budget_bytes())
     throw InputError(sc.model.file, sc.model.ops_pointer, "plan.too-large",
@@ -244,22 +336,32 @@ int plan(const PlanOptions& o) {
   options.time_limit_s = o.time_limit;
   const bool training = sc.execution.training;
   if (!o.quiet) options.progress = [training](const SearchProgress& p) { print_progress(p, training); };
-  const PlanSearch search = search_plans(sc, space, options);
-  print_search_summary(std::cout, sc, search);
+  PlanSearch search = search_group_sizes(sizes, options, false);
+  const GroupSize& own = *std::find_if(sizes.begin(), sizes.end(), [&](const GroupSize& g) {
+    return g.t == sc.execution.tensor_parallel;
+  });
+  search.space = own.space;  // described for the scenario's group size; the others are listed apart
+  print_search_summary(std::cout, own.scenario, search);
+  print_group_sizes(std::cout, sizes);
   print_search_estimate(std::cout, search_bytes, estimate);
-  const PlanSearch what_if = search_what_if(sc, space, options, search.seconds);
+  const CandidateScenario build = [&](const Candidate& c) {
+    for (const GroupSize& g : sizes)
+      if (g.t == c.settings.tensor_parallel) return candidate_scenario(g.scenario, units_of(g.scenario.model, c), c);
+    throw std::logic_error("plan: a candidate of a group size not searched");
+  };
+  const bool what_ifs = !own.space.what_if_schedules.empty();
+  const PlanSearch what_if = what_ifs ? search_group_sizes(sizes, options, true) : PlanSearch{};
   if (search.ranked.empty()) {
-    if (!space.what_if_schedules.empty()) print_what_if(std::cout, sc, what_if, nullptr, options.objective);
+    if (what_ifs) print_what_if(std::cout, sc, what_if, nullptr, options.objective, build);
     std::cout << std::flush;
-    std::cerr << "ipusim: " << no_fit_message(sc, search, request) << "\n";
+    std::cerr << "ipusim: " << no_fit_message(own.scenario, search, request) << "\n";
     return kExitOutOfMemory;
   }
-  const ConfirmedPlans confirmed = confirm_top(std::cout, sc, search, options.objective);
+  const ConfirmedPlans confirmed = confirm_top(std::cout, sc, search, options.objective, build);
   print_fronts(std::cout, sc, search, options.objective);
   double largest_run = confirmed.largest_run_estimate;
-  if (!space.what_if_schedules.empty())
-    largest_run = std::max(largest_run, print_what_if(std::cout, sc, what_if, &confirmed, options.objective));
-  const double given_estimate = compare_with_given(std::cout, sc, search.layers, confirmed, options.objective);
+  if (what_ifs) largest_run = std::max(largest_run, print_what_if(std::cout, sc, what_if, &confirmed, options.objective, build));
+  const double given_estimate = compare_with_given(std::cout, sc, own.units, confirmed, options.objective);
   print_runs_estimate(std::cout, std::max(largest_run, given_estimate));
   if (!o.write.empty()) write_best(o, sc, confirmed.best_scenario, confirmed.best);
   return kExitOk;
@@ -306,6 +408,11 @@ Command add_plan_command(CLI::App& app) {
   cmd->add_option("--layer-free-ipus", o->layer_free,
                   "Let IPU 0 hold only the stem (embeddings) and the last IPU only the heads (default yes)")
       ->check(CLI::IsMember({"yes", "no"}));
+  cmd->add_option("--tensor-parallel", o->tensor_parallel,
+                  "Tensor-parallel group sizes to try (default 1, 2, 4, ... up to 16 and half the system, each the "
+                  "model's heads, widths and vocabulary divide)")
+      ->delimiter(',')
+      ->check(CLI::Range(1, 4096));
   cmd->add_option("--att-ffn", o->att_ffn,
                   "Let a block end between a layer's attention and feed-forward halves, as Graphcore's MLPerf BERT "
                   "att_ffn_placement (default yes where every layer has such a cut)")

@@ -165,7 +165,7 @@ void print_runs_estimate(std::ostream& out, double largest_run_bytes) {
 
 void print_search_summary(std::ostream& out, const Scenario& sc, const PlanSearch& search) {
   const SearchCounts& n = search.counts;
-  out << "ipusim plan " << sc.file << ": " << sc.model.name << ", " << search.layers.names.size()
+  out << "ipusim plan " << sc.file << ": " << sc.model.name << ", " << search.layers.names.size() / static_cast<std::size_t>(search.layers.units_per_layer)
       << (search.layers.by_ops ? " ops (no repeated layer in the names)" : " layers (\"" + search.layers.pattern + "\")")
       << ", on " << sc.hardware.name << " (" << sc.hardware.ipu_count << " IPUs), "
       << (sc.execution.training ? "training" : "inference") << "\n"
@@ -196,11 +196,12 @@ void print_search_summary(std::ostream& out, const Scenario& sc, const PlanSearc
   out << std::flush;
 }
 
-ConfirmedPlans confirm_top(std::ostream& out, const Scenario& sc, const PlanSearch& search, Objective objective) {
+ConfirmedPlans confirm_top(std::ostream& out, const Scenario& sc, const PlanSearch& search, Objective objective,
+                           const CandidateScenario& build) {
   ConfirmedPlans c;
   std::vector<Scenario> scenarios;
   for (const Candidate& cand : search.ranked) {
-    scenarios.push_back(candidate_scenario(sc, search.layers, cand));
+    scenarios.push_back(build(cand));
     c.metrics.push_back(simulate_streaming(scenarios.back(), c.largest_run_estimate));
   }
   std::vector<std::size_t> order(search.ranked.size());
@@ -241,7 +242,7 @@ ConfirmedPlans confirm_top(std::ostream& out, const Scenario& sc, const PlanSear
 }
 
 double print_what_if(std::ostream& out, const Scenario& sc, const PlanSearch& what_if, const ConfirmedPlans* confirmed,
-                     Objective objective) {
+                     Objective objective, const CandidateScenario& build) {
   const std::string names = join_names(what_if.space.schedules);
   out << "\nwhat-if: " << names << " (no IPU framework runs them: PopART and PopTorch run popart, TensorFlow the "
       << "tf-* schedules), searched apart in " << format_fixed(what_if.seconds, 2) << " s, "
@@ -253,7 +254,7 @@ double print_what_if(std::ostream& out, const Scenario& sc, const PlanSearch& wh
   }
   const Candidate& cand = what_if.ranked.front();
   double estimate = 0;
-  const RunMetrics m = simulate_streaming(candidate_scenario(sc, what_if.layers, cand), estimate);
+  const RunMetrics m = simulate_streaming(build(cand), estimate);
   out << "  best: " << cand.describe(sc.execution.training) << "\n"
       << "  engine:    step " << format_seconds(m.step_time_s) << ", " << format_rate(m.throughput_samples_per_s, "samples/s")
       << ", latency " << format_seconds(m.latency_s.mean) << " (mean), global batch " << cand.global_batch << "; "

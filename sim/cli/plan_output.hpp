@@ -2,6 +2,7 @@
 // What `ipusim plan` prints: the search's summary, the top K confirmed by the engine with why
 // each loses to the first, the fronts, the comparison with the scenario's own configuration,
 // and the advice when nothing fits.
+#include <functional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -24,13 +25,17 @@ void print_search_summary(std::ostream& out, const Scenario& scenario, const Pla
 // the engine runs' after them ("memory: ..." lines that tests/fuzz/run_campaign.py reads).
 void print_search_estimate(std::ostream& out, double search_bytes, const PlanSearchEstimate& estimate);
 void print_runs_estimate(std::ostream& out, double largest_run_bytes);
+// The scenario a candidate describes, ready for the engine (its group size's model re-annotated).
+using CandidateScenario = std::function<Scenario(const Candidate&)>;
+
 // Simulates the top K (the engine's streaming metrics, no event log) and prints them.
-ConfirmedPlans confirm_top(std::ostream& out, const Scenario& scenario, const PlanSearch& search, Objective objective);
+ConfirmedPlans confirm_top(std::ostream& out, const Scenario& scenario, const PlanSearch& search, Objective objective,
+                           const CandidateScenario& build);
 void print_fronts(std::ostream& out, const Scenario& scenario, const PlanSearch& search, Objective objective);
 // The what-if schedules' best (searched apart: no IPU framework runs them), confirmed by the
 // engine and set against `confirmed`'s best when there is one; returns its run's memory estimate.
 double print_what_if(std::ostream& out, const Scenario& scenario, const PlanSearch& what_if,
-                     const ConfirmedPlans* confirmed, Objective objective);
+                     const ConfirmedPlans* confirmed, Objective objective, const CandidateScenario& build);
 // The scenario as annotated (its own split and settings), simulated, against the best;
 // returns its run's memory estimate (0: not run).
 double compare_with_given(std::ostream& out, const Scenario& scenario, const LayerStructure& layers,

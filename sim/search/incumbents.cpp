@@ -12,7 +12,7 @@ bool better(const Candidate& a, const Candidate& b) {
   if (a.score != b.score) return a.score > b.score;
   auto key = [](const Candidate& c) {
     const PlanSettings& s = c.settings;
-    return std::tie(s.ipus, s.replicas, s.micro_batch, s.depth, s.schedule, s.recompute, s.state_off_chip, s.rts,
+    return std::tie(s.tensor_parallel, s.ipus, s.replicas, s.micro_batch, s.depth, s.schedule, s.recompute, s.state_off_chip, s.rts,
                     s.heads_on_last, s.weight_update, c.split.layers_per_ipu, c.amp);
   };
   return key(a) < key(b);
@@ -47,6 +47,7 @@ void Incumbents::seed(const Candidate& c) {
 void Incumbents::add(const Candidate& c) {
   for (const Candidate& s : seeds_)
     if (&s != &c && s.settings.ipus == c.settings.ipus && s.settings.replicas == c.settings.replicas &&
+        s.settings.tensor_parallel == c.settings.tensor_parallel &&
         s.settings.micro_batch == c.settings.micro_batch && s.settings.depth == c.settings.depth &&
         s.settings.schedule == c.settings.schedule && s.settings.recompute == c.settings.recompute &&
         s.settings.state_off_chip == c.settings.state_off_chip && s.settings.rts == c.settings.rts &&

@@ -40,9 +40,21 @@ std::string Candidate::placement() const {
   return out + "] heads on IPU" + (split.heads_on_last ? std::to_string(last) : "0");
 }
 
+namespace {
+
+// "8 IPUs x 2 replicas", or with tensor parallelism "8 groups of 4 IPUs (tp 4) x 2 replicas".
+std::string shape_text(const PlanSettings& s) {
+  return std::to_string(s.ipus) +
+         (s.tensor_parallel > 1 ? " groups of " + std::to_string(s.tensor_parallel) + " IPUs (tp " +
+                                      std::to_string(s.tensor_parallel) + ")"
+                                : std::string(" IPUs")) +
+         " x " + std::to_string(s.replicas) + " replica" + (s.replicas == 1 ? "" : "s");
+}
+
+} // namespace
+
 std::string describe_settings(const PlanSettings& s, bool training) {
-  std::string out = std::to_string(s.ipus) + " IPUs x " + std::to_string(s.replicas) + " replica" +
-                    (s.replicas == 1 ? "" : "s") + ", " + s.schedule + ", micro-batch " + std::to_string(s.micro_batch) +
+  std::string out = shape_text(s) + ", " + s.schedule + ", micro-batch " + std::to_string(s.micro_batch) +
                     (training ? ", G " : ", batchesPerStep ") + std::to_string(s.depth);
   if (training) {
     out += s.recompute ? ", recomputation" : ", no recomputation";
@@ -54,8 +66,7 @@ std::string describe_settings(const PlanSettings& s, bool training) {
 
 std::string Candidate::describe(bool training) const {
   const PlanSettings& s = settings;
-  std::string out = std::to_string(s.ipus) + " IPUs x " + std::to_string(s.replicas) + " replica" +
-                    (s.replicas == 1 ? "" : "s") + ", " + placement() + ", " + s.schedule + ", micro-batch " +
+  std::string out = shape_text(s) + ", " + placement() + ", " + s.schedule + ", micro-batch " +
                     std::to_string(s.micro_batch) + (training ? ", G " : ", batchesPerStep ") + std::to_string(s.depth);
   if (training) {
     out += s.recompute ? ", recomputation" : ", no recomputation";
@@ -236,6 +247,7 @@ void for_each_point(const Scenario& scenario, const PlanSpace& space, bool has_h
                   st.ipus = shape.ipus, st.replicas = shape.replicas, st.micro_batch = mb, st.depth = depth;
                   st.schedule = schedule, st.recompute = recompute, st.state_off_chip = off_chip, st.rts = rts;
                   st.heads_on_last = heads_on_last, st.weight_update = base.weight_update_schedule;
+                  st.tensor_parallel = static_cast<int>(base.tensor_parallel);
                   visit(st, accumulating);
                 }
 }
@@ -382,9 +394,11 @@ PlanSearch search_units(const Scenario& scenario, const PlanSpace& space, LayerS
   out.batch_front = incumbents.batch_front();
   const double tolerance = options.prune ? options.tolerance : 0.0;
   auto out_of_time = [&] { return options.time_limit_s > 0 && elapsed() > options.time_limit_s; };
+  // Seeds of another group size were polished and rechecked by their own search (its model).
+  const auto own = [&](const Candidate& c) { return c.settings.tensor_parallel == base.tensor_parallel; };
   for (auto* list : {&out.ranked, &out.front, &out.batch_front})
     for (Candidate& c : *list)
-      if (out.polished)
+      if (out.polished && own(c))
         out.polished = polish_headroom(c, scenario, space, table_for(c.settings.micro_batch, training && c.settings.depth > 1),
                                        routes, options.objective, tolerance, out_of_time);
   // The front again without what the polish made dominated.
@@ -399,7 +413,7 @@ PlanSearch search_units(const Scenario& scenario, const PlanSpace& space, LayerS
   out.front = front;
   // The leading candidates from the plan `run` builds, as a check of the tables.
   out.ranked.erase(std::remove_if(out.ranked.begin(), out.ranked.end(),
-                                  [&](Candidate& c) { return !recheck(scenario, out.layers, c, options.objective); }),
+                                  [&](Candidate& c) { return own(c) && !recheck(scenario, out.layers, c, options.objective); }),
                    out.ranked.end());
   out.seconds = elapsed();
   return out;
@@ -425,7 +439,8 @@ PlanSearch search_plans(const Scenario& scenario, const PlanSpace& space, const 
   const PlanSearch whole = search_units(scenario, whole_space, detect_layers(scenario.model), options);
   PlanSearchOptions finer = options;
   for (const auto* list : {&whole.ranked, &whole.front, &whole.batch_front})
-    for (const Candidate& c : *list) finer.seeds.push_back(in_halves(c));
+    for (const Candidate& c : *list)
+      finer.seeds.push_back(c.settings.tensor_parallel == scenario.execution.tensor_parallel ? in_halves(c) : c);
   if (finer.time_limit_s > 0) finer.time_limit_s = std::max(1e-3, finer.time_limit_s - whole.seconds);
   PlanSearch out = search_units(scenario, space, std::move(layers), finer);
   out.whole_layer_seconds = whole.seconds;

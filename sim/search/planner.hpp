@@ -29,11 +29,12 @@ enum class Objective { Throughput, Latency };
 
 // One point of the outer dimensions.
 struct PlanSettings {
-  int ipus = 2, replicas = 1;
+  int ipus = 2, replicas = 1;  // with tensor parallelism: groups per pipeline (each of tensor_parallel IPUs)
   std::int64_t micro_batch = 1, depth = 1;  // depth: G in training, batchesPerStep in inference
   std::string schedule = "popart";
   bool recompute = false, state_off_chip = false, rts = false, heads_on_last = true;
   WeightUpdateSchedule weight_update = WeightUpdateSchedule::Serial;
+  int tensor_parallel = 1;  // IPUs per group (the scenario's, resharded for it)
 };
 
 // "8 IPUs x 2 replicas, popart, micro-batch 1, G 1024, recomputation, ..."

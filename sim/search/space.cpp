@@ -73,7 +73,8 @@ std::size_t PlanSpace::size() const {
 
 PlanSpace make_plan_space(const Scenario& sc, const PlanRequest& r, int layers) {
   const Execution& ex = sc.execution;
-  const int system = sc.hardware.ipu_count;
+  // With tensor parallelism the pipeline's IPUs are groups of tensorParallel IPUs.
+  const int system = static_cast<int>(sc.hardware.ipu_count / std::max<std::int64_t>(1, ex.tensor_parallel));
   PlanSpace s;
   s.layer_free_ipus = r.layer_free_ipus;
   s.half_layers = r.half_layers;
