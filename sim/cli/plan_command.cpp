@@ -226,7 +226,13 @@ PlanSearch search_group_sizes(const std::vector<GroupSize>& sizes, PlanSearchOpt
   if (what_if) options.top = 1, options.front_within = 0;
   PlanSearch answer;
   double spent = 0;
+  std::vector<std::int64_t> skipped;
+  bool halves_skipped = false;
   for (const GroupSize& g : sizes) {
+    if (options.time_limit_s > 0 && spent >= options.time_limit_s && answer.counts.settings > 0) {
+      skipped.push_back(g.t);
+      continue;
+    }
     PlanSpace space = g.space;
     if (what_if) space.schedules = space.what_if_schedules;
     space.what_if_schedules.clear();
@@ -252,8 +258,12 @@ PlanSearch search_group_sizes(const std::vector<GroupSize>& sizes, PlanSearchOpt
     search.unexplored_bound = bound;
     search.polished = polished;
     search.whole_layer_seconds = whole;
+    halves_skipped = halves_skipped || search.halves_skipped;
     answer = std::move(search);
   }
+  answer.halves_skipped = halves_skipped;
+  answer.group_sizes_skipped = skipped;
+  if (!skipped.empty()) answer.complete = false;
   return answer;
 }
 

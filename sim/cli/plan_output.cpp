@@ -190,6 +190,13 @@ void print_search_summary(std::ostream& out, const Scenario& sc, const PlanSearc
   else
     out << "stopped by --time-limit: the best is the best among those examined; the unexamined part could reach "
         << format_rate(search.unexplored_bound, "samples/s") << " at most (by its bound)\n";
+  if (search.halves_skipped)
+    out << "stopped by --time-limit before splits between a layer's halves were searched: whole layers only\n";
+  if (!search.group_sizes_skipped.empty()) {
+    out << "stopped by --time-limit before tensor-parallel groups of";
+    for (std::int64_t t : search.group_sizes_skipped) out << " " << t;
+    out << " IPUs were searched (their bound is not known)\n";
+  }
   if (!search.polished)
     out << "stopped by --time-limit before each candidate's availableMemoryProportion was lowered where the step time "
            "allows: those not reached keep the fastest that fits\n";

@@ -436,7 +436,13 @@ PlanSearch search_plans(const Scenario& scenario, const PlanSpace& space, const 
   if (layers.units_per_layer == 1) return search_units(scenario, space, std::move(layers), options);
   PlanSpace whole_space = space;
   whole_space.half_layers = false;
-  const PlanSearch whole = search_units(scenario, whole_space, detect_layers(scenario.model), options);
+  PlanSearch whole = search_units(scenario, whole_space, detect_layers(scenario.model), options);
+  if (options.time_limit_s > 0 && whole.seconds >= options.time_limit_s) {
+    whole.complete = false;
+    whole.halves_skipped = true;
+    whole.whole_layer_seconds = whole.seconds;
+    return whole;
+  }
   PlanSearchOptions finer = options;
   for (const auto* list : {&whole.ranked, &whole.front, &whole.batch_front})
     for (const Candidate& c : *list)

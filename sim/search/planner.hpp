@@ -104,6 +104,8 @@ struct PlanSearch {
   double unexplored_bound = 0;         // then: the best score the unexamined part could reach
   double seconds = 0;
   double whole_layer_seconds = 0;      // over half layers: the whole-layer search run first (in `seconds`)
+  bool halves_skipped = false;         // the time limit ended the search before the half layers
+  std::vector<std::int64_t> group_sizes_skipped;  // tensor-parallel sizes the time limit left unsearched
 };
 
 // The units `space` splits: the model's layers, or their halves (halve_layers) when the space
