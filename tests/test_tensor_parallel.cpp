@@ -310,7 +310,9 @@ TEST_CASE("plan searches tensor parallelism in a pipeline: groups of 2 fit where
     args.insert(args.end(), extra.begin(), extra.end());
     return run_ipusim(args);
   };
-  CHECK(plan({"--tensor-parallel", "1"}).exit_code == 5);
+  const Result whole_ipus = plan({"--tensor-parallel", "1"});
+  CHECK(whole_ipus.exit_code == 5);
+  CHECK_THAT(whole_ipus.err, Contains("searching groups of 2 IPUs (--tensor-parallel 2) finds one that fits"));
   // Groups of 4 leave one group on the 4-IPU system: no pipeline.
   const Result too_large = plan({"--tensor-parallel", "4"});
   CHECK(too_large.exit_code == 2);

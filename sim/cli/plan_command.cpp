@@ -267,6 +267,36 @@ PlanSearch search_group_sizes(const std::vector<GroupSize>& sizes, PlanSearchOpt
   return answer;
 }
 
+// Where --tensor-parallel (or a --set of it) narrowed the group sizes and nothing fits: the
+// first other default size whose search finds a fitting configuration, as no_fit_message words it.
+std::string other_group_sizes_fit(const PlanOptions& o, const Scenario& sc, PlanRequest request,
+                                  const std::vector<GroupSize>& searched, const LayerStructure& layers) {
+  PlanOptions every = o;
+  every.tensor_parallel.clear();
+  auto& fixed = request.fixed_fields;
+  fixed.erase(std::remove(fixed.begin(), fixed.end(), "execution.tensorParallel"), fixed.end());
+  std::vector<GroupSize> others;
+  try {
+    for (GroupSize& g : group_sizes(every, sc, request, static_cast<int>(layers.names.size())))
+      if (std::none_of(searched.begin(), searched.end(), [&](const GroupSize& s) { return s.t == g.t; }))
+        others.push_back(std::move(g));
+  } catch (const InputError&) {
+    return "";
+  }
+  PlanSearchOptions quick;
+  quick.top = 1;
+  quick.front_within = 0;
+  quick.time_limit_s = 30;
+  for (const GroupSize& g : others) {
+    const PlanSearch s = search_group_sizes({g}, quick, false);
+    if (!s.ranked.empty())
+      return "\n  searching groups of " + std::to_string(g.t) + " IPUs (--tensor-parallel " + std::to_string(g.t) +
+             ") finds one that fits: " + s.ranked.front().describe(sc.execution.training) + ", " +
+             format_rate(s.ranked.front().throughput, "samples/s");
+  }
+  return "";
+}
+
 void print_group_sizes(std::ostream& out, const std::vector<GroupSize>& sizes) {
   if (sizes.size() == 1 && sizes.front().t == 1) return;
   out << "tensor parallel: groups of";
@@ -364,7 +394,8 @@ int plan(const PlanOptions& o) {
   if (search.ranked.empty()) {
     if (what_ifs) print_what_if(std::cout, sc, what_if, nullptr, options.objective, build);
     std::cout << std::flush;
-    std::cerr << "ipusim: " << no_fit_message(own.scenario, search, request) << "\n";
+    std::cerr << "ipusim: " << no_fit_message(own.scenario, search, request, other_group_sizes_fit(o, sc, request, sizes, layers))
+              << "\n";
     return kExitOutOfMemory;
   }
   const ConfirmedPlans confirmed = confirm_top(std::cout, sc, search, options.objective, build);

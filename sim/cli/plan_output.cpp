@@ -336,7 +336,8 @@ double compare_with_given(std::ostream& out, const Scenario& sc, const LayerStru
   return estimate;
 }
 
-std::string no_fit_message(const Scenario& sc, const PlanSearch& search, const PlanRequest& request) {
+std::string no_fit_message(const Scenario& sc, const PlanSearch& search, const PlanRequest& request,
+                           const std::string& found_elsewhere) {
   // A search the time limit cut says nothing of the part it did not reach (it said "the whole
   // space was searched" while a search without the limit found a fitting best).
   if (!search.complete)
@@ -366,7 +367,7 @@ std::string no_fit_message(const Scenario& sc, const PlanSearch& search, const P
     widenings.push_back({"the " + field + " that --set fixed", [field](PlanRequest& r) {
                            r.fixed_fields.erase(std::remove(r.fixed_fields.begin(), r.fixed_fields.end(), field), r.fixed_fields.end());
                          }});
-  std::string found;
+  std::string found = found_elsewhere;
   for (const Widening& w : widenings) {
     PlanRequest r = request;
     w.widen(r);

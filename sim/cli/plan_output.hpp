@@ -41,6 +41,8 @@ double print_what_if(std::ostream& out, const Scenario& scenario, const PlanSear
 double compare_with_given(std::ostream& out, const Scenario& scenario, const LayerStructure& layers,
                         const ConfirmedPlans& confirmed, Objective objective);
 // Why nothing fits, and which fixed dimension, if searched, would give a configuration that does.
-std::string no_fit_message(const Scenario& scenario, const PlanSearch& search, const PlanRequest& request);
+// `found_elsewhere`: lines "\n  searching ... finds one that fits: ..." the caller found beyond `request`.
+std::string no_fit_message(const Scenario& scenario, const PlanSearch& search, const PlanRequest& request,
+                           const std::string& found_elsewhere = "");
 
 } // namespace ipusim::cli
