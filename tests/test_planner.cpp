@@ -28,7 +28,8 @@ struct RandomCase {
   Json model, config, execution;
 };
 
-RandomCase random_case(std::mt19937& rng, int trial) {
+// `group`: tensor-parallel groups of that many IPUs (the system `group` times larger).
+RandomCase random_case(std::mt19937& rng, int trial, int group = 1) {
   auto uniform = [&](double lo, double hi) { return std::uniform_real_distribution<double>(lo, hi)(rng); };
   auto integer = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
   const int ipus = integer(2, 4);
@@ -37,7 +38,7 @@ RandomCase random_case(std::mt19937& rng, int trial) {
     for (int k = integer(1, 3); k > 0; --k) ops.push_back({ipu, uniform(1e4, 1e6), -1, integer(0, 1) * integer(100, 5000)});
   const bool training = trial % 3 != 0;
   const int replicas = trial % 4 == 1 ? 2 : 1;
-  Json config = zero_overhead_config(ipus * replicas, uniform(1e8, 1e10));
+  Json config = zero_overhead_config(ipus * replicas * group, uniform(1e8, 1e10));
   for (auto& link : config["links"]) link["latencySeconds"] = uniform(0, 2e-6);
   config["hostLink"] = {{"bandwidthBytesPerSecond", uniform(1e8, 1e10)}, {"latencySeconds", uniform(0, 5e-6)}};
   config["syncLatencyPerHopSeconds"] = uniform(0, 1e-6);
@@ -47,7 +48,8 @@ RandomCase random_case(std::mt19937& rng, int trial) {
     config["hostLink"]["runOverheadSeconds"] = uniform(0, 1e-3);
   }
   Json ex = {{"mode", "pipelined"}, {"training", training}, {"costModel", "compute"},
-             {"microBatchSize", integer(1, 4)}, {"replicas", replicas}, {"hostIo", trial % 5 != 0}};
+             {"microBatchSize", integer(1, 4)}, {"replicas", replicas}, {"hostIo", trial % 5 != 0},
+             {"tensorParallel", group}};
   const int S = training ? 2 * ipus - 1 : ipus;
   if (training) {
     ex["gradientAccumulation"] = S + integer(0, 6);
@@ -66,16 +68,16 @@ namespace {
 // Every schedule's evaluator against the engine on random chains: exact wherever no two
 // transfers share a link (it says when they would, and those trials are not compared).
 // "sharded" compares the sharded mode's evaluator (estimate_sharded_step) instead.
-void compare_with_engine(const std::string& schedule, int trials, int least_compared) {
+void compare_with_engine(const std::string& schedule, int trials, int least_compared, int group = 1) {
   const bool sharded = schedule == "sharded";
   std::mt19937 rng(13);
   int compared = 0;
   for (int trial = 0; trial < trials; ++trial) {
-    RandomCase c = random_case(rng, trial);
+    RandomCase c = random_case(rng, trial, group);
     Json& ex = c.execution;
     ex["schedule"] = sharded ? "popart" : schedule;
     const bool training = ex["training"].get<bool>();
-    const int N = static_cast<int>(c.config["ipuCount"].get<int>() / ex["replicas"].get<int>());
+    const int N = static_cast<int>(c.config["ipuCount"].get<int>() / ex["replicas"].get<int>() / group);
     const char* depth = training ? "gradientAccumulation" : "batchesPerStep";
     const int d = ex[depth].get<int>();
     if (schedule == "tf-grouped") ex[depth] = (training ? 2 * N : N) * (1 + d % 3);
@@ -97,6 +99,12 @@ void compare_with_engine(const std::string& schedule, int trials, int least_comp
 
 TEST_CASE("Evaluator: PopART's step time equals the engine's on random plans without contention", "[planner]") {
   compare_with_engine("popart", 40, 40);  // full mesh, one host link per IPU: nothing is shared
+}
+
+TEST_CASE("Evaluator: with tensor-parallel groups of 2, copies run between the groups' first IPUs as in the engine",
+          "[planner][tensor-parallel]") {
+  // Every link its own random latency: a copy timed between the wrong IPUs shows.
+  compare_with_engine("popart", 30, 30, 2);
 }
 
 TEST_CASE("Evaluator: TensorFlow's lockstep schedules equal the engine's step on random plans", "[planner]") {
