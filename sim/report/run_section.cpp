@@ -56,6 +56,17 @@ namespace {
 
 // The colour of a part of a step: that of the trace category it shows as
 // (compute, host-io, ..., idle-fill-flush).
+// "IPU 4", or under tensor parallelism the group the engine's IPU stands for, "IPUs 4-7"
+// (runs[].ipus[].tensorParallelIpus).
+std::string ipu_label(const std::vector<const Json*>& runs, std::int64_t id) {
+  for (const Json* r : runs)
+    for (const Json& m : array_at(*r, "ipus"))
+      if (integer(m, "id") == id && m.contains("tensorParallelIpus") && m.at("tensorParallelIpus").is_array() &&
+          !m.at("tensorParallelIpus").empty() && m.at("tensorParallelIpus").back().is_number_integer())
+        return "IPUs " + std::to_string(id) + "-" + std::to_string(m.at("tensorParallelIpus").back().get<std::int64_t>());
+  return "IPU " + std::to_string(id);
+}
+
 std::string part_color(const TimePart& part) {
   std::string category;  // idleFillFlush -> idle-fill-flush
   for (char c : part.key) {
@@ -184,7 +195,7 @@ void run_section(Builder& b, const Input& in, std::size_t number, const std::str
       if (auto idv = integer(m, "id"); std::find(ipu_ids.begin(), ipu_ids.end(), idv) == ipu_ids.end())
         ipu_ids.push_back(idv);
   std::sort(ipu_ids.begin(), ipu_ids.end());
-  for (auto idv : ipu_ids) util.categories.push_back("IPU " + std::to_string(idv));
+  for (auto idv : ipu_ids) util.categories.push_back(ipu_label(runs, idv));
   for (const Json* r : runs) {
     chart::BarSeries s{mode_label(*r), mode_color(str(*r, "mode")), std::vector<double>(ipu_ids.size(), kNaN)};
     for (const Json& m : array_at(*r, "ipus")) {
@@ -292,7 +303,7 @@ void run_section(Builder& b, const Input& in, std::size_t number, const std::str
   row("host I/O share", [](const Json& r) { return percent(shares_of(r).host); });
   row("pipeline cycles", [](const Json& r) { return scalar_text(field(r, "cycles") ? *field(r, "cycles") : Json("-")); });
   for (auto idv : ipu_ids)
-    row("IPU " + std::to_string(idv) + " utilisation", [idv](const Json& r) {
+    row(ipu_label(runs, idv) + " utilisation", [idv](const Json& r) {
       for (const Json& m : array_at(r, "ipus"))
         if (integer(m, "id") == idv) return percent(num(m, "utilization"));
       return std::string("-");
