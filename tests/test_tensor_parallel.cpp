@@ -202,6 +202,12 @@ TEST_CASE("tensor-parallel groups: consecutive IPUs, replicas strided, the IPU c
   CHECK(last.at("virtualIpu") == 1);
   CHECK(last.at("tensorParallelIpus") == Json::array({6, 7}));
   CHECK(physical_ipu_name(run_of(sim, Mode::Pipelined).ipus[3], true, 2) == "IPUs 6-7 (replica 1, vIPU 1)");
+  // A sync spans every IPU of every group: 2 virtual IPUs x 2 replicas x 2 shards = 8 IPUs, so
+  // 2 (1 + 8/4) hops of 1 us (hardware.hpp's rule), not the 4 IPUs the engine runs.
+  Json synced = zero_overhead_config(8);
+  synced["syncLatencyPerHopSeconds"] = 1e-6;
+  const Simulation with_sync = simulate(make_scenario(model, synced, ex), {Mode::Pipelined});
+  CHECK(run_of(with_sync, Mode::Pipelined).sync_seconds == Approx(6e-6).epsilon(1e-12));
   ex["replicas"] = 3;
   const InputError e = error_of([&] { simulate(make_scenario(model, zero_overhead_config(8), ex), {Mode::Pipelined}); });
   CHECK(e.rule() == "scenario.not-enough-ipus");

@@ -88,7 +88,9 @@ void check_schedule_name(const Scenario& sc) {
 Schedule make_schedule(Mode mode, const Scenario& sc, const Plan& plan) {
   check_schedule_name(sc);
   const std::string name = mode == Mode::Sharded ? "sharded" : mode == Mode::Phased ? "phased" : sc.execution.schedule;
-  const int ipus = static_cast<int>(plan.ipus.size() * static_cast<std::size_t>(sc.execution.replicas));
+  // Every IPU of every group takes part in a sync (a tensor-parallel group's shards are one program's IPUs).
+  const int ipus = static_cast<int>(plan.ipus.size() * static_cast<std::size_t>(sc.execution.replicas) *
+                                    static_cast<std::size_t>(std::max<std::int64_t>(1, sc.execution.tensor_parallel)));
   const ScheduleContext context{sc, plan, sc.hardware.sync_seconds(ipus)};
 
   for (const auto& s : schedules()) {

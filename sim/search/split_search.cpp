@@ -38,7 +38,7 @@ SplitSearch::SplitSearch(const Scenario& sc, const PlanSpace& space, const Split
   // lockstep cycles each end in a sync.
   fixed_seconds_ = sc.hardware.host_link.run_overhead_s;
   if (popart)
-    fixed_seconds_ += static_cast<double>(batches_) * static_cast<double>(depth_ + S - 1) * sc.hardware.sync_seconds(W_ * st.replicas);
+    fixed_seconds_ += static_cast<double>(batches_) * static_cast<double>(depth_ + S - 1) * sc.hardware.sync_seconds(W_ * st.replicas * st.tensor_parallel);
   stash_ = stash_depths(st.schedule, P_, st.depth, training);
   memory_.recompute = st.recompute;
   memory_.state_on_chip = !st.state_off_chip;

@@ -55,7 +55,8 @@ TransferTimer::TransferTimer(const Execution& ex, const Plan& plan, RouteTable& 
     : ex_(ex), plan_(plan), hw_(routes.hardware()), routes_(routes) {
   replicas_ = static_cast<int>(ex_.replicas);
   width_ = plan.ipus.back().id + 1;
-  sync_ = hw_.sync_seconds(static_cast<int>(plan.ipus.size()) * replicas_);
+  sync_ = hw_.sync_seconds(static_cast<int>(plan.ipus.size()) * replicas_ *
+                           static_cast<int>(std::max<std::int64_t>(1, ex_.tensor_parallel)));  // as make_schedule counts
 }
 
 int TransferTimer::physical(int replica, int virtual_ipu) const {
