@@ -305,32 +305,19 @@ void print_group_sizes(std::ostream& out, const std::vector<GroupSize>& sizes) {
          "with the answer of the ones before; counts and time above are their sums\n";
 }
 
-int plan(const PlanOptions& o) {
-  if (!o.write.empty()) {
-    check_write_prefix(o.write);
-    check_output(o.write + ".model.json", o.force);
-    check_output(o.write + ".scenario.json", o.force);
-  }
-  const Scenario sc = load_scenario(o.scenario, parse_overrides(o.sets));
-  // A placement the scenario fixes is checked as run checks it (the search keeps it only for
-  // the pipeline it was written for).
-  if (!sc.execution.placement.empty()) {
-    std::int64_t width = 0;
-    for (const Op& op : sc.model.ops) width = std::max(width, op.virtual_graph.value_or(0) + 1);
-    physical_ipus(sc, static_cast<int>(width));
-  }
-  if (sc.execution.modes == std::vector<Mode>{Mode::Phased}) return plan_phased_scenario(o, sc);
-  const LayerStructure layers = detect_layers(sc.model);
-  if (o.explain_layers) {
-    std::cout << sc.model.file << ": " << explain_layers(layers);
-    if (const auto halves = halve_layers(sc.model, layers))
-      std::cout << "halves (--att-ffn yes): each layer cut where one activation crosses, e.g. "
-                << halves->names.front() << " | " << halves->names[1] << "\n";
-    else if (!layers.by_ops)
-      std::cout << "halves: none (a layer has no cut with one activation crossing and a matmul on each side); "
-                   "blocks hold whole layers\n";
-    return kExitOk;
-  }
+// `plan --explain-layers`: the layers the planner finds, and where it would halve them.
+int explain_plan_layers(const Model& model, const LayerStructure& layers) {
+  std::cout << model.file << ": " << explain_layers(layers);
+  if (const auto halves = halve_layers(model, layers))
+    std::cout << "halves (--att-ffn yes): each layer cut where one activation crosses, e.g. "
+              << halves->names.front() << " | " << halves->names[1] << "\n";
+  else if (!layers.by_ops)
+    std::cout << "halves: none (a layer has no cut with one activation crossing and a matmul on each side); "
+                 "blocks hold whole layers\n";
+  return kExitOk;
+}
+
+PlanRequest request_of(const PlanOptions& o) {
   PlanRequest request;
   request.ipus = o.ipus;
   request.replicas = o.replicas;
@@ -347,16 +334,20 @@ int plan(const PlanOptions& o) {
   request.fixed_fields = fields_of(o.sets);
   request.layer_free_ipus = o.layer_free == "yes";
   request.half_layers = o.att_ffn == "yes";
-  std::vector<GroupSize> sizes = group_sizes(o, sc, request, static_cast<int>(layers.names.size()));
-  // Like run's estimate: a search too large for the machine is refused before it starts (the
-  // group sizes are searched one after another, so the largest counts).
+  return request;
+}
+
+// Like run's estimate: a search too large for the machine is refused before it starts (the
+// group sizes are searched one after another, so the largest counts). Returns the estimate.
+PlanSearchEstimate checked_search_estimate(const PlanOptions& o, const Scenario& sc, const std::vector<GroupSize>& sizes,
+                                           double& search_bytes) {
   PlanSearchEstimate estimate;
   for (const GroupSize& g : sizes) {
     const PlanSearchEstimate e = estimate_plan_search(g.scenario, g.space, g.units, o.top);
     if (e.bytes > estimate.bytes) estimate = e;
   }
   const LayerStructure& units = sizes.front().units;
-  const double search_bytes = kProcessBaseBytes + estimate.bytes;
+  search_bytes = kProcessBaseBytes + estimate.bytes;
   if (search_bytes > memory_budget_bytes())
     throw InputError(sc.model.file, sc.model.ops_pointer, "plan.too-large",
                      "the search would need about " + format_bytes(search_bytes) + " of memory, more than the " +
@@ -368,14 +359,42 @@ int plan(const PlanOptions& o) {
                          "(--att-ffn no), or fewer layers (coarser layers: plan --explain-layers)");
   if (search_bytes > kNoteSearchBytes && !o.quiet)
     std::cerr << "ipusim: note: this search needs up to " << format_bytes(search_bytes) << "\n" << std::flush;
+  return estimate;
+}
 
+PlanSearchOptions search_options(const PlanOptions& o, bool training) {
   PlanSearchOptions options;
   options.objective = o.objective == "latency" ? Objective::Latency : Objective::Throughput;
   options.top = o.top;
   options.front_within = o.front_within / 100;
   options.time_limit_s = o.time_limit;
-  const bool training = sc.execution.training;
   if (!o.quiet) options.progress = [training](const SearchProgress& p) { print_progress(p, training); };
+  return options;
+}
+
+int plan(const PlanOptions& o) {
+  if (!o.write.empty()) {
+    check_write_prefix(o.write);
+    check_output(o.write + ".model.json", o.force);
+    check_output(o.write + ".scenario.json", o.force);
+  }
+  const Scenario sc = load_scenario(o.scenario, parse_overrides(o.sets));
+  // A placement the scenario fixes is checked as run checks it (the search keeps it only for
+  // the pipeline it was written for).
+  if (!sc.execution.placement.empty()) {
+    std::int64_t width = 0;
+    for (const Op& op : sc.model.ops) width = std::max(width, op.virtual_graph.value_or(0) + 1);
+    physical_ipus(sc, static_cast<int>(width));
+  }
+  if (sc.execution.modes == std::vector<Mode>{Mode::Phased}) return plan_phased_scenario(o, sc);
+  const LayerStructure layers = detect_layers(sc.model);
+  if (o.explain_layers) return explain_plan_layers(sc.model, layers);
+  const PlanRequest request = request_of(o);
+  const std::vector<GroupSize> sizes = group_sizes(o, sc, request, static_cast<int>(layers.names.size()));
+  double search_bytes = 0;
+  const PlanSearchEstimate estimate = checked_search_estimate(o, sc, sizes, search_bytes);
+  const PlanSearchOptions options = search_options(o, sc.execution.training);
+
   PlanSearch search = search_group_sizes(sizes, options, false);
   const GroupSize& own = *std::find_if(sizes.begin(), sizes.end(), [&](const GroupSize& g) {
     return g.t == sc.execution.tensor_parallel;
