@@ -230,6 +230,17 @@ def tied(folded):
     return model(nodes, [batched("ids", [4], TensorProto.INT64)], [out("logits")], inits)
 
 
+def zero_weights():
+    """A PyTorch-style 2-layer graph whose two 16 x 16 weights are both zero-initialised:
+    equal, and each the other's transpose, yet two parameters (one per IPU)."""
+    zeros = [0.0] * 256
+    nodes = [node("MatMul", ["x", "fc0.weight"], ["h0"], "/fc0/MatMul", ipu=0, stage=0),
+             node("Relu", ["h0"], ["h1"], "/act0/Relu", ipu=0, stage=0),
+             node("MatMul", ["h1", "fc1.weight"], ["y"], "/fc1/MatMul", ipu=1, stage=1)]
+    return model(nodes, [batched("x", [16])], [out("y")],
+                 [helper.make_tensor("fc0.weight", F, [16, 16], zeros), helper.make_tensor("fc1.weight", F, [16, 16], zeros)])
+
+
 def malformed(folder, save):
     """Graphs libonnx's shape inference would crash on (issue 23), each refused before it runs."""
     bad = constant_first()
@@ -336,6 +347,7 @@ def write_all(folder):
     save("constant-first.onnx", constant_first())
     save("tied-transpose.onnx", tied(folded=False))
     save("tied-folded.onnx", tied(folded=True))
+    save("zero-weights.onnx", zero_weights())
     malformed(folder, save)
 
     # Static batch 4 instead of a symbolic one (imported with batch size 4).

@@ -315,6 +315,33 @@ TEST_CASE("onnx: a head tied to the embedding reads the one weight, through a Tr
   }
 }
 
+TEST_CASE("onnx: two zero-initialised weights on two IPUs are two weights, never tied by their equal values",
+          "[onnx][cli]") {
+  if (!have_fixtures()) return;
+  // Equal (all zeros) and each the other's transpose: tied by value, they were one weight on
+  // two IPUs and the run was refused [annotation.weight-on-several-ipus].
+  const Model m = load_model(fixture("zero-weights.onnx"));
+  std::vector<std::string> weights;
+  for (const auto& [name, t] : m.tensors)
+    if (t.kind == TensorKind::Weight) weights.push_back(name);
+  CHECK(weights == std::vector<std::string>{"fc0.weight", "fc1.weight"});
+  CHECK(op_named(m, "/fc1/MatMul").inputs == std::vector<std::string>{"h1", "fc1.weight"});
+  const test::TempDir dir;
+  const std::string json = dir.root() / "zero-weights.json";
+  REQUIRE(test::run_ipusim({"convert", fixture("zero-weights.onnx"), "-o", json}).exit_code == 0);
+  const std::vector<std::string> options{"--config", kSource + "/configs/ipu-m2000.json", "--mode", "pipelined",
+                                         "--set", "execution.training=true", "--json"};
+  std::vector<std::string> onnx_run{"run", fixture("zero-weights.onnx")}, json_run{"run", json};
+  onnx_run.insert(onnx_run.end(), options.begin(), options.end());
+  json_run.insert(json_run.end(), options.begin(), options.end());
+  const test::Result from_onnx = test::run_ipusim(onnx_run), from_json = test::run_ipusim(json_run);
+  REQUIRE(from_onnx.exit_code == 0);
+  REQUIRE(from_json.exit_code == 0);
+  const auto a = nlohmann::json::parse(from_onnx.out), b = nlohmann::json::parse(from_json.out);
+  CHECK(a["runs"] == b["runs"]);
+  CHECK(a["runs"][0]["stepTimeSeconds"].get<double>() > 0);
+}
+
 TEST_CASE("onnx: an op type ipusim cannot cost names the node and how to give its FLOPs", "[onnx][cli]") {
   if (!have_fixtures()) return;
   const test::TempDir dir;

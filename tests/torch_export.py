@@ -8,8 +8,9 @@ embedding) as a user exports it: with its fp32 weights and constant folding (dec
 same at opset 17, decoder-opset17.onnx). Each is beside a .json
 holding PyTorch's own counts:
   parameters  sum of numel() over model.parameters()
-  buffers     elements of the float buffers the ONNX graph reads (BatchNormalization's
-              running mean and variance), which ipusim holds as weights too
+  buffers     elements of the float buffers the ONNX graph reads: BatchNormalization's
+              running mean and variance, which ipusim holds as weights too (BatchNormalization
+              reads them), and a causal mask, which ipusim holds as a constant
   flops       forward FLOPs of one sample by torch.profiler (with_flops=True): 2 per
               multiply-accumulate of each convolution and matrix product (aten::conv2d,
               addmm, mm, bmm, matmul), the element-wise adds it also counts listed apart

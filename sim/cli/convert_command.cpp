@@ -4,6 +4,7 @@
 #include <iostream>
 #include <memory>
 
+#include "sim/io/model_loader.hpp"
 #include "sim/cli/commands.hpp"
 #include "sim/io/input_error.hpp"
 #include "sim/io/model_writer.hpp"
@@ -30,6 +31,7 @@ int convert(const ConvertOptions& o) {
   if (o.batch_size > 0) options.batch_size = o.batch_size;
   if (!o.dtype.empty()) options.float_dtype = parse_dtype(o.dtype);
   const Model m = load_onnx_model(o.input, options);
+  say_import_warnings(m, std::cerr);
   write_output(o.output, model_to_json_text(m, "converted by ipusim convert from " + o.input), o.force);
   // With -o -, standard output is the document alone.
   (o.output == "-" ? std::cerr : std::cout) << o.output << ": " << m.ops.size() << " ops, " << m.tensors.size()

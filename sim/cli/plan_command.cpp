@@ -10,6 +10,7 @@
 #include <memory>
 #include <sstream>
 
+#include "sim/io/model_loader.hpp"
 #include "sim/cli/commands.hpp"
 #include "sim/cli/plan_output.hpp"
 #include "sim/cli/plan_phased.hpp"
@@ -379,6 +380,7 @@ int plan(const PlanOptions& o) {
     check_output(o.write + ".scenario.json", o.force);
   }
   const Scenario sc = load_scenario(o.scenario, parse_overrides(o.sets));
+  say_import_warnings(sc.model, std::cerr);
   // A placement the scenario fixes is checked as run checks it (the search keeps it only for
   // the pipeline it was written for).
   if (!sc.execution.placement.empty()) {

@@ -61,6 +61,7 @@ int validate(const ValidateOptions& o) {
     if (o.batch_size > 0) onnx.batch_size = o.batch_size;
   if (!o.dtype.empty()) onnx.float_dtype = parse_dtype(o.dtype);
     const Model imported = load_onnx_model(o.path, onnx);
+    say_import_warnings(imported, std::cerr);
     const std::vector<Override> overrides = parse_overrides(o.sets);
     if (overrides.empty()) report_model(o.path, imported);
     else  // --set edits its JSON conversion, as a scenario's model.* does
@@ -81,6 +82,7 @@ int validate(const ValidateOptions& o) {
               << " IPU-Link(s)\n";
   } else {
     const Scenario sc = scenario_from_json(doc, o.path, overrides);
+    say_import_warnings(sc.model, std::cerr);
     const ModelGraph g = build_graph(sc.model);
     const Plan plan = make_plan(sc, g);
     check_connected(sc.hardware);

@@ -90,8 +90,10 @@ OpCost elementwise_family(const TileContext& ctx, const OpWork& w) {
   if (w.op_type == "Identity") return c;  // a view in Poplar, inplaced by PopART
   if (w.pass == OpPass::Forward) {
     if (auto it = binary_ops().find(w.op_type); it != binary_ops().end()) {
-      for (std::size_t i = 1; i < w.inputs.size(); ++i)
-        c += vector_pass(ctx, it->second, dtype, n, i == 1 ? exchange : 0);
+      // One pass per operand after the first; an operand that is a compile-time constant (a
+      // rotary table, an epsilon, an exported model's scale) is not listed, yet x op c is a pass.
+      const std::size_t passes = w.inputs.size() < 2 ? 1 : w.inputs.size() - 1;
+      for (std::size_t i = 0; i < passes; ++i) c += vector_pass(ctx, it->second, dtype, n, i == 0 ? exchange : 0);
     } else if (auto u = unary_forward().find(w.op_type); u != unary_forward().end()) {
       c += vector_pass(ctx, u->second, dtype, n, exchange);
     } else if (w.op_type == "Dropout") {

@@ -63,6 +63,9 @@ struct Model {
   std::vector<Op> ops;
   std::vector<std::string> anchors;  // tensors streamed to the host; empty = graph outputs
   std::string ops_pointer = "/ops";  // where ops live in the file: "/graph/node" for ONNX
+  // What an import assumed or changed that the user should know (an ONNX file's merged
+  // parameters, a static batch read as per-sample shape): said by every command reading it.
+  std::vector<std::string> warnings;
 
   const Tensor& tensor(const std::string& tensor_name) const { return tensors.at(tensor_name); }
   // Every float16/float32 tensor becomes `dtype` (the precision the model runs in).

@@ -4,6 +4,7 @@
 #include "sim/io/op_attribute_ranges.hpp"
 
 #include <algorithm>
+#include <ostream>
 #include <climits>
 #include <cstdint>
 
@@ -180,6 +181,11 @@ Model model_from_json(const Json& document, const std::string& origin) {
   m.anchors = root.string_list("anchors", false);
   root.finish();
   return m;
+}
+
+void say_import_warnings(const Model& model, std::ostream& out) {
+  for (const auto& warning : model.warnings) out << "ipusim: warning: " << model.file << ": " << warning << "\n";
+  out << std::flush;
 }
 
 Model load_model(const std::string& path, const OnnxImportOptions& onnx) {

@@ -15,6 +15,7 @@
 #include "sim/io/op_attribute_ranges.hpp"
 #include "sim/io/onnx_shape_folding.hpp"
 #include "sim/io/onnx_structure_check.hpp"
+#include "sim/io/onnx_buffers.hpp"
 #include "sim/io/onnx_tied_weights.hpp"
 
 namespace ipusim {
@@ -99,15 +100,18 @@ public:
     collect_types();
     find_constants();
     copies_ = find_weight_copies(proto_.graph(), constants_, dropped_);
+    find_separated_weights();
     Model m;
     m.file = path_;
     m.name = proto_.graph().name().empty() ? path_ : proto_.graph().name();
     m.ops_pointer = "/graph/node";
     add_weights(m);
+    add_separated_weights(m);
     add_inputs(m);
     add_ops(m);
     add_anchors(m);
     if (options_.float_dtype) m.set_float_dtype(*options_.float_dtype);
+    m.warnings.insert(m.warnings.begin(), warnings_.begin(), warnings_.end());
     return m;
   }
 
@@ -167,6 +171,17 @@ private:
     }
   }
 
+  // A static leading dimension above 1 on a batched-looking input (rank 2 or more) is most
+  // likely the batch the model was exported with: read as it is, it is part of one sample.
+  void warn_static_batch(const std::string& input, const std::vector<Dim>& dims) {
+    if (input.empty() || dims.size() < 2 || dims[0].value <= 1) return;
+    const std::string b = std::to_string(dims[0].value);
+    warnings_.push_back("graph input \"" + input + "\" has the static shape " + shape_text(dims) +
+                        " and no --batch-size was given: it is read as ONE sample of that shape; if its leading " + b +
+                        " is the batch, give --batch-size " + b + " (scenario \"modelBatchSize\": " + b +
+                        "), or export with a symbolic batch (dynamic_axes)");
+  }
+
   // A symbolic batch dimension shared by every host input becomes the number kBatchStandIn
   // before inference, so that every shape, and the shape arithmetic exporters write, is
   // static; per_sample_shape then divides it out wherever it landed.
@@ -197,7 +212,10 @@ private:
                  "): give every input the same symbolic leading dimension, or export with static shapes and name "
                  "the batch size (scenario \"modelBatchSize\", --batch-size)");
     }
-    if (!symbol) return;
+    if (!symbol) {
+      warn_static_batch(first_input, first_dims);
+      return;
+    }
     batch_stand_in_ = true;
     auto* g = proto_.mutable_graph();
     for (auto* list : {g->mutable_input(), g->mutable_output(), g->mutable_value_info()})
@@ -231,13 +249,14 @@ private:
   }
 
   // Values fixed when the graph is compiled: non-float initializers (shapes, indices),
+  // buffers (onnx_buffers.hpp),
   // Constant outputs, Shape/Size outputs, and whatever is computed from those alone.
   // They are not tensors of the model: nodes computing them are dropped, and ops read them
   // for free.
   void find_constants() {
     const auto& g = proto_.graph();
     for (const auto& t : g.initializer())
-      if (!is_float(t.data_type())) constants_.insert(t.name());
+      if (!is_float(t.data_type()) || is_buffer(g, t)) constants_.insert(t.name());
     for (int i = 0; i < g.node_size(); ++i) {
       const auto& n = g.node(i);
       bool constant = n.op_type() == "Shape" || n.op_type() == "Size";
@@ -345,6 +364,37 @@ private:
           fail(pointer, "tensor.bad-shape", "initializer \"" + t.name() + "\" has a dimension " + std::to_string(d) +
                                                 "; every dimension must be a positive integer");
       add_tensor(m, t.name(), TensorKind::Weight, shape, pointer);
+    }
+  }
+
+  // Parameters the exporter merged into another, each written as an Identity of it.
+  void find_separated_weights() {
+    const auto& g = proto_.graph();
+    for (int i = 0; i < g.node_size(); ++i) {
+      const auto& n = g.node(i);
+      if (dropped_.count(i) || !separated_weight(g, n) || constants_.count(n.input(0))) continue;
+      separated_[n.output(0)] = n.input(0);
+      types_[n.output(0)] = types_.at(n.input(0));
+      dropped_.insert(i);
+    }
+  }
+
+  // Each merged parameter becomes the weight it was, as PopART would hold them apart had the
+  // file kept them apart; one weight read by several layers (on several IPUs) would be
+  // neither the user's model nor runnable (annotation.weight-on-several-ipus).
+  void add_separated_weights(Model& m) {
+    std::map<std::string, std::vector<std::string>> by_source;
+    for (const auto& [name, source] : separated_) by_source[source].push_back(name);
+    for (const auto& [source, names] : by_source) {
+      const Tensor& weight = m.tensor(source);
+      for (const auto& name : names) add_tensor(m, name, TensorKind::Weight, weight.shape, "/graph/initializer");
+      std::string list;
+      for (const auto& name : names) list += (list.empty() ? "\"" : ", \"") + name + "\"";
+      m.warnings.push_back("the exporter merged " + std::to_string(names.size()) + " parameter(s) into \"" + source +
+                           "\", writing each as an Identity of it (PyTorch de-duplicates initializers, and in an "
+                           "evaluation-mode export those with equal values, such as norm weights starting at 1): "
+                           "ipusim holds " + list + " as weights of their own, as the model has them; to keep them "
+                           "apart in the file, export with training=torch.onnx.TrainingMode.TRAINING");
     }
   }
 
@@ -464,7 +514,9 @@ private:
   std::set<std::string> constants_;
   std::set<int> dropped_;
   std::map<std::string, WeightCopy> copies_;  // tensors that repeat a weight (tied weights), by name
+  std::map<std::string, std::string> separated_;  // parameters the exporter merged -> the one it kept
   bool batch_stand_in_ = false;
+  std::vector<std::string> warnings_;  // said before the model's own (Model::warnings)
   std::set<std::string> used_;  // tensors a node reads, and the graph outputs
 };
 

@@ -7,6 +7,7 @@
 #include <onnx/defs/schema.h>
 #include <onnx/shape_inference/implementation.h>
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <optional>
@@ -19,6 +20,7 @@ namespace {
 struct IntValue {
   std::vector<std::int64_t> dims;
   std::vector<std::int64_t> values;
+  bool boolean = false;  // an Equal's result (0 or 1), written back as BOOL
 };
 
 // Shape arithmetic reads small vectors: a longer integer tensor is left to ONNX.
@@ -73,6 +75,22 @@ std::int64_t int_attribute(const onnx::NodeProto& n, const std::string& name, st
 std::int64_t clamp_index(std::int64_t i, std::int64_t size) {
   if (i < 0) i += size;
   return std::max<std::int64_t>(0, std::min(i, size));
+}
+
+// a op b element by element over two rank-0/1 values, one of them possibly a single value.
+template <typename Op>
+std::optional<IntValue> elementwise(const IntValue& a, const IntValue& b, Op op) {
+  const std::size_t size = std::max(a.values.size(), b.values.size());
+  if ((a.values.size() != size && a.values.size() != 1) || (b.values.size() != size && b.values.size() != 1))
+    return std::nullopt;
+  IntValue v;
+  v.dims = a.values.size() >= b.values.size() ? a.dims : b.dims;
+  for (std::size_t k = 0; k < size; ++k) {
+    const auto r = op(a.values[a.values.size() == 1 ? 0 : k], b.values[b.values.size() == 1 ? 0 : k]);
+    if (!r) return std::nullopt;
+    v.values.push_back(*r);
+  }
+  return v;
 }
 
 class Folder {
@@ -153,6 +171,16 @@ private:
       if (op == "Unsqueeze" && !a->dims.empty()) return std::nullopt;
       return v;
     }
+    if (op == "Reshape") {  // a shape vector flattened, view(-1) of a size
+      const IntValue* target = input(n, 1);
+      if (!target || target->dims.size() != 1 || a->boolean) return std::nullopt;
+      const auto count = static_cast<std::int64_t>(a->values.size());
+      IntValue v = *a;
+      if (target->values.empty() && count == 1) v.dims = {};
+      else if (target->values.size() == 1 && (target->values[0] == -1 || target->values[0] == count)) v.dims = {count};
+      else return std::nullopt;
+      return v;
+    }
     if (op == "Gather") {
       const IntValue* idx = input(n, 1);
       if (!idx || a->dims.size() != 1 || int_attribute(n, "axis", 0) != 0) return std::nullopt;
@@ -177,19 +205,24 @@ private:
     }
     if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div") {
       const IntValue* b = input(n, 1);
+      if (!b || b->dims.size() > 1 || a->boolean || b->boolean) return std::nullopt;
+      return elementwise(*a, *b, [&](std::int64_t x, std::int64_t y) { return arithmetic(op, x, y); });
+    }
+    // PyTorch's expand() and repeat_interleave() (grouped-query attention repeating K and V)
+    // export their target shape as Where(Equal(shape, ConstantOfShape(-1)), ones, shape).
+    if (op == "ConstantOfShape") return constant_of_shape(n, *a);
+    if (op == "Equal") {
+      const IntValue* b = input(n, 1);
       if (!b || b->dims.size() > 1) return std::nullopt;
-      const std::size_t size = std::max(a->values.size(), b->values.size());
-      if ((a->values.size() != size && a->values.size() != 1) || (b->values.size() != size && b->values.size() != 1))
-        return std::nullopt;
-      IntValue v;
-      v.dims = a->values.size() >= b->values.size() ? a->dims : b->dims;
-      for (std::size_t k = 0; k < size; ++k) {
-        const std::int64_t x = a->values[a->values.size() == 1 ? 0 : k], y = b->values[b->values.size() == 1 ? 0 : k];
-        const auto r = arithmetic(op, x, y);
-        if (!r) return std::nullopt;
-        v.values.push_back(*r);
-      }
+      auto v = elementwise(*a, *b, [](std::int64_t x, std::int64_t y) { return std::optional<std::int64_t>(x == y); });
+      if (v) v->boolean = true;
       return v;
+    }
+    if (op == "Where") {
+      const IntValue *x = input(n, 1), *y = input(n, 2);
+      if (!a->boolean || !x || !y || x->dims.size() > 1 || y->dims.size() > 1 || x->boolean != y->boolean)
+        return std::nullopt;
+      return where(*a, *x, *y);
     }
     if (op == "Slice" && opset_ >= 10) {
       const IntValue *starts = input(n, 1), *ends = input(n, 2), *steps = input(n, 4);
@@ -206,13 +239,46 @@ private:
     return std::nullopt;
   }
 
+  // Where(condition, x, y) over rank-0/1 values, each one value or all the same length.
+  static std::optional<IntValue> where(const IntValue& condition, const IntValue& x, const IntValue& y) {
+    const std::size_t size = std::max({condition.values.size(), x.values.size(), y.values.size()});
+    for (const IntValue* v : {&condition, &x, &y})
+      if (v->values.size() != size && v->values.size() != 1) return std::nullopt;
+    auto at = [](const IntValue& v, std::size_t k) { return v.values[v.values.size() == 1 ? 0 : k]; };
+    IntValue out;
+    for (const IntValue* v : {&condition, &x, &y})
+      if (v->values.size() == size) out.dims = v->dims;
+    out.boolean = x.boolean;
+    for (std::size_t k = 0; k < size; ++k) out.values.push_back(at(condition, k) ? at(x, k) : at(y, k));
+    return out;
+  }
+
+  // ConstantOfShape(shape) with an integer fill value: a vector of known length.
+  static std::optional<IntValue> constant_of_shape(const onnx::NodeProto& n, const IntValue& shape) {
+    if (shape.dims.size() != 1 || shape.values.size() > 1) return std::nullopt;
+    const std::int64_t length = shape.values.empty() ? 1 : shape.values[0];
+    if (length < 0 || static_cast<std::size_t>(length) > kMaxFoldedValues) return std::nullopt;
+    const auto* value = attribute(n, "value");  // without one, ONNX fills float zeros: not shape arithmetic
+    if (value == nullptr) return std::nullopt;
+    const auto v = int_value(value->t());
+    if (!v || v->values.size() != 1) return std::nullopt;
+    const std::int64_t fill = v->values[0];
+    IntValue out;
+    out.dims = shape.values.empty() ? std::vector<std::int64_t>{} : std::vector<std::int64_t>{length};
+    out.values.assign(static_cast<std::size_t>(length), fill);
+    return out;
+  }
+
   // The node becomes a Constant holding its value: it keeps its place (error pointers name
   // node indices) and ONNX's inference reads the value from there.
   static void to_constant(onnx::NodeProto& n, const IntValue& v) {
     onnx::TensorProto t;
-    t.set_data_type(onnx::TensorProto::INT64);
+    t.set_data_type(v.boolean ? onnx::TensorProto::BOOL : onnx::TensorProto::INT64);
     for (auto d : v.dims) t.add_dims(d);
-    for (auto x : v.values) t.add_int64_data(x);
+    for (auto x : v.values) {
+      if (v.boolean) t.add_int32_data(static_cast<std::int32_t>(x));
+      else t.add_int64_data(x);
+    }
     n.clear_input();
     n.clear_attribute();
     n.clear_domain();

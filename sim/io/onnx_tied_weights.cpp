@@ -33,41 +33,47 @@ std::string transposed(const std::string& bytes, std::size_t rows, std::size_t c
   return out;
 }
 
-// Folded copies: initializer B whose data equals initializer A's, or A's transpose.
+// True when every element of `bytes` (elements of `element` bytes) equals the first: a
+// constant-initialised tensor (zeros, ones), whose equality with another says nothing.
+bool uniform(const std::string& bytes, std::size_t element) {
+  for (std::size_t i = element; i + element <= bytes.size(); i += element)
+    if (std::memcmp(&bytes[i], bytes.data(), element) != 0) return false;
+  return true;
+}
+
+// Folded transposed copies: an initializer B, [c, r], holding the transpose of initializer
+// A, [r, c], as PyTorch's constant folding writes a tied head's Transpose of the embedding.
+// Equal values alone never tie two weights: two distinct parameters may be equal (both
+// zero-initialised, say), and the exporter has already merged the ones it shares. A
+// uniform A (all elements equal) is never tied either: its transpose equals any uniform
+// tensor of that shape.
 void folded_copies(const onnx::GraphProto& g, const std::set<std::string>& constants,
                    std::map<std::string, WeightCopy>& copies) {
-  // Only shapes that occur twice (as is or reversed) are compared: one pass over their data.
+  auto candidate = [&](const T& t) { return is_float(t.data_type()) && !constants.count(t.name()) && t.dims_size() == 2; };
+  // Only 2-D initializers whose reversed shape also occurs are compared: one pass over their data.
   std::map<std::pair<int, std::vector<std::int64_t>>, int> shapes;
   for (const auto& t : g.initializer())
-    if (is_float(t.data_type()) && !constants.count(t.name())) ++shapes[{t.data_type(), {t.dims().begin(), t.dims().end()}}];
+    if (candidate(t)) ++shapes[{t.data_type(), {t.dims().begin(), t.dims().end()}}];
   std::unordered_map<std::string, int> by_data;  // data -> first initializer holding it
   for (int i = 0; i < g.initializer_size(); ++i) {
     const T& t = g.initializer(i);
-    if (!is_float(t.data_type()) || constants.count(t.name()) || t.dims_size() != 2) continue;
-    std::vector<std::int64_t> dims(t.dims().begin(), t.dims().end());
-    const std::vector<std::int64_t> reversed{dims[1], dims[0]};
-    const bool square = dims[0] == dims[1];
-    if (shapes[{t.data_type(), dims}] < 2 && shapes[{t.data_type(), reversed}] < (square ? 2 : 1)) continue;
+    if (!candidate(t)) continue;
+    const std::vector<std::int64_t> reversed{t.dims(1), t.dims(0)};
+    if (shapes[{t.data_type(), reversed}] < (t.dims(0) == t.dims(1) ? 2 : 1)) continue;
     const std::string bytes = data_bytes(t);
-    if (bytes.empty()) continue;
-    const auto [it, fresh] = by_data.emplace(bytes, i);
-    if (!fresh) {
-      const T& a = g.initializer(it->second);
-      if (std::equal(a.dims().begin(), a.dims().end(), t.dims().begin(), t.dims().end()) && a.data_type() == t.data_type())
-        copies[t.name()] = {a.name(), false};
-    }
+    if (!bytes.empty()) by_data.emplace(bytes, i);
   }
-  // Transposed copies: B equals A^T when A^T's bytes are B's (A is [r, c], B [c, r]).
   for (int i = 0; i < g.initializer_size(); ++i) {
     const T& a = g.initializer(i);
-    if (!is_float(a.data_type()) || constants.count(a.name()) || a.dims_size() != 2 || copies.count(a.name())) continue;
+    if (!candidate(a) || copies.count(a.name())) continue;
     const std::vector<std::int64_t> reversed{a.dims(1), a.dims(0)};
     if (shapes[{a.data_type(), reversed}] < (a.dims(0) == a.dims(1) ? 2 : 1)) continue;
     const std::string bytes = data_bytes(a);
-    if (bytes.empty()) continue;
     const auto rows = static_cast<std::size_t>(a.dims(0)), cols = static_cast<std::size_t>(a.dims(1));
-    if (rows * cols == 0 || bytes.size() % (rows * cols) != 0) continue;
-    const auto it = by_data.find(transposed(bytes, rows, cols, bytes.size() / (rows * cols)));
+    if (bytes.empty() || rows * cols == 0 || bytes.size() % (rows * cols) != 0) continue;
+    const std::size_t element = bytes.size() / (rows * cols);
+    if (uniform(bytes, element)) continue;
+    const auto it = by_data.find(transposed(bytes, rows, cols, element));
     if (it == by_data.end() || it->second == i) continue;
     const T& b = g.initializer(it->second);
     if (b.data_type() == a.data_type() && !copies.count(b.name())) copies[b.name()] = {a.name(), true};
@@ -75,6 +81,13 @@ void folded_copies(const onnx::GraphProto& g, const std::set<std::string>& const
 }
 
 } // namespace
+
+bool separated_weight(const onnx::GraphProto& g, const onnx::NodeProto& n) {
+  if (n.op_type() != "Identity" || n.input_size() != 1 || n.output_size() != 1 || n.output(0).empty()) return false;
+  const auto& inits = g.initializer();
+  return std::any_of(inits.begin(), inits.end(),
+                     [&](const T& t) { return t.name() == n.input(0) && is_float(t.data_type()); });
+}
 
 std::map<std::string, WeightCopy> find_weight_copies(const onnx::GraphProto& g, const std::set<std::string>& constants,
                                                      std::set<int>& dropped) {
@@ -90,6 +103,7 @@ std::map<std::string, WeightCopy> find_weight_copies(const onnx::GraphProto& g, 
     if ((n.op_type() != "Transpose" && n.op_type() != "Identity") || n.input_size() != 1 || n.output_size() != 1 ||
         n.output(0).empty() || !weights.count(n.input(0)))
       continue;
+    if (n.op_type() == "Identity" && !copies.count(n.input(0)) && separated_weight(g, n)) continue;
     const auto& input = g.initializer();
     const auto w = std::find_if(input.begin(), input.end(), [&](const T& t) { return t.name() == n.input(0); });
     bool transpose = n.op_type() == "Transpose";

@@ -20,9 +20,15 @@ struct WeightCopy {
   bool transposed = false;  // the copy is its transpose: readers contract over its first dimension
 };
 
-// Copies of float initializers, by tensor name: initializers with data equal to another's
-// (or to its transpose), and outputs of Transpose/Identity nodes reading one; a transposed
-// copy only where every reader is a MatMul or Gemm reading it as its second input. The
+// An Identity node reading a float initializer: how PyTorch's exporter writes a parameter
+// it merged into another (its de-duplication of initializers: by identity, and in an
+// evaluation-mode export by equal values, so every RMSNorm weight starting at 1 becomes one).
+// The output is named as the parameter was; the importer makes it the weight it was.
+bool separated_weight(const onnx::GraphProto& graph, const onnx::NodeProto& node);
+
+// Copies of float initializers, by tensor name: initializers holding another's transpose
+// (never equal values alone: two parameters may be equal by chance or by initialisation),
+// and outputs of Transpose/Identity nodes reading one; a transposed copy only where every reader is a MatMul or Gemm reading it as its second input. The
 // nodes making the copies are added to `dropped`.
 std::map<std::string, WeightCopy> find_weight_copies(const onnx::GraphProto& graph,
                                                      const std::set<std::string>& constants, std::set<int>& dropped);

@@ -1,3 +1,4 @@
+#include "sim/io/model_loader.hpp"
 #include "sim/simulate/simulation.hpp"
 
 #include <algorithm>
@@ -147,6 +148,7 @@ Simulation simulate(const Scenario& scenario, const std::vector<Mode>& modes, co
   check_connected(scenario.hardware);  // a disconnected system is bad input, reported before simulating
   sim.estimate = estimate_run(scenario, sim.plan, modes, options.keep_log);
   if (options.notes != nullptr) {
+    say_import_warnings(scenario.model, *options.notes);
     if (const auto warning = missing_loss_warning(scenario, sim.graph))
       *options.notes << "ipusim: warning: " << scenario.file << ": " << *warning << "\n" << std::flush;
     const auto warning = sim.plan.phased ? std::nullopt : unused_phases_warning(scenario.model, sim.graph);
