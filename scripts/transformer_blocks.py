@@ -82,3 +82,105 @@ def pre_ln_layer(b, p, x, seq, h, heads, ffn, mask, hidden_dropout=0.0, attentio
     f = dropout(b, p + "/ffn/dropout", feed_forward(b, p, n, seq, h, ffn, hidden_dropout), [seq, h], hidden_dropout)
     return residual(b, p + "/ffn/residual", x, f, seq, h)
 
+
+
+# LLaMA's pieces (Hugging Face's LlamaForCausalLM, transformers/models/llama/modeling_llama.py),
+# written op by op as PyTorch's ONNX exporter writes them. Scalars and tables that are constants
+# of the compiled graph (RMSNorm's epsilon, the rotary cos/sin tables, the causal triangle) are,
+# as the causal mask above, neither parameters nor per-sample data: an op lists only its
+# activation input.
+
+
+def rms_norm(b, prefix, x, shape):
+    """LlamaRMSNorm: y = x / sqrt(mean(x^2, last axis) + eps) * weight, weight [h], no bias.
+    x^2 as Mul(x, x) (the exporter's Pow(x, 2); the Mul is what poplibs' elementwise family
+    prices), ReduceMean over the last axis (keepdims), Add eps, then torch.rsqrt as the
+    exporter writes it, Sqrt and a reciprocal (its Div(1, .), here Reciprocal), Mul by x and Mul
+    by the weight. The float32 Casts around it are left out, as the Softmax's are."""
+    w = b.weight(prefix + "/weight", [shape[-1]])
+    reduced = list(shape[:-1]) + [1]
+    s = b.op(prefix + "/square", "Mul", [x, x], [(prefix + "/squared", shape)])
+    s = b.op(prefix + "/mean", "ReduceMean", [s], [(prefix + "/variance", reduced)])
+    s = b.op(prefix + "/add_eps", "Add", [s], [(prefix + "/variance_eps", reduced)])
+    s = b.op(prefix + "/sqrt", "Sqrt", [s], [(prefix + "/rms", reduced)])
+    s = b.op(prefix + "/rsqrt", "Reciprocal", [s], [(prefix + "/inv_rms", reduced)])
+    y = b.op(prefix + "/normalize", "Mul", [x, s], [(prefix + "/normalized", shape)])
+    return b.op(prefix, "Mul", [y, w], [(prefix + "_out", shape)])
+
+
+def rotary_embedding(b, prefix, x, shape):
+    """apply_rotary_pos_emb on x [heads, seq, dh]: x * cos + rotate_half(x) * sin, where
+    rotate_half(x) = Concat(-x[..., dh/2:], x[..., :dh/2]). cos and sin [seq, dh] are fixed by
+    the positions 0..seq-1 and compile-time constants (not listed)."""
+    half = list(shape[:-1]) + [shape[-1] // 2]
+    c = b.op(prefix + "/mul_cos", "Mul", [x], [(prefix + "/x_cos", shape)])
+    x1 = b.op(prefix + "/slice_1", "Slice", [x], [(prefix + "/x1", half)])
+    x2 = b.op(prefix + "/slice_2", "Slice", [x], [(prefix + "/x2", half)])
+    x2 = b.op(prefix + "/neg", "Neg", [x2], [(prefix + "/neg_x2", half)])
+    r = b.op(prefix + "/rotate_half", "Concat", [x2, x1], [(prefix + "/rotated", shape)])
+    r = b.op(prefix + "/mul_sin", "Mul", [r], [(prefix + "/rotated_sin", shape)])
+    return b.op(prefix + "/add", "Add", [c, r], [(prefix + "_out", shape)])
+
+
+def repeat_kv(b, prefix, x, kv_heads, repeats, seq, dh):
+    """repeat_kv for grouped-query attention: [kv, seq, dh] -> Unsqueeze [kv, 1, seq, dh] ->
+    Expand [kv, repeats, seq, dh] -> Reshape [kv * repeats, seq, dh], as Hugging Face writes it
+    (x[:, :, None].expand(...).reshape(...)). Expand is an op type ipusim derives (1 FLOP per
+    output element, sim/cost/op_work.cpp; poplibs prices it from those FLOPs). Nothing when
+    repeats is 1 (multi-head attention)."""
+    if repeats == 1:
+        return x
+    x = b.op(prefix + "/unsqueeze", "Unsqueeze", [x], [(prefix + "/unsqueezed", [kv_heads, 1, seq, dh])])
+    x = b.op(prefix + "/expand", "Expand", [x], [(prefix + "/expanded", [kv_heads, repeats, seq, dh])])
+    return b.op(prefix + "/reshape", "Reshape", [x], [(prefix + "_out", [kv_heads * repeats, seq, dh])])
+
+
+def llama_attention(b, p, x, seq, h, heads, kv_heads):
+    """LlamaAttention: q_proj [h, heads dh], k_proj and v_proj [h, kv_heads dh], no biases;
+    heads split (Reshape, Transpose to [heads, seq, dh]); rotary embedding on q and k; K and V
+    repeated to all heads (grouped-query attention); Q K^T (K transposed to [heads, dh, seq],
+    since ipusim's MatMul contracts over the first input's last dimension), Scale, the causal
+    Where, Softmax, P V, heads merged, o_proj [heads dh, h] without bias (no residual)."""
+    dh = h // heads
+    a = p + "/self_attn"
+    parts = {}
+    for part, n in (("q", heads), ("k", kv_heads), ("v", kv_heads)):
+        t = b.dense(a + "/%s_proj" % part, x, seq, h, n * dh, bias=False)
+        t = b.op(a + "/%s_reshape" % part, "Reshape", [t], [(a + "/%s_split" % part, [seq, n, dh])])
+        parts[part] = b.op(a + "/%s_heads" % part, "Transpose", [t], [(a + "/" + part, [n, seq, dh])])
+    q = rotary_embedding(b, a + "/q_rotary", parts["q"], [heads, seq, dh])
+    k = rotary_embedding(b, a + "/k_rotary", parts["k"], [kv_heads, seq, dh])
+    k = repeat_kv(b, a + "/k_repeat", k, kv_heads, heads // kv_heads, seq, dh)
+    v = repeat_kv(b, a + "/v_repeat", parts["v"], kv_heads, heads // kv_heads, seq, dh)
+    k = b.op(a + "/k_transpose", "Transpose", [k], [(a + "/k_t", [heads, dh, seq])])
+    s = b.op(a + "/scores", "MatMul", [q, k], [(a + "/scores_out", [heads, seq, seq])])
+    s = b.op(a + "/scale", "Scale", [s], [(a + "/scaled", [heads, seq, seq])])
+    s = b.op(a + "/causal_mask", "Where", [s], [(a + "/masked", [heads, seq, seq])])
+    s = b.op(a + "/softmax", "Softmax", [s], [(a + "/probs", [heads, seq, seq])])
+    c = b.op(a + "/context", "MatMul", [s, v], [(a + "/context_out", [heads, seq, dh])])
+    c = b.op(a + "/merge_heads", "Transpose", [c], [(a + "/context_t", [seq, heads, dh])])
+    c = b.op(a + "/merge_reshape", "Reshape", [c], [(a + "/context_flat", [seq, heads * dh])])
+    return b.dense(a + "/o_proj", c, seq, heads * dh, h, bias=False)
+
+
+def swiglu_mlp(b, p, x, seq, h, ffn):
+    """LlamaMLP: down_proj(silu(gate_proj(x)) * up_proj(x)), no biases; SiLU as the exporter
+    writes it, x * Sigmoid(x)."""
+    m = p + "/mlp"
+    g = b.dense(m + "/gate_proj", x, seq, h, ffn, bias=False)
+    s = b.op(m + "/sigmoid", "Sigmoid", [g], [(m + "/sigmoid_out", [seq, ffn])])
+    g = b.op(m + "/silu", "Mul", [g, s], [(m + "/silu_out", [seq, ffn])])
+    u = b.dense(m + "/up_proj", x, seq, h, ffn, bias=False)
+    g = b.op(m + "/gate_up", "Mul", [g, u], [(m + "/gated", [seq, ffn])])
+    return b.dense(m + "/down_proj", g, seq, ffn, h, bias=False)
+
+
+def llama_layer(b, p, x, seq, h, heads, kv_heads, ffn, before_mlp=None):
+    """LlamaDecoderLayer: RMSNorm, attention, residual; RMSNorm, SwiGLU MLP, residual.
+    `before_mlp`, when given, is called between the two halves (to place them apart)."""
+    n = rms_norm(b, p + "/input_layernorm", x, [seq, h])
+    x = residual(b, p + "/self_attn/residual", x, llama_attention(b, p, n, seq, h, heads, kv_heads), seq, h)
+    if before_mlp:
+        before_mlp()
+    n = rms_norm(b, p + "/post_attention_layernorm", x, [seq, h])
+    return residual(b, p + "/mlp/residual", x, swiglu_mlp(b, p, n, seq, h, ffn), seq, h)

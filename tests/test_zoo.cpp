@@ -19,73 +19,11 @@
 #include "sim/io/scenario_loader.hpp"
 #include "sim/plan/plan.hpp"
 #include "temp_dir.hpp"
+#include "zoo_support.hpp"
 
 using namespace ipusim;
 namespace fs = std::filesystem;
-
-namespace {
-
-const std::string kSource = IPUSIM_SOURCE_DIR;
-
-std::string read_all(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-// Runs a generator (arguments after the script) and returns what it wrote.
-std::string generate(const std::string& script, const std::string& arguments) {
-  const test::TempDir dir;
-  const fs::path out = dir / "model.json";
-  const std::string python = fs::exists("/usr/bin/python3") ? "/usr/bin/python3" : "python3";
-  const std::string command =
-      python + " '" + kSource + "/scripts/" + script + "' " + arguments + " -o '" + out.string() + "'";
-  const int status = std::system(command.c_str());
-  REQUIRE(WIFEXITED(status));
-  REQUIRE(WEXITSTATUS(status) == 0);
-  return read_all(out);
-}
-
-// Runs a generator that must refuse its arguments: true when it exits non-zero.
-bool generator_refuses(const std::string& script, const std::string& arguments) {
-  const std::string python = fs::exists("/usr/bin/python3") ? "/usr/bin/python3" : "python3";
-  const std::string command = python + " '" + kSource + "/scripts/" + script + "' " + arguments + " >/dev/null 2>&1";
-  const int status = std::system(command.c_str());
-  REQUIRE(WIFEXITED(status));
-  return WEXITSTATUS(status) != 0;
-}
-
-double weight_elements(const Model& m) {
-  double n = 0;
-  for (const auto& [name, t] : m.tensors)
-    if (t.kind == TensorKind::Weight) n += static_cast<double>(t.elements());
-  return n;
-}
-
-// Forward FLOPs per sample: all ops, and the multiply-accumulates of Conv, Gemm and MatMul
-// (what the published "FLOPs" of torchvision and the ViT papers count: one per MAC).
-struct Flops {
-  double total = 0;
-  double macs = 0;
-};
-
-Flops forward_flops(const Model& m) {
-  Flops f;
-  for (const Op& op : m.ops) {
-    const double flops = derived_flops_per_sample(m, op);
-    f.total += flops;
-    if (op.type == "Conv" || op.type == "Gemm" || op.type == "MatMul") {
-      // Without the bias term (+ out) that Gemm / Conv add for a third input.
-      double out = 0;
-      for (const auto& t : op.outputs) out += static_cast<double>(m.tensor(t).elements());
-      f.macs += (flops - (op.inputs.size() > 2 ? out : 0.0)) / 2;
-    }
-  }
-  return f;
-}
-
-} // namespace
+using namespace ipusim::test_zoo;
 
 TEST_CASE("ResNet-50: torchvision's 25,557,032 parameters and 4.09 GMACs", "[zoo][resnet]") {
   const Model m = load_model(kSource + "/models/resnet50.json");
@@ -168,23 +106,6 @@ TEST_CASE("the generators reject a split that does not add up", "[zoo]") {
   CHECK(generator_refuses("make_resnet_model.py", "--depth 50 --layers-per-ipu 3,4,6"));
 }
 
-namespace {
-
-// A zoo model generated into a temporary folder and loaded.
-Model generated(const test::TempDir& dir, const std::string& script, const std::string& arguments) {
-  const std::string path = dir / "generated.json";
-  std::ofstream(path, std::ios::binary) << generate(script, arguments);
-  return load_model(path);
-}
-
-int ipu_of(const Model& m, const ModelGraph& g, const std::string& op_name) {
-  for (std::size_t i = 0; i < m.ops.size(); ++i)
-    if (m.ops[i].name == op_name) return g.ipu_of_op[i];
-  FAIL("no op " << op_name);
-  return -1;
-}
-
-} // namespace
 
 TEST_CASE("GPT-2 small to XL: the published parameter counts and the closed-form FLOPs", "[zoo][gpt]") {
   const test::TempDir dir;
