@@ -6,6 +6,7 @@
 // and run as its JSON conversion does. Skipped, saying so, where PyTorch is missing.
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <cstdlib>
 #include <fstream>
 #include <memory>
@@ -226,4 +227,89 @@ TEST_CASE("torch: the decoder exported at opset 17 imports as at opset 13, and w
     CHECK_THAT(r.err, Catch::Matchers::Contains("[onnx.undefined-input]") &&
                           Catch::Matchers::Contains("reads \"ids\""));
   }
+}
+
+namespace {
+
+double step_time(const std::vector<std::string>& args) {
+  const test::Result r = test::run_ipusim(args);
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  return nlohmann::json::parse(r.out)["runs"][0]["stepTimeSeconds"].get<double>();
+}
+
+} // namespace
+
+TEST_CASE("torch: a LLaMA-style decoder (RMSNorm, rotary buffers, grouped-query attention) exported two ways imports "
+          "as the generator's model",
+          "[onnx][torch][llama]") {
+  if (!exported("llama")) return;
+  const nlohmann::json counts = torch_counts("llama-folded");
+  const std::string folded = export_dir() / "llama-folded.onnx", unfolded = export_dir() / "llama-unfolded.onnx";
+  // repeat_kv's expand() wrote its target shape as Where(Equal(shape, ConstantOfShape(-1) * -1), ...):
+  // unfolded, its shape was unknown [onnx.shape-unknown]. Both exports now import, with
+  // PyTorch's parameter count: the four RMSNorm weights the exporter merged into the first
+  // (all ones) are weights again; the mask and the rotary tables (buffers, or their folded
+  // slices) are constants, not 2 x 64 x 16 + 64 x 64 more weights.
+  const Model a = load_model(folded);
+  OnnxImportOptions two;
+  two.batch_size = 2;
+  const Model b = load_onnx_model(unfolded, two);
+  CHECK(counts["parameters"] == 123712);
+  CHECK(weight_elements(a) == 123712);
+  CHECK(weight_elements(b) == 123712);
+  CHECK(product_flops(a) == counts["flops"].get<double>());
+  CHECK(product_flops(b) == counts["flops"].get<double>());
+  REQUIRE(a.warnings.size() == 1);
+  CHECK_THAT(a.warnings[0], Catch::Matchers::Contains("merged 4 parameter(s) into \"layers.0.input_layernorm.weight\"") &&
+                                Catch::Matchers::Contains("\"norm.weight\""));
+  // A static batch of 2 without --batch-size is one sample of [2, 32], and says so.
+  const test::Result static_batch = test::run_ipusim({"validate", unfolded});
+  CHECK(static_batch.exit_code == 0);
+  CHECK_THAT(static_batch.err, Catch::Matchers::Contains("static shape [2, 32]") &&
+                                   Catch::Matchers::Contains("--batch-size 2"));
+  CHECK_THAT(test::run_ipusim({"validate", unfolded, "--batch-size", "2"}).err,
+             !Catch::Matchers::Contains("static shape"));
+
+  // annotate places the two layers on two IPUs, the head on the last; run and plan take it.
+  const std::string placed_folded = export_dir() / "llama-folded-placed.onnx";
+  const std::string placed_unfolded = export_dir() / "llama-unfolded-placed.onnx";
+  for (const auto& [in, out] : {std::pair{folded, placed_folded}, std::pair{unfolded, placed_unfolded}}) {
+    const test::Result r = test::run_ipusim({"annotate", in, "--layers-per-ipu", "1,1", "--heads-on", "last", "-o", out});
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    CHECK_THAT(r.out, Catch::Matchers::Contains("2 layers (layers.0 ... layers.1)"));
+  }
+  const std::string config = kSource + "/configs/ipu-m2000.json";
+  auto run = [&](const std::string& model, const std::string& batch, bool training) {
+    std::vector<std::string> args{"run", model, "--config", config, "--mode", "pipelined", "--json"};
+    if (!batch.empty()) args.insert(args.end(), {"--set", "modelBatchSize=" + batch});
+    if (training) args.insert(args.end(), {"--set", "execution.training=true", "--set", "execution.gradientAccumulation=8"});
+    return step_time(args);
+  };
+  // Folded or not, at opset 14 or 17: the same step, trained (each RMSNorm weight on its IPU) or not.
+  CHECK(run(placed_folded, "1", true) == run(placed_unfolded, "2", true));
+  CHECK(run(placed_folded, "1", false) == run(placed_unfolded, "2", false));
+  // The generator's model of the same sizes: the same weights and products; its inference step
+  // within 1 %: it carries its loss (Softmax, NllLoss over 32 x 256 logits), the export streams
+  // the logits, and it writes RMSNorm's 1/sqrt as Reciprocal and Mul where PyTorch writes Div.
+  const test::TempDir dir;
+  const std::string generated = dir.root() / "llama.json";
+  const std::string command = "/usr/bin/python3 '" + kSource +
+                              "/scripts/make_llama_model.py' --hidden 64 --heads 4 --kv-heads 2 --ffn 172 --seq 32 "
+                              "--vocab 256 --layers-per-ipu 1,1 --heads-on last -o '" + generated + "'";
+  REQUIRE(std::system(command.c_str()) == 0);
+  const Model g = load_model(generated);
+  CHECK(weight_elements(g) == 123712);
+  CHECK(product_flops(g) == product_flops(a));
+  const double exported_step = run(placed_folded, "1", false), generated_step = run(generated, "", false);
+  CHECK(std::abs(generated_step / exported_step - 1) < 0.01);
+
+  // plan reads the export's layers as the generator's.
+  const std::string scenario = dir.write(
+      "llama.scenario.json", nlohmann::json{{"model", placed_folded}, {"config", config}, {"execution", {{"batchesPerStep", 4}}}});
+  const test::Result plan = test::run_ipusim({"plan", scenario, "--explain-layers"});
+  INFO(plan.err);
+  REQUIRE(plan.exit_code == 0);
+  CHECK_THAT(plan.out, Catch::Matchers::Contains("2 layers of the template \"layers.#\""));
 }

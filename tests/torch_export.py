@@ -1,11 +1,12 @@
 #!/usr/bin/python3
 """Exports three PyTorch models to ONNX, for tests/test_onnx_torch.cpp.
 
-Usage: torch_export.py OUT_DIR [resnet50|encoder|decoder|decoder17]. Writes resnet50.onnx
+Usage: torch_export.py OUT_DIR [resnet50|encoder|decoder|decoder17|llama]. Writes resnet50.onnx
 (torchvision's ResNet-50) and encoder.onnx (a 6-layer torch.nn.TransformerEncoder with a linear
 head) without weight data, and decoder.onnx (a GPT-style decoder with a head tied to its token
 embedding) as a user exports it: with its fp32 weights and constant folding (decoder17: the
-same at opset 17, decoder-opset17.onnx). Each is beside a .json
+same at opset 17, decoder-opset17.onnx), and llama-folded.onnx and llama-unfolded.onnx (a
+LLaMA-style decoder, tests/torch_llama.py, exported two ways: export_llama). Each is beside a .json
 holding PyTorch's own counts:
   parameters  sum of numel() over model.parameters()
   buffers     elements of the float buffers the ONNX graph reads: BatchNormalization's
@@ -164,13 +165,36 @@ def export_decoder(folder, opset=13):
         json.dump(counts, f, indent=1, sort_keys=True)
 
 
+def export_llama(folder):
+    """The LLaMA-style decoder (tests/torch_llama.py) as users export it, in evaluation mode
+    with its weights (PyTorch then merges the RMSNorm weights, all ones, into one): at opset
+    14 with constant folding and buffers kept (llama-folded.onnx, batch 1), and at opset 17
+    without constant folding, its buffers not kept in the state dict and a static batch of 2
+    (llama-unfolded.onnx)."""
+    from torch_llama import Llama
+    for name, opset, fold, persistent, batch in (("llama-folded", 14, True, True, 1),
+                                                  ("llama-unfolded", 17, False, False, 2)):
+        torch.manual_seed(0)
+        model = Llama(persistent=persistent)
+        model.eval()
+        ids = torch.zeros(batch, 32, dtype=torch.long)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            torch.onnx.export(model, ids, os.path.join(folder, name + ".onnx"), input_names=["ids"],
+                              output_names=["logits"], opset_version=opset, do_constant_folding=fold)
+        flops, adds = profile_flops(model, ids[:1])
+        counts = {"parameters": sum(p.numel() for p in model.parameters()), "flops": flops, "add_flops": adds}
+        with open(os.path.join(folder, name + ".json"), "w") as f:
+            json.dump(counts, f, indent=1, sort_keys=True)
+
+
 def main():
     if len(sys.argv) not in (2, 3) or (len(sys.argv) == 3 and
-                                       sys.argv[2] not in ("resnet50", "encoder", "decoder", "decoder17")):
-        sys.stderr.write("usage: torch_export.py OUT_DIR [resnet50|encoder|decoder|decoder17]\n")
+                                       sys.argv[2] not in ("resnet50", "encoder", "decoder", "decoder17", "llama")):
+        sys.stderr.write("usage: torch_export.py OUT_DIR [resnet50|encoder|decoder|decoder17|llama]\n")
         return 2
     folder = sys.argv[1]
-    which = sys.argv[2:] or ["resnet50", "encoder", "decoder", "decoder17"]
+    which = sys.argv[2:] or ["resnet50", "encoder", "decoder", "decoder17", "llama"]
     os.makedirs(folder, exist_ok=True)
     torch.set_num_threads(1)
 
@@ -188,6 +212,8 @@ def main():
         export_decoder(folder)
     if "decoder17" in which:
         export_decoder(folder, opset=17)
+    if "llama" in which:
+        export_llama(folder)
     return 0
 
 
