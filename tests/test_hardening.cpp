@@ -262,7 +262,8 @@ Json full_document(Format format) {
              {{"training", true}, {"microBatchSize", 2}, {"gradientAccumulation", 4}, {"batchesPerStep", 1},
               {"replicas", 1}, {"tensorParallel", 1}, {"placement", {0, 1}}, {"numIOTiles", 0}, {"sequencesPerSample", 1},
               {"accumulateOuterFragmentSettings", {{"excludedVirtualGraphs", {0}}}},
-              {"executionPhaseSettings", {{"stages", 2}}}, {"batchSerializationSettings", {{"factor", 1}}}}}};
+              {"executionPhaseSettings", {{"stages", 2}}}, {"batchSerializationSettings", {{"factor", 1}}}}},
+            {"generation", {{"promptTokens", 8}, {"newTokens", 4}, {"tokensPerRun", 1}}}};
   case Format::Sweep:
     return {{"scenario", "x.json"},
             {"axes",

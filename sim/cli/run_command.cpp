@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "sim/cli/commands.hpp"
+#include "sim/generation/generation_output.hpp"
 #include "sim/io/input_error.hpp"
 #include "sim/io/json_reader.hpp"
 #include "sim/io/scenario_loader.hpp"
@@ -142,6 +143,25 @@ int write_schedule_runs(const RunOptions& o, const std::string& schedules, const
   return kExitOk;
 }
 
+// A generation scenario: its own figures (sim/generation), as a table or a JSON document.
+int run_generation(const RunOptions& o, const Scenario& sc, const std::vector<Mode>& modes,
+                   const std::vector<std::string>& command_line) {
+  if (!o.trace.empty() || o.csv)
+    throw InputError("command line", o.csv ? "--csv" : "--trace", "cli.conflict",
+                     "a generation scenario prints its table or --json; --csv and --trace are for stepping runs");
+  const GenerationReport report = simulate_generation(sc, modes, &std::cerr);
+  std::string text = render_generation_table(sc, report);
+  if (o.json) {
+    nlohmann::json document{{"generation", generation_json(sc, report)}};
+    document["overrides"] = o.sets;
+    document["commandLine"] = command_line;
+    document["ipusimVersion"] = IPUSIM_VERSION;
+    text = document.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  }
+  write_output(o.output.empty() ? "-" : o.output, text, o.force);
+  return kExitOk;
+}
+
 int run(const RunOptions& o) {
   // Refuse before simulating, so that one file is not written while the other is refused.
   for (const std::string& path : {o.output, o.trace})
@@ -185,6 +205,7 @@ int run(const RunOptions& o) {
     return write_schedule_runs(o, rerun ? rerun->schedules : o.schedules, base, scenario_of, sets);
   }
   const Scenario sc = rerun ? rerun->scenario : load(parse_overrides(o.sets));
+  if (sc.generation) return run_generation(o, sc, rerun ? rerun->modes : modes_for(sc, o.mode), command_line);
   SimulateOptions options;
   options.keep_log = !o.trace.empty();
   options.exact_full = o.exact_full;

@@ -5,6 +5,7 @@
 #include "sim/cli/commands.hpp"
 #include "sim/cost/op_work.hpp"
 #include "sim/graph/model_graph.hpp"
+#include "sim/generation/generation.hpp"
 #include "sim/io/hardware_loader.hpp"
 #include "sim/io/json_reader.hpp"
 #include "sim/io/model_loader.hpp"
@@ -83,6 +84,7 @@ int validate(const ValidateOptions& o) {
   } else {
     const Scenario sc = scenario_from_json(doc, o.path, overrides);
     say_import_warnings(sc.model, std::cerr);
+    if (sc.generation) check_generation(sc, sc.execution.modes);
     const ModelGraph g = build_graph(sc.model);
     const Plan plan = make_plan(sc, g);
     check_connected(sc.hardware);

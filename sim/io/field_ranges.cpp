@@ -91,6 +91,10 @@ const std::vector<FieldRange>& field_ranges() {
       {Format::Model, "/ops/*/attributes/transB", 0, 1, kClosed, "", "op.attribute-range", "ONNX Gemm's flag: 0 or 1"},
       // ---- scenario
       {Format::Scenario, "/execution/microBatchSize", 1, 1e6, kClosed, "samples", nullptr, "per micro-batch"},
+      {Format::Scenario, "/generation/promptTokens", 1, 1e7, kClosed, "tokens", nullptr, "the prompt read at once (prefill)"},
+      {Format::Scenario, "/generation/newTokens", 1, 1e7, kClosed, "tokens", nullptr, "tokens generated one at a time"},
+      {Format::Scenario, "/generation/tokensPerRun", 1, 1e7, kClosed, "tokens", nullptr,
+       "tokens generated on the device per program run; 1 = a host round trip per token"},
       {Format::Scenario, "/execution/gradientAccumulation", 1, 1e8, kClosed, "micro-batches", nullptr,
        "G; the run's own size is checked against memory before simulating"},
       {Format::Scenario, "/execution/batchesPerStep", 1, 1e8, kClosed, "", nullptr, "per step"},

@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -89,6 +90,24 @@ struct Execution {
   std::vector<std::int64_t> placement;     // physical IPU of virtual IPU v in replica r at r*width+v; empty = in order
 };
 
+// Where a generation's KV cache lives (docs/generation.md): in the IPUs' SRAM beside the
+// weights, in Streaming Memory (read back every token), or nowhere (every token recomputes
+// the whole prefix).
+enum class KvCache { Sram, StreamingMemory, None };
+std::string kv_cache_name(KvCache cache);
+
+// Autoregressive inference (the scenario's "generation"): a prompt of prompt_tokens is read
+// (prefill), then new_tokens are generated one at a time, microBatchSize sequences at once.
+struct Generation {
+  std::int64_t prompt_tokens = 0;
+  std::int64_t new_tokens = 0;
+  KvCache kv_cache = KvCache::Sram;
+  // Tokens generated on the device per program run (PopXL's and PopTorch's on-device loop):
+  // the host's turn between runs is paid once per this many tokens; 1 = a host round trip
+  // per token.
+  std::int64_t tokens_per_run = 1;
+};
+
 // What a tensor-parallel scenario was loaded from, before sharding: the model as the file
 // gives it and the system as configured (sim/io/tensor_parallel.hpp).
 struct Unsharded {
@@ -102,6 +121,7 @@ struct Scenario {
   Model model;
   HardwareConfig hardware;
   Execution execution;
+  std::optional<Generation> generation;  // set: run generates text instead of stepping
   // The scenario document as run (after --set); the model's and config's by their content
   // hashes (sim/io/content_hash.hpp: a report's modelHash and configHash).
   nlohmann::json scenario_document;

@@ -26,6 +26,15 @@ std::string mode_name(Mode mode) {
   return "?";
 }
 
+std::string kv_cache_name(KvCache cache) {
+  switch (cache) {
+  case KvCache::Sram: return "sram";
+  case KvCache::StreamingMemory: return "streaming-memory";
+  case KvCache::None: return "none";
+  }
+  return "?";
+}
+
 std::string optimizer_name(Optimizer optimizer) {
   switch (optimizer) {
   case Optimizer::Sgd: return "sgd";
@@ -273,6 +282,22 @@ struct Origins {
   std::string scenario, model, config;
 };
 
+Generation read_generation(ObjectReader r) {
+  Generation g;
+  g.prompt_tokens = r.required_int("promptTokens");
+  g.new_tokens = r.required_int("newTokens");
+  g.tokens_per_run = r.optional_int("tokensPerRun", 1);
+  const std::string cache = r.optional_string("kvCache", "sram");
+  if (cache == "sram") g.kv_cache = KvCache::Sram;
+  else if (cache == "streaming-memory") g.kv_cache = KvCache::StreamingMemory;
+  else if (cache == "none") g.kv_cache = KvCache::None;
+  else throw r.error("kvCache", "scenario.bad-kv-cache",
+                     "kvCache is \"sram\", \"streaming-memory\" or \"none\", got \"" + cache + "\"" +
+                         did_you_mean(cache, {"sram", "streaming-memory", "none"}));
+  r.finish();
+  return g;
+}
+
 Scenario build_scenario(Json document, const std::string& path, const std::vector<Override>& overrides,
                         Origins& origins) {
   origins.scenario = path;
@@ -312,6 +337,7 @@ Scenario build_scenario(Json document, const std::string& path, const std::vecto
     if (o.path.rfind("config.", 0) == 0) apply_override(config.document, o.path.substr(7), o.value, o.path);
   }
   s.execution = execution_from_json(root.has("execution") ? root.required_value("execution") : Json::object(), path);
+  if (root.has("generation")) s.generation = read_generation(root.object("generation"));
   root.finish();
 
   const bool model_edited = std::any_of(overrides.begin(), overrides.end(),
