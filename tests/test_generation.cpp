@@ -7,6 +7,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <fstream>
+#include <iterator>
+#include <sstream>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -182,4 +185,27 @@ TEST_CASE("generation: refused with rule ids: training, no attention, phased, an
   const auto cache = refused(tiny, nlohmann::json::object(), {{"promptTokens", 8}, {"newTokens", 4}, {"kvCache", "sarm"}});
   CHECK(cache.exit_code == 2);
   CHECK_THAT(cache.err, Catch::Matchers::Contains("[scenario.bad-kv-cache]") && Catch::Matchers::Contains("sram"));
+}
+
+TEST_CASE("docs/generation.md shows what the shipped Llama 2 7B generation prints today", "[generation][docs]") {
+  std::ifstream in(kSource + "/docs/generation.md");
+  const std::string page((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string serve = kSource + "/scenarios/llama-2-7b-serve-pod16.json";
+  const std::vector<std::vector<std::string>> runs{
+      {"run", serve},
+      {"run", serve, "--set", "generation.tokensPerRun=128"},
+      {"run", serve, "--set", "generation.kvCache=none"},
+      {"run", kSource + "/models/llama-2-7b.json", "--config", kPod16, "--set", "generation.promptTokens=512", "--set",
+       "generation.newTokens=128", "--mode", "pipelined"}};
+  for (const auto& args : runs) {
+    const test::Result r = test::run_ipusim(args);
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    // Line by line, so a failure names the figure that moved.
+    std::istringstream lines(r.out);
+    for (std::string line; std::getline(lines, line);) {
+      INFO(line);
+      CHECK(page.find(line) != std::string::npos);
+    }
+  }
 }

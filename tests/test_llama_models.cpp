@@ -135,9 +135,12 @@ TEST_CASE("make_llama_model.py refuses --kv-heads that does not divide --heads",
   CHECK(generator_refuses("make_llama_model.py", "--preset llama-2-7b --layers-per-ipu 32 --kv-heads 8"));
 }
 
-TEST_CASE("scripts/make_llama_model.py reproduces models/llama-2-7b.json", "[zoo][llama]") {
+TEST_CASE("scripts/make_llama_model.py reproduces models/llama-2-7b.json and llama-2-7b-tp.json", "[zoo][llama]") {
   CHECK(generate("make_llama_model.py", "--preset llama-2-7b --layers-per-ipu 2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2 "
                                         "--seq 2048") == read_all(kSource + "/models/llama-2-7b.json"));
+  // Every layer on virtual IPU 0, for tensor parallelism (scenarios/llama-2-7b-serve-pod16.json).
+  CHECK(generate("make_llama_model.py", "--preset llama-2-7b --layers-per-ipu 32 --heads-on 0 --name llama-2-7b-tp") ==
+        read_all(kSource + "/models/llama-2-7b-tp.json"));
   // The shipped model: 6.74B parameters; 2 layers on each of 16 IPUs, the embedding on IPU 0, the
   // final RMSNorm, head and loss on IPU 15; forward MACs per 2048-token sample by the closed form.
   const Model m = load_model(kSource + "/models/llama-2-7b.json");

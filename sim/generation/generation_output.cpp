@@ -1,6 +1,8 @@
 #include "sim/generation/generation_output.hpp"
 
+#include <algorithm>
 #include <sstream>
+#include <utility>
 
 #include "sim/base/units.hpp"
 
@@ -18,15 +20,10 @@ std::string cache_text(const GenerationReport& r) {
   return "";
 }
 
-std::string row(const std::string& label, const std::vector<std::string>& cells) {
-  std::ostringstream out;
-  out << "  " << label;
-  for (std::size_t i = label.size(); i < 28; ++i) out << ' ';
-  for (const auto& c : cells) {
-    out << c;
-    for (std::size_t i = c.size(); i < 24; ++i) out << ' ';
-  }
-  std::string text = out.str();
+// A label and one cell per mode, each column as wide as its widest cell.
+std::string row(const std::string& label, const std::vector<std::string>& cells, std::size_t width) {
+  std::string text = "  " + label + std::string(label.size() < 28 ? 28 - label.size() : 1, ' ');
+  for (const auto& c : cells) text += c + std::string(c.size() < width ? width - c.size() : 0, ' ');
   while (!text.empty() && text.back() == ' ') text.pop_back();
   return text + "\n";
 }
@@ -49,6 +46,29 @@ std::string memory_text(const GenerationRun& run) {
          format_percent(worst->fullest_tile_bytes / worst->tile_capacity_bytes);
 }
 
+using Rows = std::vector<std::pair<std::string, std::vector<std::string>>>;
+
+// The table's rows: a label and a cell per mode.
+Rows table_rows(const GenerationReport& r) {
+  Rows rows;
+  rows.push_back({"", cells(r, [](const GenerationRun& run) { return mode_name(run.mode); })});
+  rows.push_back({"Micro-batches in flight", cells(r, [](const GenerationRun& run) { return std::to_string(run.groups); })});
+  rows.push_back({"Time to first token", cells(r, [](const GenerationRun& run) { return format_seconds(run.time_to_first_token_s); })});
+  rows.push_back({"Per-token latency (mean)", cells(r, [](const GenerationRun& run) { return format_seconds(run.mean_token_latency_s); })});
+  rows.push_back({"  first / last", cells(r, [](const GenerationRun& run) {
+               return format_seconds(run.first_token_latency_s) + " / " + format_seconds(run.last_token_latency_s);
+             })});
+  rows.push_back({"Decode tokens/s (replica)", cells(r, [](const GenerationRun& run) { return format_rate(run.decode_tokens_per_s, "tokens/s"); })});
+  rows.push_back({"End to end tokens/s", cells(r, [](const GenerationRun& run) { return format_rate(run.tokens_per_s_per_replica, "tokens/s"); })});
+  rows.push_back({"  the system", cells(r, [](const GenerationRun& run) { return format_rate(run.tokens_per_s, "tokens/s"); })});
+  rows.push_back({"Total", cells(r, [](const GenerationRun& run) { return format_seconds(run.total_s); })});
+  rows.push_back({"Decode floor", cells(r, [](const GenerationRun& run) {
+               return format_seconds(run.decode_floor_s) + (run.weight_bound ? " (weights)" : " (compute)");
+             })});
+  rows.push_back({"Memory (decode, last token)", cells(r, memory_text)});
+  return rows;
+}
+
 } // namespace
 
 std::string render_generation_table(const Scenario& sc, const GenerationReport& r) {
@@ -61,35 +81,29 @@ std::string render_generation_table(const Scenario& sc, const GenerationReport& 
       << (g.tokens_per_run == 1 ? std::string("a host round trip per token")
                                 : std::to_string(g.tokens_per_run) + " tokens per run on the device")
       << "\n\n";
-  out << row("", cells(r, [](const GenerationRun& run) { return mode_name(run.mode); }));
-  out << row("Micro-batches in flight", cells(r, [](const GenerationRun& run) { return std::to_string(run.groups); }));
-  out << row("Time to first token", cells(r, [](const GenerationRun& run) { return format_seconds(run.time_to_first_token_s); }));
-  out << row("Per-token latency (mean)", cells(r, [](const GenerationRun& run) { return format_seconds(run.mean_token_latency_s); }));
-  out << row("  first / last", cells(r, [](const GenerationRun& run) {
-               return format_seconds(run.first_token_latency_s) + " / " + format_seconds(run.last_token_latency_s);
-             }));
-  out << row("Decode tokens/s (replica)", cells(r, [](const GenerationRun& run) { return format_rate(run.decode_tokens_per_s, "tokens/s"); }));
-  out << row("End to end tokens/s", cells(r, [](const GenerationRun& run) { return format_rate(run.tokens_per_s_per_replica, "tokens/s"); }));
-  out << row("  the system", cells(r, [](const GenerationRun& run) { return format_rate(run.tokens_per_s, "tokens/s"); }));
-  out << row("Total", cells(r, [](const GenerationRun& run) { return format_seconds(run.total_s); }));
-  out << row("Decode floor", cells(r, [](const GenerationRun& run) {
-               return format_seconds(run.decode_floor_s) + (run.weight_bound ? " (weights)" : " (compute)");
-             }));
-  out << row("Memory (decode, last token)", cells(r, memory_text));
+  const auto rows = table_rows(r);
+  std::size_t width = 0;
+  for (const auto& [label, row_cells] : rows)
+    for (const auto& c : row_cells) width = std::max(width, c.size() + 3);
+  for (const auto& [label, row_cells] : rows) out << row(label, row_cells, width);
   if (!r.runs.empty() && !r.runs.front().ipus.empty()) {
     const GenerationRun& run = r.runs.front();
     double weights = 0, cache = 0, reads = 0, compute = 0;
     for (const GenerationIpu& ipu : run.ipus)
       weights += ipu.weight_bytes, cache += ipu.kv_cache_bytes, reads += ipu.weight_read_s, compute += ipu.compute_s;
+    const std::int64_t t = sc.execution.tensor_parallel;
+    const std::string where = t > 1                         ? " on each IPU of a tensor-parallel group of " + std::to_string(t)
+                              : run.mode == Mode::Pipelined ? " summed over the IPUs (the busiest takes every micro-batch's)"
+                                                            : " over the IPUs in turn";
     out << "\nWhy (" << mode_name(run.mode) << "): a decode step reads every weight once per micro-batch of "
         << r.sequences << " sequence(s): " << format_bytes(weights) << " of weights read from SRAM take "
-        << format_seconds(reads) << " over the IPUs, their FLOPs " << format_seconds(compute)
+        << format_seconds(reads) << where << ", their FLOPs " << format_seconds(compute)
         << " at peak, so the step is bound by "
         << (run.weight_bound ? "weight bandwidth" : "compute") << " (floor " << format_seconds(run.decode_floor_s)
         << "); the simulated step, " << format_seconds(run.mean_token_latency_s)
-        << ", adds each op's exchange and sync, the copies between IPUs and the host's turn. KV cache in SRAM at the "
-           "last token: "
-        << format_bytes(cache) << ".\n";
+        << ", adds each op's exchange and sync, the copies and collectives between IPUs and the host's turn. KV "
+           "cache in SRAM at the last token: "
+        << format_bytes(cache) << (t > 1 ? " per IPU" : "") << ".\n";
   }
   return out.str();
 }
