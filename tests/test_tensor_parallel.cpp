@@ -269,6 +269,28 @@ TEST_CASE("tensor-parallel rules: indivisible axes refused, splits nothing can r
     ex[alias] = 4;
     CHECK(make_scenario(mlp_block(), zero_overhead_config(4), ex).execution.tensor_parallel == 4);
   }
+  // PopXL's example configs' names read as ipusim's; the ones without a field say what instead.
+  Json popxl = execution(1, true);
+  popxl.erase("tensorParallel");
+  popxl["micro_batch_size"] = 2;
+  popxl["device_iterations"] = 3;
+  popxl["gradient_accumulation"] = 8;
+  const Scenario read = make_scenario(mlp_block(), zero_overhead_config(4), popxl);
+  CHECK(read.execution.micro_batch_size == 2);
+  CHECK(read.execution.batches_per_step == 3);
+  CHECK(read.execution.gradient_accumulation == 8);
+  for (const auto& [name, says] : {std::pair{"ipus_per_replica", "plan --ipus"},
+                                   std::pair{"sequence_parallel", "known but not modelled"}}) {
+    Json ex = execution(1, true);
+    ex[name] = 4;
+    try {
+      make_scenario(mlp_block(), zero_overhead_config(4), ex);
+      FAIL("accepted " << name);
+    } catch (const InputError& e) {
+      CHECK(e.rule() == "json.unknown-key");
+      CHECK_THAT(e.message(), Contains(says));
+    }
+  }
 }
 
 TEST_CASE("ipusim run reports the tensor-parallel group and its all-reduce share", "[tensor-parallel][cli]") {

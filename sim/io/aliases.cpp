@@ -49,6 +49,15 @@ constexpr KeyAlias kAliases[] = {
     {Format::Scenario, "/execution", "tensor_parallel", "tensorParallel"},
     {Format::Scenario, "/execution", "tensor_model_parallel_size", "tensorParallel"},
     {Format::Scenario, "/execution", "tp", "tensorParallel"},
+    // PopXL's example configs (execution.micro_batch_size, device_iterations, data_parallel,
+    // available_memory_proportion, io_tiles) and PopTorch's Python names of the options above.
+    {Format::Scenario, "/execution", "micro_batch_size", "microBatchSize"},
+    {Format::Scenario, "/execution", "device_iterations", "batchesPerStep"},
+    {Format::Scenario, "/execution", "data_parallel", "replicas"},
+    {Format::Scenario, "/execution", "replication_factor", "replicas"},
+    {Format::Scenario, "/execution", "gradient_accumulation", "gradientAccumulation"},
+    {Format::Scenario, "/execution", "available_memory_proportion", "availableMemoryProportion"},
+    {Format::Scenario, "/execution", "io_tiles", "numIOTiles"},
 };
 
 struct KeyHint {
@@ -69,6 +78,20 @@ constexpr KeyHint kHints[] = {
     {Format::Scenario, "/execution", "enableGradientAccumulation",
      "accumulation is on when \"gradientAccumulation\" is above 1"},
     {Format::Scenario, "/execution", "enableReplicatedGraphs", "write the number of replicas as \"replicas\""},
+    {Format::Scenario, "/execution", "ipus_per_replica",
+     "a replica's IPUs are the model's virtualGraph annotations (times tensorParallel); ipusim plan --ipus searches "
+     "or fixes them"},
+    {Format::Scenario, "/execution", "pipeline_model_parallel_size",
+     "Megatron's pipeline depth: the model's pipelineStage annotations give it (ipusim annotate --layers-per-ipu, "
+     "or ipusim plan)"},
+    {Format::Scenario, "/execution", "global_batch_size",
+     "the global batch is microBatchSize x gradientAccumulation x replicas; ipusim plan --global-batch fixes it"},
+    {Format::Scenario, "/execution", "sequence_parallel",
+     "known but not modelled: Megatron's sequence parallelism (docs/tensor-parallel.md, \"Not modelled yet\")"},
+    {Format::Scenario, "/execution", "attention_serialisation",
+     "known but not modelled: PopXL's attention serialisation (docs/tensor-parallel.md, \"Not modelled yet\")"},
+    {Format::Scenario, "/execution", "code_load",
+     "known but not modelled: PopXL's code loading from Streaming Memory"},
 };
 
 } // namespace

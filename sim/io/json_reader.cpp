@@ -375,7 +375,7 @@ void ObjectReader::finish() const {
     if (used_.count(it.key())) continue;
     std::string message = "unknown key \"" + it.key() + "\"";
     const std::string hint = popart_key_hint(format_, pointer_, it.key());
-    if (!hint.empty()) message += " (PopART/PopTorch option: " + hint + ")";
+    if (!hint.empty()) message += " (PopART/PopTorch/PopXL/Megatron option: " + hint + ")";
     else message += did_you_mean(it.key(), std::vector<std::string>(asked_.begin(), asked_.end()));
     throw InputError(file_, pointer_of(it.key()), "json.unknown-key", message);
   }
