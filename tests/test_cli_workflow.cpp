@@ -404,3 +404,21 @@ TEST_CASE("cli: a replicated, placed run names physical and virtual IPUs apart i
   REQUIRE(plain.exit_code == 0);
   CHECK_THAT(plain.out, Contains("IPU 1 utilisation") && Contains("IPU 1 memory") && !Contains("vIPU"));
 }
+
+TEST_CASE("cli: plan MODEL --config CONFIG plans as a scenario of that model and config does", "[cli][workflow][planner]") {
+  const TempDir dir;
+  const std::string model = source("models/gpt2-small.json"), config = source("configs/ipu-m2000.json");
+  const std::string scenario = dir.write(
+      "s.json", Json{{"model", model}, {"config", config}, {"execution", {{"batchesPerStep", 64}}}});
+  const Result from_scenario = run_ipusim({"plan", scenario, "--set", "execution.training=true", "--set",
+                                           "execution.gradientAccumulation=16", "--quiet"});
+  const Result from_model = run_ipusim({"plan", model, "--config", config, "--set", "execution.training=true", "--set",
+                                        "execution.gradientAccumulation=16", "--quiet"});
+  REQUIRE(from_scenario.exit_code == 0);
+  REQUIRE(from_model.exit_code == 0);
+  CHECK_THAT(from_model.out, Contains("ipusim plan " + model + " --config " + config + ": gpt2-small"));
+  // The same space, the same best, timed alike (the search's own time aside).
+  for (const char* prefix : {"space:", "#1 ", "  engine:", "  memory:", "#2 ", "#3 "})
+    CHECK(ipusim::test::line_starting(from_model.out, prefix) == ipusim::test::line_starting(from_scenario.out, prefix));
+  CHECK_FALSE(ipusim::test::line_starting(from_model.out, "#1 ").empty());
+}

@@ -36,7 +36,7 @@ namespace fs = std::filesystem;
 constexpr double kNoteSearchBytes = 1024.0 * 1024 * 1024;
 
 struct PlanOptions {
-  std::string scenario, objective = "throughput", write, global_batch, layer_free = "yes";
+  std::string scenario, config, objective = "throughput", write, global_batch, layer_free = "yes";
   std::vector<std::string> sets, schedules, recomputation, state, rts, weight_update, heads_on;
   std::vector<std::int64_t> micro_batches, gradient_accumulation;
   std::vector<int> ipus, replicas;
@@ -379,7 +379,8 @@ int plan(const PlanOptions& o) {
     check_output(o.write + ".model.json", o.force);
     check_output(o.write + ".scenario.json", o.force);
   }
-  const Scenario sc = load_scenario(o.scenario, parse_overrides(o.sets));
+  const Scenario sc = o.config.empty() ? load_scenario(o.scenario, parse_overrides(o.sets))
+                                       : scenario_of_model(o.scenario, o.config, parse_overrides(o.sets));
   say_import_warnings(sc.model, std::cerr);
   // A placement the scenario fixes is checked as run checks it (the search keeps it only for
   // the pipeline it was written for).
@@ -435,7 +436,12 @@ Command add_plan_command(CLI::App& app) {
   auto o = std::make_shared<PlanOptions>();
   auto* cmd = app.add_subcommand("plan", "Search pipeline width x replicas, the split of the layers, micro-batch, G, "
                                          "schedule, recomputation and memory settings; confirm the best with the engine");
-  cmd->add_option("scenario", o->scenario, "Scenario file (scenarios/*.json): model, system and fixed settings")->required();
+  cmd->add_option("scenario", o->scenario,
+                  "Scenario file (scenarios/*.json): model, system and fixed settings; with --config, a model file")
+      ->required();
+  cmd->add_option("--config", o->config,
+                  "Plan the model INPUT on this IPU system (configs/*.json) without a scenario file: every execution "
+                  "setting at its default, fixed with --set execution.x=... (training: --set execution.training=true)");
   cmd->add_option("--ipus", o->ipus, "IPUs per pipeline to try (default: every divisor of the system's IPUs from 2)")
       ->delimiter(',')
       ->check(CLI::Range(2, 4096));

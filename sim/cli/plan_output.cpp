@@ -165,7 +165,8 @@ void print_runs_estimate(std::ostream& out, double largest_run_bytes) {
 
 void print_search_summary(std::ostream& out, const Scenario& sc, const PlanSearch& search) {
   const SearchCounts& n = search.counts;
-  out << "ipusim plan " << sc.file << ": " << sc.model.name << ", " << search.layers.names.size() / static_cast<std::size_t>(search.layers.units_per_layer)
+  const std::string input = sc.file == "command line" ? sc.model.file + " --config " + sc.hardware.file : sc.file;
+  out << "ipusim plan " << input << ": " << sc.model.name << ", " << search.layers.names.size() / static_cast<std::size_t>(search.layers.units_per_layer)
       << (search.layers.by_ops ? " ops (no repeated layer in the names)" : " layers (\"" + search.layers.pattern + "\")")
       << ", on " << sc.hardware.name << " (" << sc.hardware.ipu_count << " IPUs), "
       << (sc.execution.training ? "training" : "inference") << "\n"

@@ -438,7 +438,7 @@ _KEYWORDS = {
     "plan": {"ipus": False, "replicas": False, "global_batch": False, "micro_batch": False,
              "gradient_accumulation": False, "schedule": False, "recomputation": False, "state": False,
              "rts": False, "weight_update": False, "heads_on": False, "amp": False, "layer_free_ipus": False,
-             "att_ffn": False, "tensor_parallel": False,
+             "att_ffn": False, "tensor_parallel": False, "config": False,
              "objective": False, "top": False, "front_within": False, "time_limit": False, "set": False,
              "explain_layers": True, "quiet": True, "write": False, "force": True},
 }
