@@ -232,6 +232,7 @@ Json full_document(Format format) {
     Json c = zero_overhead_config(2);
     c["ipu"]["minElementsPerTile"] = 1;
     c["syncSeconds"] = 0;
+    c["pricePerIpuHour"] = 1.5;
     c["hostLink"]["sharedBy"] = 1;
     c["hostLink"]["gatewayBandwidthBytesPerSecond"] = 16e9;
     c["hostLink"]["runOverheadSeconds"] = 0.01;

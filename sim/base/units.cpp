@@ -47,4 +47,11 @@ std::string format_rate(double v, const std::string& unit) {
 
 std::string format_percent(double fraction) { return format_fixed(fraction * 100, 1) + " %"; }
 
+std::string format_count(double v) {
+  if (std::fabs(v) >= 1e12) return three_figures(v / 1e12) + " T";
+  std::string text = format_rate(v, "");
+  while (!text.empty() && text.back() == ' ') text.pop_back();
+  return text;
+}
+
 } // namespace ipusim

@@ -77,6 +77,13 @@ void check_unambiguous(const Model& m, const SequenceLayout& layout, const std::
 
 } // namespace
 
+std::optional<std::int64_t> attention_sequence_length(const Model& m) {
+  for (const Op& op : m.ops)
+    if (is_attention_product(m, op) && ends_square(m.tensor(op.outputs.at(0)).shape))
+      return m.tensor(op.outputs.at(0)).shape.back();
+  return std::nullopt;
+}
+
 SequenceLayout find_sequence_layout(const Model& m, const std::string& origin) {
   SequenceLayout layout;
   const auto producer = producers(m);

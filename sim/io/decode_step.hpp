@@ -7,6 +7,7 @@
 // token's K and V, are what the cache holds.
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -23,6 +24,9 @@ struct SequenceLayout {
   std::map<int, double> cache_elements_per_token_by_ipu;
   DType cache_dtype = DType::Float16;
 };
+
+// The sequence length S of the model's attention (scores [.., S, S]); none without attention.
+std::optional<std::int64_t> attention_sequence_length(const Model& model);
 
 // Refused (InputError naming `origin`, rule generation.no-attention or
 // generation.ambiguous-sequence) for a model without causal attention products, or whose S

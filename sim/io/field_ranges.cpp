@@ -53,6 +53,8 @@ const std::vector<FieldRange>& field_ranges() {
        "the IPUs of one IPU-Link domain: 64 in an IPU-POD64 rack"},
       {Format::Config, "/syncLatencyPerHopSeconds", kTinySeconds, 1, kZeroOr, "s", nullptr, "Graphcore's model: 15 ns"},
       {Format::Config, "/syncSeconds", kTinySeconds, 1, kZeroOr, "s", nullptr, "one inter-IPU sync"},
+      {Format::Config, "/pricePerIpuHour", 1e-6, 1e6, kZeroOr, "per IPU-hour", nullptr,
+       "what an IPU-hour costs, in any currency: outputs give a cost per million tokens"},
       {Format::Config, "/links/*/ipus/*", 0, kMaxIpus - 1, kClosed, "", "link.bad-ends", "an IPU id"},
       {Format::Config, "/links/*/bandwidthBytesPerSecond", 1e3, 1e15, kClosed, "B/s", nullptr,
        "1 kB/s to 1 PB/s; an IPU-Link: 32 GB/s"},

@@ -96,6 +96,9 @@ struct HardwareConfig {
   std::string name;
   IpuSpec ipu;
   int ipu_count = 0;
+  // What an IPU-hour costs (pricePerIpuHour, in the config's own currency): 0 = not stated,
+  // then no cost per token is given.
+  double price_per_ipu_hour = 0;
   int rack_ipus = 0;  // IPUs of one IPU-Link domain (a POD64 rack); collectives reduce hierarchically across racks
   double sync_latency_per_hop_s = 0;
   std::vector<LinkSpec> links;

@@ -182,6 +182,7 @@ HardwareConfig hardware_from_json(const Json& raw_document, const std::string& o
   hw.rack_ipus = static_cast<int>(rack_ipus);
   hw.sync_latency_per_hop_s = root.required_number("syncLatencyPerHopSeconds");
   if (root.has("syncSeconds")) hw.fixed_sync_s = root.required_number("syncSeconds");
+  hw.price_per_ipu_hour = root.optional_number("pricePerIpuHour", 0);
   const Json& links = root.required_value("links");
   if (!links.is_array()) throw root.error("links", "json.type", "expected an array of links");
   std::set<std::pair<int, int>> seen;

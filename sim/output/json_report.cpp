@@ -1,5 +1,7 @@
 #include "sim/output/json_report.hpp"
 
+#include "sim/output/model_figures.hpp"
+
 #include <cmath>
 #include <cstdio>
 
@@ -180,8 +182,10 @@ Json report_json(const Scenario& sc, const Simulation& sim) {
   Json runs = Json::array();
   const RunMetrics* sharded = nullptr;
   const RunMetrics* pipelined = nullptr;
+  const ModelFigures model = model_figures(sc);
   for (const ModeRun& run : sim.runs) {
     runs.push_back(run_json(run.metrics));
+    runs.back()["llm"] = run_llm_figures_json(run_llm_figures(sc, model, run.metrics, static_cast<int>(sim.plan.ipus.size())));
     if (sc.execution.tensor_parallel > 1) {
       runs.back()["timeShares"]["tensorParallelAllReduce"] =
           time_shares(run.metrics).compute * tensor_parallel_fraction(sim.plan, run.schedule.recompute);
@@ -232,6 +236,8 @@ Json report_json(const Scenario& sc, const Simulation& sim) {
                 {"seconds", sim.estimate.seconds},
                 {"programSteps", sim.estimate.steps}}},
               {"runs", runs}};
+  doc["modelFigures"] = model_figures_json(model);
+  if (sc.hardware.price_per_ipu_hour > 0) doc["pricePerIpuHour"] = sc.hardware.price_per_ipu_hour;
   if (sim.plan.phased) {
     auto io = [](PhaseIo schedule) { return schedule == PhaseIo::Preload ? "Preload" : "OnDemand"; };
     doc["execution"]["executionPhaseSettings"] = {{"stages", ex.phases.stages},

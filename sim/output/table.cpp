@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "sim/output/explanation.hpp"
+#include "sim/output/model_figures.hpp"
 #include "sim/base/units.hpp"
 
 namespace ipusim {
@@ -54,7 +55,13 @@ std::string render_table(const Scenario& sc, const Simulation& sim) {
     out << ", optimizer " << optimizer_name(ex.optimizer) << ", recomputation "
         << (ex.recomputation == Recomputation::Pipeline ? "pipeline" : "none");
   out
-      << (ex.host_io ? "" : ", synthetic data (no host I/O)") << "\n\n";
+      << (ex.host_io ? "" : ", synthetic data (no host I/O)") << "\n";
+  const ModelFigures model = model_figures(sc);
+  out << "Model: " << format_count(model.parameters) << " parameters, "
+      << format_count(model.model_flops_per_sample) << " model FLOPs per sample"
+      << (ex.training ? " (forward and backward)" : "");
+  if (model.tokens_per_sample) out << ", " << *model.tokens_per_sample << " tokens per sample";
+  out << "\n\n";
   // Replicated or placed: the physical IPUs of the utilisation rows are not the virtual
   // IPUs of the plan and memory rows, so each is named for what it is.
   const bool placed = std::any_of(sim.runs.begin(), sim.runs.end(), [](const ModeRun& run) { return ipus_placed(run.metrics); });
@@ -84,6 +91,13 @@ std::string render_table(const Scenario& sc, const Simulation& sim) {
   row("step time", [](const RunMetrics& r) { return format_seconds(r.step_time_s); });
   row("micro-batches per step", [](const RunMetrics& r) { return std::to_string(r.micro_batches); });
   row("throughput", [](const RunMetrics& r) { return format_rate(r.throughput_samples_per_s, "samples/s"); });
+  const int plan_ipus = static_cast<int>(sim.plan.ipus.size());
+  const auto llm = [&](const RunMetrics& r) { return run_llm_figures(sc, model, r, plan_ipus); };
+  if (model.tokens_per_sample)
+    row("throughput (tokens)", [&](const RunMetrics& r) { return format_rate(*llm(r).tokens_per_s, "tokens/s"); });
+  row("model FLOPs utilisation", [&](const RunMetrics& r) { return format_percent(llm(r).mfu); });
+  if (model.tokens_per_sample && sc.hardware.price_per_ipu_hour > 0)
+    row("cost per 1M tokens", [&](const RunMetrics& r) { return format_fixed(*llm(r).cost_per_million_tokens, 4); });
   if (sc.execution.sequences_per_sample != 1)
     row("throughput (sequences)",
         [](const RunMetrics& r) { return format_rate(r.throughput_sequences_per_s, "sequences/s"); });

@@ -540,6 +540,17 @@ std::optional<std::string> unused_settings_warning(const Scenario& sc, const boo
                                          : " belongs to the phased mode (--mode phased); this run does not read it");
 }
 
+std::optional<std::string> missing_optimizer_warning(const Scenario& sc) {
+  if (!sc.execution.training) return std::nullopt;
+  const auto& doc = sc.scenario_document;
+  if (doc.is_object() && doc.contains("execution") && doc.at("execution").is_object() &&
+      doc.at("execution").contains("optimizer"))
+    return std::nullopt;
+  return "training with no optimizer named: SGD is assumed (PopART's default; no optimizer state); a model meant for "
+         "Adam or LAMB holds two more copies of its weights in state: set execution.optimizer.type "
+         "(--set execution.optimizer.type=adam)";
+}
+
 std::optional<std::string> kept_whole_note(const Scenario& sc) {
   const auto& kept = sc.tensor_parallel_kept_whole;
   if (kept.empty()) return std::nullopt;

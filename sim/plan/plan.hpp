@@ -133,6 +133,8 @@ std::optional<std::string> unused_phases_warning(const Model& model, const Model
 // Execution settings the scenario gives that the run's mode does not read: executionPhaseSettings
 // outside the phased mode; schedule and accumulateOuterFragmentSettings in it. What they are, or nothing.
 std::optional<std::string> unused_settings_warning(const Scenario& scenario, bool phased);
+// Training whose scenario names no optimizer: SGD is assumed, and said.
+std::optional<std::string> missing_optimizer_warning(const Scenario& scenario);
 
 // Matmuls and lookups tensor parallelism left whole (Scenario::tensor_parallel_kept_whole):
 // which, and why, or nothing.

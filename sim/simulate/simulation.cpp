@@ -154,6 +154,8 @@ Simulation simulate(const Scenario& scenario, const std::vector<Mode>& modes, co
     const auto warning = sim.plan.phased ? std::nullopt : unused_phases_warning(scenario.model, sim.graph);
     if (warning)
       *options.notes << "ipusim: warning: " << scenario.model.file << ": " << *warning << "\n" << std::flush;
+    if (const auto optimizer = missing_optimizer_warning(scenario))
+      *options.notes << "ipusim: warning: " << scenario.file << ": " << *optimizer << "\n" << std::flush;
     if (const auto unused = unused_settings_warning(scenario, sim.plan.phased))
       *options.notes << "ipusim: warning: " << scenario.file << ": " << *unused << "\n" << std::flush;
     if (const auto kept = kept_whole_note(scenario))
