@@ -5,6 +5,7 @@
 
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 
 #include "cli_runner.hpp"
@@ -421,4 +422,28 @@ TEST_CASE("cli: plan MODEL --config CONFIG plans as a scenario of that model and
   for (const char* prefix : {"space:", "#1 ", "  engine:", "  memory:", "#2 ", "#3 "})
     CHECK(ipusim::test::line_starting(from_model.out, prefix) == ipusim::test::line_starting(from_scenario.out, prefix));
   CHECK_FALSE(ipusim::test::line_starting(from_model.out, "#1 ").empty());
+}
+
+TEST_CASE("cli: a 64-IPU run's table summarises its replicas and links; the JSON keeps every IPU and link",
+          "[cli][workflow][table]") {
+  const std::string scenario = source("scenarios/bert-large-mlperf-pod64.json");
+  const Result table = run_ipusim({"run", scenario, "--mode", "pipelined"});
+  REQUIRE(table.exit_code == 0);
+  // 8 virtual IPUs x 8 replicas: one utilisation row per virtual IPU (481 lines before: a row
+  // per IPU and per link direction).
+  std::size_t lines = 0, utilisation = 0;
+  std::istringstream in(table.out);
+  for (std::string line; std::getline(in, line);) {
+    ++lines;
+    if (line.find("utilisation, all replicas") != std::string::npos) ++utilisation;
+  }
+  CHECK(utilisation == 8);
+  CHECK(lines < 120);
+  CHECK_THAT(table.out, Contains("link directions used") && Contains("busiest link"));
+  const Result json = run_ipusim({"run", scenario, "--mode", "pipelined", "--json"});
+  REQUIRE(json.exit_code == 0);
+  const Json doc = Json::parse(json.out);
+  CHECK(doc["runs"][0]["ipus"].size() == 64);
+  const std::string used = ipusim::test::line_starting(table.out, "link directions used");
+  CHECK_THAT(used, Contains(std::to_string(doc["runs"][0]["links"].size())));
 }

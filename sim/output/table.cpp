@@ -11,6 +11,9 @@ namespace ipusim {
 
 namespace {
 
+// Past this many IPUs (or link directions) the table summarises them; the JSON keeps all.
+constexpr std::size_t kDetailIpus = 16;
+
 std::string pad(const std::string& s, std::size_t width) {
   return s.size() >= width ? s + " " : s + std::string(width - s.size(), ' ');
 }
@@ -148,11 +151,27 @@ std::string render_table(const Scenario& sc, const Simulation& sim) {
     row("speed-up over sharded", [&](const RunMetrics& r) {
       return format_fixed(sharded->step_time_s / r.step_time_s, 2) + "x";
     });
-  // Utilisation per physical IPU; memory per virtual IPU (every replica holds the same).
+  // Utilisation per physical IPU, or past kDetailIpus per virtual IPU over the replicas (the
+  // JSON document keeps every IPU); memory per virtual IPU (every replica holds the same).
   const std::size_t ipu_count = sim.runs.empty() ? 0 : sim.runs.front().metrics.ipus.size();
-  for (std::size_t i = 0; i < ipu_count; ++i)
-    row(physical_ipu_name(sim.runs.front().metrics.ipus[i], placed, group) + " utilisation",
-        [i](const RunMetrics& r) { return format_percent(r.ipus[i].utilization); });
+  if (ipu_count <= kDetailIpus) {
+    for (std::size_t i = 0; i < ipu_count; ++i)
+      row(physical_ipu_name(sim.runs.front().metrics.ipus[i], placed, group) + " utilisation",
+          [i](const RunMetrics& r) { return format_percent(r.ipus[i].utilization); });
+  } else {
+    std::vector<int> virtual_ipus;
+    for (const IpuMetrics& m : sim.runs.front().metrics.ipus)
+      if (std::find(virtual_ipus.begin(), virtual_ipus.end(), m.virtual_ipu) == virtual_ipus.end())
+        virtual_ipus.push_back(m.virtual_ipu);
+    for (const int v : virtual_ipus)
+      row(virtual_ipu_name(v, placed) + " utilisation, all replicas", [v](const RunMetrics& r) {
+        double low = 1, high = 0;
+        for (const IpuMetrics& m : r.ipus)
+          if (m.virtual_ipu == v) low = std::min(low, m.utilization), high = std::max(high, m.utilization);
+        return format_percent(low) == format_percent(high) ? format_percent(low)
+                                                           : format_percent(low) + " - " + format_percent(high);
+      });
+  }
   const std::size_t virtual_count = sim.runs.empty() ? 0 : sim.runs.front().metrics.memory.ipus.size();
   for (std::size_t i = 0; i < virtual_count; ++i)
     row(virtual_ipu_name(sim.runs.front().metrics.memory.ipus[i].id, placed) + " memory", [i](const RunMetrics& r) {
@@ -191,12 +210,27 @@ std::string render_table(const Scenario& sc, const Simulation& sim) {
   for (const ModeRun& run : sim.runs)
     for (const LinkTraffic& l : run.metrics.links)
       if (std::find(link_names.begin(), link_names.end(), l.name) == link_names.end()) link_names.push_back(l.name);
-  for (const std::string& name : link_names)
-    row("bytes " + name, [&name](const RunMetrics& r) {
-      for (const LinkTraffic& l : r.links)
-        if (l.name == name) return format_bytes(l.bytes);
-      return std::string("0 B");
+  if (link_names.size() <= kDetailIpus) {
+    for (const std::string& name : link_names)
+      row("bytes " + name, [&name](const RunMetrics& r) {
+        for (const LinkTraffic& l : r.links)
+          if (l.name == name) return format_bytes(l.bytes);
+        return std::string("0 B");
+      });
+  } else {  // the links that carried traffic, their total and the busiest (JSON: every link)
+    row("link directions used", [](const RunMetrics& r) { return std::to_string(r.links.size()); });
+    row("bytes over them", [](const RunMetrics& r) {
+      double total = 0;
+      for (const LinkTraffic& l : r.links) total += l.bytes;
+      return format_bytes(total);
     });
+    row("busiest link", [](const RunMetrics& r) {
+      const LinkTraffic* busiest = nullptr;
+      for (const LinkTraffic& l : r.links)
+        if (!busiest || l.bytes > busiest->bytes) busiest = &l;
+      return busiest ? busiest->name + " " + format_bytes(busiest->bytes) : std::string("-");
+    });
+  }
 
   for (const ModeRun& run : sim.runs) {
     for (const IpuMemory& m : run.metrics.memory.ipus)
