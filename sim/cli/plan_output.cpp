@@ -1,5 +1,7 @@
 #include "sim/cli/plan_output.hpp"
 
+#include "sim/output/model_figures.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <iomanip>
@@ -204,6 +206,18 @@ void print_search_summary(std::ostream& out, const Scenario& sc, const PlanSearc
   out << std::flush;
 }
 
+// "419.4 ktokens/s, MFU 18.3 %, 0.5 per 1M tokens": a candidate's language-model figures.
+std::string llm_text(const Scenario& sc, const ModelFigures& model, const Candidate& cand, const RunMetrics& m) {
+  Scenario as_run = sc;
+  as_run.execution.tensor_parallel = cand.settings.tensor_parallel;
+  const RunLlmFigures f = run_llm_figures(as_run, model, m, cand.settings.ipus);
+  std::string text = format_count(model.parameters) + " parameters, ";
+  if (f.tokens_per_s) text += format_rate(*f.tokens_per_s, "tokens/s") + ", ";
+  text += "MFU " + format_percent(f.mfu) + " of " + std::to_string(f.ipus) + " IPUs";
+  if (f.cost_per_million_tokens) text += ", " + format_fixed(*f.cost_per_million_tokens, 4) + " per 1M tokens";
+  return text;
+}
+
 ConfirmedPlans confirm_top(std::ostream& out, const Scenario& sc, const PlanSearch& search, Objective objective,
                            const CandidateScenario& build) {
   ConfirmedPlans c;
@@ -229,6 +243,7 @@ ConfirmedPlans confirm_top(std::ostream& out, const Scenario& sc, const PlanSear
       engine_score(c.metrics.front(), objective) > engine_score(metrics_by_evaluator_first, objective) * (1 + 1e-4))
     out << "\n(the engine ranks evaluator's #" << order.front() + 1
         << " first: the evaluator is approximate where transfers share links; ranked below by the engine)\n";
+  const ModelFigures model = model_figures(sc);
   for (std::size_t i = 0; i < c.candidates.size(); ++i) {
     const Candidate& cand = c.candidates[i];
     const RunMetrics& m = c.metrics[i];
@@ -242,7 +257,8 @@ ConfirmedPlans confirm_top(std::ostream& out, const Scenario& sc, const PlanSear
         << (cand.estimate.exact() ? " (exact: no contention)" : " (approximate: " + cand.estimate.inexact_reason() + ")")
         << "\n"
         << "  memory:    " << (m.memory.fits ? "fits" : "DOES NOT FIT in the engine's run") << "; headroom per tile "
-        << headroom_text(cand) << "\n";
+        << headroom_text(cand) << "\n"
+        << "  model:     " << llm_text(sc, model, cand, m) << "\n";
     if (i > 0) out << "  loses to #1: " << loses_because(sc, cand, m, c.best, c.metrics.front(), objective) << "\n";
     out << std::flush;
   }
