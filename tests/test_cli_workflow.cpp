@@ -422,6 +422,9 @@ TEST_CASE("cli: plan MODEL --config CONFIG plans as a scenario of that model and
   for (const char* prefix : {"space:", "#1 ", "  engine:", "  memory:", "#2 ", "#3 "})
     CHECK(ipusim::test::line_starting(from_model.out, prefix) == ipusim::test::line_starting(from_scenario.out, prefix));
   CHECK_FALSE(ipusim::test::line_starting(from_model.out, "#1 ").empty());
+  // The best's model figures: GPT-2 small's 124,439,808 parameters, 128-token samples, MFU.
+  CHECK_THAT(ipusim::test::line_starting(from_model.out, "  model:"),
+             Contains("124.4 M parameters") && Contains("ktokens/s") && Contains("MFU"));
 }
 
 TEST_CASE("cli: a 64-IPU run's table summarises its replicas and links; the JSON keeps every IPU and link",
