@@ -16,6 +16,7 @@
 
 #include "sim/cli/commands.hpp"
 #include "sim/engine/engine.hpp"
+#include "sim/generation/generation_output.hpp"
 #include "sim/io/input_error.hpp"
 #include "sim/io/json_reader.hpp"
 #include "sim/io/overrides.hpp"
@@ -109,6 +110,12 @@ private:
 
   static std::string report(const Scenario& scenario, const ModelGraph& graph, const std::vector<Mode>& modes,
                             const std::vector<std::string>& overrides) {
+    if (scenario.generation) {  // as `ipusim run --json` writes a generation
+      nlohmann::json document{{"generation", generation_json(scenario, simulate_generation(scenario, modes, &std::cerr))}};
+      document["overrides"] = overrides;
+      document["ipusimVersion"] = IPUSIM_VERSION;
+      return document.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    }
     SimulateOptions options;
     options.keep_log = false;
     options.notes = &std::cerr;

@@ -43,6 +43,12 @@ def test_execution_settings_are_set_flags():
     assert len(document["runs"]) == 1
 
 
+def test_a_generation_is_the_cli_document():
+    document = ipusim.run("scenarios/llama-2-7b-serve-pod16.json")
+    assert document == cli_document("scenarios/llama-2-7b-serve-pod16.json")
+    assert document["generation"]["runs"][0]["timeToFirstTokenSeconds"] > 0
+
+
 def test_phased_mode_is_the_cli_document():
     document = ipusim.run("scenarios/bert-large-phased-pod16.json", mode="phased",
                           execution={"gradientAccumulation": 64})
