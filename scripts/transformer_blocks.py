@@ -184,3 +184,97 @@ def llama_layer(b, p, x, seq, h, heads, kv_heads, ffn, before_mlp=None):
         before_mlp()
     n = rms_norm(b, p + "/post_attention_layernorm", x, [seq, h])
     return residual(b, p + "/mlp/residual", x, swiglu_mlp(b, p, n, seq, h, ffn), seq, h)
+
+
+# T5 v1.1 / Flan-T5's pieces (Hugging Face's T5ForConditionalGeneration,
+# transformers/models/t5/modeling_t5.py). T5's LayerNorm (T5LayerNorm: no bias, no mean
+# subtraction) is LlamaRMSNorm's computation, so rms_norm above writes it. The relative-position
+# buckets depend only on the positions 0..seq-1: like the causal triangle they are constants of
+# the compiled graph, and the bias table's Gather lists only the table.
+
+T5_RELATIVE_BUCKETS = 32
+
+
+def t5_relative_bias(b, prefix, q_seq, k_seq, heads, causal):
+    """T5Attention.compute_bias, in the first layer of a stack: relative_attention_bias, an
+    nn.Embedding [32 buckets, heads], looked up at the [q_seq, k_seq] bucket of every pair of
+    positions (a Gather, [q_seq, k_seq, heads]) and permuted to [heads, q_seq, k_seq] (a
+    Transpose). For the decoder (causal) the causal mask is added to the bias once, as Hugging
+    Face adds it to position_bias in the first layer (here the Where against the constant
+    triangle). Returns the bias activation every layer of the stack adds to its scores."""
+    table = b.weight(prefix + "/relative_attention_bias/weight", [T5_RELATIVE_BUCKETS, heads])
+    v = b.op(prefix + "/relative_attention_bias", "Gather", [table],
+             [(prefix + "/relative_attention_bias_out", [q_seq, k_seq, heads])])
+    v = b.op(prefix + "/position_bias_permute", "Transpose", [v], [(prefix + "/position_bias", [heads, q_seq, k_seq])])
+    if causal:
+        v = b.op(prefix + "/position_bias_causal_mask", "Where", [v],
+                 [(prefix + "/position_bias_masked", [heads, q_seq, k_seq])])
+    return v
+
+
+def t5_attention(b, a, x, q_seq, d, heads, d_kv, source=None, kv_seq=None, bias=None):
+    """T5Attention: q, k, v [d, heads d_kv] and o [heads d_kv, d], no biases (heads d_kv need not
+    equal d: flan-t5-small has 6 x 64 = 384 for d 512). Self-attention when source is None;
+    cross-attention (EncDecAttention) reads K and V from source [kv_seq, d], the encoder's
+    output. Since ipusim's MatMul contracts over the last dimension of its first input, K is
+    transposed to [heads, d_kv, kv_seq]: the scores [heads, q_seq, d_kv] x [heads, d_kv, kv_seq]
+    are [heads, q_seq, kv_seq] and the context [heads, q_seq, kv_seq] x [heads, kv_seq, d_kv]
+    contracts over kv_seq. bias, when given, is the [heads, q_seq, kv_seq] position bias added to
+    the scores. T5 does not scale the scores by 1/sqrt(d_kv) (Raffel et al. fold it into the
+    initialisation of q), so there is no Scale op. Returns o's output (no residual)."""
+    inner = heads * d_kv
+    if source is None:
+        source, kv_seq = x, q_seq
+    parts = {}
+    for part, src, seq, shape, out in (("q", x, q_seq, [heads, q_seq, d_kv], "q_heads"),
+                                       ("k", source, kv_seq, [heads, d_kv, kv_seq], "k_t"),
+                                       ("v", source, kv_seq, [heads, kv_seq, d_kv], "v_heads")):
+        t = b.dense(a + "/" + part, src, seq, d, inner, bias=False)
+        t = b.op(a + "/%s_reshape" % part, "Reshape", [t], [(a + "/%s_split" % part, [seq, heads, d_kv])])
+        parts[part] = b.op(a + "/%s_transpose" % part, "Transpose", [t], [(a + "/" + out, shape)])
+    s = b.op(a + "/scores", "MatMul", [parts["q"], parts["k"]], [(a + "/scores_out", [heads, q_seq, kv_seq])])
+    # No Scale: T5 leaves the scores unscaled (the 1/sqrt(d_kv) is folded into the init).
+    if bias is not None:
+        s = b.op(a + "/position_bias_add", "Add", [s, bias], [(a + "/biased", [heads, q_seq, kv_seq])])
+    s = b.op(a + "/softmax", "Softmax", [s], [(a + "/probs", [heads, q_seq, kv_seq])])
+    c = b.op(a + "/context", "MatMul", [s, parts["v"]], [(a + "/context_out", [heads, q_seq, d_kv])])
+    c = b.op(a + "/merge_heads", "Transpose", [c], [(a + "/context_t", [q_seq, heads, d_kv])])
+    c = b.op(a + "/merge_reshape", "Reshape", [c], [(a + "/context_flat", [q_seq, inner])])
+    return b.dense(a + "/o", c, q_seq, inner, d, bias=False)
+
+
+def t5_gated_gelu(b, m, x, seq, d, ff):
+    """T5DenseGatedActDense (v1.1's feed-forward): wo(Gelu(wi_0 x) * wi_1 x), wi_0 and wi_1
+    [d, ff], wo [ff, d], no biases (Flan-T5's gelu_new, the tanh approximation: a Gelu op)."""
+    g = b.dense(m + "/wi_0", x, seq, d, ff, bias=False)
+    g = b.op(m + "/gelu", "Gelu", [g], [(m + "/gelu_out", [seq, ff])])
+    u = b.dense(m + "/wi_1", x, seq, d, ff, bias=False)
+    g = b.op(m + "/gate", "Mul", [g, u], [(m + "/gated", [seq, ff])])
+    return b.dense(m + "/wo", g, seq, ff, d, bias=False)
+
+
+def t5_encoder_block(b, p, x, seq, d, heads, d_kv, ff, bias):
+    """T5Block of the encoder: layer.0 (T5 LayerNorm, self-attention with the stack's position
+    bias, residual), layer.1 (T5 LayerNorm, gated-GELU feed-forward, residual)."""
+    n = rms_norm(b, p + "/layer.0/layer_norm", x, [seq, d])
+    a = t5_attention(b, p + "/layer.0/SelfAttention", n, seq, d, heads, d_kv, bias=bias)
+    x = residual(b, p + "/layer.0/residual", x, a, seq, d)
+    n = rms_norm(b, p + "/layer.1/layer_norm", x, [seq, d])
+    return residual(b, p + "/layer.1/residual", x, t5_gated_gelu(b, p + "/layer.1/DenseReluDense", n, seq, d, ff),
+                    seq, d)
+
+
+def t5_decoder_block(b, p, x, encoded, seq, enc_seq, d, heads, d_kv, ff, bias):
+    """T5Block of the decoder: layer.0 (norm, causal self-attention with the stack's masked
+    position bias, residual), layer.1 (norm, cross-attention: q from the decoder, k and v from
+    the encoder's output, no position bias, residual), layer.2 (norm, gated-GELU feed-forward,
+    residual)."""
+    n = rms_norm(b, p + "/layer.0/layer_norm", x, [seq, d])
+    a = t5_attention(b, p + "/layer.0/SelfAttention", n, seq, d, heads, d_kv, bias=bias)
+    x = residual(b, p + "/layer.0/residual", x, a, seq, d)
+    n = rms_norm(b, p + "/layer.1/layer_norm", x, [seq, d])
+    a = t5_attention(b, p + "/layer.1/EncDecAttention", n, seq, d, heads, d_kv, source=encoded, kv_seq=enc_seq)
+    x = residual(b, p + "/layer.1/residual", x, a, seq, d)
+    n = rms_norm(b, p + "/layer.2/layer_norm", x, [seq, d])
+    return residual(b, p + "/layer.2/residual", x, t5_gated_gelu(b, p + "/layer.2/DenseReluDense", n, seq, d, ff),
+                    seq, d)
