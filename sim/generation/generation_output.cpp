@@ -39,7 +39,8 @@ std::vector<std::string> cells(const GenerationReport& r, F f) {
 std::string memory_text(const GenerationRun& run) {
   const GenerationIpu* worst = nullptr;
   for (const GenerationIpu& ipu : run.ipus)
-    if (!worst || ipu.fullest_tile_bytes / ipu.tile_capacity_bytes > worst->fullest_tile_bytes / worst->tile_capacity_bytes)
+    if (ipu.tile_capacity_bytes > 0 &&
+        (!worst || ipu.fullest_tile_bytes / ipu.tile_capacity_bytes > worst->fullest_tile_bytes / worst->tile_capacity_bytes))
       worst = &ipu;
   if (!worst) return "-";
   return std::string(run.fits ? "fits" : "DOES NOT FIT") + ": IPU " + std::to_string(worst->id) + " " +

@@ -21,7 +21,7 @@ bool is_activation(const Model& m, const std::string& name) {
 
 // A MatMul of two activations: attention's Q K^T or P V (a projection reads a weight).
 bool is_attention_product(const Model& m, const Op& op) {
-  return op.type == "MatMul" && op.inputs.size() == 2 && is_activation(m, op.inputs[0]) &&
+  return op.type == "MatMul" && op.inputs.size() == 2 && !op.outputs.empty() && is_activation(m, op.inputs[0]) &&
          is_activation(m, op.inputs[1]);
 }
 
