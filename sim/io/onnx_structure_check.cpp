@@ -3,6 +3,7 @@
 #include <onnx/defs/schema.h>
 
 #include <map>
+#include <set>
 #include <unordered_map>
 
 #include "sim/io/input_error.hpp"
@@ -104,6 +105,9 @@ private:
     value_names(g.input(), pointer + "/input");
     value_names(g.output(), pointer + "/output");
     value_names(g.value_info(), pointer + "/value_info");
+    for (const auto* list : {&g.value_info(), &g.output(), &g.input()})
+      for (const auto& v : *list)
+        if (v.type().has_tensor_type() && v.type().tensor_type().has_shape()) shaped_.insert(v.name());
     name(g.name(), pointer + "/name", "the graph's name");
     if (++depth_ > 16)
       fail(pointer, "onnx.bad-node", "subgraphs are nested more than 16 deep; no exporter writes that");
@@ -186,6 +190,13 @@ private:
     for (int k = 0; k < n.attribute_size(); ++k)
       name(n.attribute(k).name(), pointer + "/attribute/" + std::to_string(k) + "/name", "the attribute");
     const std::string what = "node \"" + short_name(n.name()) + "\" (" + short_name(n.op_type()) + ")";
+    // libonnx's data propagation of Shape and Size dereferences their input's type: one made
+    // by an op it has no schema for, and declared nowhere, has none (SIGSEGV, found by fuzzing).
+    if ((n.op_type() == "Shape" || n.op_type() == "Size") && n.input_size() > 0 && untyped_.count(n.input(0)) &&
+        !shaped_.count(n.input(0)))
+      fail(pointer + "/input/0", "onnx.shape-unknown",
+           what + " reads the shape of \"" + short_name(n.input(0)) +
+               "\", which an op ONNX does not know makes and nothing declares: give its shape in graph.value_info");
     for (int j = 0; j < n.attribute_size(); ++j) {
       const auto& a = n.attribute(j);
       const std::string at = pointer + "/attribute/" + std::to_string(j);
@@ -198,12 +209,18 @@ private:
       for (int k = 0; k < a.graphs_size(); ++k) graph(a.graphs(k), at + "/graphs/" + std::to_string(k));
     }
     const auto opset = opsets_.find(n.domain() == "ai.onnx" ? "" : n.domain());
-    if (opset == opsets_.end()) return;  // a domain the model does not import: no schema, not inferred
+    if (opset == opsets_.end()) {  // a domain the model does not import: no schema, not inferred
+      untyped_.insert(n.output().begin(), n.output().end());
+      return;
+    }
     if (n.domain().empty() || n.domain() == "ai.onnx") convolution_weight(n, pointer, what);
     const auto* schema = onnx::OpSchemaRegistry::Schema(n.op_type(), static_cast<int>(std::min<std::int64_t>(
                                                                           opset->second, INT32_MAX)),
                                                         n.domain() == "ai.onnx" ? "" : n.domain());
-    if (!schema) return;  // an op ONNX does not know: inference leaves it alone (onnx.shape-unknown later)
+    if (!schema) {  // an op ONNX does not know: inference leaves it alone (onnx.shape-unknown later)
+      untyped_.insert(n.output().begin(), n.output().end());
+      return;
+    }
     // Attributes the schema does not name (PopART's __ipu_number, an exporter's own) are
     // not read by inference: only the schema's own are checked.
     onnx::NodeProto bare = n;
@@ -291,6 +308,8 @@ private:
   const onnx::ModelProto& proto_;
   std::string path_;
   std::map<std::string, std::int64_t> opsets_;
+  std::set<std::string> untyped_;  // outputs of nodes without a schema
+  std::set<std::string> shaped_;   // names declared with a shape (value_info, graph inputs and outputs)
   std::map<std::string, int> ranks_;  // tensor name -> rank, where known before inference
   std::unordered_map<std::string, int> defined_;  // names a node may read here (Scope)
   int depth_ = 0;
