@@ -272,6 +272,12 @@ def malformed(folder, save):
     bad.functions.append(helper.make_function("local", "Block", ["a"], ["b"], [helper.make_node("Relu", ["a"], ["b"])],
                                               [helper.make_opsetid("", 13)]))
     save("bad-local-function.onnx", bad)                                  # onnx.local-function
+    # A Shape of what an op ONNX does not know makes, its shape declared nowhere: libonnx's data
+    # propagation dereferenced the missing type (SIGSEGV; fuzz_onnx finding).
+    save("bad-shape-of-unknown-op.onnx",
+         model([node("NoSuchOp", ["x"], ["y"], "/unknown"), node("Shape", ["y"], ["s"], "/Shape"),
+                node("Reshape", ["x", "s"], ["z"], "/Reshape")], [batched("x", [16])], [out("z")], []))
+
     bad = constant_first()
     sparse = bad.graph.sparse_initializer.add()
     sparse.values.CopyFrom(helper.make_tensor("Ws", F, [1], [1.0]))

@@ -245,6 +245,7 @@ TEST_CASE("onnx: every bad input exits 2 with its file, place and rule", "[onnx]
       {"bad-no-graph-inputs.onnx", "[onnx.undefined-input]", "at /graph/node/0/input/1"},
       {"bad-undefined-in-subgraph.onnx", "[onnx.undefined-input]", "at /graph/node/1/attribute/0/g/node/0/input/0"},
       {"bad-node-order.onnx", "[onnx.node-order]", "at /graph/node/1/input/0"},
+      {"bad-shape-of-unknown-op.onnx", "[onnx.shape-unknown]", "at /graph/node/1/input/0"},  // fuzz_onnx finding
   };
   for (const Case& c : cases) {
     INFO(c.file);
