@@ -208,9 +208,8 @@ void print_search_summary(std::ostream& out, const Scenario& sc, const PlanSearc
 
 // "419.4 ktokens/s, MFU 18.3 %, 0.5 per 1M tokens": a candidate's language-model figures.
 std::string llm_text(const Scenario& sc, const ModelFigures& model, const Candidate& cand, const RunMetrics& m) {
-  Scenario as_run = sc;
-  as_run.execution.tensor_parallel = cand.settings.tensor_parallel;
-  const RunLlmFigures f = run_llm_figures(as_run, model, m, cand.settings.ipus);
+  // No copy of the scenario (its model is megabytes): the candidate's group size is all that differs.
+  const RunLlmFigures f = run_llm_figures(sc.hardware, model, m, cand.settings.ipus * cand.settings.tensor_parallel);
   std::string text = format_count(model.parameters) + " parameters, ";
   if (f.tokens_per_s) text += format_rate(*f.tokens_per_s, "tokens/s") + ", ";
   text += "MFU " + format_percent(f.mfu) + " of " + std::to_string(f.ipus) + " IPUs";

@@ -185,7 +185,8 @@ Json report_json(const Scenario& sc, const Simulation& sim) {
   const ModelFigures model = model_figures(sc);
   for (const ModeRun& run : sim.runs) {
     runs.push_back(run_json(run.metrics));
-    runs.back()["llm"] = run_llm_figures_json(run_llm_figures(sc, model, run.metrics, static_cast<int>(sim.plan.ipus.size())));
+    runs.back()["llm"] = run_llm_figures_json(run_llm_figures(
+        sc.hardware, model, run.metrics, static_cast<int>(sim.plan.ipus.size() * sc.execution.tensor_parallel)));
     if (sc.execution.tensor_parallel > 1) {
       runs.back()["timeShares"]["tensorParallelAllReduce"] =
           time_shares(run.metrics).compute * tensor_parallel_fraction(sim.plan, run.schedule.recompute);

@@ -16,18 +16,19 @@ ModelFigures model_figures(const Scenario& sc) {
   return f;
 }
 
-RunLlmFigures run_llm_figures(const Scenario& sc, const ModelFigures& model, const RunMetrics& run, int plan_ipus) {
+RunLlmFigures run_llm_figures(const HardwareConfig& hardware, const ModelFigures& model, const RunMetrics& run,
+                              int ipus_per_replica) {
   RunLlmFigures f;
-  f.ipus = plan_ipus * static_cast<int>(sc.execution.tensor_parallel) * run.replicas;
+  f.ipus = ipus_per_replica * run.replicas;
   f.model_flops_per_s = model.model_flops_per_sample * run.throughput_samples_per_s;
-  const IpuSpec& ipu = sc.hardware.ipu;
+  const IpuSpec& ipu = hardware.ipu;
   const double peak = static_cast<double>(f.ipus) * static_cast<double>(ipu.tiles) *
                       ipu.flops_per_cycle_per_tile(DType::Float16) * ipu.clock_hz;
   f.mfu = peak > 0 ? f.model_flops_per_s / peak : 0;
   if (model.tokens_per_sample) {
     f.tokens_per_s = run.throughput_samples_per_s * static_cast<double>(*model.tokens_per_sample);
-    if (sc.hardware.price_per_ipu_hour > 0 && *f.tokens_per_s > 0)
-      f.cost_per_million_tokens = static_cast<double>(f.ipus) * sc.hardware.price_per_ipu_hour / 3600.0 /
+    if (hardware.price_per_ipu_hour > 0 && *f.tokens_per_s > 0)
+      f.cost_per_million_tokens = static_cast<double>(f.ipus) * hardware.price_per_ipu_hour / 3600.0 /
                                   *f.tokens_per_s * 1e6;
   }
   return f;

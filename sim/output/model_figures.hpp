@@ -32,7 +32,9 @@ struct RunLlmFigures {
   int ipus = 0;                             // IPUs the run occupies: pipeline x tensor-parallel x replicas
 };
 
-RunLlmFigures run_llm_figures(const Scenario& scenario, const ModelFigures& model, const RunMetrics& run, int plan_ipus);
+// `ipus_per_replica`: the pipeline's IPUs times the tensor-parallel group size.
+RunLlmFigures run_llm_figures(const HardwareConfig& hardware, const ModelFigures& model, const RunMetrics& run,
+                              int ipus_per_replica);
 
 nlohmann::json model_figures_json(const ModelFigures& model);
 nlohmann::json run_llm_figures_json(const RunLlmFigures& figures);

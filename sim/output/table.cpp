@@ -94,8 +94,8 @@ std::string render_table(const Scenario& sc, const Simulation& sim) {
   row("step time", [](const RunMetrics& r) { return format_seconds(r.step_time_s); });
   row("micro-batches per step", [](const RunMetrics& r) { return std::to_string(r.micro_batches); });
   row("throughput", [](const RunMetrics& r) { return format_rate(r.throughput_samples_per_s, "samples/s"); });
-  const int plan_ipus = static_cast<int>(sim.plan.ipus.size());
-  const auto llm = [&](const RunMetrics& r) { return run_llm_figures(sc, model, r, plan_ipus); };
+  const int ipus_per_replica = static_cast<int>(sim.plan.ipus.size() * sc.execution.tensor_parallel);
+  const auto llm = [&](const RunMetrics& r) { return run_llm_figures(sc.hardware, model, r, ipus_per_replica); };
   if (model.tokens_per_sample)
     row("throughput (tokens)", [&](const RunMetrics& r) { return format_rate(*llm(r).tokens_per_s, "tokens/s"); });
   row("model FLOPs utilisation", [&](const RunMetrics& r) { return format_percent(llm(r).mfu); });
