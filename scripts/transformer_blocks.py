@@ -186,6 +186,65 @@ def llama_layer(b, p, x, seq, h, heads, kv_heads, ffn, before_mlp=None):
     return residual(b, p + "/mlp/residual", x, swiglu_mlp(b, p, n, seq, h, ffn), seq, h)
 
 
+# GPT-J's pieces (Hugging Face's GPTJForCausalLM, transformers/models/gptj/modeling_gptj.py):
+# one LayerNorm feeding attention and MLP side by side (the parallel residual), the rotary
+# embedding on the first rotary_dim dimensions of each head only, biases on the MLP but not on
+# the attention projections.
+
+
+def partial_rotary(b, prefix, x, shape, rotary_dim):
+    """GPTJAttention's rotary: x[..., :rotary_dim] rotated, x[..., rotary_dim:] passed through,
+    the two Concat-ed back. GPT-J rotates every two dimensions (rotate_every_two: strided Slices,
+    Neg, a stack) where LLaMA rotates halves; the ops and their sizes are the same, so
+    rotary_embedding writes both. The whole head when rotary_dim is the head size."""
+    if rotary_dim == shape[-1]:
+        return rotary_embedding(b, prefix, x, shape)
+    rot = list(shape[:-1]) + [rotary_dim]
+    rest = list(shape[:-1]) + [shape[-1] - rotary_dim]
+    r = b.op(prefix + "/slice_rot", "Slice", [x], [(prefix + "/x_rot", rot)])
+    p = b.op(prefix + "/slice_pass", "Slice", [x], [(prefix + "/x_pass", rest)])
+    r = rotary_embedding(b, prefix + "/rot", r, rot)
+    return b.op(prefix + "/concat", "Concat", [r, p], [(prefix + "_out", shape)])
+
+
+def gptj_attention(b, p, x, seq, h, heads, rotary_dim):
+    """GPTJAttention: q_proj, k_proj, v_proj and out_proj [h, h] without biases; heads split,
+    the partial rotary on Q and K, Q K^T, Scale, the causal Where, Softmax, P V, heads merged,
+    out_proj (no residual)."""
+    dh = h // heads
+    a = p + "/attn"
+    parts = {}
+    for part in ("q", "k", "v"):
+        t = b.dense(a + "/%s_proj" % part, x, seq, h, h, bias=False)
+        t = b.op(a + "/%s_reshape" % part, "Reshape", [t], [(a + "/%s_split" % part, [seq, heads, dh])])
+        parts[part] = b.op(a + "/%s_heads" % part, "Transpose", [t], [(a + "/" + part, [heads, seq, dh])])
+    q = partial_rotary(b, a + "/q_rotary", parts["q"], [heads, seq, dh], rotary_dim)
+    k = partial_rotary(b, a + "/k_rotary", parts["k"], [heads, seq, dh], rotary_dim)
+    k = b.op(a + "/k_transpose", "Transpose", [k], [(a + "/k_t", [heads, dh, seq])])
+    s = b.op(a + "/scores", "MatMul", [q, k], [(a + "/scores_out", [heads, seq, seq])])
+    s = b.op(a + "/scale", "Scale", [s], [(a + "/scaled", [heads, seq, seq])])
+    s = b.op(a + "/causal_mask", "Where", [s], [(a + "/masked", [heads, seq, seq])])
+    s = b.op(a + "/softmax", "Softmax", [s], [(a + "/probs", [heads, seq, seq])])
+    c = b.op(a + "/context", "MatMul", [s, parts["v"]], [(a + "/context_out", [heads, seq, dh])])
+    c = b.op(a + "/merge_heads", "Transpose", [c], [(a + "/context_t", [seq, heads, dh])])
+    c = b.op(a + "/merge_reshape", "Reshape", [c], [(a + "/context_flat", [seq, h])])
+    return b.dense(a + "/out_proj", c, seq, h, h, bias=False)
+
+
+def gptj_layer(b, p, x, seq, h, heads, ffn, rotary_dim, before_mlp=None):
+    """GPTJBlock: n = ln_1(x); x + attn(n) + mlp(n), the MLP fc_in (bias), GELU, fc_out (bias).
+    `before_mlp`, when given, is called between the attention and the MLP (to place them apart)."""
+    n = b.layer_norm(p + "/ln_1", x, [seq, h])
+    a = gptj_attention(b, p, n, seq, h, heads, rotary_dim)
+    if before_mlp:
+        before_mlp()
+    f = b.dense(p + "/mlp/fc_in", n, seq, h, ffn)
+    f = b.op(p + "/mlp/gelu", "Gelu", [f], [(p + "/mlp/gelu_out", [seq, ffn])])
+    f = b.dense(p + "/mlp/fc_out", f, seq, ffn, h)
+    x = residual(b, p + "/attn/residual", x, a, seq, h)
+    return residual(b, p + "/mlp/residual", x, f, seq, h)
+
+
 # T5 v1.1 / Flan-T5's pieces (Hugging Face's T5ForConditionalGeneration,
 # transformers/models/t5/modeling_t5.py). T5's LayerNorm (T5LayerNorm: no bias, no mean
 # subtraction) is LlamaRMSNorm's computation, so rms_norm above writes it. The relative-position
