@@ -3,12 +3,15 @@
 // compare, and sweeps that mark points that do not fit.
 #include <catch2/catch.hpp>
 
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 
 #include "cli_runner.hpp"
+#include "sim/base/units.hpp"
 #include "support.hpp"
 #include "temp_dir.hpp"
 
@@ -24,6 +27,14 @@ std::string source(const std::string& relative) { return std::string(IPUSIM_SOUR
 
 const std::string kModel = source("models/mlp.json");
 const std::string kConfig = source("configs/ipu-m2000.json");
+
+std::size_t count_of(const std::string& text, const std::string& what) {
+  std::size_t n = 0;
+  for (std::size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + what.size())) ++n;
+  return n;
+}
+
+std::size_t line_count(const std::string& text) { return count_of(text, "\n"); }
 
 Json run_json(const std::vector<std::string>& args) {
   std::vector<std::string> all = args;
@@ -449,4 +460,48 @@ TEST_CASE("cli: a 64-IPU run's table summarises its replicas and links; the JSON
   CHECK(doc["runs"][0]["ipus"].size() == 64);
   const std::string used = ipusim::test::line_starting(table.out, "link directions used");
   CHECK_THAT(used, Contains(std::to_string(doc["runs"][0]["links"].size())));
+}
+
+TEST_CASE("cli: a 64-stage pipeline's table gives per-IPU ranges, the plan's ends and the 3 fullest IPUs",
+          "[cli][workflow][table]") {
+  const TempDir dir;
+  const std::string model = dir.path("g64.json");
+  std::string per_ipu = "1";
+  for (int i = 1; i < 64; ++i) per_ipu += ",1";
+  const std::string python = std::filesystem::exists("/usr/bin/python3") ? "/usr/bin/python3" : "python3";
+  REQUIRE(std::system((python + " '" + source("scripts/make_gpt_model.py") + "' --hidden 1024 --heads 16 --seq 256 " +
+                       "--layers-per-ipu " + per_ipu + " -o '" + model + "'")
+                          .c_str()) == 0);
+  const std::vector<std::string> args{"run", model, "--config", source("configs/bow-pod64.json"), "--set",
+                                      "execution.training=true", "--set", "execution.gradientAccumulation=256",
+                                      "--set", "execution.optimizer.type=sgd", "--mode", "pipelined"};
+  const Result table = run_ipusim(args);
+  REQUIRE(table.exit_code == 0);
+  auto json_args = args;
+  json_args.push_back("--json");
+  const Json doc = Json::parse(run_ipusim(json_args).out);
+  const Json& run = doc["runs"][0];
+  REQUIRE(run["ipus"].size() == 64);
+  // 129 stages and 128 copies: the first and last 8 of each, the rest counted.
+  CHECK_THAT(table.out, Contains("  ... 113 more stages") && Contains("  ... 112 more copies"));
+  CHECK(line_count(table.out) < 100);  // 626 lines with a row per IPU, stage, copy and verdict
+  // The utilisation range is the JSON's lowest and highest, on the IPUs that hold them.
+  double low = 1, high = 0;
+  int low_ipu = -1, high_ipu = -1;
+  for (const Json& m : run["ipus"]) {
+    const double u = m["utilization"].get<double>();
+    if (u < low) low = u, low_ipu = m["id"].get<int>();
+    if (u > high) high = u, high_ipu = m["id"].get<int>();
+  }
+  CHECK_THAT(ipusim::test::line_starting(table.out, "utilisation, 64 IPUs"),
+             Contains(ipusim::format_percent(low) + " .. " + ipusim::format_percent(high)));
+  CHECK_THAT(table.out, Contains("IPU " + std::to_string(low_ipu) + " / IPU " + std::to_string(high_ipu)));
+  // Out of memory: three verdicts in full and the others counted, as the JSON has them.
+  std::size_t overfull = 0;
+  for (const Json& m : run["memory"]["ipus"]) overfull += m["fits"].get<bool>() ? 0 : 1;
+  REQUIRE(overfull > 3);
+  CHECK(ipusim::test::line_starting(table.out, "IPUs out of memory").find(std::to_string(overfull)) !=
+        std::string::npos);
+  CHECK(count_of(table.out, "\nOUT OF MEMORY (pipelined)") == 3);
+  CHECK_THAT(table.out, Contains("... and " + std::to_string(overfull - 3) + " more IPUs out of memory"));
 }

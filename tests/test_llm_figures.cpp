@@ -4,10 +4,15 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <string>
 
 #include "cli_runner.hpp"
+#include "sim/base/units.hpp"
+#include "support.hpp"
+#include "temp_dir.hpp"
 
 namespace {
 
@@ -57,4 +62,42 @@ TEST_CASE("llm figures: a model without attention has no token figures; training
       {"run", kSource + "/scenarios/mlp-training.json", "--set", "execution.optimizer.type=sgd", "--json"});
   REQUIRE(named.exit_code == 0);
   CHECK_THAT(named.err, !Catch::Matchers::Contains("no optimizer named"));
+}
+
+TEST_CASE("llm figures in compare and report: tokens/s, MFU and cost rows from the run documents", "[llm-figures][cli]") {
+  const ipusim::test::TempDir dir;
+  const std::string scenario = kSource + "/scenarios/gpt2-medium-bow-pod16.json";
+  for (const char* g : {"32", "64"}) {
+    const ipusim::test::Result r = ipusim::test::run_ipusim(
+        {"run", scenario, "--mode", "pipelined", "--set", "config.pricePerIpuHour=1.5", "--set",
+         std::string("execution.gradientAccumulation=") + g, "--json", "-o", dir.path(std::string("g") + g + ".json")});
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+  }
+  const auto doc = [&](const char* name) {
+    std::ifstream in(dir.path(name));
+    return nlohmann::json::parse(in);
+  };
+  const auto a = doc("g32.json")["runs"][0]["llm"], b = doc("g64.json")["runs"][0]["llm"];
+  const ipusim::test::Result compared = ipusim::test::run_ipusim({"compare", dir.path("g32.json"), dir.path("g64.json")});
+  REQUIRE(compared.exit_code == 0);
+  using Catch::Matchers::Contains;
+  const std::string tokens = ipusim::test::line_starting(compared.out, "throughput (tokens)");
+  CHECK_THAT(tokens, Contains(ipusim::format_rate(a["tokensPerSecond"].get<double>(), "tokens/s")) &&
+                         Contains(ipusim::format_rate(b["tokensPerSecond"].get<double>(), "tokens/s")) &&
+                         Contains(ipusim::format_fixed(b["tokensPerSecond"].get<double>() /
+                                                           a["tokensPerSecond"].get<double>(), 2) + "x"));
+  CHECK_THAT(ipusim::test::line_starting(compared.out, "model FLOPs utilisation"),
+             Contains(ipusim::format_percent(a["modelFlopsUtilization"].get<double>())));
+  CHECK_THAT(ipusim::test::line_starting(compared.out, "cost per 1M tokens"),
+             Contains(ipusim::format_fixed(a["costPerMillionTokens"].get<double>(), 2)));
+
+  const ipusim::test::Result report =
+      ipusim::test::run_ipusim({"report", dir.path("g32.json"), "-o", dir.path("report")});
+  REQUIRE(report.exit_code == 0);
+  std::ifstream in(dir.path("report") + "/report.md");
+  const std::string md((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  CHECK_THAT(md, Contains("Model: 354.8 M parameters") && Contains("1024 tokens per sample"));
+  CHECK_THAT(md, Contains("throughput (tokens) | " + ipusim::format_rate(a["tokensPerSecond"].get<double>(), "tokens/s")));
+  CHECK_THAT(md, Contains("model FLOPs utilisation | " + ipusim::format_percent(a["modelFlopsUtilization"].get<double>())));
 }

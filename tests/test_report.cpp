@@ -2,6 +2,8 @@
 // end to end through the real binary, and the page rendered by headless Chromium.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -720,5 +722,62 @@ TEST_CASE("a report from a large trace reads it as a stream, in bounded memory",
   INFO("peak " << peak_bytes / 1048576 << " MiB for a " << file_bytes / 1048576 << " MiB trace");
   CHECK(peak_bytes < 5 * file_bytes);
 #endif
+  fs::remove_all(dir);
+}
+
+TEST_CASE("a 64-IPU report's chart labels never overlap, measured in headless Chromium", "[report][browser]") {
+  if (!fs::exists("/usr/bin/chromium")) {
+    WARN("skipped: /usr/bin/chromium is missing (apt-get install chromium)");
+    return;
+  }
+  const fs::path dir = fresh_dir("labels");
+  // A 64-layer decoder, a layer per IPU of a Bow Pod64, training: 65 stages, 64 bars per
+  // utilisation, memory and fullest-tile chart, 130 stacked bars.
+  const std::string python = fs::exists("/usr/bin/python3") ? "/usr/bin/python3" : "python3";
+  std::string per_ipu = "1";
+  for (int i = 1; i < 64; ++i) per_ipu += ",1";
+  REQUIRE(shell(python + " scripts/make_gpt_model.py --hidden 64 --heads 2 --seq 16 --vocab 100 --layers-per-ipu " +
+                    per_ipu + " -o '" + (dir / "g64.json").string() + "'",
+                dir / "make.log") == 0);
+  REQUIRE(shell(binary() + " run '" + (dir / "g64.json").string() + "' --config configs/bow-pod64.json --set "
+                           "execution.training=true --set execution.gradientAccumulation=256 --set "
+                           "execution.optimizer.type=sgd --json -o '" + (dir / "run.json").string() + "'",
+                dir / "run.log") == 0);
+  REQUIRE(shell(binary() + " report '" + (dir / "run.json").string() + "' -o '" + (dir / "out").string() + "'",
+                dir / "report.log") == 0);
+
+  // The page: a control figure with two labels drawn on top of each other (the check must
+  // find exactly that pair), then every figure of the report, then the measuring script.
+  std::string page = "<!DOCTYPE html><html><body>"
+                     "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"200\" height=\"50\" font-size=\"12\">"
+                     "<text x=\"10\" y=\"20\">IPU 10</text><text x=\"14\" y=\"22\">IPU 11</text>"
+                     "<text x=\"120\" y=\"20\">apart</text></svg>\n";
+  std::vector<fs::path> figures;
+  for (const auto& e : fs::directory_iterator(dir / "out" / "figures")) figures.push_back(e.path());
+  std::sort(figures.begin(), figures.end());
+  REQUIRE(figures.size() >= 5);
+  for (const fs::path& f : figures) page += read(f) + "\n";
+  page += "<pre id=\"overlaps\"></pre><script>" + read(fs::path(IPUSIM_SOURCE_DIR) / "tests" / "label_overlaps.js") +
+          "</script></body></html>\n";
+  write(dir / "page.html", page);
+  REQUIRE(shell("timeout 180 /usr/bin/chromium --headless --no-sandbox --disable-gpu --no-first-run "
+                "--disable-background-networking --disable-component-update --disable-sync --user-data-dir='" +
+                    (dir / "profile").string() + "' --dump-dom 'file://" + (dir / "page.html").string() + "' >'" +
+                    (dir / "dom.html").string() + "' 2>'" + (dir / "dom.log").string() + "'") == 0);
+  const std::string dom = read(dir / "dom.html");
+  const std::size_t open = dom.find("<pre id=\"overlaps\">");
+  REQUIRE(open != std::string::npos);
+  const std::string result = dom.substr(open, dom.find("</pre>", open) - open);
+  INFO(result);
+  CHECK(result.find("0: \"IPU 10\" / \"IPU 11\"") != std::string::npos);  // the control
+  CHECK(result.find("0: 3 texts checked") != std::string::npos);
+  // Every report figure measured, none with an overlapping pair.
+  for (std::size_t i = 1; i <= figures.size(); ++i) CHECK(result.find(std::to_string(i) + ": ") != std::string::npos);
+  CHECK(count(result, "\" / \"") == 1);
+  // The 64 IPU labels thinned: under the utilisation chart fewer than 64 "IPU n" labels.
+  const std::string utilisation = read(figures.at(1));
+  CHECK(utilisation.find("Utilisation per IPU") != std::string::npos);
+  CHECK(count(utilisation, ">IPU ") < 64);
+  CHECK(count(utilisation, ">IPU 0<") == 1);
   fs::remove_all(dir);
 }

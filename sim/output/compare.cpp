@@ -35,7 +35,7 @@ std::optional<double> number(const Json& run, const char* pointer) {
   return run.at(p).get<double>();
 }
 
-enum class Kind { Seconds, Rate, Share, Count };
+enum class Kind { Seconds, Rate, TokenRate, Share, Count, Money };
 
 struct Figure {
   const char* name;
@@ -47,6 +47,9 @@ struct Figure {
 constexpr Figure kFigures[] = {
     {"step time", "/stepTimeSeconds", Kind::Seconds},
     {"throughput", "/throughputSamplesPerSecond", Kind::Rate},
+    {"throughput (tokens)", "/llm/tokensPerSecond", Kind::TokenRate},
+    {"model FLOPs utilisation", "/llm/modelFlopsUtilization", Kind::Share},
+    {"cost per 1M tokens", "/llm/costPerMillionTokens", Kind::Money},
     {"samples per step", "/samplesPerStep", Kind::Count},
     {"latency mean", "/latencySeconds/mean", Kind::Seconds},
     {"latency max", "/latencySeconds/max", Kind::Seconds},
@@ -68,8 +71,10 @@ std::string value_text(double v, Kind kind) {
   switch (kind) {
   case Kind::Seconds: return format_seconds(v);
   case Kind::Rate: return format_rate(v, "samples/s");
+  case Kind::TokenRate: return format_rate(v, "tokens/s");
   case Kind::Share: return format_percent(v);
   case Kind::Count: return format_fixed(v, 0);
+  case Kind::Money: return format_fixed(v, 2);
   }
   return "";
 }
@@ -80,8 +85,10 @@ std::string delta_text(double base, double v, Kind kind) {
   switch (kind) {
   case Kind::Seconds: return sign + format_seconds(std::fabs(d));
   case Kind::Rate: return sign + format_rate(std::fabs(d), "samples/s");
+  case Kind::TokenRate: return sign + format_rate(std::fabs(d), "tokens/s");
   case Kind::Share: return sign + format_fixed(100 * std::fabs(d), 1) + " pts";
   case Kind::Count: return sign + format_fixed(std::fabs(d), 0);
+  case Kind::Money: return sign + format_fixed(std::fabs(d), 2);
   }
   return "";
 }

@@ -1,6 +1,10 @@
 #include "sim/output/table.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
+#include <utility>
+#include <vector>
 #include <sstream>
 
 #include "sim/output/explanation.hpp"
@@ -13,6 +17,8 @@ namespace {
 
 // Past this many IPUs (or link directions) the table summarises them; the JSON keeps all.
 constexpr std::size_t kDetailIpus = 16;
+constexpr std::size_t kOutOfMemoryDetail = 3;  // out-of-memory verdicts written out in full
+constexpr double kNoValue = std::numeric_limits<double>::quiet_NaN();
 
 std::string pad(const std::string& s, std::size_t width) {
   return s.size() >= width ? s + " " : s + std::string(width - s.size(), ' ');
@@ -27,7 +33,15 @@ void plan_section(std::ostringstream& out, const Scenario& sc, const Plan& plan,
         << " IPUs running the shard below (vIPU v of replica r: the group's IPUs, named by range)";
   out << "\n";
   out << "  " << pad("stage", 7) << pad(placed ? "vIPU" : "IPU", 5) << pad("pass", 18) << pad("time/micro-batch", 18) << "ops\n";
+  // Past kDetailIpus stages, the first and last few (the JSON document has every one).
+  const std::size_t shown = kDetailIpus / 2;
+  const auto elided = [&](std::size_t i, std::size_t n, const char* what) {
+    if (n <= kDetailIpus || i < shown || i >= n - shown) return false;
+    if (i == shown) out << "  ... " << n - 2 * shown << " more " << what << " (ipusim run --json lists every one)\n";
+    return true;
+  };
   for (const PlanStage& s : plan.stages) {
+    if (elided(static_cast<std::size_t>(&s - plan.stages.data()), plan.stages.size(), "stages")) continue;
     const std::string pass = s.backward ? "backward" : (s.backward_seconds > 0 ? "forward+backward" : "forward");
     std::string ops;
     for (std::size_t i = 0; i < s.ops.size() && i < 4; ++i) ops += (i ? ", " : "") + sc.model.ops[s.ops[i]].name;
@@ -36,6 +50,7 @@ void plan_section(std::ostringstream& out, const Scenario& sc, const Plan& plan,
         << pad(format_seconds(s.seconds()), 18) << ops << "\n";
   }
   for (const PlanCopy& c : plan.copies) {
+    if (elided(static_cast<std::size_t>(&c - plan.copies.data()), plan.copies.size(), "copies")) continue;
     out << "  copy stage " << c.from_stage << " -> " << c.to_stage << " (" << virtual_ipu_name(c.src_ipu, placed)
         << " -> " << virtual_ipu_name(c.dst_ipu, placed) << "): " << format_bytes(c.bytes) << " per micro-batch" << (c.gradient ? ", gradients" : "")
         << "\n";
@@ -153,16 +168,45 @@ std::string render_table(const Scenario& sc, const Simulation& sim) {
     });
   // Utilisation per physical IPU, or past kDetailIpus per virtual IPU over the replicas (the
   // JSON document keeps every IPU); memory per virtual IPU (every replica holds the same).
+  // Past kDetailIpus rows of one per-IPU figure, its range: the lowest and the highest value
+  // and the IPUs holding them (value_of returns NaN for an IPU without the figure).
+  const auto range_rows = [&](const std::string& what, const std::string& unit, std::size_t n, auto name_of,
+                              auto value_of, auto format) {
+    const auto ends = [=](const RunMetrics& r) {
+      std::pair<std::size_t, std::size_t> e{n, n};
+      for (std::size_t i = 0; i < n; ++i) {
+        const double v = value_of(r, i);
+        if (!std::isfinite(v)) continue;
+        if (e.first == n || v < value_of(r, e.first)) e.first = i;
+        if (e.second == n || v > value_of(r, e.second)) e.second = i;
+      }
+      return e;
+    };
+    row(what + ", " + std::to_string(n) + " " + unit, [=](const RunMetrics& r) {
+      const auto [low, high] = ends(r);
+      return low == n ? std::string("-") : format(value_of(r, low)) + " .. " + format(value_of(r, high));
+    });
+    row("  lowest / highest on", [=](const RunMetrics& r) {
+      const auto [low, high] = ends(r);
+      return low == n ? std::string("-") : name_of(r, low) + " / " + name_of(r, high);
+    });
+  };
   const std::size_t ipu_count = sim.runs.empty() ? 0 : sim.runs.front().metrics.ipus.size();
-  if (ipu_count <= kDetailIpus) {
+  std::vector<int> virtual_ipus;
+  for (const IpuMetrics& m : ipu_count > 0 ? sim.runs.front().metrics.ipus : std::vector<IpuMetrics>{})
+    if (std::find(virtual_ipus.begin(), virtual_ipus.end(), m.virtual_ipu) == virtual_ipus.end())
+      virtual_ipus.push_back(m.virtual_ipu);
+  if (ipu_count > kDetailIpus && virtual_ipus.size() > kDetailIpus) {
+    range_rows(
+        "utilisation", "IPUs", ipu_count,
+        [placed, group](const RunMetrics& r, std::size_t i) { return physical_ipu_name(r.ipus.at(i), placed, group); },
+        [](const RunMetrics& r, std::size_t i) { return i < r.ipus.size() ? r.ipus[i].utilization : kNoValue; },
+        [](double v) { return format_percent(v); });
+  } else if (ipu_count <= kDetailIpus) {
     for (std::size_t i = 0; i < ipu_count; ++i)
       row(physical_ipu_name(sim.runs.front().metrics.ipus[i], placed, group) + " utilisation",
           [i](const RunMetrics& r) { return format_percent(r.ipus[i].utilization); });
   } else {
-    std::vector<int> virtual_ipus;
-    for (const IpuMetrics& m : sim.runs.front().metrics.ipus)
-      if (std::find(virtual_ipus.begin(), virtual_ipus.end(), m.virtual_ipu) == virtual_ipus.end())
-        virtual_ipus.push_back(m.virtual_ipu);
     for (const int v : virtual_ipus)
       row(virtual_ipu_name(v, placed) + " utilisation, all replicas", [v](const RunMetrics& r) {
         double low = 1, high = 0;
@@ -173,13 +217,33 @@ std::string render_table(const Scenario& sc, const Simulation& sim) {
       });
   }
   const std::size_t virtual_count = sim.runs.empty() ? 0 : sim.runs.front().metrics.memory.ipus.size();
-  for (std::size_t i = 0; i < virtual_count; ++i)
+  const auto memory_name = [placed](const RunMetrics& r, std::size_t i) {
+    return virtual_ipu_name(r.memory.ipus.at(i).id, placed);
+  };
+  if (virtual_count > kDetailIpus) {
+    range_rows(
+        "memory", placed ? "vIPUs" : "IPUs", virtual_count, memory_name,
+        [](const RunMetrics& r, std::size_t i) { return i < r.memory.ipus.size() ? r.memory.ipus[i].total_bytes : kNoValue; },
+        [](double v) { return format_bytes(v); });
+    range_rows(
+        "fullest tile", placed ? "vIPUs" : "IPUs", virtual_count, memory_name,
+        [](const RunMetrics& r, std::size_t i) {
+          return i < r.memory.ipus.size() ? r.memory.ipus[i].fullest_tile_bytes / r.memory.ipus[i].tile_capacity_bytes
+                                          : kNoValue;
+        },
+        [](double v) { return format_fixed(100 * v, 0) + " %"; });
+    row(std::string(placed ? "vIPUs" : "IPUs") + " out of memory", [](const RunMetrics& r) {
+      return std::to_string(std::count_if(r.memory.ipus.begin(), r.memory.ipus.end(),
+                                          [](const IpuMemory& m) { return !m.fits; }));
+    });
+  }
+  for (std::size_t i = 0; i < virtual_count && virtual_count <= kDetailIpus; ++i)
     row(virtual_ipu_name(sim.runs.front().metrics.memory.ipus[i].id, placed) + " memory", [i](const RunMetrics& r) {
       if (i >= r.memory.ipus.size()) return std::string("-");
       const IpuMemory& m = r.memory.ipus[i];
       return format_bytes(m.total_bytes) + (m.fits ? "" : " OOM");
     });
-  for (std::size_t i = 0; i < virtual_count; ++i)
+  for (std::size_t i = 0; i < virtual_count && virtual_count <= kDetailIpus; ++i)
     row(virtual_ipu_name(sim.runs.front().metrics.memory.ipus[i].id, placed) + " fullest tile", [i](const RunMetrics& r) {
       if (i >= r.memory.ipus.size()) return std::string("-");
       const IpuMemory& m = r.memory.ipus[i];
@@ -194,6 +258,24 @@ std::string render_table(const Scenario& sc, const Simulation& sim) {
       for (const StageStash& st : run.metrics.memory.stashes)
         if (std::find(stashes.begin(), stashes.end(), std::pair{st.stage, st.ipu}) == stashes.end())
           stashes.emplace_back(st.stage, st.ipu);
+    if (stashes.size() > kDetailIpus) {
+      row("deepest stash, " + std::to_string(stashes.size()) + " stages", [](const RunMetrics& r) {
+        const StageStash* deepest = nullptr;
+        for (const StageStash& st : r.memory.stashes)
+          if (!deepest || st.depth > deepest->depth) deepest = &st;
+        return deepest ? "x" + std::to_string(deepest->depth) + " (stage " + std::to_string(deepest->stage) + ")"
+                       : std::string("-");
+      });
+      row("largest stash", [](const RunMetrics& r) {
+        const StageStash* largest = nullptr;
+        for (const StageStash& st : r.memory.stashes)
+          if (!largest || st.slot_bytes * st.depth > largest->slot_bytes * largest->depth) largest = &st;
+        return largest ? format_bytes(largest->slot_bytes * largest->depth) + " (stage " +
+                             std::to_string(largest->stage) + ")"
+                       : std::string("-");
+      });
+      stashes.clear();
+    }
     for (const auto& stash : stashes) {
       const int s = stash.first, ipu = stash.second;  // clang 14 captures no structured bindings
       row("stash stage " + std::to_string(s) + " (" + virtual_ipu_name(ipu, placed) +
@@ -233,9 +315,20 @@ std::string render_table(const Scenario& sc, const Simulation& sim) {
   }
 
   for (const ModeRun& run : sim.runs) {
+    // Past three IPUs out of memory, the three fullest and a count (JSON: every one).
+    std::vector<const IpuMemory*> full;
     for (const IpuMemory& m : run.metrics.memory.ipus)
-      if (!m.fits)
-        out << "\nOUT OF MEMORY (" << mode_name(run.metrics.mode) << "): " << out_of_memory_verdict(m, placed) << "\n";
+      if (!m.fits) full.push_back(&m);
+    if (full.size() > kOutOfMemoryDetail)
+      std::stable_sort(full.begin(), full.end(), [](const IpuMemory* a, const IpuMemory* b) {
+        return a->fullest_tile_bytes / a->tile_capacity_bytes > b->fullest_tile_bytes / b->tile_capacity_bytes;
+      });
+    for (std::size_t i = 0; i < full.size() && i < kOutOfMemoryDetail; ++i)
+      out << "\nOUT OF MEMORY (" << mode_name(run.metrics.mode) << "): " << out_of_memory_verdict(*full[i], placed)
+          << "\n";
+    if (full.size() > kOutOfMemoryDetail)
+      out << "  ... and " << full.size() - kOutOfMemoryDetail << " more " << (placed ? "virtual IPUs" : "IPUs")
+          << " out of memory, less full (--json lists every one: runs[].memory.ipus)\n";
     if (!run.metrics.memory.fits && !run.metrics.memory.fixes.empty())
       out << "  It " << fixes_sentence(run.metrics.memory.fixes) << ".\n";
   }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <utility>
+#include <vector>
 
 #include "sim/base/units.hpp"
 
@@ -91,19 +92,39 @@ std::string bottleneck_sentence(const Json& run) {
   return out.empty() ? out : out + ".";
 }
 
-// IPUs whose memory does not fit, with the fullest tile against the tile's SRAM.
+// One IPU that does not fit: its fullest tile against the tile's SRAM (or its total).
+std::string overfull_ipu(const Json& m) {
+  std::string text = "vIPU " + std::to_string(integer(m, "virtualIpu"));
+  const double tile = num(m, "fullestTileBytes"), capacity = num(m, "tileCapacityBytes");
+  if (std::isfinite(tile) && capacity > 0) return text + " (fullest tile " + format_bytes(tile) + " of " + format_bytes(capacity) + ")";
+  if (const double total = num(m, "totalBytes"), cap = num(m, "capacityBytes"); cap > 0)
+    return text + " (" + format_bytes(total) + " of " + format_bytes(cap) + ")";
+  return text;
+}
+
+// How full an IPU is: its fullest tile's share of a tile, else its total's of the IPU.
+double fullness(const Json& m) {
+  const double tile = num(m, "fullestTileBytes"), capacity = num(m, "tileCapacityBytes");
+  if (std::isfinite(tile) && capacity > 0) return tile / capacity;
+  const double total = num(m, "totalBytes"), cap = num(m, "capacityBytes");
+  return cap > 0 ? total / cap : 0;
+}
+
+// IPUs whose memory does not fit, each with its fullest tile; past three, the fullest and a count.
 std::string memory_sentence(const Json& run, const std::string& label) {
   if (fits_in_memory(run) != 0) return "";
-  std::string ipus;
+  std::vector<const Json*> overfull;
   for (const Json& m : array_at(object_at(run, "memory"), "ipus")) {
     const Json* fits = field(m, "fits");
-    if (!fits || !fits->is_boolean() || fits->get<bool>()) continue;
-    ipus += (ipus.empty() ? "vIPU " : ", vIPU ") + std::to_string(integer(m, "virtualIpu"));
-    const double tile = num(m, "fullestTileBytes"), capacity = num(m, "tileCapacityBytes");
-    if (std::isfinite(tile) && capacity > 0)
-      ipus += " (fullest tile " + format_bytes(tile) + " of " + format_bytes(capacity) + ")";
-    else if (const double total = num(m, "totalBytes"), cap = num(m, "capacityBytes"); cap > 0)
-      ipus += " (" + format_bytes(total) + " of " + format_bytes(cap) + ")";
+    if (fits && fits->is_boolean() && !fits->get<bool>()) overfull.push_back(&m);
+  }
+  std::string ipus;
+  if (overfull.size() > 3) {
+    const Json* fullest = *std::max_element(overfull.begin(), overfull.end(),
+                                            [](const Json* a, const Json* b) { return fullness(*a) < fullness(*b); });
+    ipus = std::to_string(overfull.size()) + " virtual IPUs, the fullest " + overfull_ipu(*fullest);
+  } else {
+    for (const Json* m : overfull) ipus += (ipus.empty() ? "" : ", ") + overfull_ipu(*m);
   }
   std::string out = capitalised(label) + " does not fit in memory" + (ipus.empty() ? "" : " on " + ipus) + ".";
   // The settings the memory model found would make it fit (memory.fixes, best first).

@@ -7,6 +7,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "sim/base/units.hpp"
@@ -147,8 +148,12 @@ std::optional<chart::GroupedBarChart> fullest_tile_chart(const std::string& name
 void run_section(Builder& b, const Input& in, std::size_t number, const std::string& id) {
   const Json& doc = in.doc;
   const auto runs = ordered_runs(doc);
-  const auto caption = run_caption(doc, in.source);
+  // Where the run came from is said once, above its figures; each figure's caption points
+  // there (a caption repeating every setting ran to 8-10 lines at pod scale).
   const std::string name = summary_row_name(in);
+  const auto provenance = run_caption(doc, in.source);
+  const std::vector<std::string> caption{"Run " + std::to_string(number) + " (" + name + "), from " + in.source +
+                                         "; its scenario, command and settings open the section."};
   // Figure files are named by the scenario alone: its --set flags would crowd
   // out what the figure shows, and the figure number keeps names unique.
   const std::string file_stem = str(doc, "scenario").empty() ? name : str(doc, "scenario");
@@ -157,6 +162,14 @@ void run_section(Builder& b, const Input& in, std::size_t number, const std::str
   b.paragraph("Model " + or_dash(str(doc, "model")) + " on " + or_dash(str(doc, "config")) + ", from " + in.source +
                   ".",
               "meta");
+  for (const std::string& line : provenance) b.paragraph(line, "meta");
+  if (const Json& model = object_at(doc, "modelFigures"); std::isfinite(num(model, "parameters"))) {
+    std::string line = "Model: " + format_count(num(model, "parameters")) + " parameters, " +
+                       format_count(num(model, "modelFlopsPerSample")) + " model FLOPs per sample";
+    if (std::isfinite(num(model, "tokensPerSample")))
+      line += ", " + scalar_text(*field(model, "tokensPerSample")) + " tokens per sample";
+    b.paragraph(line + ".", "meta");
+  }
   b.findings(run_findings(doc));
 
   // (a) throughput, sharded against pipelined.
@@ -291,6 +304,20 @@ void run_section(Builder& b, const Input& in, std::size_t number, const std::str
     const double mine = num(r, "stepTimeSeconds");
     return s && mine > 0 ? format_fixed(num(*s, "stepTimeSeconds") / mine, 2) + "x" : std::string("-");
   });
+  // A language model's figures (runs[].llm): tokens per second, MFU, cost per million tokens.
+  const auto llm_number = [](const Json& r, const char* key) { return num(object_at(r, "llm"), key); };
+  if (std::any_of(runs.begin(), runs.end(), [&](const Json* r) { return std::isfinite(llm_number(*r, "tokensPerSecond")); }))
+    row("throughput (tokens)", [&](const Json& r) {
+      const double v = llm_number(r, "tokensPerSecond");
+      return std::isfinite(v) ? format_rate(v, "tokens/s") : std::string("-");
+    });
+  if (std::any_of(runs.begin(), runs.end(), [&](const Json* r) { return std::isfinite(llm_number(*r, "modelFlopsUtilization")); }))
+    row("model FLOPs utilisation", [&](const Json& r) { return percent(llm_number(r, "modelFlopsUtilization")); });
+  if (std::any_of(runs.begin(), runs.end(), [&](const Json* r) { return std::isfinite(llm_number(*r, "costPerMillionTokens")); }))
+    row("cost per 1M tokens", [&](const Json& r) {
+      const double v = llm_number(r, "costPerMillionTokens");
+      return std::isfinite(v) ? format_fixed(v, 2) : std::string("-");
+    });
   row("micro-batches per step", [](const Json& r) { return scalar_text(field(r, "microBatchesPerStep") ? *field(r, "microBatchesPerStep") : Json("-")); });
   row("samples per step", [](const Json& r) { return scalar_text(field(r, "samplesPerStep") ? *field(r, "samplesPerStep") : Json("-")); });
   row("latency mean", [](const Json& r) { return seconds(num(object_at(r, "latencySeconds"), "mean")); });
@@ -302,12 +329,35 @@ void run_section(Builder& b, const Input& in, std::size_t number, const std::str
   row("syncs share", [](const Json& r) { return percent(shares_of(r).sync); });
   row("host I/O share", [](const Json& r) { return percent(shares_of(r).host); });
   row("pipeline cycles", [](const Json& r) { return scalar_text(field(r, "cycles") ? *field(r, "cycles") : Json("-")); });
-  for (auto idv : ipu_ids)
-    row(ipu_label(runs, idv) + " utilisation", [idv](const Json& r) {
-      for (const Json& m : array_at(r, "ipus"))
-        if (integer(m, "id") == idv) return percent(num(m, "utilization"));
-      return std::string("-");
+  // Past 16 IPUs the lowest and the highest utilisation (the run document keeps every IPU).
+  if (ipu_ids.size() > 16) {
+    const auto ends = [](const Json& r) {
+      const Json* low = nullptr;
+      const Json* high = nullptr;
+      for (const Json& m : array_at(r, "ipus")) {
+        if (!low || num(m, "utilization") < num(*low, "utilization")) low = &m;
+        if (!high || num(m, "utilization") > num(*high, "utilization")) high = &m;
+      }
+      return std::pair{low, high};
+    };
+    row("utilisation, lowest", [&](const Json& r) {
+      const auto e = ends(r);
+      return e.first ? percent(num(*e.first, "utilization")) + " (IPU " + std::to_string(integer(*e.first, "id")) + ")"
+                     : std::string("-");
     });
+    row("utilisation, highest", [&](const Json& r) {
+      const auto e = ends(r);
+      return e.second ? percent(num(*e.second, "utilization")) + " (IPU " + std::to_string(integer(*e.second, "id")) + ")"
+                      : std::string("-");
+    });
+  } else {
+    for (auto idv : ipu_ids)
+      row(ipu_label(runs, idv) + " utilisation", [idv](const Json& r) {
+        for (const Json& m : array_at(r, "ipus"))
+          if (integer(m, "id") == idv) return percent(num(m, "utilization"));
+        return std::string("-");
+      });
+  }
   b.table(t, "Step metrics: " + name);
 
   std::vector<std::string> links;
@@ -315,6 +365,16 @@ void run_section(Builder& b, const Input& in, std::size_t number, const std::str
     for (const Json& l : array_at(*r, "links"))
       if (const std::string n = str(l, "name"); std::find(links.begin(), links.end(), n) == links.end())
         links.push_back(n);
+  // Past 16 links the 16 busiest (most bytes in any mode); the run document keeps every one.
+  constexpr std::size_t kLinksShown = 16;
+  const std::size_t link_count = links.size();
+  if (links.size() > kLinksShown) {
+    std::map<std::string, double> most;
+    for (const Json* r : runs)
+      for (const Json& l : array_at(*r, "links")) most[str(l, "name")] = std::max(most[str(l, "name")], num(l, "bytes", 0));
+    std::stable_sort(links.begin(), links.end(), [&](const std::string& x, const std::string& y) { return most[x] > most[y]; });
+    links.resize(kLinksShown);
+  }
   if (!links.empty()) {
     Table lt;
     lt.header.push_back("link");
@@ -329,7 +389,10 @@ void run_section(Builder& b, const Input& in, std::size_t number, const std::str
       }
       lt.rows.push_back(cells);
     }
-    b.table(lt, "Link traffic: " + name);
+    b.table(lt, "Link traffic: " + name +
+                    (link_count > links.size() ? " (the " + std::to_string(links.size()) + " busiest of " +
+                                                     std::to_string(link_count) + " links; the run document has all)"
+                                               : ""));
   }
   if (have_memory) b.table(memory_table, "Memory per IPU: " + name);
   b.close_section();
