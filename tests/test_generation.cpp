@@ -187,6 +187,75 @@ TEST_CASE("generation: refused with rule ids: training, no attention, phased, an
   CHECK_THAT(cache.err, Catch::Matchers::Contains("[scenario.bad-kv-cache]") && Catch::Matchers::Contains("sram"));
 }
 
+TEST_CASE("generation: quantised weights: bytes by hand, their decompression added to every step, groups that do not "
+          "tile refused", "[generation]") {
+  const test::TempDir dir;
+  const std::string model = llama(dir, "tiny", "--hidden 256 --heads 4 --kv-heads 2 --ffn 688 --vocab 1000 "
+                                               "--layers-per-ipu 1,1 --seq 96");
+  const nlohmann::json base = {{"promptTokens", 64}, {"newTokens", 9}};
+  auto with = [&](const nlohmann::json& extra) {
+    nlohmann::json g = base;
+    g.update(extra);
+    return generate(dir, model, g);
+  };
+  const auto f16 = with(nlohmann::json::object()), int8 = with({{"weightFormat", "int8"}});
+  const auto int4 = with({{"weightFormat", "int4"}, {"groupSize", 16}});
+  CHECK(int8["weightFormat"] == "int8");
+  CHECK(int4["groupSize"] == 16);
+  // The linear layers' weights (the embedding, a Gather's, stays float16). IPU 0, layer 0:
+  // q_proj 256x256, k_proj and v_proj 256x128, o_proj 256x256, gate_proj and up_proj 256x688,
+  // down_proj 688x256: 724,992 weights and 2,400 output columns; IPU 1 adds the head 256x1000:
+  // 980,992 weights, 3,400 columns. int8 holds a byte a weight and a float16 scale a column,
+  // int4 half a byte a weight and a float16 scale and bias per 16 along the contracted side.
+  const double held0 = f16["runs"][0]["ipus"][0]["weightBytes"].get<double>();
+  const double held1 = f16["runs"][0]["ipus"][1]["weightBytes"].get<double>();
+  CHECK(held0 - int8["runs"][0]["ipus"][0]["weightBytes"].get<double>() == 2 * 724992.0 - (724992.0 + 2 * 2400));
+  CHECK(held1 - int8["runs"][0]["ipus"][1]["weightBytes"].get<double>() == 2 * 980992.0 - (980992.0 + 2 * 3400));
+  CHECK(held0 - int4["runs"][0]["ipus"][0]["weightBytes"].get<double>() == 2 * 724992.0 - (724992.0 / 2 + 4 * 724992.0 / 16));
+  // Sharded, the IPUs decompress in turn: the prefill and every decode step grow by the sum.
+  for (const auto* q : {&int8, &int4}) {
+    const auto& run = (*q)["runs"][0];
+    const double each = run["ipus"][0]["dequantiseSeconds"].get<double>() + run["ipus"][1]["dequantiseSeconds"].get<double>();
+    CHECK(each > 0);
+    CHECK(std::abs(run["dequantiseSeconds"].get<double>() - each) < 1e-15);
+    CHECK(std::abs(run["timeToFirstTokenSeconds"].get<double>() -
+                   (f16["runs"][0]["timeToFirstTokenSeconds"].get<double>() + each)) < 1e-12);
+    CHECK(std::abs(run["meanTokenLatencySeconds"].get<double>() -
+                   (f16["runs"][0]["meanTokenLatencySeconds"].get<double>() + each)) < 1e-12);
+    CHECK(std::abs(run["decodeFloorSeconds"].get<double>() - (f16["runs"][0]["decodeFloorSeconds"].get<double>() + each)) <
+          1e-15);
+  }
+  // int4 makes four passes over each weight, int8 two.
+  CHECK(int4["runs"][0]["dequantiseSeconds"].get<double>() > int8["runs"][0]["dequantiseSeconds"].get<double>());
+  CHECK(f16["runs"][0]["dequantiseSeconds"] == 0);
+  // Four vector passes over every weight (each a compute set and its sync) outweigh the AMP's
+  // 16 B a cycle of reads: the floor is the decompression.
+  CHECK(int4["runs"][0]["dequantiseBound"] == true);
+  CHECK(f16["runs"][0]["dequantiseBound"] == false);
+
+  auto refused = [&](const nlohmann::json& extra, const std::string& command) {
+    nlohmann::json g = base;
+    g.update(extra);
+    const std::string s = dir.write("bad.json", nlohmann::json{{"model", model}, {"config", kPod16},
+                                                               {"execution", {{"mode", "sharded"}}}, {"generation", g}});
+    return test::run_ipusim({command, s});
+  };
+  for (const char* command : {"run", "validate"}) {
+    const auto group = refused({{"weightFormat", "int4"}, {"groupSize", 64}}, command);  // 688 = 16 x 43
+    CHECK(group.exit_code == 2);
+    CHECK_THAT(group.err, Catch::Matchers::Contains("[generation.group-size]") && Catch::Matchers::Contains("688"));
+  }
+  const auto odd = refused({{"weightFormat", "int4"}, {"groupSize", 6}}, "run");
+  CHECK(odd.exit_code == 2);
+  CHECK_THAT(odd.err, Catch::Matchers::Contains("[scenario.bad-group-size]"));
+  const auto lone = refused({{"weightFormat", "int8"}, {"groupSize", 16}}, "run");
+  CHECK(lone.exit_code == 2);
+  CHECK_THAT(lone.err, Catch::Matchers::Contains("[scenario.bad-group-size]"));
+  const auto format = refused({{"weightFormat", "int3"}}, "run");
+  CHECK(format.exit_code == 2);
+  CHECK_THAT(format.err, Catch::Matchers::Contains("[scenario.bad-weight-format]") && Catch::Matchers::Contains("int4"));
+}
+
 TEST_CASE("docs/generation.md shows what the shipped Llama 2 7B generation prints today", "[generation][docs]") {
   std::ifstream in(kSource + "/docs/generation.md");
   const std::string page((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -195,6 +264,8 @@ TEST_CASE("docs/generation.md shows what the shipped Llama 2 7B generation print
       {"run", serve},
       {"run", serve, "--set", "generation.tokensPerRun=128"},
       {"run", serve, "--set", "generation.kvCache=none"},
+      {"run", serve, "--set", "generation.tokensPerRun=128", "--set", "generation.weightFormat=int4", "--set",
+       "generation.groupSize=16", "--set", "execution.tensorParallel=8", "--set", "execution.replicas=2"},
       {"run", kSource + "/models/llama-2-7b.json", "--config", kPod16, "--set", "generation.promptTokens=512", "--set",
        "generation.newTokens=128", "--mode", "pipelined"}};
   for (const auto& args : runs) {

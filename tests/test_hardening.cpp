@@ -264,7 +264,8 @@ Json full_document(Format format) {
               {"replicas", 1}, {"tensorParallel", 1}, {"placement", {0, 1}}, {"numIOTiles", 0}, {"sequencesPerSample", 1},
               {"accumulateOuterFragmentSettings", {{"excludedVirtualGraphs", {0}}}},
               {"executionPhaseSettings", {{"stages", 2}}}, {"batchSerializationSettings", {{"factor", 1}}}}},
-            {"generation", {{"promptTokens", 8}, {"newTokens", 4}, {"tokensPerRun", 1}}}};
+            {"generation",
+             {{"promptTokens", 8}, {"newTokens", 4}, {"tokensPerRun", 1}, {"weightFormat", "int4"}, {"groupSize", 64}}}};
   case Format::Sweep:
     return {{"scenario", "x.json"},
             {"axes",

@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "sim/cost/op_work.hpp"
+#include "sim/generation/weight_quantisation.hpp"
 #include "sim/graph/model_graph.hpp"
 #include "sim/io/decode_step.hpp"
 #include "sim/io/model_loader.hpp"
@@ -60,8 +61,11 @@ public:
     GenerationRun r;
     r.mode = mode_;
     r.groups = groups_;
-    r.time_to_first_token_s =
-        run_step(sc_, resequenced_model(whole_, layout_, g_.prompt_tokens), mode_, groups_).seconds();
+    const StepRun prefill = run_step(sc_, resequenced_model(whole_, layout_, g_.prompt_tokens), mode_, groups_);
+    quantised_ = quantise_weights(prefill.scenario.model, g_, prefill.scenario.hardware.ipu, prefill.scenario.execution,
+                                  sc_.file);
+    r.dequantise_s = dequantise_step_seconds();
+    r.time_to_first_token_s = prefill.seconds() + r.dequantise_s;
     r.total_s = r.time_to_first_token_s;
     const std::int64_t first = g_.prompt_tokens + 1, last = g_.prompt_tokens + g_.new_tokens - 1;
     if (g_.new_tokens >= 2) {
@@ -95,7 +99,17 @@ private:
   double token_latency(const StepRun& step, std::int64_t context) const {
     const double turn = sc_.hardware.host_link.run_overhead_s;
     const double per_run = turn / static_cast<double>(g_.tokens_per_run);
-    return step.seconds() - turn + per_run + kv_read_seconds(context);
+    return step.seconds() - turn + per_run + kv_read_seconds(context) + dequantise_step_seconds();
+  }
+
+  // Decompressing quantised weights in one step: sharded, the IPUs take a token in turn, each
+  // decompressing its weights; pipelined, every IPU decompresses them for each group's token,
+  // at once, so the step grows by at most the slowest IPU's share (an upper bound: the engine
+  // does not run the decompression).
+  double dequantise_step_seconds() const {
+    double sum = 0, most = 0;
+    for (const auto& [ipu, q] : quantised_) sum += q.dequantise_s, most = std::max(most, q.dequantise_s);
+    return mode_ == Mode::Pipelined ? most * static_cast<double>(groups_) : sum;
   }
 
   double kv_bytes(int ipu, std::int64_t context) const {
@@ -124,29 +138,40 @@ private:
       flops[static_cast<int>(op.virtual_graph.value_or(0))] +=
           op.flops.value_or(derived_flops_per_sample(m, op)) * static_cast<double>(sc_.execution.micro_batch_size);
     const auto& memory = step.sim.runs.at(0).metrics.memory;
+    double busiest_term = 0, dequantise = 0;  // summed over the IPUs
     for (const PlanIpu& p : step.sim.plan.ipus) {
       GenerationIpu g;
       g.id = p.id;
-      g.weight_bytes = p.weight_bytes;
+      const auto q = quantised_.find(p.id);
+      const QuantisedIpu quantised = q == quantised_.end() ? QuantisedIpu{} : q->second;
+      g.weight_bytes = p.weight_bytes - quantised.float16_bytes + quantised.stored_bytes;
+      g.dequantise_s = quantised.dequantise_s;
       g.decode_flops = flops[p.id];
       g.kv_cache_bytes = g_.kv_cache == KvCache::Sram ? kv_bytes(p.id, context) : 0;
       for (const IpuMemory& im : memory.ipus)
         if (im.id == p.id) {
           g.tile_capacity_bytes = im.tile_capacity_bytes;
-          g.fullest_tile_bytes = im.fullest_tile_bytes + g.kv_cache_bytes / static_cast<double>(ipu.tiles);
+          // The compressed weights spread over the tiles as the float16 ones were, and the
+          // largest decompressed weight lives while its matmul runs.
+          g.fullest_tile_bytes = im.fullest_tile_bytes + (g.kv_cache_bytes + quantised.stored_bytes -
+                                                          quantised.float16_bytes + quantised.largest_float16_bytes) /
+                                                             static_cast<double>(ipu.tiles);
         }
       g.fits = g.fullest_tile_bytes <= g.tile_capacity_bytes;
-      g.weight_read_s = g.weight_bytes / weight_read_rate;
+      g.weight_read_s = p.weight_bytes / weight_read_rate;  // the AMP reads them in float16
       g.compute_s = g.decode_flops / (static_cast<double>(ipu.tiles) *
                                       ipu.flops_per_cycle_per_tile(layout_.cache_dtype) * ipu.clock_hz);
       // Sharded, the IPUs take a token in turn; pipelined, the busiest one takes every group's.
-      const double floor = std::max(g.weight_read_s, g.compute_s);
+      const double floor = std::max(g.weight_read_s, g.compute_s) + g.dequantise_s;
       if (mode_ == Mode::Pipelined) r.decode_floor_s = std::max(r.decode_floor_s, floor * static_cast<double>(groups_));
       else r.decode_floor_s += floor;
       r.weight_bound = r.weight_bound && g.weight_read_s >= g.compute_s;
+      busiest_term += std::max(g.weight_read_s, g.compute_s);
+      dequantise += g.dequantise_s;
       r.fits = r.fits && g.fits;
       r.ipus.push_back(g);
     }
+    r.dequantise_bound = dequantise > busiest_term;
   }
 
   const Scenario& sc_;
@@ -155,6 +180,7 @@ private:
   Model whole_;
   SequenceLayout layout_;
   std::int64_t groups_;
+  std::map<int, QuantisedIpu> quantised_;  // per IPU; empty for float16 weights
 };
 
 } // namespace
@@ -169,6 +195,7 @@ void check_generation(const Scenario& sc, const std::vector<Mode>& modes) {
                        "generation runs sharded or pipelined (weights resident); phased generation, its weights "
                        "streamed in for every token, is not modelled yet: give --mode sharded or pipelined");
   find_sequence_layout(sc.unsharded ? sc.unsharded->model : sc.model, sc.model.file);
+  quantise_weights(sc.model, *sc.generation, sc.hardware.ipu, sc.execution, sc.file);  // an int4 group that does not tile
 }
 
 GenerationReport simulate_generation(const Scenario& sc, const std::vector<Mode>& modes, std::ostream* notes) {

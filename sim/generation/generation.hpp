@@ -13,7 +13,7 @@ namespace ipusim {
 
 struct GenerationIpu {
   int id = 0;
-  double weight_bytes = 0;            // of the decode step's plan
+  double weight_bytes = 0;            // held: the decode step's plan's, compressed by the weight format
   double decode_flops = 0;            // of one decode step of one group (microBatchSize sequences)
   double kv_cache_bytes = 0;          // at the last token's context, all its sequences
   double fullest_tile_bytes = 0;      // the decode step's fullest tile, with its share of the cache
@@ -23,6 +23,7 @@ struct GenerationIpu {
   // AMP's 16 B weight load per cycle, ampWeightLoadBytesPerCycle) against its FLOPs at peak.
   double weight_read_s = 0;
   double compute_s = 0;
+  double dequantise_s = 0;            // decompressing its quantised weights, once per token pass
 };
 
 struct GenerationRun {
@@ -39,10 +40,13 @@ struct GenerationRun {
   double tokens_per_s_per_replica = 0;  // end to end: sequences x new tokens / total
   double tokens_per_s = 0;            // the system: x replicas
   double kv_cache_read_s = 0;         // streaming-memory cache: of the mean latency, reading it back
-  // A decode step at best: the sum over IPUs of max(weight reads, compute) sharded (they take a
-  // token in turn); pipelined, the busiest IPU's times the groups.
+  double dequantise_s = 0;            // quantised weights: of every step (prefill and decode), decompressing them
+  // A decode step at best: the sum over IPUs of max(weight reads, compute) (+ decompressing
+  // quantised weights) sharded (they take a token in turn); pipelined, the busiest IPU's
+  // times the groups.
   double decode_floor_s = 0;
-  bool weight_bound = true;           // the floor is the weights' reads, not compute
+  bool weight_bound = true;           // of reading weights and compute, the reads weigh more
+  bool dequantise_bound = false;      // decompressing quantised weights weighs more than either
   bool fits = true;
   std::vector<GenerationIpu> ipus;
 };

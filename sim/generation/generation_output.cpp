@@ -64,8 +64,13 @@ Rows table_rows(const GenerationReport& r) {
   rows.push_back({"  the system", cells(r, [](const GenerationRun& run) { return format_rate(run.tokens_per_s, "tokens/s"); })});
   rows.push_back({"Total", cells(r, [](const GenerationRun& run) { return format_seconds(run.total_s); })});
   rows.push_back({"Decode floor", cells(r, [](const GenerationRun& run) {
-               return format_seconds(run.decode_floor_s) + (run.weight_bound ? " (weights)" : " (compute)");
+               return format_seconds(run.decode_floor_s) +
+                      (run.dequantise_bound ? " (decompression)" : run.weight_bound ? " (weights)" : " (compute)");
              })});
+  if (r.settings.weight_format != WeightFormat::Float16)
+    rows.push_back({"  decompressing weights", cells(r, [](const GenerationRun& run) {
+                      return format_seconds(run.dequantise_s) + " a step";
+                    })});
   rows.push_back({"Memory (decode, last token)", cells(r, memory_text)});
   return rows;
 }
@@ -80,8 +85,12 @@ std::string render_generation_table(const Scenario& sc, const GenerationReport& 
       << " sequence(s) per micro-batch (pipelined: a micro-batch per stage in flight) x " << r.replicas
       << " replica(s); " << cache_text(r) << "; "
       << (g.tokens_per_run == 1 ? std::string("a host round trip per token")
-                                : std::to_string(g.tokens_per_run) + " tokens per run on the device")
-      << "\n\n";
+                                : std::to_string(g.tokens_per_run) + " tokens per run on the device");
+  if (g.weight_format != WeightFormat::Float16)
+    out << "; linear layers' weights in " << weight_format_name(g.weight_format)
+        << (g.weight_format == WeightFormat::Int4 ? " (groups of " + std::to_string(g.group_size) + ")" : "")
+        << ", decompressed to float16 before each matmul";
+  out << "\n\n";
   const auto rows = table_rows(r);
   std::size_t width = 0;
   for (const auto& [label, row_cells] : rows)
@@ -96,11 +105,17 @@ std::string render_generation_table(const Scenario& sc, const GenerationReport& 
     const std::string where = t > 1                         ? " on each IPU of a tensor-parallel group of " + std::to_string(t)
                               : run.mode == Mode::Pipelined ? " summed over the IPUs (the busiest takes every micro-batch's)"
                                                             : " over the IPUs in turn";
+    const bool quantised = r.settings.weight_format != WeightFormat::Float16;
     out << "\nWhy (" << mode_name(run.mode) << "): a decode step reads every weight once per micro-batch of "
-        << r.sequences << " sequence(s): " << format_bytes(weights) << " of weights read from SRAM take "
+        << r.sequences << " sequence(s): " << format_bytes(weights) << " of weights"
+        << (quantised ? " (held in " + weight_format_name(r.settings.weight_format) + ", decompressed in " +
+                            format_seconds(run.dequantise_s) + " a step)"
+                      : "")
+        << " read from SRAM take "
         << format_seconds(reads) << where << ", their FLOPs " << format_seconds(compute)
         << " at peak, so the step is bound by "
-        << (run.weight_bound ? "weight bandwidth" : "compute") << " (floor " << format_seconds(run.decode_floor_s)
+        << (run.dequantise_bound ? "decompressing its weights" : run.weight_bound ? "weight bandwidth" : "compute")
+        << " (floor " << format_seconds(run.decode_floor_s)
         << "); the simulated step, " << format_seconds(run.mean_token_latency_s)
         << ", adds each op's exchange and sync, the copies and collectives between IPUs and the host's turn. KV "
            "cache in SRAM at the last token: "
@@ -122,19 +137,22 @@ nlohmann::json generation_json(const Scenario& sc, const GenerationReport& r) {
                       {"tileCapacityBytes", ipu.tile_capacity_bytes},
                       {"fits", ipu.fits},
                       {"weightReadSeconds", ipu.weight_read_s},
-                      {"computeSeconds", ipu.compute_s}});
+                      {"computeSeconds", ipu.compute_s},
+                      {"dequantiseSeconds", ipu.dequantise_s}});
     runs.push_back({{"mode", mode_name(run.mode)},
                     {"timeToFirstTokenSeconds", run.time_to_first_token_s},
                     {"firstTokenLatencySeconds", run.first_token_latency_s},
                     {"lastTokenLatencySeconds", run.last_token_latency_s},
                     {"meanTokenLatencySeconds", run.mean_token_latency_s},
                     {"kvCacheReadSeconds", run.kv_cache_read_s},
+                    {"dequantiseSeconds", run.dequantise_s},
                     {"totalSeconds", run.total_s},
                     {"decodeTokensPerSecond", run.decode_tokens_per_s},
                     {"tokensPerSecondPerReplica", run.tokens_per_s_per_replica},
                     {"tokensPerSecond", run.tokens_per_s},
                     {"decodeFloorSeconds", run.decode_floor_s},
                     {"weightBound", run.weight_bound},
+                    {"dequantiseBound", run.dequantise_bound},
                     {"fits", run.fits},
                     {"ipus", ipus}});
   }
@@ -144,6 +162,9 @@ nlohmann::json generation_json(const Scenario& sc, const GenerationReport& r) {
           {"newTokens", r.settings.new_tokens},
           {"kvCache", kv_cache_name(r.settings.kv_cache)},
           {"tokensPerRun", r.settings.tokens_per_run},
+          {"weightFormat", weight_format_name(r.settings.weight_format)},
+          {"groupSize", r.settings.weight_format == WeightFormat::Int4 ? nlohmann::json(r.settings.group_size)
+                                                                       : nlohmann::json(nullptr)},
           {"sequences", r.sequences},
           {"replicas", r.replicas},
           {"modelSequence", r.model_sequence},

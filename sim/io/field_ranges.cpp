@@ -97,6 +97,8 @@ const std::vector<FieldRange>& field_ranges() {
       {Format::Scenario, "/generation/newTokens", 1, 1e7, kClosed, "tokens", nullptr, "tokens generated one at a time"},
       {Format::Scenario, "/generation/tokensPerRun", 1, 1e7, kClosed, "tokens", nullptr,
        "tokens generated on the device per program run; 1 = a host round trip per token"},
+      {Format::Scenario, "/generation/groupSize", 4, 65536, kClosed, "weights", nullptr,
+       "int4: weights sharing a scale and bias, a multiple of 4"},
       {Format::Scenario, "/execution/gradientAccumulation", 1, 1e8, kClosed, "micro-batches", nullptr,
        "G; the run's own size is checked against memory before simulating"},
       {Format::Scenario, "/execution/batchesPerStep", 1, 1e8, kClosed, "", nullptr, "per step"},

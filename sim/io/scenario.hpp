@@ -96,6 +96,14 @@ struct Execution {
 enum class KvCache { Sram, StreamingMemory, None };
 std::string kv_cache_name(KvCache cache);
 
+// How a generation stores its linear layers' weights (docs/generation.md): half precision as
+// trained; int8 with a float16 scale per output column (ONNX DequantizeLinear per axis); or
+// 4-bit groups, a float16 scale and bias per group of group_size along the contracted
+// dimension, four to a uint16 (PopXL's group_quantise_weights, popxl-addons'
+// group_quantize_decompress). Quantised weights are decompressed to float16 before each use.
+enum class WeightFormat { Float16, Int8, Int4 };
+std::string weight_format_name(WeightFormat format);
+
 // Autoregressive inference (the scenario's "generation"): a prompt of prompt_tokens is read
 // (prefill), then new_tokens are generated one at a time, microBatchSize sequences at once.
 struct Generation {
@@ -106,6 +114,8 @@ struct Generation {
   // the host's turn between runs is paid once per this many tokens; 1 = a host round trip
   // per token.
   std::int64_t tokens_per_run = 1;
+  WeightFormat weight_format = WeightFormat::Float16;
+  std::int64_t group_size = 64;  // int4: weights per scale and bias (PopXL's recommended 64)
 };
 
 // What a tensor-parallel scenario was loaded from, before sharding: the model as the file

@@ -35,6 +35,15 @@ std::string kv_cache_name(KvCache cache) {
   return "?";
 }
 
+std::string weight_format_name(WeightFormat format) {
+  switch (format) {
+  case WeightFormat::Float16: return "float16";
+  case WeightFormat::Int8: return "int8";
+  case WeightFormat::Int4: return "int4";
+  }
+  return "?";
+}
+
 std::string optimizer_name(Optimizer optimizer) {
   switch (optimizer) {
   case Optimizer::Sgd: return "sgd";
@@ -294,6 +303,22 @@ Generation read_generation(ObjectReader r) {
   else throw r.error("kvCache", "scenario.bad-kv-cache",
                      "kvCache is \"sram\", \"streaming-memory\" or \"none\", got \"" + cache + "\"" +
                          did_you_mean(cache, {"sram", "streaming-memory", "none"}));
+  const std::string format = r.optional_string("weightFormat", "float16");
+  if (format == "float16") g.weight_format = WeightFormat::Float16;
+  else if (format == "int8") g.weight_format = WeightFormat::Int8;
+  else if (format == "int4") g.weight_format = WeightFormat::Int4;
+  else throw r.error("weightFormat", "scenario.bad-weight-format",
+                     "weightFormat is \"float16\", \"int8\" or \"int4\", got \"" + format + "\"" +
+                         did_you_mean(format, {"float16", "int8", "int4"}));
+  g.group_size = r.optional_int("groupSize", 64);
+  if (g.group_size % 4 != 0)
+    throw r.error("groupSize", "scenario.bad-group-size",
+                  "groupSize " + std::to_string(g.group_size) +
+                      " is not a multiple of 4 (four 4-bit weights are packed in a uint16, as PopXL's "
+                      "group_quantise_weights requires); PopXL recommends 64");
+  if (r.has("groupSize") && g.weight_format != WeightFormat::Int4)
+    throw r.error("groupSize", "scenario.bad-group-size",
+                  "groupSize applies to weightFormat \"int4\" only; remove it or set weightFormat to int4");
   r.finish();
   return g;
 }
