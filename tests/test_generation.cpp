@@ -159,7 +159,7 @@ TEST_CASE("generation: the decode step's shapes: one query over the cached conte
   CHECK(d.tensor("input_ids").shape == std::vector<std::int64_t>{1});
 }
 
-TEST_CASE("generation: refused with rule ids: training, no attention, phased, an unknown cache", "[generation]") {
+TEST_CASE("generation: refused with rule ids: training, no attention, quantised phased, an unknown cache", "[generation]") {
   const test::TempDir dir;
   const std::string tiny = llama(dir, "tiny", "--hidden 256 --heads 4 --ffn 688 --vocab 1000 --layers-per-ipu 1,1 --seq 96");
   auto refused = [&](const std::string& model, const nlohmann::json& execution, const nlohmann::json& generation) {
@@ -174,7 +174,12 @@ TEST_CASE("generation: refused with rule ids: training, no attention, phased, an
   const auto mlp = refused(kSource + "/models/mlp.json", nlohmann::json::object(), g);
   CHECK(mlp.exit_code == 2);
   CHECK_THAT(mlp.err, Catch::Matchers::Contains("[generation.no-attention]"));
-  const auto phased = refused(tiny, {{"mode", "phased"}}, g);
+  // Phased generation streams float16 weights: quantised ones are refused there.
+  const std::string phased_tiny = llama(dir, "phased", "--hidden 256 --heads 4 --ffn 688 --vocab 1000 --layers 2 "
+                                                       "--phased 1 --seq 96");
+  nlohmann::json quantised = g;
+  quantised["weightFormat"] = "int8";
+  const auto phased = refused(phased_tiny, {{"mode", "phased"}, {"executionPhaseSettings", {{"stages", 1}}}}, quantised);
   CHECK(phased.exit_code == 2);
   CHECK_THAT(phased.err, Catch::Matchers::Contains("[scenario.generation-mode]"));
   // --seq 256 with --hidden 256: the sequence cannot be told from the width.
@@ -256,11 +261,36 @@ TEST_CASE("generation: quantised weights: bytes by hand, their decompression add
   CHECK_THAT(format.err, Catch::Matchers::Contains("[scenario.bad-weight-format]") && Catch::Matchers::Contains("int4"));
 }
 
+TEST_CASE("generation: phased, every token streams the weights in from Streaming Memory", "[generation]") {
+  const test::TempDir dir;
+  const std::string model = llama(dir, "phased", "--hidden 256 --heads 4 --kv-heads 2 --ffn 688 --vocab 1000 "
+                                                 "--layers 2 --phased 1 --seq 96");
+  const std::string scenario = dir.write(
+      "serve.json", nlohmann::json{{"model", model},
+                                   {"config", kPod16},
+                                   {"execution", {{"mode", "phased"}, {"executionPhaseSettings", {{"stages", 1}}}}},
+                                   {"generation", {{"promptTokens", 64}, {"newTokens", 9}, {"tokensPerRun", 8}}}});
+  const test::Result r = test::run_ipusim({"run", scenario, "--json"});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const auto run = nlohmann::json::parse(r.out)["generation"]["runs"][0];
+  CHECK(run["mode"] == "phased");
+  // Every phase on IPU 0 (stages 1): its weights, all of them, streamed in every step at the
+  // Bow-2000's Streaming Memory bandwidth, 38.4 GB/s (configs/ipu-m2000.json).
+  REQUIRE(run["ipus"].size() == 1);
+  const double weights = run["ipus"][0]["weightBytes"].get<double>();
+  CHECK(std::abs(run["ipus"][0]["weightReadSeconds"].get<double>() / (weights / 38.4e9) - 1) < 1e-12);
+  CHECK(run["weightBound"] == true);
+  CHECK(std::abs(run["decodeFloorSeconds"].get<double>() / (weights / 38.4e9) - 1) < 1e-12);
+  // The simulated step streams them too, and adds the host's turn shared by 8 tokens and the ops.
+  CHECK(run["firstTokenLatencySeconds"].get<double>() > weights / 38.4e9 + 0.048 / 8);
+}
+
 TEST_CASE("docs/generation.md shows what the shipped Llama 2 7B generation prints today", "[generation][docs]") {
   std::ifstream in(kSource + "/docs/generation.md");
   const std::string page((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   const std::string serve = kSource + "/scenarios/llama-2-7b-serve-pod16.json";
-  const std::vector<std::vector<std::string>> runs{
+  std::vector<std::vector<std::string>> runs{
       {"run", serve},
       {"run", serve, "--set", "generation.tokensPerRun=128"},
       {"run", serve, "--set", "generation.kvCache=none"},
@@ -268,6 +298,15 @@ TEST_CASE("docs/generation.md shows what the shipped Llama 2 7B generation print
        "generation.groupSize=16", "--set", "execution.tensorParallel=8", "--set", "execution.replicas=2"},
       {"run", kSource + "/models/llama-2-7b.json", "--config", kPod16, "--set", "generation.promptTokens=512", "--set",
        "generation.newTokens=128", "--mode", "pipelined"}};
+  // Phased: GPT-J 6B generated as the page says.
+  const test::TempDir dir;
+  const std::string gptj = dir.root() / "gpt-j-6b.json";
+  REQUIRE(std::system(("/usr/bin/python3 '" + kSource + "/scripts/make_gpt_model.py' --preset gpt-j-6b --phased 1 "
+                       "--seq 2048 -o '" + gptj + "'").c_str()) == 0);
+  runs.push_back({"run", gptj, "--config", kPod16, "--mode", "phased", "--set", "execution.tensorParallel=16", "--set",
+                  "execution.executionPhaseSettings.stages=1", "--set", "execution.numIOTiles=128", "--set",
+                  "generation.promptTokens=512", "--set", "generation.newTokens=128", "--set",
+                  "generation.tokensPerRun=128"});
   for (const auto& args : runs) {
     const test::Result r = test::run_ipusim(args);
     INFO(r.err);

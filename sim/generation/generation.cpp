@@ -131,7 +131,11 @@ private:
 
   void account_ipus(GenerationRun& r, const StepRun& step, std::int64_t context) const {
     const IpuSpec& ipu = step.scenario.hardware.ipu;
-    const double weight_read_rate = static_cast<double>(ipu.tiles) * ipu.tile.amp_weight_load_bytes_per_cycle * ipu.clock_hz;
+    // Resident weights are read from SRAM by the AMP; phased, every phase streams its weights
+    // in from Streaming Memory at the IPU's share of its bandwidth, every step.
+    const double weight_read_rate =
+        mode_ == Mode::Phased ? step.scenario.hardware.streaming_memory.bandwidth_bytes_per_s
+                              : static_cast<double>(ipu.tiles) * ipu.tile.amp_weight_load_bytes_per_cycle * ipu.clock_hz;
     std::map<int, double> flops;
     const Model& m = step.scenario.model;
     for (const Op& op : m.ops)
@@ -189,11 +193,14 @@ void check_generation(const Scenario& sc, const std::vector<Mode>& modes) {
   if (sc.execution.training)
     throw InputError(sc.file, "/execution/training", "scenario.generation-training",
                      "generation is inference: remove execution.training (or the generation block to train)");
+  // Phased, the engine streams every phase's weights in float16; compressed streams are not
+  // modelled, and decompressing beside them would make a figure that is neither.
   for (Mode mode : modes)
-    if (mode == Mode::Phased)
-      throw InputError(sc.file, "/generation", "scenario.generation-mode",
-                       "generation runs sharded or pipelined (weights resident); phased generation, its weights "
-                       "streamed in for every token, is not modelled yet: give --mode sharded or pipelined");
+    if (mode == Mode::Phased && sc.generation->weight_format != WeightFormat::Float16)
+      throw InputError(sc.file, "/generation/weightFormat", "scenario.generation-mode",
+                       "phased generation streams its weights in float16; quantised weights (" +
+                           weight_format_name(sc.generation->weight_format) +
+                           ") are modelled resident only: give --mode sharded or pipelined, or weightFormat float16");
   find_sequence_layout(sc.unsharded ? sc.unsharded->model : sc.model, sc.model.file);
   quantise_weights(sc.model, *sc.generation, sc.hardware.ipu, sc.execution, sc.file);  // an int4 group that does not tile
 }

@@ -20,7 +20,8 @@ struct GenerationIpu {
   double tile_capacity_bytes = 0;
   bool fits = true;
   // One group's decode step on this IPU at best: its weights read once from SRAM (tiles x the
-  // AMP's 16 B weight load per cycle, ampWeightLoadBytesPerCycle) against its FLOPs at peak.
+  // AMP's 16 B weight load per cycle, ampWeightLoadBytesPerCycle), phased streamed in from
+  // Streaming Memory, against its FLOPs at peak.
   double weight_read_s = 0;
   double compute_s = 0;
   double dequantise_s = 0;            // decompressing its quantised weights, once per token pass
@@ -61,7 +62,7 @@ struct GenerationReport {
 };
 
 // Refuses (InputError) what a generation cannot run: training (scenario.generation-training),
-// the phased mode (scenario.generation-mode), a model without attention or whose sequence
+// quantised weights phased (scenario.generation-mode), a model without attention or whose sequence
 // cannot be told apart (sim/io/decode_step.hpp). simulate_generation checks it first; validate too.
 void check_generation(const Scenario& scenario, const std::vector<Mode>& modes);
 

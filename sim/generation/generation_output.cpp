@@ -111,7 +111,7 @@ std::string render_generation_table(const Scenario& sc, const GenerationReport& 
         << (quantised ? " (held in " + weight_format_name(r.settings.weight_format) + ", decompressed in " +
                             format_seconds(run.dequantise_s) + " a step)"
                       : "")
-        << " read from SRAM take "
+        << (run.mode == Mode::Phased ? " streamed in from Streaming Memory take " : " read from SRAM take ")
         << format_seconds(reads) << where << ", their FLOPs " << format_seconds(compute)
         << " at peak, so the step is bound by "
         << (run.dequantise_bound ? "decompressing its weights" : run.weight_bound ? "weight bandwidth" : "compute")
