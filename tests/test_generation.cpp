@@ -15,6 +15,7 @@
 #include <string>
 
 #include "cli_runner.hpp"
+#include "sim/base/units.hpp"
 #include "sim/io/decode_step.hpp"
 #include "sim/io/model_loader.hpp"
 #include "temp_dir.hpp"
@@ -284,6 +285,36 @@ TEST_CASE("generation: phased, every token streams the weights in from Streaming
   CHECK(std::abs(run["decodeFloorSeconds"].get<double>() / (weights / 38.4e9) - 1) < 1e-12);
   // The simulated step streams them too, and adds the host's turn shared by 8 tokens and the ops.
   CHECK(run["firstTokenLatencySeconds"].get<double>() > weights / 38.4e9 + 0.048 / 8);
+}
+
+TEST_CASE("generation: ipusim report reads a generation document: its figures as the JSON has them", "[generation][report]") {
+  const test::TempDir dir;
+  const std::string doc = dir.path("serve.json");
+  const test::Result run =
+      test::run_ipusim({"run", kSource + "/scenarios/llama-2-7b-serve-pod16.json", "--json", "-o", doc});
+  REQUIRE(run.exit_code == 0);
+  const test::Result report = test::run_ipusim({"report", doc, "-o", dir.path("report")});
+  INFO(report.err);
+  REQUIRE(report.exit_code == 0);
+  std::ifstream in(dir.path("report") + "/report.md");
+  const std::string md((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::ifstream json(doc);
+  const auto g = nlohmann::json::parse(json)["generation"];
+  const auto& sharded = g["runs"][0];
+  using Catch::Matchers::Contains;
+  CHECK_THAT(md, Contains("(generation)") && Contains("## Generation 1: llama-2-7b-serve-pod16"));
+  CHECK_THAT(md, Contains("| time to first token | " + format_seconds(sharded["timeToFirstTokenSeconds"].get<double>())));
+  CHECK_THAT(md, Contains("| end to end tokens/s (system) | " +
+                          format_rate(sharded["tokensPerSecond"].get<double>(), "tokens/s")));
+  CHECK_THAT(md, Contains("| decode step bound by | weights (floor " +
+                          format_seconds(sharded["decodeFloorSeconds"].get<double>()) + ")"));
+  // A generation run without its figures is refused, naming the run.
+  auto broken = nlohmann::json::parse(std::ifstream(doc));
+  broken["generation"]["runs"][0].erase("tokensPerSecond");
+  const std::string bad = dir.write("bad.json", broken.dump());
+  const test::Result refused = test::run_ipusim({"report", bad, "-o", dir.path("bad-report")});
+  CHECK(refused.exit_code == 2);
+  CHECK_THAT(refused.err, Contains("[report.bad-run]") && Contains("/generation/runs/0"));
 }
 
 TEST_CASE("docs/generation.md shows what the shipped Llama 2 7B generation prints today", "[generation][docs]") {

@@ -15,7 +15,7 @@
 
 namespace ipusim::report {
 
-enum class InputKind { Run, Sweep, Trace };
+enum class InputKind { Run, Sweep, Trace, Generation };
 
 struct SweepPoint {
   std::int64_t index = 0;
@@ -50,14 +50,14 @@ struct TraceData {
 struct Input {
   InputKind kind = InputKind::Run;
   std::string source;          // the path as given on the command line
-  nlohmann::json doc;          // Run: the run document
+  nlohmann::json doc;          // Run: the run document; Generation: the generation document
   TraceData trace;             // Trace
   std::string sweep_name;      // Sweep: sweep.json's "name", else the folder's name
   std::vector<SweepPoint> points;  // Sweep: in file order
 };
 
 // What `path` holds, judged by content: a folder (or a results.jsonl) of a sweep, a
-// trace-event document ("traceEvents"), or a run document ("runs"). Throws InputError
+// trace-event document ("traceEvents"), a run document ("runs") or a generation's ("generation"). Throws InputError
 // (rule report.input-kind) for anything else.
 InputKind detect_input_kind(const std::string& path);
 

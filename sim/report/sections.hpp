@@ -1,6 +1,6 @@
 #pragma once
 // The sections of a report, one per input: a run document (run_section.cpp), a sweep
-// (sweep_section.cpp) and a trace (trace_section.cpp). Each opens with its findings,
+// (sweep_section.cpp), a trace (trace_section.cpp) and a generation (generation_section.cpp). Each opens with its findings,
 // then its figures and tables.
 #include <cstddef>
 #include <optional>
@@ -15,6 +15,7 @@ namespace ipusim::report {
 
 void run_section(Builder& b, const Input& in, std::size_t number, const std::string& id);
 void sweep_section(Builder& b, const Input& in, std::size_t number, const std::string& id);
+void generation_section(Builder& b, const Input& in, std::size_t number, const std::string& id);
 // `inputs`: every input, to find the run document a trace's process came from.
 void trace_section(Builder& b, const Input& in, std::size_t number, const std::string& id,
                    const std::vector<Input>& inputs);
