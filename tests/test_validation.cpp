@@ -68,6 +68,34 @@ TEST_CASE("validation compares each entry's simulated throughput with its publis
   CHECK_THAT(table, Catch::Contains("+100.0 %") && Catch::Contains("-50.0 %") && Catch::Contains("mean absolute error 75.0 %"));
 }
 
+TEST_CASE("validation --decompose splits each step into per micro-batch and per step, exactly", "[validation]") {
+  TempDir dir;
+  const fs::path list = dir.root() / "list.json";
+  const std::string scenario = (kSource / "scenarios/mlp-training.json").string();
+  const Scenario sc = load_scenario(scenario, {});
+  const RunMetrics m = simulate(sc, {sc.execution.modes.back()}).runs.back().metrics;
+  std::string entry = mlp_entry("half", m.throughput_sequences_per_s / 2);
+  entry.replace(entry.find("mlp-inference.json"), std::string("mlp-inference.json").size(), "mlp-training.json");
+  write(list, R"({"entries": [)" + entry + "]}");
+  const PublishedList l = load_published_list(list.string());
+  const ValidationReport r = run_validation(l, {}, {}, true);
+  REQUIRE(r.rows.size() == 1);
+  REQUIRE(r.rows[0].split);
+  const StepSplit& s = *r.rows[0].split;
+  CHECK(s.micro_batches == static_cast<double>(m.micro_batches));
+  CHECK(s.per_step_s + s.micro_batches * s.per_micro_batch_s == Approx(m.step_time_s).epsilon(1e-12));
+  // The split is the engine's own: a run at 4x the micro-batches takes per_step + 4M per_micro_batch.
+  const Scenario four = load_scenario(scenario, {{"execution.gradientAccumulation", 4 * sc.execution.gradient_accumulation}});
+  const RunMetrics m4 = simulate(four, {four.execution.modes.back()}).runs.back().metrics;
+  CHECK(m4.step_time_s == Approx(s.per_step_s + 4 * s.micro_batches * s.per_micro_batch_s).epsilon(1e-9));
+  // Published at half the throughput: a step twice as long, all of the excess on the micro-batches.
+  CHECK(s.published_step_s == Approx(2 * m.step_time_s).epsilon(1e-6));  // the list holds 6 decimals
+  CHECK(s.implied_per_micro_batch_s == Approx((s.published_step_s - s.per_step_s) / s.micro_batches).epsilon(1e-12));
+  CHECK(s.implied_per_micro_batch_s == Approx((2 * m.step_time_s - s.per_step_s) / s.micro_batches).epsilon(1e-5));
+  CHECK_THAT(render_validation_markdown(l, r), Catch::Contains("| implied per micro-batch |"));
+  CHECK_FALSE(run_validation(l, {}).rows[0].split);  // only when asked
+}
+
 TEST_CASE("a published-results list is checked like every input", "[validation]") {
   TempDir dir;
   const fs::path list = dir.root() / "list.json";
@@ -142,4 +170,27 @@ TEST_CASE("docs/validation.md shows what ipusim validation prints today", "[vali
     INFO(line);
     CHECK(page.find(line) != std::string::npos);
   }
+}
+
+TEST_CASE("docs/validation.md's per-micro-batch split is what ipusim validation --decompose prints today",
+          "[validation]") {
+  // The BERT entries of up to 128 IPUs (seconds to simulate twice); the release and the
+  // sanitizer suites alike. The page holds every entry's row (build/ipusim validation --decompose --markdown).
+  const PublishedList l = load_published_list((kSource / "scenarios/validation/published.json").string());
+  const std::vector<std::string> only{"bert-large-sl512-packed-bow-pod16", "bert-large-sl512-packed-bow-pod64",
+                                      "mlperf-v2.0-bert-closed-pod64",     "mlperf-v2.0-bert-closed-pod128",
+                                      "mlperf-v1.1-bert-closed-pod16",     "mlperf-v1.1-bert-closed-pod64"};
+  const ValidationReport r = run_validation(l, only, {}, true);
+  const std::string table = render_validation_markdown(l, r);
+  std::ifstream in(kSource / "docs/validation.md");
+  const std::string page((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::size_t rows = 0;
+  std::istringstream lines(table);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("| ", 0) != 0 || line.find(" ms | ") == std::string::npos) continue;
+    INFO(line);
+    CHECK(page.find(line) != std::string::npos);
+    ++rows;
+  }
+  CHECK(rows == only.size());
 }

@@ -88,8 +88,31 @@ PublishedList load_published_list(const std::string& path) {
   return list;
 }
 
+namespace {
+
+// ipusim's split of `sc`'s step (`m`, its run) from a run at twice the micro-batches per step.
+StepSplit split_step(const Scenario& sc, const RunMetrics& m, const std::vector<Override>& overrides,
+                     const PublishedResult& e) {
+  std::vector<Override> doubled = overrides;
+  if (sc.execution.training)
+    doubled.push_back({"execution.gradientAccumulation", 2 * sc.execution.gradient_accumulation});
+  else
+    doubled.push_back({"execution.batchesPerStep", 2 * sc.execution.batches_per_step});
+  const Scenario twice = load_scenario(e.scenario, doubled);
+  const RunMetrics& m2 = simulate(twice, {twice.execution.modes.back()}).runs.back().metrics;
+  StepSplit s;
+  s.micro_batches = static_cast<double>(m.micro_batches);
+  s.per_micro_batch_s = (m2.step_time_s - m.step_time_s) / static_cast<double>(m2.micro_batches - m.micro_batches);
+  s.per_step_s = m.step_time_s - s.micro_batches * s.per_micro_batch_s;
+  s.published_step_s = m.step_time_s * m.throughput_sequences_per_s / e.published;
+  s.implied_per_micro_batch_s = (s.published_step_s - s.per_step_s) / s.micro_batches;
+  return s;
+}
+
+} // namespace
+
 ValidationReport run_validation(const PublishedList& list, const std::vector<std::string>& only,
-                                const std::vector<Override>& overrides) {
+                                const std::vector<Override>& overrides, bool decompose) {
   for (const std::string& id : only)
     if (std::none_of(list.entries.begin(), list.entries.end(), [&](const PublishedResult& e) { return e.id == id; }))
       throw InputError("--only", "", "validation.unknown-entry",
@@ -108,6 +131,7 @@ ValidationReport run_validation(const PublishedList& list, const std::vector<std
       row.step_time_s = m.step_time_s;
       row.fits = m.memory.fits;
       row.error = (row.predicted - e.published) / e.published;
+      if (decompose) row.split = split_step(sc, m, overrides, e);
       ++report.simulated;
     } catch (const InputError& error) {
       row.failure = std::string("bad input: ") + error.what();
@@ -163,6 +187,31 @@ std::string whole(double value) { return format_fixed(value, 0); }
 
 } // namespace
 
+namespace {
+
+std::string signed_seconds(double s) { return (s < 0 ? "-" : "+") + format_seconds(std::fabs(s)); }
+
+// The split of every entry that has one, as Markdown.
+void split_markdown(std::ostringstream& out, const ValidationReport& report) {
+  if (std::none_of(report.rows.begin(), report.rows.end(), [](const ValidationRow& r) { return r.split.has_value(); }))
+    return;
+  out << "\n| entry | micro-batches per step | ipusim per micro-batch | ipusim per step | share per micro-batch "
+         "| published step | published - ipusim | implied per micro-batch | implied / ipusim |\n";
+  out << "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n";
+  for (const ValidationRow& row : report.rows) {
+    if (!row.split) continue;
+    const StepSplit& s = *row.split;
+    out << "| " << row.entry->id << " | " << whole(s.micro_batches) << " | " << format_seconds(s.per_micro_batch_s)
+        << " | " << format_seconds(s.per_step_s) << " | "
+        << format_fixed(100 * s.micro_batches * s.per_micro_batch_s / row.step_time_s, 1) << " % | "
+        << format_seconds(s.published_step_s) << " | " << signed_seconds(s.published_step_s - row.step_time_s) << " | "
+        << format_seconds(s.implied_per_micro_batch_s) << " | "
+        << format_fixed(s.implied_per_micro_batch_s / s.per_micro_batch_s, 3) << "x |\n";
+  }
+}
+
+} // namespace
+
 std::string render_validation_table(const PublishedList& list, const ValidationReport& report) {
   std::ostringstream out;
   out << "Published throughput against ipusim (" << list.file << ")\n\n";
@@ -187,6 +236,7 @@ std::string render_validation_table(const PublishedList& list, const ValidationR
           << signed_percent(r.error) << "\n";
     }
   }
+  split_markdown(out, report);
   out << "\n" << report.simulated << " of " << report.rows.size() << " entries simulated; mean absolute error "
       << format_fixed(100 * report.mean_absolute_error, 1) << " %";
   if (const ValidationRow* worst = report.worst_row())
@@ -194,6 +244,7 @@ std::string render_validation_table(const PublishedList& list, const ValidationR
   out << "\n";
   return out.str();
 }
+
 
 std::string render_validation_markdown(const PublishedList& list, const ValidationReport& report) {
   std::ostringstream out;
@@ -218,6 +269,7 @@ std::string render_validation_markdown(const PublishedList& list, const Validati
   if (const ValidationRow* worst = report.worst_row())
     out << "; worst " << signed_percent(worst->error) << " (" << worst->entry->id << ")";
   out << ". Produced by `build/ipusim validation " << list.file << " --markdown`.\n";
+  split_markdown(out, report);
   return out.str();
 }
 
@@ -233,6 +285,12 @@ std::string render_validation_json(const PublishedList& list, const ValidationRe
       r["error"] = row.error;
       r["stepTimeSeconds"] = row.step_time_s;
       r["fits"] = row.fits;
+      if (row.split)
+        r["split"] = {{"microBatches", row.split->micro_batches},
+                      {"perMicroBatchSeconds", row.split->per_micro_batch_s},
+                      {"perStepSeconds", row.split->per_step_s},
+                      {"publishedStepSeconds", row.split->published_step_s},
+                      {"impliedPerMicroBatchSeconds", row.split->implied_per_micro_batch_s}};
     } else {
       r["failure"] = row.failure;
     }

@@ -39,6 +39,19 @@ struct PublishedList {
 
 PublishedList load_published_list(const std::string& path);
 
+// A step split into what grows with the micro-batches and what does not (docs/validation.md,
+// "Per micro-batch or per step"): ipusim's own split, from a second run at twice the
+// micro-batches per step (step = per_step + micro_batches x per_micro_batch, exact for the
+// engine's steady state), and the time per micro-batch the published figure implies if
+// ipusim's per-step part is right.
+struct StepSplit {
+  double micro_batches = 0;              // per step and replica
+  double per_micro_batch_s = 0;
+  double per_step_s = 0;                 // fill, flush, update, collectives, the host's turn
+  double published_step_s = 0;           // the step at the published throughput
+  double implied_per_micro_batch_s = 0;  // (published step - per_step) / micro_batches
+};
+
 struct ValidationRow {
   const PublishedResult* entry = nullptr;
   double predicted = 0;       // throughput in the entry's unit (samples x sequencesPerSample per second)
@@ -47,6 +60,7 @@ struct ValidationRow {
   bool fits = true;           // the configuration fits in memory as ipusim estimates it
   std::string failure;        // when the entry could not be simulated: why
   bool bad_input = false;     // the failure is the entry's scenario, not ipusim
+  std::optional<StepSplit> split;  // with decompose
 };
 
 struct RatioRow {
@@ -69,8 +83,9 @@ struct ValidationReport {
 
 // `only`: entry ids to run (empty: all; an id not in the list is an InputError). Each entry's
 // scenario is loaded with `overrides` applied (--set execution.costModel=tile compares models).
+// `decompose`: also split each step (a second run per entry).
 ValidationReport run_validation(const PublishedList& list, const std::vector<std::string>& only,
-                                const std::vector<Override>& overrides = {});
+                                const std::vector<Override>& overrides = {}, bool decompose = false);
 
 std::string render_validation_table(const PublishedList& list, const ValidationReport& report);
 std::string render_validation_markdown(const PublishedList& list, const ValidationReport& report);
