@@ -538,6 +538,54 @@ TEST_CASE("shards: K/N, or auto from a SLURM job array", "[sweep]") {
     ::unsetenv(v);
 }
 
+TEST_CASE("shards: a task submitted again alone keeps its shard with auto/N; MPI launchers' ranks", "[sweep]") {
+  const auto rule = [](const std::string& text) {
+    try {
+      sweep::parse_shard(text);
+    } catch (const InputError& e) {
+      return e.rule();
+    }
+    return std::string("none");
+  };
+  // sbatch --array=3 of a 16-task sweep: SLURM says a one-task array, ids 3..3. As auto it
+  // would be shard 0 of 1 and run the other 15 shards' points: refused, naming auto/N.
+  ::setenv("SLURM_ARRAY_TASK_ID", "3", 1);
+  ::setenv("SLURM_ARRAY_TASK_MIN", "3", 1);
+  ::setenv("SLURM_ARRAY_TASK_COUNT", "1", 1);
+  CHECK(rule("auto") == "sweep.bad-shard");
+  try {
+    sweep::parse_shard("auto");
+  } catch (const InputError& e) {
+    CHECK_THAT(e.message(), Catch::Matchers::Contains("--shard auto/N"));
+  }
+  // auto/16: the task id is the shard, whatever the array it came in.
+  CHECK(sweep::parse_shard("auto/16").index == 3);
+  CHECK(sweep::parse_shard("auto/16").count == 16);
+  CHECK(rule("auto/3") == "sweep.bad-shard");  // id 3 is no shard of 3
+  for (const char* v : {"SLURM_ARRAY_TASK_ID", "SLURM_ARRAY_TASK_COUNT", "SLURM_ARRAY_TASK_MIN"}) ::unsetenv(v);
+  // mpirun (Open MPI), then MPICH's PMI, then srun's tasks.
+  CHECK(rule("auto") == "sweep.bad-shard");
+  ::setenv("OMPI_COMM_WORLD_RANK", "2", 1);
+  ::setenv("OMPI_COMM_WORLD_SIZE", "8", 1);
+  CHECK(sweep::parse_shard("auto").index == 2);
+  CHECK(sweep::parse_shard("auto").count == 8);
+  CHECK(sweep::parse_shard("auto/8").index == 2);
+  CHECK(rule("auto/4") == "sweep.bad-shard");  // 8 ranks, 4 shards: which is meant?
+  ::unsetenv("OMPI_COMM_WORLD_RANK");
+  ::unsetenv("OMPI_COMM_WORLD_SIZE");
+  ::setenv("PMI_RANK", "5", 1);
+  ::setenv("PMI_SIZE", "6", 1);
+  CHECK(sweep::parse_shard("auto").index == 5);
+  ::unsetenv("PMI_RANK");
+  ::unsetenv("PMI_SIZE");
+  ::setenv("SLURM_PROCID", "1", 1);
+  ::setenv("SLURM_NTASKS", "2", 1);
+  CHECK(sweep::parse_shard("auto").index == 1);
+  CHECK(sweep::parse_shard("auto").count == 2);
+  ::unsetenv("SLURM_PROCID");
+  ::unsetenv("SLURM_NTASKS");
+}
+
 TEST_CASE("the shipped sweeps load", "[sweep]") {
   const auto depth = sweep::load_sweep(kSource + "/sweeps/mlp-depth.json");
   CHECK(sweep::point_count(depth) == 7);

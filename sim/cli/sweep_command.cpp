@@ -47,8 +47,8 @@ Command add_sweep_command(CLI::App& app) {
   cmd->add_option("-j,--jobs", f->options.jobs, "Points run at once (default: the number of cores)")
       ->check(CLI::Range(1u, 4096u));
   auto* shard = cmd->add_option("--shard", f->shard,
-                                "Run only the points whose index % N == K: K/N, or auto for a SLURM job array "
-                                "(SLURM_ARRAY_TASK_ID / SLURM_ARRAY_TASK_COUNT)");
+                                "Run only the points whose index % N == K: K/N; auto (a SLURM job array, else an MPI launcher's ranks); "
+                                "auto/N (N shards, K the array task id or rank: survives resubmitting one task)");
   cmd->add_flag("--merge", f->options.merge,
                 "Simulate nothing: rebuild results.jsonl and results.csv from the points/ files of every shard")
       ->excludes(shard);

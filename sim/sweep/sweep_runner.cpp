@@ -542,13 +542,29 @@ private:
 
 } // namespace
 
-Shard parse_shard(const std::string& text) {
+namespace {
+
+// A process's rank and the number of ranks from an MPI launcher or srun: Open MPI
+// (OMPI_COMM_WORLD_RANK/SIZE), MPICH and Intel MPI (PMI_RANK/SIZE), srun's tasks
+// (SLURM_PROCID/NTASKS), first found first.
+std::optional<std::pair<std::size_t, std::size_t>> launcher_rank(std::string& source) {
+  static const std::pair<const char*, const char*> launchers[] = {
+      {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"}, {"PMI_RANK", "PMI_SIZE"}, {"SLURM_PROCID", "SLURM_NTASKS"}};
+  for (const auto& [rank, size] : launchers)
+    if (!env(rank).empty() && !env(size).empty()) {
+      source = std::string(rank) + "/" + size;
+      return std::pair{parse_count(env(rank), rank), parse_count(env(size), size)};
+    }
+  return std::nullopt;
+}
+
+// --shard auto: K and N from the SLURM job array, else from the launcher's ranks. A one-task
+// array whose id is not 0 is what SLURM makes of a task submitted again alone (sbatch
+// --array=3): as shard 0 of 1 it would run the other shards' points, so it is refused.
+Shard shard_from_launcher(const std::string& text) {
   Shard s;
-  if (text == "auto") {
-    const std::string id = env("SLURM_ARRAY_TASK_ID"), count = env("SLURM_ARRAY_TASK_COUNT");
-    if (id.empty() || count.empty())
-      throw InputError("--shard", text, "sweep.bad-shard",
-                       "--shard auto needs SLURM_ARRAY_TASK_ID and SLURM_ARRAY_TASK_COUNT (run it in a SLURM job array)");
+  const std::string id = env("SLURM_ARRAY_TASK_ID"), count = env("SLURM_ARRAY_TASK_COUNT");
+  if (!id.empty() && !count.empty()) {
     const std::string min = env("SLURM_ARRAY_TASK_MIN"), step = env("SLURM_ARRAY_TASK_STEP");
     const std::size_t task = parse_count(id, "SLURM_ARRAY_TASK_ID");
     const std::size_t first = min.empty() ? 0 : parse_count(min, "SLURM_ARRAY_TASK_MIN");
@@ -559,10 +575,61 @@ Shard parse_shard(const std::string& text) {
                            ", step " + (step.empty() ? "1" : step) + ")");
     s.index = (task - first) / stride;
     s.count = parse_count(count, "SLURM_ARRAY_TASK_COUNT");
+    if (s.count == 1 && task != 0)
+      throw InputError("--shard", text, "sweep.bad-shard",
+                       "a job array of one task, id " + id +
+                           ": a shard submitted again alone (sbatch --array=" + id +
+                           ") cannot tell how many shards the sweep has; give --shard auto/N with the array's size N "
+                           "(the task id is then the shard), or --shard " + id + "/N");
+    return s;
+  }
+  std::string source;
+  if (const auto rank = launcher_rank(source)) {
+    s.index = rank->first;
+    s.count = rank->second;
+    return s;
+  }
+  throw InputError("--shard", text, "sweep.bad-shard",
+                   "--shard auto needs a SLURM job array (SLURM_ARRAY_TASK_ID and SLURM_ARRAY_TASK_COUNT) or an MPI "
+                   "launcher's ranks (OMPI_COMM_WORLD_RANK/SIZE, PMI_RANK/SIZE, SLURM_PROCID/NTASKS); give --shard K/N "
+                   "elsewhere");
+}
+
+// --shard auto/N: N given, K the array's task id itself (arrays 0..N-1, so a task submitted
+// again alone is still its shard) or the launcher's rank.
+Shard shard_of_count(const std::string& text, std::size_t count) {
+  Shard s;
+  s.count = count;
+  const std::string id = env("SLURM_ARRAY_TASK_ID");
+  std::string source;
+  if (!id.empty()) {
+    s.index = parse_count(id, "SLURM_ARRAY_TASK_ID");
+  } else if (const auto rank = launcher_rank(source)) {
+    if (rank->second != count)
+      throw InputError("--shard", text, "sweep.bad-shard",
+                       source + " says " + std::to_string(rank->second) + " ranks, --shard says " +
+                           std::to_string(count) + ": give --shard auto (the launcher's count) or the same N");
+    s.index = rank->first;
+  } else {
+    throw InputError("--shard", text, "sweep.bad-shard",
+                     "--shard auto/N needs SLURM_ARRAY_TASK_ID or an MPI launcher's rank; give --shard K/N elsewhere");
+  }
+  return s;
+}
+
+} // namespace
+
+Shard parse_shard(const std::string& text) {
+  Shard s;
+  if (text == "auto") {
+    s = shard_from_launcher(text);
+  } else if (text.rfind("auto/", 0) == 0) {
+    s = shard_of_count(text, parse_count(text.substr(5), "N"));
   } else {
     const auto slash = text.find('/');
     if (slash == std::string::npos)
-      throw InputError("--shard", text, "sweep.bad-shard", "expected K/N (such as 0/4) or auto, got \"" + text + "\"");
+      throw InputError("--shard", text, "sweep.bad-shard",
+                       "expected K/N (such as 0/4), auto or auto/N, got \"" + text + "\"");
     s.index = parse_count(text.substr(0, slash), "K");
     s.count = parse_count(text.substr(slash + 1), "N");
   }

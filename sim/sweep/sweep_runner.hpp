@@ -36,9 +36,11 @@ struct Shard {
   std::size_t index = 0, count = 1;  // runs the points whose index % count == index
 };
 
-// "K/N" with 0 <= K < N, or "auto": K and N from SLURM_ARRAY_TASK_ID (less
-// SLURM_ARRAY_TASK_MIN, divided by SLURM_ARRAY_TASK_STEP when set) and
-// SLURM_ARRAY_TASK_COUNT. Throws InputError (origin "--shard").
+// "K/N" with 0 <= K < N; "auto": K and N from a SLURM job array (SLURM_ARRAY_TASK_ID less
+// SLURM_ARRAY_TASK_MIN, divided by SLURM_ARRAY_TASK_STEP when set; SLURM_ARRAY_TASK_COUNT),
+// else from an MPI launcher's rank and size (Open MPI, PMI, srun); "auto/N": N given, K the
+// array's task id itself or the rank (a task submitted again alone keeps its shard). A lone
+// array task whose id is not 0 is refused under "auto". Throws InputError (origin "--shard").
 Shard parse_shard(const std::string& text);
 
 // The default output folder is kDefaultParent/<sweep name> in the working directory: a
