@@ -171,8 +171,9 @@ def test_plan_is_the_cli_answer():
     args = ["scenarios/mlp-training.json", "--ipus", "2", "--micro-batch", "8,16", "--top", "2"]
     answer = ipusim.plan(args[0], ipus=[2], micro_batch=[8, 16], top=2)
     assert answer["fits"]
-    def untimed(text):  # the search's own duration is the one figure that differs
-        return re.sub(r"search: [0-9.]+ s", "search: ? s", text)
+    def untimed(text):  # the searches' own durations are the figures that differ (0.00 s or 0.01 s under load)
+        text = re.sub(r"search: [0-9.]+ s", "search: ? s", text)
+        return re.sub(r"searched apart in [0-9.]+ s", "searched apart in ? s", text)
     assert untimed(answer["text"]) == untimed(cli("plan", *args, "--quiet").stdout)
     assert "micro-batch" in answer["text"]
 
