@@ -99,7 +99,8 @@ StepSplit split_step(const Scenario& sc, const RunMetrics& m, const std::vector<
   else
     doubled.push_back({"execution.batchesPerStep", 2 * sc.execution.batches_per_step});
   const Scenario twice = load_scenario(e.scenario, doubled);
-  const RunMetrics& m2 = simulate(twice, {twice.execution.modes.back()}).runs.back().metrics;
+  const Simulation run_twice = simulate(twice, {twice.execution.modes.back()});
+  const RunMetrics& m2 = run_twice.runs.back().metrics;
   StepSplit s;
   s.micro_batches = static_cast<double>(m.micro_batches);
   s.per_micro_batch_s = (m2.step_time_s - m.step_time_s) / static_cast<double>(m2.micro_batches - m.micro_batches);
