@@ -53,7 +53,10 @@ SplitCosts::SplitCosts(const Scenario& sc, const LayerStructure& layers, std::in
     info.dtype = t.dtype;
     info.bytes = t.kind == TensorKind::Weight ? static_cast<double>(t.bytes()) : t.bytes_per_micro_batch(micro_batch_);
     info.tile = tile0_share(info.bytes, dtype_bytes(t.dtype), spec);
-    if (auto p = g.producer.find(name); p != g.producer.end()) info.producer = static_cast<int>(p->second);
+    if (auto p = g.producer.find(name); p != g.producer.end()) {
+      info.producer = static_cast<int>(p->second);
+      info.checkpoint = is_checkpoint(m.ops[p->second]);
+    }
     if (auto c = g.consumers.find(name); c != g.consumers.end())
       for (auto u : c->second) info.consumers.push_back(static_cast<int>(u));
     tensors_.push_back(std::move(info));
@@ -278,8 +281,8 @@ double SplitCosts::unit_seconds(int unit, int amp, bool recompute) const {
   return c.forward_seconds + c.backward_seconds + (recompute ? c.forward_seconds : 0.0);
 }
 
-// Under recomputation the stash holds the tensors entering the stage and those it sends to
-// another IPU that its backward reads (make_plan's recompute_stash_tensors); `other_*` is the
+// Under recomputation the stash holds the tensors entering the stage, the user's checkpoints it
+// reads again and those it sends to another IPU that its backward reads (make_plan's recompute_stash_tensors); `other_*` is the
 // other stage on the same IPU, if any (-1).
 std::pair<double, double> SplitCosts::recompute_stash(int first, int last, int other_first, int other_last) const {
   auto [it, added] = recompute_stashes_.try_emplace({first, last, other_first, other_last});
@@ -287,6 +290,13 @@ std::pair<double, double> SplitCosts::recompute_stash(int first, int last, int o
   const Block& b = block(first, last);
   auto here = [&](int op, int lo, int hi) { return lo <= unit_of(static_cast<std::size_t>(op)) && unit_of(static_cast<std::size_t>(op)) <= hi; };
   std::set<int> stash(b.entering.begin(), b.entering.end());
+  // The user's checkpoints the stage reads again are stashed, not recomputed (make_plan).
+  for (int t = 0; t < static_cast<int>(tensors_.size()); ++t) {
+    const TensorInfo& info = tensors_[static_cast<std::size_t>(t)];
+    if (!info.checkpoint || !here(info.producer, first, last)) continue;
+    if (std::any_of(info.consumers.begin(), info.consumers.end(), [&](int c) { return here(c, first, last); }))
+      stash.insert(t);
+  }
   for (int t : b.stash_read) {
     const TensorInfo& info = tensors_[static_cast<std::size_t>(t)];
     if (info.producer < 0 || !here(info.producer, first, last)) continue;

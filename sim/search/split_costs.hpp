@@ -147,6 +147,7 @@ private:
     TensorKind kind = TensorKind::Activation;
     DType dtype = DType::Float32;
     int producer = -1;
+    bool checkpoint = false;     // the output of a user checkpoint (builder.checkpointOutput)
     std::vector<int> consumers;  // op indices, in op order
   };
 
