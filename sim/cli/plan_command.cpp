@@ -412,7 +412,10 @@ int plan(const PlanOptions& o) {
     throw std::logic_error("plan: a candidate of a group size not searched");
   };
   const bool what_ifs = !own.space.what_if_schedules.empty();
-  const PlanSearch what_if = what_ifs ? search_group_sizes(sizes, options, true) : PlanSearch{};
+  // --time-limit bounds the whole search: the what-if schedules get what the frameworks' left.
+  PlanSearchOptions what_if_options = options;
+  if (options.time_limit_s > 0) what_if_options.time_limit_s = std::max(1e-3, options.time_limit_s - search.seconds);
+  const PlanSearch what_if = what_ifs ? search_group_sizes(sizes, what_if_options, true) : PlanSearch{};
   if (search.ranked.empty()) {
     if (what_ifs) print_what_if(std::cout, sc, what_if, nullptr, options.objective, build);
     std::cout << std::flush;
