@@ -30,9 +30,12 @@ std::string contention_reason(unsigned c) {
 }
 
 const RouteTable::Path& RouteTable::path(int src, int dst) {
-  auto [it, added] = paths_.try_emplace({src, dst});
-  if (!added) return it->second;
-  Path& p = it->second;
+  const auto n = static_cast<std::size_t>(hw_.ipu_count);
+  if (paths_.empty()) paths_.resize(n * n), found_.assign(n * n, 0);
+  const std::size_t key = static_cast<std::size_t>(src) * n + static_cast<std::size_t>(dst);
+  Path& p = paths_.at(key);
+  if (found_[key]) return p;
+  found_[key] = 1;
   for (const Hop& hop : finder_.route(src, dst)) {
     const LinkSpec& link = hw_.links[static_cast<std::size_t>(hop.link)];
     p.latency += link.latency_s;
@@ -42,11 +45,24 @@ const RouteTable::Path& RouteTable::path(int src, int dst) {
   return p;
 }
 
-bool LinkUse::contended() const {
-  for (auto [slot, spans] : busy_) {
-    std::sort(spans.begin(), spans.end());
-    for (std::size_t i = 1; i < spans.size(); ++i)
-      if (spans[i].first < spans[i - 1].second) return true;
+bool LinkUse::contended() {
+  // By slot first (a counting sort: slots are few, spans many), then each slot's spans by time,
+  // which they mostly are already (a ring's steps follow one another).
+  int slots = 0;
+  for (const Span& s : busy_) slots = std::max(slots, s.slot + 1);
+  std::vector<std::size_t> first(static_cast<std::size_t>(slots) + 1, 0);
+  for (const Span& s : busy_) ++first[static_cast<std::size_t>(s.slot) + 1];
+  for (std::size_t k = 1; k < first.size(); ++k) first[k] += first[k - 1];
+  std::vector<Span> by_slot(busy_.size());
+  std::vector<std::size_t> next(first.begin(), first.end() - 1);
+  for (const Span& s : busy_) by_slot[next[static_cast<std::size_t>(s.slot)]++] = s;
+  const auto earlier = [](const Span& a, const Span& b) { return a.start != b.start ? a.start < b.start : a.end < b.end; };
+  for (std::size_t k = 0; k + 1 < first.size(); ++k) {
+    const auto begin = by_slot.begin() + static_cast<std::ptrdiff_t>(first[k]);
+    const auto end = by_slot.begin() + static_cast<std::ptrdiff_t>(first[k + 1]);
+    if (!std::is_sorted(begin, end, earlier)) std::sort(begin, end, earlier);
+    for (auto it = begin; it != end && it + 1 != end; ++it)
+      if ((it + 1)->start < it->end) return true;
   }
   return false;
 }
@@ -153,26 +169,49 @@ double TransferTimer::weight_update_seconds(bool all_at_once) {
 // starts once both ends have reached the step; an IPU's step ends when its send and its
 // receive have both landed. Returns the time the last IPU finishes.
 double TransferTimer::collectives_seconds(bool reduce_scatter, bool all_gather) {
-  std::map<int, double> clock;  // physical IPU -> time since the phase began
-  LinkUse use;
-  // Each step sends half the chunk each way round (collectives.cpp); an IPU's step ends when
-  // its two sends and two receives have landed. Two members are each other's neighbour both
-  // ways: their halves share one direction of the route, as one transfer of the whole chunk.
-  auto ring = [&](int v, const std::vector<int>& members, double chunk) {
+  std::vector<double> clock(static_cast<std::size_t>(hw_.ipu_count), 0.0);  // physical IPU -> time since the phase began
+  // Kept from call to call: a POD256's rings note tens of thousands of spans a candidate, and
+  // a buffer that size, allocated afresh, is mapped and unmapped each time.
+  thread_local LinkUse use;
+  use.clear();
+  // `steps` steps of one ring. Each sends half the chunk each way round (collectives.cpp); an
+  // IPU's step ends when its two sends and two receives have landed. Two members are each
+  // other's neighbour both ways: their halves share one direction of the route, as one
+  // transfer of the whole chunk. Every step moves the same bytes between the same IPUs, so
+  // the routes are looked up once.
+  struct Send {
+    std::size_t i, j;
+    const RouteTable::Path* path;
+    double seconds;
+  };
+  std::vector<Send> sends;
+  std::vector<double> end;
+  auto ring = [&](int v, const std::vector<int>& members, double chunk, std::size_t steps) {
     const auto n = members.size();
-    std::vector<double> end(n, 0);
     const std::vector<std::size_t> ways = n == 2 ? std::vector<std::size_t>{1} : std::vector<std::size_t>{1, n - 1};
     const double part = n == 2 ? chunk : chunk / 2;
+    sends.clear();
     for (std::size_t i = 0; i < n; ++i)
       for (std::size_t way : ways) {
         const std::size_t j = (i + way) % n;
-        const int a = physical(members[i], v), b = physical(members[j], v);
-        const double start = std::max(clock[a], clock[b]);
-        const double done = start + transfer_seconds(a, b, part, start, use);
-        end[i] = std::max(end[i], done);
-        end[j] = std::max(end[j], done);
+        const RouteTable::Path& p = routes_.path(physical(members[i], v), physical(members[j], v));
+        sends.push_back({i, j, &p, p.latency + (p.slots.empty() ? 0.0 : whole(part) / p.bandwidth)});
       }
-    for (std::size_t i = 0; i < n; ++i) clock[physical(members[i], v)] = end[i];
+    for (std::size_t step = 0; step < steps; ++step) {
+      end.assign(n, 0);
+      for (const Send& s : sends) {
+        const auto a = static_cast<std::size_t>(physical(members[s.i], v)), b = static_cast<std::size_t>(physical(members[s.j], v));
+        const double start = std::max(clock[a], clock[b]);
+        const double done = start + s.seconds;
+        use.add(s.path->slots, start, done);
+        end[s.i] = std::max(end[s.i], done);
+        end[s.j] = std::max(end[s.j], done);
+      }
+      for (std::size_t i = 0; i < n; ++i) {
+        const auto a = static_cast<std::size_t>(physical(members[i], v));
+        clock[a] = end[i];
+      }
+    }
   };
   for (const PlanIpu& ipu : plan_.ipus) {
     if (ipu.weight_bytes <= 0) continue;
@@ -180,16 +219,14 @@ double TransferTimer::collectives_seconds(bool reduce_scatter, bool all_gather) 
     const auto in_rack = static_cast<double>(racks.front().size());
     const auto across = static_cast<double>(racks.size());
     auto in_racks = [&] {
-      for (const auto& members : racks)
-        for (std::size_t step = 0; step + 1 < members.size(); ++step) ring(ipu.id, members, ipu.weight_bytes / in_rack);
+      for (const auto& members : racks) ring(ipu.id, members, ipu.weight_bytes / in_rack, members.size() - 1);
     };
     auto across_racks = [&] {
       if (racks.size() < 2) return;
       for (std::size_t i = 0; i < racks.front().size(); ++i) {
         std::vector<int> members;
         for (const auto& rack : racks) members.push_back(rack[i]);
-        for (std::size_t step = 0; step + 1 < racks.size(); ++step)
-          ring(ipu.id, members, ipu.weight_bytes / in_rack / across);
+        ring(ipu.id, members, ipu.weight_bytes / in_rack / across, racks.size() - 1);
       }
     };
     if (reduce_scatter) in_racks(), across_racks();
@@ -211,14 +248,12 @@ double TransferTimer::collectives_seconds(bool reduce_scatter, bool all_gather) 
         if (racks.size() > 1) per_pair += 2 * (across - 1) * (between + sync_);
         const double extra = (pairs - 1) * per_pair;
         for (const auto& members : racks)
-          for (int r : members) clock[physical(r, ipu.id)] += extra;
+          for (int r : members) clock[static_cast<std::size_t>(physical(r, ipu.id))] += extra;
       }
     }
   }
   if (use.contended()) contention |= kCrossingRings;
-  double end = 0;
-  for (auto [ipu, t] : clock) end = std::max(end, t);
-  return end;
+  return *std::max_element(clock.begin(), clock.end());
 }
 
 std::vector<std::vector<int>> TransferTimer::racks_of(int v) const {

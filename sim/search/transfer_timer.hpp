@@ -44,19 +44,27 @@ public:
 private:
   const HardwareConfig& hw_;
   RouteFinder finder_;
-  std::map<std::pair<int, int>, Path> paths_;
+  // By src x IPUs + dst, found when first asked for: the all-reduce rings of a POD256 ask
+  // for thousands a candidate (a map's lookups were half of the planner's time there).
+  std::vector<Path> paths_;
+  std::vector<char> found_;
 };
 
 // Busy intervals per directed link: two transfers overlapping on one link share its bandwidth.
 class LinkUse {
 public:
   void add(const std::vector<int>& slots, double start, double end) {
-    for (int slot : slots) busy_[slot].emplace_back(start, end);
+    for (int slot : slots) busy_.push_back({slot, start, end});
   }
-  bool contended() const;
+  bool contended();  // sorts what was added
+  void clear() { busy_.clear(); }  // keeps the memory
 
 private:
-  std::map<int, std::vector<std::pair<double, double>>> busy_;
+  struct Span {
+    int slot;
+    double start, end;
+  };
+  std::vector<Span> busy_;  // one vector: a POD256's rings add tens of thousands a candidate
 };
 
 class TransferTimer {
