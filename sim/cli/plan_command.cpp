@@ -149,7 +149,10 @@ void print_progress(const SearchProgress& p, bool training) {
             << " settings, " << p.evaluated << " candidates timed";
   if (p.best)
     std::cerr << ", best " << format_rate(p.best->throughput, "samples/s") << " (" << p.best->describe(training) << ")";
-  if (p.settings_done > 0 && p.settings_done < p.settings_total) std::cerr << ", ETA at most ~" << format_fixed(p.eta_s, 0) << " s";
+  // The settings left at the pace so far: not a bound (one setting may hold most of the work),
+  // and only this pass's (the half-layer pass and other group sizes follow).
+  if (p.settings_done > 0 && p.settings_done < p.settings_total)
+    std::cerr << ", this pass ~" << format_fixed(p.eta_s, 0) << " s more at its pace so far";
   if (!p.current.empty()) std::cerr << "; searching " << p.current;
   std::cerr << "\n";
 }
