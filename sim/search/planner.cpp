@@ -299,6 +299,7 @@ PlanSearch search_units(const Scenario& scenario, const PlanSpace& space, LayerS
   };
 
   RouteTable routes(scenario.hardware);
+  routes.note_link_sharing = false;  // the answers are re-estimated (recheck) before they are reported
   std::vector<std::unique_ptr<SplitSearch>> points;
   for_each_point(scenario, space, has_heads, out.counts, [&](const PlanSettings& st, bool accumulating) {
     points.push_back(std::make_unique<SplitSearch>(scenario, space, table_for(st.micro_batch, accumulating), st,

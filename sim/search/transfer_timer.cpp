@@ -112,7 +112,7 @@ double TransferTimer::memory_seconds(double bytes) const {
 double TransferTimer::transfer_seconds(int src, int dst, double bytes, double start, LinkUse& use) {
   const RouteTable::Path& p = routes_.path(src, dst);
   const double d = p.latency + (p.slots.empty() ? 0.0 : whole(bytes) / p.bandwidth);
-  use.add(p.slots, start, start + d);
+  if (routes_.note_link_sharing) use.add(p.slots, start, start + d);
   return d;
 }
 
@@ -188,7 +188,7 @@ double TransferTimer::collectives_seconds(bool reduce_scatter, bool all_gather) 
   std::vector<Send> sends;
   std::vector<double> end;
   // Link sharing is noted until it is found once (it is a note on the estimate, not a term).
-  const bool noted = (contention & kCrossingRings) != 0;
+  const bool noted = (contention & kCrossingRings) != 0 || !routes_.note_link_sharing;
   auto ring = [&](int v, const std::vector<int>& members, double chunk, std::size_t steps) {
     const auto n = members.size();
     const std::vector<std::size_t> ways = n == 2 ? std::vector<std::size_t>{1} : std::vector<std::size_t>{1, n - 1};
@@ -214,8 +214,23 @@ double TransferTimer::collectives_seconds(bool reduce_scatter, bool all_gather) 
       for (const Send& s : sends) clock[s.a] = end[s.i];
     }
   };
+  // Each column runs on IPUs of its own, from time 0: its time depends on its own figures only,
+  // and is kept for the candidates after (where sharing is not noted: that needs every span).
+  const bool memo = noted && ex_.placement.empty();
+  const std::int64_t group = std::max<std::int64_t>(1, ex_.tensor_parallel);
+  const bool sharded_state = ex_.replicated_tensor_sharding && replicas_ > 1;
+  double last = 0;
   for (const PlanIpu& ipu : plan_.ipus) {
     if (ipu.weight_bytes <= 0) continue;
+    const double pairs = reduce_scatter ? collective_pairs(ex_, ipu, sharded_state) : 0;
+    const RouteTable::RingColumn key{ipu.id, width_, replicas_, group, ipu.weight_bytes, pairs, reduce_scatter, all_gather, sync_};
+    if (memo) {
+      const auto it = routes_.ring_column_seconds.find(key);
+      if (it != routes_.ring_column_seconds.end()) {
+        last = std::max(last, it->second);
+        continue;
+      }
+    }
     const auto racks = racks_of(ipu.id);
     const auto in_rack = static_cast<double>(racks.front().size());
     const auto across = static_cast<double>(racks.size());
@@ -235,8 +250,6 @@ double TransferTimer::collectives_seconds(bool reduce_scatter, bool all_gather) 
     // The latency of PopART's further collectives (ProgramBuilder::per_tensor_collectives),
     // laid out with the reduce-scatter.
     if (reduce_scatter) {
-      const bool sharded_state = ex_.replicated_tensor_sharding && replicas_ > 1;
-      const double pairs = collective_pairs(ex_, ipu, sharded_state);
       if (pairs > 1) {
         auto hop = [&](int a, int b) { return routes_.path(physical(a, ipu.id), physical(b, ipu.id)).latency; };
         double inside = 0, between = 0;
@@ -252,9 +265,13 @@ double TransferTimer::collectives_seconds(bool reduce_scatter, bool all_gather) 
           for (int r : members) clock[static_cast<std::size_t>(physical(r, ipu.id))] += extra;
       }
     }
+    double column = 0;
+    for (int r = 0; r < replicas_; ++r) column = std::max(column, clock[static_cast<std::size_t>(physical(r, ipu.id))]);
+    if (memo) routes_.ring_column_seconds.emplace(key, column);
+    last = std::max(last, column);
   }
   if (!noted && use.contended()) contention |= kCrossingRings;
-  return *std::max_element(clock.begin(), clock.end());
+  return last;
 }
 
 std::vector<std::vector<int>> TransferTimer::racks_of(int v) const {

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -40,6 +41,17 @@ public:
   };
   const Path& path(int src, int dst);
   const HardwareConfig& hardware() const { return hw_; }
+  // Whether the evaluators using this table find out where transfers would share a link (copies
+  // or all-reduce rings: a note on the estimate, not a term of it). The planner's search turns
+  // it off: it reports only the answers it re-estimates, and on a POD256 the check took a third
+  // of its time.
+  bool note_link_sharing = true;
+  // One IPU column's collectives (its replicas' rings and further collectives' latency), by
+  // what they depend on: virtual IPU, pipeline width, replicas, group size, weight bytes,
+  // collective pairs, reduce-scatter, all-gather, sync. A search times the same column for many
+  // candidates (the same block of layers under other micro-batches, G, schedules, settings).
+  using RingColumn = std::tuple<int, int, int, std::int64_t, double, double, bool, bool, double>;
+  std::map<RingColumn, double> ring_column_seconds;
 
 private:
   const HardwareConfig& hw_;
