@@ -103,10 +103,7 @@ private:
   double copy_phase_seconds() {
     double longest = 0;
     LinkUse use;
-    for (int r = 0; r < timer_.replicas(); ++r)
-      for (const PlanCopy& c : plan_.copies)
-        longest = std::max(longest, timer_.transfer_seconds(timer_.physical(r, c.src_ipu), timer_.physical(r, c.dst_ipu),
-                                                            c.bytes, 0, use));
+    for (const PlanCopy& c : plan_.copies) longest = std::max(longest, timer_.copy_seconds(c, use));
     if (use.contended()) timer_.contention |= kSharedCopyLinks;
     return longest;
   }

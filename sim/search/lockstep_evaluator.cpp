@@ -113,9 +113,7 @@ private:
     for (const LockstepTask& t : step) {
       const int from = t.backward ? 2 * L - t.stage : t.stage;
       for (const PlanCopy* c : out_[static_cast<std::size_t>(2 * from + (t.backward ? 1 : 0))])
-        for (int r = 0; r < timer_.replicas(); ++r)
-          copies = std::max(copies, timer_.transfer_seconds(timer_.physical(r, c->src_ipu), timer_.physical(r, c->dst_ipu),
-                                                            c->bytes, 0, use));
+        copies = std::max(copies, timer_.copy_seconds(*c, use));
     }
     if (use.contended()) timer_.contention |= kSharedCopyLinks;
     return slowest + timer_.sync() + copies;

@@ -35,10 +35,7 @@ StepEstimate estimate_sharded_step(const Execution& ex, const Plan& plan, RouteT
     double copies = -1;  // none
     LinkUse use;
     for (const PlanCopy& c : plan.copies)
-      if (c.from_stage == stage.id)
-        for (int r = 0; r < timer.replicas(); ++r)
-          copies = std::max(copies, timer.transfer_seconds(timer.physical(r, c.src_ipu), timer.physical(r, c.dst_ipu),
-                                                           c.bytes, 0, use));
+      if (c.from_stage == stage.id) copies = std::max(copies, timer.copy_seconds(c, use));
     if (use.contended()) timer.contention |= kSharedCopyLinks;
     const auto next = static_cast<std::size_t>(stage.id + 1);
     const bool same_ipu = next < plan.stages.size() && plan.stages[next].ipu == stage.ipu;

@@ -116,6 +116,19 @@ double TransferTimer::transfer_seconds(int src, int dst, double bytes, double st
   return d;
 }
 
+double TransferTimer::copy_seconds(const PlanCopy& c, LinkUse& use) {
+  const bool memo = !routes_.note_link_sharing && ex_.placement.empty();
+  const RouteTable::ReplicatedCopy key{width_, replicas_, std::max<std::int64_t>(1, ex_.tensor_parallel), c.src_ipu, c.dst_ipu,
+                                       c.bytes};
+  if (memo)
+    if (const auto it = routes_.copy_seconds.find(key); it != routes_.copy_seconds.end()) return it->second;
+  double slowest = 0;
+  for (int r = 0; r < replicas_; ++r)
+    slowest = std::max(slowest, transfer_seconds(physical(r, c.src_ipu), physical(r, c.dst_ipu), c.bytes, 0, use));
+  if (memo) routes_.copy_seconds.emplace(key, slowest);
+  return slowest;
+}
+
 double TransferTimer::weight_update_seconds(bool all_at_once) {
   const bool sharded_state = ex_.replicated_tensor_sharding && replicas_ > 1;
   double t = sync_;

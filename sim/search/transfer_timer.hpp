@@ -52,6 +52,10 @@ public:
   // candidates (the same block of layers under other micro-batches, G, schedules, settings).
   using RingColumn = std::tuple<int, int, int, std::int64_t, double, double, bool, bool, double>;
   std::map<RingColumn, double> ring_column_seconds;
+  // A copy in every replica at once, the slowest of them, by pipeline width, replicas, group
+  // size, source and destination virtual IPUs and bytes (the search's copy phases repeat them).
+  using ReplicatedCopy = std::tuple<int, int, std::int64_t, int, int, double>;
+  std::map<ReplicatedCopy, double> copy_seconds;
 
 private:
   const HardwareConfig& hw_;
@@ -96,6 +100,8 @@ public:
   double memory_seconds(double bytes) const;
   // The transfer from `src` to `dst`, starting at `start`, noted in `use`.
   double transfer_seconds(int src, int dst, double bytes, double start, LinkUse& use);
+  // `copy` in every replica, all starting at 0: the slowest (each noted in `use`).
+  double copy_seconds(const PlanCopy& copy, LinkUse& use);
   // The weight-update phase of one batch (ProgramBuilder::weight_updates); `all_at_once` as there.
   double weight_update_seconds(bool all_at_once);
 
