@@ -26,7 +26,7 @@ Systems
 IPU numbering: M2000 m (of rack r) holds IPUs 64r + 4m .. 64r + 4m + 3; card c holds
 IPUs 2c and 2c+1. Output is deterministic (fixed key and link order, fixed number
 formatting), so regenerating leaves committed files unchanged; --check verifies that.
-Figures come from shared/reference/ipu-hardware.md; docs/systems.md explains them.
+Figures come from docs/reference/ipu-hardware.md; docs/systems.md explains them.
 """
 
 import argparse
@@ -35,7 +35,7 @@ import math
 import os
 import sys
 
-# --- Published figures (shared/reference/ipu-hardware.md) and derived ones ---------
+# --- Published figures (docs/reference/ipu-hardware.md) and derived ones ---------
 
 IPU_LINK_BYTES_PER_S = 16e9        # [P,D] GC200: 10 links, 320 GB/s total = 16 GB/s per direction per link
 IPU_LINK_LATENCY_S = 1e-6          # [U] as configs/ipu-m2000.json
@@ -134,7 +134,8 @@ M2000_INSIDE = ("inside an M2000 every IPU pair is joined by %d IPU-Links = %s B
                 "configs/ipu-m2000.json [P,D,U: 16 GB/s per direction per link is published, the wiring "
                 "inside an M2000 is not]" % (M2000_PAIR_LINKS, number(M2000_PAIR_LINKS * IPU_LINK_BYTES_PER_S)))
 RAIL = ("between M2000s, IPU i of M2000 m is joined to IPU i of M2000 m+1 (the vertical IPU-Link rails of "
-        "the rack) and the top M2000 wraps to the bottom, closing a ring per IPU column (ipu-hardware.md: "
+        "the rack) and the top M2000 wraps to the bottom, closing a ring per IPU column "
+        "(docs/reference/ipu-hardware.md: "
         "GCL rings run up one side of the IPU-Link mesh and wrap at the top) [P,U: the exact cabling is "
         "not given]; a rail is %d IPU-Link = %s B/s per direction [D,U]: an M2000 has 8 IPU-Link ports out "
         "(2 Tbps bidirectional = 125 Gbit/s = 15.6 GB/s per direction per port, i.e. one 16 GB/s IPU-Link "

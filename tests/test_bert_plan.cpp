@@ -1,5 +1,5 @@
 // Plans of the shipped BERT models (models/bert-*.json, made by scripts/make_bert_model.py)
-// against the PopART rules of popart-semantics.md ("The BERT case"), with every count
+// against the PopART rules of docs/reference/popart-semantics.md ("The BERT case"), with every count
 // and byte figure computed by hand in the comments. No simulation.
 #include <catch2/catch.hpp>
 

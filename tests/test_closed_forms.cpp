@@ -1,4 +1,4 @@
-// Simulated step times against the closed forms of pipeline-formulas.md, with every
+// Simulated step times against the closed forms of docs/reference/closed-forms.md, with every
 // overhead zeroed (or set to a known value), computed by hand in the comments.
 #include <catch2/catch.hpp>
 

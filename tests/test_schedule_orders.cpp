@@ -1,7 +1,7 @@
 // Schedule orders (sim/schedule/order.hpp) against the golden table of
-// shared/reference/pipeline-schedules.md (p = 4, m = 8, F = B = W = 1 per stage, a chunk 1/v,
+// docs/reference/pipeline-schedules.md (p = 4, m = 8, F = B = W = 1 per stage, a chunk 1/v,
 // no communication) and the per-stage orders the reference generators print
-// (tests/data/schedule-orders-p4-m8.txt, a copy of shared/reference/schedule-orders-p4-m8.txt).
+// (tests/data/schedule-orders-p4-m8.txt, the golden orders docs/reference/pipeline-schedules.md points to).
 #include <catch2/catch.hpp>
 
 #include <fstream>

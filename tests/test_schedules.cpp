@@ -1,5 +1,5 @@
 // Pipeline schedules other than PopART's, recomputation and stash depths, against
-// closed forms (pipeline-formulas.md) and hand-computed step tables.
+// closed forms (docs/reference/closed-forms.md) and hand-computed step tables.
 #include <catch2/catch.hpp>
 
 #include "sim/graph/model_graph.hpp"

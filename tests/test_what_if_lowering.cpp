@@ -1,7 +1,7 @@
 // The general lowering of the what-if schedules (sim/schedule/order_lowering.cpp): stages
 // sharing an IPU, the V placement, periodic programs. With unit costs and links that cost
 // nothing the engine's step is the order evaluator's makespan, the golden table of
-// shared/reference/pipeline-schedules.md where the placement is the reference's.
+// docs/reference/pipeline-schedules.md where the placement is the reference's.
 #include <catch2/catch.hpp>
 
 #include <set>
@@ -89,7 +89,7 @@ Schedule unrolled(Schedule s) {
 } // namespace
 
 TEST_CASE("with unit costs the engine's step is the golden table's makespan, V placement included", "[schedule][what-if]") {
-  // shared/reference/pipeline-schedules.md, p = 4, m = 8, F = B = W = 1 a stage (a chunk 1/2).
+  // docs/reference/pipeline-schedules.md, p = 4, m = 8, F = B = W = 1 a stage (a chunk 1/2).
   const struct {
     const char* name;
     const Json* model;
@@ -111,7 +111,7 @@ TEST_CASE("with unit costs the engine's step is the golden table's makespan, V p
 }
 
 TEST_CASE("DualPipe runs each stage twice, the reverse pipeline mirrored, in the golden makespan", "[schedule][what-if]") {
-  // shared/reference/pipeline-schedules.md, p = 4, m = 8, F = B = W = 1 a stage: makespan 25.
+  // docs/reference/pipeline-schedules.md, p = 4, m = 8, F = B = W = 1 a stage: makespan 25.
   const Lowered l = lower(four, "dualpipe", 8, 1 * ms);
   CHECK(engine_step(l) == Approx(25 * ms).epsilon(1e-8));
   // schedule-orders-p4-m8.txt, s0: "F0 F1 F2 F4 B4 W4 F5 (F3&BW5) (F6&BW0) ...": stage 0 holds

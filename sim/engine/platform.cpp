@@ -33,7 +33,7 @@ sg4::Engine* start_engine() {
 #endif
   auto* engine = new sg4::Engine(&argc, argv);
   xbt_log_control_set("root.thres:critical");
-  // Exact analytic timing: transfer = latency + bytes / bandwidth (simgrid-notes.md).
+  // Exact analytic timing: transfer = latency + bytes / bandwidth (docs/reference/simgrid-notes.md).
   sg4::Engine::set_config("network/model:CM02");
   sg4::Engine::set_config("network/crosstraffic:0");
   sg4::Engine::set_config("network/TCP-gamma:0");

@@ -35,7 +35,7 @@ struct Platform {
   const std::vector<int>& slots(int src, int dst) const { return route_slots.at(key(src, dst)); }
 };
 
-// Starts SimGrid's engine for exact analytic timing (simgrid-notes.md), quiet; the
+// Starts SimGrid's engine for exact analytic timing (docs/reference/simgrid-notes.md), quiet; the
 // caller owns it. Under AddressSanitizer, with thread contexts (it cannot follow SimGrid's
 // own stack switching).
 simgrid::s4u::Engine* start_engine();

@@ -22,7 +22,7 @@ enum class Optimizer { Sgd, Momentum, Adam, Lamb, Lars };
 std::string optimizer_name(Optimizer optimizer);
 
 // PopART's AccumulateOuterFragmentSchedule: how the weight updates after the flush (the
-// "accumulate outer fragment") are spread over the IPUs (popart-semantics.md).
+// "accumulate outer fragment") are spread over the IPUs (docs/reference/popart-semantics.md).
 enum class WeightUpdateSchedule { Serial, OverlapCycleOptimized, OverlapMemoryOptimized };
 std::string weight_update_schedule_name(WeightUpdateSchedule schedule);
 

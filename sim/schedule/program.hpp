@@ -91,7 +91,7 @@ struct Schedule {
   int cycles = 0;                    // lockstep cycles per batch (0 when the schedule has none)
   double sync_seconds = 0;           // the cost of one inter-IPU sync among these IPUs
   // Micro-batches whose activations forward stage s keeps for its backward, by the
-  // schedule's own rule (popart-semantics.md); indexed by forward stage.
+  // schedule's own rule (docs/reference/popart-semantics.md); indexed by forward stage.
   std::vector<int> stash_depth;
   std::vector<StageMirror> mirrors;  // forward stages also run on another IPU (DualPipe), with their stash
   bool recompute = false;  // backward stages re-run their forward: stashes hold what crosses an IPU boundary

@@ -63,7 +63,8 @@ Schedule build_sharded(const ScheduleContext& context);
 Schedule build_popart(const ScheduleContext& context);
 // Micro-batches each forward stage stashes under PopART's schedule (build_popart's rule).
 std::vector<int> popart_stash_depth(const Plan& plan);
-// Micro-batches forward stage s keeps for its backward under `schedule` (popart-semantics.md):
+// Micro-batches forward stage s keeps for its backward under `schedule`
+// (docs/reference/popart-semantics.md):
 // popart 2(L-s)+1 (none for the loss stage L), tf-grouped 2(N-1-s), tf-interleaved N-1-s,
 // tf-sequential 1 (none for the last), gpipe every micro-batch of the batch (`depth`),
 // 1f1b min(N-s, depth); none in inference.

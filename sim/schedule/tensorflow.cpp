@@ -7,7 +7,7 @@
 //   so forward and backward stages alternate on each IPU.
 // - Sequential: one stage at a time, like sharding.
 // A stage runs a micro-batch in a step when its input was produced in an earlier step.
-// Depth rules and FIFO depths from popart-semantics.md.
+// Depth rules and FIFO depths from docs/reference/popart-semantics.md.
 #include <algorithm>
 #include <optional>
 
