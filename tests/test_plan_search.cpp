@@ -516,3 +516,34 @@ TEST_CASE("ipusim plan: bad input exits 2 naming its rule", "[planner][cli][rule
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.err, Catch::Matchers::Contains("[plan.layers]"));
 }
+
+TEST_CASE("Planner: TensorFlow's Grouped bound (G x the largest forward plus the largest backward) never drops the optimum",
+          "[planner]") {
+  // Grouped runs all forwards in forward steps and all backwards in backward steps, so its step
+  // is at least G x (an IPU's largest forward + an IPU's largest backward): tighter than G x the
+  // busiest IPU's whole work, and still below every split's step. G = 120 is a multiple of 2N
+  // for every N up to 5 forward stages (Grouped's rule).
+  for (int seed : {3, 5, 11, 17}) {
+    std::mt19937 rng(static_cast<unsigned>(seed));
+    const Json model = layered_model(rng, 6);
+    Json execution = kExecution;
+    execution["gradientAccumulation"] = 120;
+    const Scenario sc = make_scenario(model, system_with_streaming_memory(4), execution);
+    PlanRequest request;
+    request.schedules = {"tf-grouped"};
+    request.micro_batches = {1, 2};
+    request.amps = {0.6};
+    const PlanSpace space = make_plan_space(sc, request, 6);
+    PlanSearchOptions pruned;
+    pruned.tolerance = 0;
+    PlanSearchOptions everything = pruned;
+    everything.prune = false;
+    const PlanSearch a = search_plans(sc, space, pruned), b = search_plans(sc, space, everything);
+    INFO("seed " << seed);
+    REQUIRE_FALSE(b.ranked.empty());
+    REQUIRE(a.ranked.size() == b.ranked.size());
+    for (std::size_t i = 0; i < a.ranked.size(); ++i) CHECK(a.ranked[i].throughput == Approx(b.ranked[i].throughput).epsilon(1e-12));
+    CHECK(a.ranked.front().describe(true) == b.ranked.front().describe(true));
+    CHECK(a.counts.evaluated < b.counts.evaluated);
+  }
+}

@@ -93,11 +93,15 @@ double SplitSearch::min_work(int first, int last) const {
   return unit_prefix_[static_cast<std::size_t>(last) + 1] - unit_prefix_[static_cast<std::size_t>(first)];
 }
 
-double SplitSearch::score_bound(double busiest, double total, double ramps) const {
+double SplitSearch::score_bound(double busiest, double total, double ramps, double passes) const {
   if (objective_ == Objective::Latency) return 1 / (total * (1 - kMargin));
   // Each IPU runs every micro-batch through its stages; TensorFlow's Sequential runs one
-  // stage at a time, so there every IPU's work adds up.
-  const double per_micro_batch = settings_.schedule == "tf-sequential" ? total : busiest;
+  // stage at a time, so there every IPU's work adds up. TensorFlow's Grouped runs every stage's
+  // forward in forward steps and every backward in backward steps (tensorflow.cpp): the forward
+  // steps take G times the largest forward work of an IPU at least, the backward steps G times
+  // the largest backward work.
+  double per_micro_batch = settings_.schedule == "tf-sequential" ? total : busiest;
+  if (settings_.schedule == "tf-grouped" && sc_.execution.training) per_micro_batch = std::max(per_micro_batch, passes);
   double step = static_cast<double>(batches_) * static_cast<double>(depth_) * per_micro_batch;
   // PopART: the D-S+1 main cycles each take the busiest IPU's whole work; each fill and
   // flush cycle at least what the IPUs known so far do in it.
@@ -167,7 +171,7 @@ const SplitSearch::Suffix& SplitSearch::solve(int ipu, int u) {
   s.ready = true;
   if (ipu == W_) {
     s.feasible = u == L_ + 1;
-    s.busiest = s.total = 0;
+    s.busiest = s.total = s.forward = s.backward = 0;
     s.headroom = kInfinity;
     return s;
   }
@@ -180,7 +184,7 @@ const SplitSearch::Suffix& SplitSearch::solve(int ipu, int u) {
   if (ipu == W_ - 1) lo = hi = left;
   if (ipu == W_ - 1 && left == 0 && !heads_alone_ok) hi = -1;
   std::vector<std::pair<double, std::pair<int, int>>> moves;
-  s.busiest = s.total = kInfinity;
+  s.busiest = s.total = s.forward = s.backward = kInfinity;
   s.headroom = -kInfinity;
   for (int k = lo; k <= hi; ++k) {
     const std::vector<Option>& opts = options(ipu, u, k);
@@ -193,6 +197,8 @@ const SplitSearch::Suffix& SplitSearch::solve(int ipu, int u) {
       s.feasible = true;
       s.busiest = std::min(s.busiest, busiest);
       s.total = std::min(s.total, f.seconds + next.total);
+      s.forward = std::min(s.forward, std::max(f.forward_seconds, next.forward));
+      s.backward = std::min(s.backward, std::max(f.backward_seconds, next.backward));
       s.headroom = std::max(s.headroom, std::min(tile_capacity_ - f.tile_bytes, next.headroom));
       moves.push_back({objective_ == Objective::Throughput ? busiest : f.seconds + next.total, {k, static_cast<int>(o)}});
     }
@@ -216,7 +222,7 @@ void SplitSearch::refine(SearchCounts& counts) {
     headroom_bound_ = -kInfinity;
     return;
   }
-  bound_ = std::min(bound_, score_bound(top.busiest, top.total));
+  bound_ = std::min(bound_, score_bound(top.busiest, top.total, -1, top.forward + top.backward));
   headroom_bound_ = top.headroom;
 }
 
@@ -235,7 +241,7 @@ bool SplitSearch::run(Incumbents& incumbents, SearchCounts& counts, const std::f
   if (ramps_) ramp_.assign(static_cast<std::size_t>(W_) + 1, std::vector<double>(static_cast<std::size_t>(2 * (S_ - 1)), 0.0));
   ipu_of_unit_.assign(static_cast<std::size_t>(U_), -1);
   if (!settings_.heads_on_last) ipu_of_unit_.back() = 0;
-  if (solve(0, 1).feasible) walk(0, 1, 0, 0, kInfinity);
+  if (solve(0, 1).feasible) walk(0, 1, 0, 0, kInfinity, 0, 0);
   release();
   return !stopped_;
 }
@@ -261,7 +267,7 @@ void SplitSearch::add_ramps(int ipu, const IpuFootprint& f, std::vector<double>&
   }
 }
 
-void SplitSearch::walk(int ipu, int u, double busiest, double total, double headroom) {
+void SplitSearch::walk(int ipu, int u, double busiest, double total, double headroom, double forward, double backward) {
   if (stopped_) return;
   if (++ticks_ % 256 == 0 && (*stop_)()) {
     stopped_ = true;
@@ -290,7 +296,9 @@ void SplitSearch::walk(int ipu, int u, double busiest, double total, double head
       ramps = 0;
       for (double r : mine) ramps += r;
     }
-    if (prune_ && !incumbents_->worth(score_bound(std::max(b, next.busiest), t + next.total, ramps),
+    const double fw = std::max(forward, o.footprint.forward_seconds), bw = std::max(backward, o.footprint.backward_seconds);
+    const double passes = std::max(fw, next.forward) + std::max(bw, next.backward);
+    if (prune_ && !incumbents_->worth(score_bound(std::max(b, next.busiest), t + next.total, ramps, passes),
                                       std::min(h, next.headroom), global_batch_)) {
       ++counts_->bounded;
       continue;
@@ -312,7 +320,7 @@ void SplitSearch::walk(int ipu, int u, double busiest, double total, double head
       ++counts_->refused;
     } else {
       chosen_[static_cast<std::size_t>(ipu)] = {k, index};
-      walk(ipu + 1, u + k, b, t, h);
+      walk(ipu + 1, u + k, b, t, h, fw, bw);
     }
     for (int x = first; x <= last; ++x) ipu_of_unit_[static_cast<std::size_t>(x)] = -1;
     if (!settings_.heads_on_last) ipu_of_unit_.back() = 0;

@@ -47,6 +47,7 @@ private:
   struct Suffix {  // IPUs i.. holding the layers from u on
     bool ready = false, feasible = false;
     double busiest = 0, total = 0, headroom = 0;
+    double forward = 0, backward = 0;  // the least of the IPUs' largest forward and backward work
     std::vector<std::pair<int, int>> moves;  // (layers on IPU i, option index), best bound first
   };
   // Units of IPU `ipu`'s block when it takes `k` layers from layer unit `u`.
@@ -54,10 +55,11 @@ private:
   // The fitting, not dominated availableMemoryProportion choices for that block, cached.
   const std::vector<Option>& options(int ipu, int u, int k);
   const Suffix& solve(int ipu, int u);
-  void walk(int ipu, int u, double busiest, double total, double headroom);
+  void walk(int ipu, int u, double busiest, double total, double headroom, double forward, double backward);
   void leaf();
-  // `ramps`: a lower bound on PopART's fill and flush cycles (their sum), or negative when none.
-  double score_bound(double busiest, double total, double ramps = -1) const;
+  // `ramps`: a lower bound on PopART's fill and flush cycles (their sum), or negative when none;
+  // `passes`: a lower bound on the largest forward plus the largest backward work of an IPU.
+  double score_bound(double busiest, double total, double ramps = -1, double passes = 0) const;
   // PopART: the fill and flush cycles' lower bounds with IPU `ipu` holding option `o` added.
   void add_ramps(int ipu, const IpuFootprint& f, std::vector<double>& ramps) const;
   double min_work(int first, int last) const;
