@@ -1,6 +1,7 @@
 #include "sim/search/split_search.hpp"
 
 #include <algorithm>
+#include <tuple>
 #include <cmath>
 #include <limits>
 
@@ -34,6 +35,7 @@ SplitSearch::SplitSearch(const Scenario& sc, const PlanSpace& space, const Split
   const int S = training ? 2 * P_ - 1 : P_;
   S_ = S;
   ramps_ = popart && depth_ >= S;
+  grouped_ramps_ = st.schedule == "tf-grouped" && training && depth_ >= P_;
   // Every evaluator ends the step with the host's turn, which nothing overlaps; PopART's
   // lockstep cycles each end in a sync.
   fixed_seconds_ = sc.hardware.host_link.run_overhead_s;
@@ -103,6 +105,10 @@ double SplitSearch::score_bound(double busiest, double total, double ramps, doub
   double per_micro_batch = settings_.schedule == "tf-sequential" ? total : busiest;
   if (settings_.schedule == "tf-grouped" && sc_.execution.training) per_micro_batch = std::max(per_micro_batch, passes);
   double step = static_cast<double>(batches_) * static_cast<double>(depth_) * per_micro_batch;
+  // Grouped: the G - N + 1 steps of each pass where every stage runs, and the ramp-up and flush
+  // steps as the IPUs known so far bound them (add_grouped_ramps).
+  if (grouped_ramps_ && ramps >= 0)
+    step = std::max(step, static_cast<double>(batches_) * (ramps + static_cast<double>(depth_ - P_ + 1) * passes));
   // PopART: the D-S+1 main cycles each take the busiest IPU's whole work; each fill and
   // flush cycle at least what the IPUs known so far do in it.
   if (ramps >= 0)
@@ -239,6 +245,7 @@ bool SplitSearch::run(Incumbents& incumbents, SearchCounts& counts, const std::f
   refine(counts);
   chosen_.assign(static_cast<std::size_t>(W_), {0, 0});
   if (ramps_) ramp_.assign(static_cast<std::size_t>(W_) + 1, std::vector<double>(static_cast<std::size_t>(2 * (S_ - 1)), 0.0));
+  if (grouped_ramps_) ramp_.assign(static_cast<std::size_t>(W_) + 1, std::vector<double>(static_cast<std::size_t>(4 * (P_ - 1)), 0.0));
   ipu_of_unit_.assign(static_cast<std::size_t>(U_), -1);
   if (!settings_.heads_on_last) ipu_of_unit_.back() = 0;
   if (solve(0, 1).feasible) walk(0, 1, 0, 0, kInfinity, 0, 0);
@@ -267,6 +274,29 @@ void SplitSearch::add_ramps(int ipu, const IpuFootprint& f, std::vector<double>&
   }
 }
 
+// Grouped with N forward stages and G micro-batches (tensorflow.cpp lockstep_tasks): forward
+// steps 0..G+N-2, stage s running its forwards in steps s..s+G-1; backward steps likewise, stage s
+// in N-1-s..N-2-s+G. Every stage runs in steps N-1..G-1 of each pass; the N-1 steps before and
+// after are ramps[0..N-2] and [N-1..2N-3] (forward), [2N-2..3N-4] and [3N-3..4N-5] (backward),
+// each at least the time of the busiest IPU known so far in that step.
+void SplitSearch::add_grouped_ramps(int ipu, const IpuFootprint& f, std::vector<double>& ramps) const {
+  const std::int64_t N = P_, G = depth_;
+  std::vector<std::tuple<std::int64_t, double, double>> stages{{ipu, f.stage_seconds[0][0], f.stage_seconds[0][1]}};
+  if (ipu == 0 && !settings_.heads_on_last) stages.emplace_back(N - 1, f.stage_seconds[1][0], f.stage_seconds[1][1]);
+  for (std::int64_t k = 0; k < 2 * (N - 1); ++k) {
+    const std::int64_t step = k < N - 1 ? k : G + (k - (N - 1));
+    double forward = 0, backward = 0;
+    for (const auto& [s, fw, bw] : stages) {
+      if (s <= step && step <= s + G - 1) forward += fw;
+      if (N - 1 - s <= step && step <= N - 2 - s + G) backward += bw;
+    }
+    auto& f_ramp = ramps[static_cast<std::size_t>(k)];
+    auto& b_ramp = ramps[static_cast<std::size_t>(2 * (N - 1) + k)];
+    f_ramp = std::max(f_ramp, forward);
+    b_ramp = std::max(b_ramp, backward);
+  }
+}
+
 void SplitSearch::walk(int ipu, int u, double busiest, double total, double headroom, double forward, double backward) {
   if (stopped_) return;
   if (++ticks_ % 256 == 0 && (*stop_)()) {
@@ -289,10 +319,11 @@ void SplitSearch::walk(int ipu, int u, double busiest, double total, double head
     const double t = total + o.footprint.seconds;
     const double h = std::min(headroom, tile_capacity_ - o.footprint.tile_bytes);
     double ramps = -1;
-    if (ramps_) {
+    if (ramps_ || grouped_ramps_) {
       auto& mine = ramp_[static_cast<std::size_t>(ipu) + 1];
       mine = ramp_[static_cast<std::size_t>(ipu)];
-      add_ramps(ipu, o.footprint, mine);
+      if (ramps_) add_ramps(ipu, o.footprint, mine);
+      else add_grouped_ramps(ipu, o.footprint, mine);
       ramps = 0;
       for (double r : mine) ramps += r;
     }

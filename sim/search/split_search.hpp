@@ -62,6 +62,8 @@ private:
   double score_bound(double busiest, double total, double ramps = -1, double passes = 0) const;
   // PopART: the fill and flush cycles' lower bounds with IPU `ipu` holding option `o` added.
   void add_ramps(int ipu, const IpuFootprint& f, std::vector<double>& ramps) const;
+  // TensorFlow's Grouped: its ramp-up and flush steps' lower bounds with IPU `ipu` holding `f`.
+  void add_grouped_ramps(int ipu, const IpuFootprint& f, std::vector<double>& ramps) const;
   double min_work(int first, int last) const;
 
   const Scenario& sc_;
@@ -78,6 +80,7 @@ private:
   double samples_ = 0, fixed_seconds_ = 0, bound_ = 0, headroom_bound_ = 0, tile_capacity_ = 0, capacity_ = 0;
   bool refined_ = false;
   bool ramps_ = false;  // PopART with D >= S: its fill and flush cycles are bounded too
+  bool grouped_ramps_ = false;  // TensorFlow's Grouped in training: its ramp-up and flush steps too
   int S_ = 0;
   std::vector<std::vector<double>> ramp_;  // per depth of the walk: each fill and flush cycle's bound
   std::vector<int> stash_;
