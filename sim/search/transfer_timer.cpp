@@ -111,7 +111,7 @@ double TransferTimer::memory_seconds(double bytes) const {
 
 double TransferTimer::transfer_seconds(int src, int dst, double bytes, double start, LinkUse& use) {
   const RouteTable::Path& p = routes_.path(src, dst);
-  const double d = p.latency + (p.slots.empty() ? 0.0 : whole(bytes) / p.bandwidth);
+  const double d = p.seconds(whole(bytes));
   if (routes_.note_link_sharing) use.add(p.slots, start, start + d);
   return d;
 }
@@ -212,8 +212,7 @@ double TransferTimer::collectives_seconds(bool reduce_scatter, bool all_gather) 
         const std::size_t j = (i + way) % n;
         const int a = physical(members[i], v), b = physical(members[j], v);
         const RouteTable::Path& p = routes_.path(a, b);
-        sends.push_back({i, j, static_cast<std::size_t>(a), static_cast<std::size_t>(b), &p,
-                         p.latency + (p.slots.empty() ? 0.0 : whole(part) / p.bandwidth)});
+        sends.push_back({i, j, static_cast<std::size_t>(a), static_cast<std::size_t>(b), &p, p.seconds(whole(part))});
       }
     for (std::size_t step = 0; step < steps; ++step) {
       end.assign(n, 0);

@@ -38,6 +38,8 @@ public:
   struct Path {
     double latency = 0, bandwidth = 0;
     std::vector<int> slots;  // directed links: 2 x link + (0 forward, 1 backward)
+    // A lone transfer of `whole_bytes` on this route, as SimGrid's CM02 times it.
+    double seconds(double whole_bytes) const { return latency + (slots.empty() ? 0.0 : whole_bytes / bandwidth); }
   };
   const Path& path(int src, int dst);
   const HardwareConfig& hardware() const { return hw_; }
