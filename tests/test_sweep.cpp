@@ -464,6 +464,58 @@ TEST_CASE("shards run through GNU parallel, then merged, hold every point exactl
   CHECK(rows[5].at("execution.microBatchSize") == "16");
 }
 
+TEST_CASE("points one by one: --list-points, then --point through GNU parallel, merged, equal the whole sweep",
+          "[sweep][parallel]") {
+  if (shell("command -v parallel").code != 0)
+    FAIL("GNU parallel is not installed (apt-get install parallel; scripts/setup.sh installs it)");
+  TempDir tmp;
+  write_text(tmp / "grid.json", grid_sweep().dump());
+  const std::string bin = kBinary, file = tmp / "grid.json", whole = tmp / "whole", single = tmp / "single";
+  REQUIRE(cli({"sweep", file, "-o", whole, "-j", "2"}).code == 0);
+
+  // Four points, index, id and overrides a line; a shard lists its own.
+  const Result listed = cli({"sweep", file, "--list-points"});
+  REQUIRE(listed.code == 0);
+  const auto records = read_jsonl(whole + "/results.jsonl");
+  REQUIRE(records.size() == 4);
+  std::istringstream lines(listed.out);
+  std::vector<std::string> ids;
+  for (std::string line; std::getline(lines, line);) {
+    const auto tab = line.find('\t'), second = line.find('\t', tab + 1);
+    REQUIRE(second != std::string::npos);
+    CHECK(line.substr(0, tab) == std::to_string(ids.size()));
+    ids.push_back(line.substr(tab + 1, second - tab - 1));
+    CHECK(ids.back() == records[ids.size() - 1].at("id"));
+  }
+  REQUIRE(ids.size() == 4);
+  CHECK(cli({"sweep", file, "--list-points", "--shard", "1/2"}).out ==
+        "1\t" + ids[1] + "\texecution.batchesPerStep=4 execution.microBatchSize=16 "
+        "config.links.0.bandwidthBytesPerSecond=32000000000.0\n3\t" + ids[3] +
+        "\texecution.batchesPerStep=8 execution.microBatchSize=16 config.links.0.bandwidthBytesPerSecond=32000000000.0\n");
+  CHECK(!fs::exists(tmp / "ipusim-sweeps"));
+
+  // Each point in a process of its own (by index from the listing; one by id), then a merge:
+  // the same results, byte for byte, as the whole sweep's.
+  REQUIRE(cli({"sweep", file, "-o", single, "--point", ids[2]}).code == 0);
+  CHECK(point_files(single) == std::set<std::string>{ids[2] + ".json"});
+  const Result r = shell("'" + bin + "' sweep '" + file + "' --list-points | cut -f1 | parallel --will-cite '" + bin +
+                         "' sweep '" + file + "' -o '" + single + "' -j 1 --point {} && '" + bin + "' sweep '" + file +
+                         "' -o '" + single + "' --merge");
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  CHECK(r.err.find("merged 4 of 4 points (4 ok, 0 failed, 0 missing)") != std::string::npos);
+  CHECK(read_text(single + "/results.csv") == read_text(whole + "/results.csv"));
+
+  // A point the sweep does not have: exit 2, naming the flag, the value and the rule.
+  for (const std::string bad : {"4", "0123456789abcdef", "x"}) {
+    const Result refused = cli({"sweep", file, "-o", single, "--point", bad});
+    CHECK(refused.code == 2);
+    CHECK_THAT(refused.err, Catch::Matchers::Contains("--point") && Catch::Matchers::Contains(bad) &&
+                                Catch::Matchers::Contains("sweep.bad-point"));
+  }
+  CHECK(cli({"sweep", file, "-o", single, "--point", "1", "--shard", "0/2"}).code != 0);
+}
+
 TEST_CASE("sweep points: cartesian order, zips, inclusive ranges, stable ids", "[sweep]") {
   const Json doc = {{"scenario", "s.json"},
                     {"axes",
@@ -538,21 +590,23 @@ TEST_CASE("shards: K/N, or auto from a SLURM job array", "[sweep]") {
     ::unsetenv(v);
 }
 
+// The rule id parse_shard refuses `text` with, "none" when it accepts it.
+std::string shard_rule(const std::string& text) {
+  try {
+    sweep::parse_shard(text);
+  } catch (const InputError& e) {
+    return e.rule();
+  }
+  return "none";
+}
+
 TEST_CASE("shards: a task submitted again alone keeps its shard with auto/N; MPI launchers' ranks", "[sweep]") {
-  const auto rule = [](const std::string& text) {
-    try {
-      sweep::parse_shard(text);
-    } catch (const InputError& e) {
-      return e.rule();
-    }
-    return std::string("none");
-  };
   // sbatch --array=3 of a 16-task sweep: SLURM says a one-task array, ids 3..3. As auto it
   // would be shard 0 of 1 and run the other 15 shards' points: refused, naming auto/N.
   ::setenv("SLURM_ARRAY_TASK_ID", "3", 1);
   ::setenv("SLURM_ARRAY_TASK_MIN", "3", 1);
   ::setenv("SLURM_ARRAY_TASK_COUNT", "1", 1);
-  CHECK(rule("auto") == "sweep.bad-shard");
+  CHECK(shard_rule("auto") == "sweep.bad-shard");
   try {
     sweep::parse_shard("auto");
   } catch (const InputError& e) {
@@ -561,16 +615,16 @@ TEST_CASE("shards: a task submitted again alone keeps its shard with auto/N; MPI
   // auto/16: the task id is the shard, whatever the array it came in.
   CHECK(sweep::parse_shard("auto/16").index == 3);
   CHECK(sweep::parse_shard("auto/16").count == 16);
-  CHECK(rule("auto/3") == "sweep.bad-shard");  // id 3 is no shard of 3
+  CHECK(shard_rule("auto/3") == "sweep.bad-shard");  // id 3 is no shard of 3
   for (const char* v : {"SLURM_ARRAY_TASK_ID", "SLURM_ARRAY_TASK_COUNT", "SLURM_ARRAY_TASK_MIN"}) ::unsetenv(v);
   // mpirun (Open MPI), then MPICH's PMI, then srun's tasks.
-  CHECK(rule("auto") == "sweep.bad-shard");
+  CHECK(shard_rule("auto") == "sweep.bad-shard");
   ::setenv("OMPI_COMM_WORLD_RANK", "2", 1);
   ::setenv("OMPI_COMM_WORLD_SIZE", "8", 1);
   CHECK(sweep::parse_shard("auto").index == 2);
   CHECK(sweep::parse_shard("auto").count == 8);
   CHECK(sweep::parse_shard("auto/8").index == 2);
-  CHECK(rule("auto/4") == "sweep.bad-shard");  // 8 ranks, 4 shards: which is meant?
+  CHECK(shard_rule("auto/4") == "sweep.bad-shard");  // 8 ranks, 4 shards: which is meant?
   ::unsetenv("OMPI_COMM_WORLD_RANK");
   ::unsetenv("OMPI_COMM_WORLD_SIZE");
   ::setenv("PMI_RANK", "5", 1);
@@ -584,6 +638,47 @@ TEST_CASE("shards: a task submitted again alone keeps its shard with auto/N; MPI
   CHECK(sweep::parse_shard("auto").count == 2);
   ::unsetenv("SLURM_PROCID");
   ::unsetenv("SLURM_NTASKS");
+}
+
+TEST_CASE("shards: Grid Engine and PBS job arrays", "[sweep]") {
+  // qsub -t 1-16 (Grid Engine ids start at 1): task 4 is shard 3 of 16.
+  ::setenv("SGE_TASK_ID", "4", 1);
+  ::setenv("SGE_TASK_FIRST", "1", 1);
+  ::setenv("SGE_TASK_LAST", "16", 1);
+  ::setenv("SGE_TASK_STEPSIZE", "1", 1);
+  CHECK(sweep::parse_shard("auto").index == 3);
+  CHECK(sweep::parse_shard("auto").count == 16);
+  CHECK(sweep::parse_shard("auto/16").index == 3);
+  // qsub -t 2-14:4 (ids 2 6 10 14): task 10 is shard 2 of 4; an id off the step is refused.
+  ::setenv("SGE_TASK_ID", "10", 1);
+  ::setenv("SGE_TASK_FIRST", "2", 1);
+  ::setenv("SGE_TASK_LAST", "14", 1);
+  ::setenv("SGE_TASK_STEPSIZE", "4", 1);
+  CHECK(sweep::parse_shard("auto").index == 2);
+  CHECK(sweep::parse_shard("auto").count == 4);
+  ::setenv("SGE_TASK_ID", "11", 1);
+  CHECK(shard_rule("auto") == "sweep.bad-shard");
+  // qsub -t 4 again alone: a one-task array 4..4 would run every shard's points: refused;
+  // auto/16 keeps it shard 3.
+  ::setenv("SGE_TASK_ID", "4", 1);
+  ::setenv("SGE_TASK_FIRST", "4", 1);
+  ::setenv("SGE_TASK_LAST", "4", 1);
+  ::setenv("SGE_TASK_STEPSIZE", "1", 1);
+  CHECK(shard_rule("auto") == "sweep.bad-shard");
+  CHECK(sweep::parse_shard("auto/16").index == 3);
+  // Outside an array Grid Engine says "undefined": not an array task.
+  ::setenv("SGE_TASK_ID", "undefined", 1);
+  CHECK(shard_rule("auto/16") == "sweep.bad-shard");
+  for (const char* v : {"SGE_TASK_ID", "SGE_TASK_FIRST", "SGE_TASK_LAST", "SGE_TASK_STEPSIZE"}) ::unsetenv(v);
+  // PBS Pro (qsub -J 0-7) and Torque (qsub -t 0-7) give the index only: auto/N, not auto.
+  ::setenv("PBS_ARRAY_INDEX", "5", 1);
+  CHECK(sweep::parse_shard("auto/8").index == 5);
+  CHECK(shard_rule("auto") == "sweep.bad-shard");
+  CHECK(shard_rule("auto/5") == "sweep.bad-shard");
+  ::unsetenv("PBS_ARRAY_INDEX");
+  ::setenv("PBS_ARRAYID", "7", 1);
+  CHECK(sweep::parse_shard("auto/8").index == 7);
+  ::unsetenv("PBS_ARRAYID");
 }
 
 TEST_CASE("the shipped sweeps load", "[sweep]") {

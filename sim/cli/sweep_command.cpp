@@ -19,6 +19,7 @@ struct SweepFlags {
   sweep::Options options;
   std::string shard;
   std::vector<std::string> sets;
+  bool list_points = false;
 };
 
 } // namespace
@@ -47,11 +48,21 @@ Command add_sweep_command(CLI::App& app) {
   cmd->add_option("-j,--jobs", f->options.jobs, "Points run at once (default: the number of cores)")
       ->check(CLI::Range(1u, 4096u));
   auto* shard = cmd->add_option("--shard", f->shard,
-                                "Run only the points whose index % N == K: K/N; auto (a SLURM job array, else an MPI launcher's ranks); "
-                                "auto/N (N shards, K the array task id or rank: survives resubmitting one task)");
+                                "Run only the points whose index % N == K: K/N; auto (a SLURM or Grid Engine job array, else an MPI launcher's ranks); "
+                                "auto/N (N shards, K the array task id (SLURM, PBS; Grid Engine: id - 1) or rank: survives resubmitting one task)");
+  auto* point = cmd->add_option("--point", f->options.only_points,
+                                "Run only this point (its index or its 16-digit id, as --list-points prints them); "
+                                "repeatable; for schedulers that run points one by one")
+                    ->excludes(shard)
+                    ->allow_extra_args(false);
+  auto* list = cmd->add_flag("--list-points", f->list_points,
+                             "Print the points (of this --shard or --point) one a line, index, id and overrides "
+                             "separated by tabs, and run nothing");
   cmd->add_flag("--merge", f->options.merge,
                 "Simulate nothing: rebuild results.jsonl and results.csv from the points/ files of every shard")
-      ->excludes(shard);
+      ->excludes(shard)
+      ->excludes(point)
+      ->excludes(list);
   cmd->add_flag("--force", f->options.force,
                 "Use an output folder that holds another sweep's results (adds to it, deletes nothing)");
   cmd->add_flag("--retry-failed", f->options.retry_failed, "Run again the points recorded as failed");
@@ -67,6 +78,10 @@ Command add_sweep_command(CLI::App& app) {
                        "a sweep writes a folder; - (standard output) is for the files run writes");
     if (!f->shard.empty()) o.shard = sweep::parse_shard(f->shard);
     o.set = parse_overrides(f->sets);
+    if (f->list_points) {
+      sweep::list_points(o, std::cout);
+      return 0;
+    }
     o.progress = ::isatty(STDERR_FILENO) == 1;
     prepare_engine_for_forks();
     o.run_point = [](const std::vector<std::string>& args) {

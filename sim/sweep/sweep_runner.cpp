@@ -81,11 +81,56 @@ std::string duration(double seconds) {
   return text;
 }
 
+// The index of the point `text` names: its index in the sweep, or its 16-hex-digit id.
+std::size_t point_named(const std::string& text, const std::vector<Point>& points) {
+  const bool digits = !text.empty() && text.size() < 16 && text.find_first_not_of("0123456789") == std::string::npos;
+  if (digits) {
+    const auto index = static_cast<std::size_t>(std::stoull(text));
+    if (index < points.size()) return index;
+  } else {
+    for (const Point& p : points)
+      if (p.id == text) return p.index;
+  }
+  throw InputError("--point", text, "sweep.bad-point",
+                   "this sweep has no point " + text + " (points are 0.." + std::to_string(points.size() - 1) +
+                       ", or their 16-digit ids); `ipusim sweep FILE --list-points` lists them");
+}
+
+} // namespace
+
+std::vector<std::size_t> selected_points(const Options& o, const std::vector<Point>& points) {
+  std::vector<std::size_t> mine;
+  if (!o.only_points.empty()) {
+    for (const std::string& text : o.only_points) mine.push_back(point_named(text, points));
+    std::sort(mine.begin(), mine.end());
+    mine.erase(std::unique(mine.begin(), mine.end()), mine.end());
+    return mine;
+  }
+  const Shard shard = o.shard.value_or(Shard{});
+  for (const Point& p : points)
+    if (p.index % shard.count == shard.index) mine.push_back(p.index);
+  return mine;
+}
+
+void list_points(const Options& o, std::ostream& out) {
+  const Spec spec = load_sweep(o.sweep_file, {o.set, o.modes});
+  const std::vector<Point> points = expand_points(spec);
+  for (std::size_t index : selected_points(o, points)) {
+    const Point& p = points[index];
+    out << p.index << '\t' << p.id;
+    for (std::size_t i = 0; i < p.axes.size(); ++i)
+      out << (i ? ' ' : '\t') << p.axes[i].path << '=' << p.axes[i].value.dump(-1, ' ', false, Json::error_handler_t::replace);
+    out << '\n';
+  }
+}
+
+namespace {
+
 // Checks that the folder is ours to use and claims it (see folder_lock.hpp): returns the
 // lock, held until the sweep ends. Throws when another sweep's results are there, or
 // another sweep with other points runs there now.
 std::unique_ptr<FolderLock> prepare_dir(const Options& o, const std::string& dir, const Spec& spec,
-                                        const std::vector<Point>& points) {
+                                        const std::vector<Point>& points, const std::vector<std::size_t>& mine) {
   const std::string hash = definition_hash(points);
   const fs::path d(dir), copy = d / "sweep.json";
   const std::string refuse_hint = "; use another -o DIR, or pass --force to add this sweep's points to it "
@@ -145,10 +190,6 @@ std::unique_ptr<FolderLock> prepare_dir(const Options& o, const std::string& dir
                        "is not a folder ipusim can write points into (a link or a file?); remove it");
   }
   if (!o.merge) {
-    const Shard shard = o.shard.value_or(Shard{});
-    std::vector<std::size_t> mine;
-    for (const Point& p : points)
-      if (p.index % shard.count == shard.index) mine.push_back(p.index);
     std::size_t taken = 0;
     if (!lock->try_claim_points(mine, taken))
       throw InputError(dir, "/", "sweep.dir-busy",
@@ -199,7 +240,8 @@ public:
       read_input_file(spec_.scenario_path, spec_.file, "/scenario");  // exists, readable, a regular file
       check_paths(spec_);
     }
-    lock_ = prepare_dir(o_, dir_, spec_, points_);
+    if (!o_.merge) mine_ = selected_points(o_, points_);
+    lock_ = prepare_dir(o_, dir_, spec_, points_, mine_);
     rows_.resize(points_.size());
     for (const Point& p : points_)
       if (auto record = read_point_file(point_file(p), p)) rows_[p.index] = row_of(p, *record);
@@ -210,9 +252,8 @@ public:
     }
 
     const Shard shard = o_.shard.value_or(Shard{});
-    for (const Point& p : points_) {
-      if (p.index % shard.count != shard.index) continue;
-      mine_.push_back(p.index);
+    for (std::size_t index : mine_) {
+      const Point& p = points_[index];
       // Without --fast the engine answers: a point the exact evaluators answered runs again.
       if (!rows_[p.index].present || (o_.retry_failed && !rows_[p.index].ok) || (!o_.fast && rows_[p.index].exact))
         todo_.push_back(p.index);
@@ -558,52 +599,104 @@ std::optional<std::pair<std::size_t, std::size_t>> launcher_rank(std::string& so
   return std::nullopt;
 }
 
-// --shard auto: K and N from the SLURM job array, else from the launcher's ranks. A one-task
-// array whose id is not 0 is what SLURM makes of a task submitted again alone (sbatch
-// --array=3): as shard 0 of 1 it would run the other shards' points, so it is refused.
-Shard shard_from_launcher(const std::string& text) {
-  Shard s;
-  const std::string id = env("SLURM_ARRAY_TASK_ID"), count = env("SLURM_ARRAY_TASK_COUNT");
-  if (!id.empty() && !count.empty()) {
-    const std::string min = env("SLURM_ARRAY_TASK_MIN"), step = env("SLURM_ARRAY_TASK_STEP");
-    const std::size_t task = parse_count(id, "SLURM_ARRAY_TASK_ID");
-    const std::size_t first = min.empty() ? 0 : parse_count(min, "SLURM_ARRAY_TASK_MIN");
-    const std::size_t stride = step.empty() ? 1 : parse_count(step, "SLURM_ARRAY_TASK_STEP");
-    if (task < first || stride == 0 || (task - first) % stride != 0)
-      throw InputError("--shard", text, "sweep.bad-shard",
-                       "SLURM_ARRAY_TASK_ID " + id + " is not in the array (min " + (min.empty() ? "0" : min) +
-                           ", step " + (step.empty() ? "1" : step) + ")");
-    s.index = (task - first) / stride;
-    s.count = parse_count(count, "SLURM_ARRAY_TASK_COUNT");
-    if (s.count == 1 && task != 0)
-      throw InputError("--shard", text, "sweep.bad-shard",
-                       "a job array of one task, id " + id +
-                           ": a shard submitted again alone (sbatch --array=" + id +
-                           ") cannot tell how many shards the sweep has; give --shard auto/N with the array's size N "
-                           "(the task id is then the shard), or --shard " + id + "/N");
-    return s;
+// A batch scheduler's array task: its id, and the ids the array holds when the scheduler says.
+struct ArrayTask {
+  std::string scheduler;  // "SLURM", "SGE", "PBS": for messages
+  std::string id_text;    // the task id as the scheduler gave it
+  std::size_t id = 0;
+  std::optional<std::size_t> first, last, step;  // SLURM and SGE say; PBS does not
+  std::optional<std::size_t> count;              // SLURM says
+  std::size_t lowest_id = 0;                     // the smallest id the scheduler allows (SGE: 1)
+};
+
+std::optional<std::size_t> count_or_none(const char* name) {
+  const std::string v = env(name);
+  if (v.empty()) return std::nullopt;
+  return parse_count(v, name);
+}
+
+// SLURM (sbatch --array, with its task count), Grid Engine (qsub -t: SGE_TASK_ID is "undefined"
+// outside an array), PBS Pro (qsub -J: PBS_ARRAY_INDEX) and Torque (qsub -t: PBS_ARRAYID), first found first.
+std::optional<ArrayTask> array_task() {
+  ArrayTask t;
+  if (const std::string id = env("SLURM_ARRAY_TASK_ID"); !id.empty() && !env("SLURM_ARRAY_TASK_COUNT").empty()) {
+    t = {"SLURM", id, parse_count(id, "SLURM_ARRAY_TASK_ID"), count_or_none("SLURM_ARRAY_TASK_MIN"),
+         count_or_none("SLURM_ARRAY_TASK_MAX"), count_or_none("SLURM_ARRAY_TASK_STEP"),
+         count_or_none("SLURM_ARRAY_TASK_COUNT"), 0};
+    if (!t.first) t.first = 0;
+    return t;
   }
+  if (const std::string id = env("SGE_TASK_ID"); !id.empty() && id != "undefined") {
+    t = {"SGE", id, parse_count(id, "SGE_TASK_ID"), count_or_none("SGE_TASK_FIRST"), count_or_none("SGE_TASK_LAST"),
+         count_or_none("SGE_TASK_STEPSIZE"), std::nullopt, 1};
+    return t;
+  }
+  for (const char* name : {"PBS_ARRAY_INDEX", "PBS_ARRAYID"})
+    if (const std::string id = env(name); !id.empty()) {
+      t.scheduler = "PBS";
+      t.id_text = id;
+      t.id = parse_count(id, name);
+      return t;
+    }
+  return std::nullopt;
+}
+
+// --shard auto from an array task: K = (id - first) / step, N = the array's count (SLURM's, or
+// (last - first) / step + 1). A one-task array whose id is not the lowest the scheduler allows
+// is what SLURM or SGE make of a task submitted again alone (sbatch --array=3, qsub -t 3): as
+// shard 0 of 1 it would run the other shards' points, so it is refused.
+Shard shard_of_array(const std::string& text, const ArrayTask& t) {
+  const std::string name = t.scheduler == "SGE" ? "SGE_TASK_ID" : "SLURM_ARRAY_TASK_ID";
+  if (!t.first || (!t.count && !t.last))
+    throw InputError("--shard", text, "sweep.bad-shard",
+                     t.scheduler + " gives the task id (" + t.id_text +
+                         ") but not the array's size; give --shard auto/N with the number of tasks N");
+  const std::size_t first = *t.first, stride = t.step.value_or(1);
+  if (t.id < first || stride == 0 || (t.id - first) % stride != 0 || (t.last && t.id > *t.last))
+    throw InputError("--shard", text, "sweep.bad-shard",
+                     name + " " + t.id_text + " is not in the array (first " + std::to_string(first) + ", step " +
+                         std::to_string(stride) + ")");
+  Shard s;
+  s.index = (t.id - first) / stride;
+  s.count = t.count ? *t.count : (*t.last - first) / stride + 1;
+  if (s.count == 1 && t.id != t.lowest_id)
+    throw InputError("--shard", text, "sweep.bad-shard",
+                     "a job array of one task, id " + t.id_text + ": a shard submitted again alone (" +
+                         (t.scheduler == "SGE" ? "qsub -t " : "sbatch --array=") + t.id_text +
+                         ") cannot tell how many shards the sweep has; give --shard auto/N with the array's size N "
+                         "(the task id is then the shard), or --shard K/N");
+  return s;
+}
+
+// --shard auto: K and N from a batch scheduler's job array, else from the launcher's ranks.
+Shard shard_from_launcher(const std::string& text) {
+  if (const auto task = array_task()) return shard_of_array(text, *task);
   std::string source;
   if (const auto rank = launcher_rank(source)) {
+    Shard s;
     s.index = rank->first;
     s.count = rank->second;
     return s;
   }
   throw InputError("--shard", text, "sweep.bad-shard",
-                   "--shard auto needs a SLURM job array (SLURM_ARRAY_TASK_ID and SLURM_ARRAY_TASK_COUNT) or an MPI "
-                   "launcher's ranks (OMPI_COMM_WORLD_RANK/SIZE, PMI_RANK/SIZE, SLURM_PROCID/NTASKS); give --shard K/N "
-                   "elsewhere");
+                   "--shard auto needs a job array (SLURM_ARRAY_TASK_ID, SGE_TASK_ID, PBS_ARRAY_INDEX or PBS_ARRAYID) "
+                   "or an MPI launcher's ranks (OMPI_COMM_WORLD_RANK/SIZE, PMI_RANK/SIZE, SLURM_PROCID/NTASKS); give "
+                   "--shard K/N elsewhere");
 }
 
-// --shard auto/N: N given, K the array's task id itself (arrays 0..N-1, so a task submitted
-// again alone is still its shard) or the launcher's rank.
+// --shard auto/N: N given, K the array task's id less the lowest id the scheduler allows
+// (SLURM, PBS: arrays 0..N-1; SGE: 1..N), so a task submitted again alone is still its
+// shard; else the launcher's rank.
 Shard shard_of_count(const std::string& text, std::size_t count) {
   Shard s;
   s.count = count;
-  const std::string id = env("SLURM_ARRAY_TASK_ID");
   std::string source;
-  if (!id.empty()) {
-    s.index = parse_count(id, "SLURM_ARRAY_TASK_ID");
+  if (const auto task = array_task()) {
+    if (task->id < task->lowest_id)
+      throw InputError("--shard", text, "sweep.bad-shard",
+                       task->scheduler + " task id " + task->id_text + " is below " +
+                           std::to_string(task->lowest_id) + ", the first id of an array");
+    s.index = task->id - task->lowest_id;
   } else if (const auto rank = launcher_rank(source)) {
     if (rank->second != count)
       throw InputError("--shard", text, "sweep.bad-shard",
@@ -612,7 +705,8 @@ Shard shard_of_count(const std::string& text, std::size_t count) {
     s.index = rank->first;
   } else {
     throw InputError("--shard", text, "sweep.bad-shard",
-                     "--shard auto/N needs SLURM_ARRAY_TASK_ID or an MPI launcher's rank; give --shard K/N elsewhere");
+                     "--shard auto/N needs a job array's task id (SLURM_ARRAY_TASK_ID, SGE_TASK_ID, PBS_ARRAY_INDEX, "
+                     "PBS_ARRAYID) or an MPI launcher's rank; give --shard K/N elsewhere");
   }
   return s;
 }

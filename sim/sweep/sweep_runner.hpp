@@ -36,11 +36,12 @@ struct Shard {
   std::size_t index = 0, count = 1;  // runs the points whose index % count == index
 };
 
-// "K/N" with 0 <= K < N; "auto": K and N from a SLURM job array (SLURM_ARRAY_TASK_ID less
-// SLURM_ARRAY_TASK_MIN, divided by SLURM_ARRAY_TASK_STEP when set; SLURM_ARRAY_TASK_COUNT),
-// else from an MPI launcher's rank and size (Open MPI, PMI, srun); "auto/N": N given, K the
-// array's task id itself or the rank (a task submitted again alone keeps its shard). A lone
-// array task whose id is not 0 is refused under "auto". Throws InputError (origin "--shard").
+// "K/N" with 0 <= K < N; "auto": K and N from a job array (SLURM: SLURM_ARRAY_TASK_ID less
+// SLURM_ARRAY_TASK_MIN, divided by SLURM_ARRAY_TASK_STEP, of SLURM_ARRAY_TASK_COUNT; Grid Engine:
+// SGE_TASK_ID/FIRST/LAST/STEPSIZE), else from an MPI launcher's rank and size (Open MPI, PMI,
+// srun); "auto/N": N given, K the array task's id less the first id an array can have (SLURM,
+// PBS 0; Grid Engine 1) or the rank (a task submitted again alone keeps its shard). A lone
+// array task whose id is not the first is refused under "auto". Throws InputError (origin "--shard").
 Shard parse_shard(const std::string& text);
 
 // The default output folder is kDefaultParent/<sweep name> in the working directory: a
@@ -54,6 +55,8 @@ struct Options {
   std::string modes;          // --mode: replaces the sweep's "modes" ("" = the file's)
   unsigned jobs = 0;        // points run at once; 0 = std::thread::hardware_concurrency()
   std::optional<Shard> shard;
+  // --point: run only these points (each an index or a 16-hex-digit id), whatever the shard.
+  std::vector<std::string> only_points;
   bool merge = false;       // no simulation: rebuild results.jsonl/.csv from points/
   bool force = false;       // use a DIR that holds another sweep's results (deletes nothing)
   bool retry_failed = false;
@@ -72,5 +75,12 @@ struct Options {
 
 // Returns the exit code; throws InputError for a bad sweep file, flag or folder.
 int run_sweep(const Options& options, std::ostream& log);
+
+// The indexes of the points this process runs, ascending: the --point ones (unknown ones are an
+// InputError, rule sweep.bad-point), else the shard's.
+std::vector<std::size_t> selected_points(const Options& options, const std::vector<Point>& points);
+// --list-points: one line per selected point, "index<TAB>id<TAB>path=value path=value ...",
+// the values as JSON; reads the sweep file only (no folder, no scenario).
+void list_points(const Options& options, std::ostream& out);
 
 } // namespace ipusim::sweep
