@@ -505,3 +505,47 @@ TEST_CASE("cli: a 64-stage pipeline's table gives per-IPU ranges, the plan's end
   CHECK(count_of(table.out, "\nOUT OF MEMORY (pipelined)") == 3);
   CHECK_THAT(table.out, Contains("... and " + std::to_string(overfull - 3) + " more IPUs out of memory"));
 }
+
+TEST_CASE("cli: plan --json gives the confirmed candidates as data; the first's execution runs to its engine figures",
+          "[cli][workflow][planner]") {
+  const TempDir dir;
+  const std::string scenario = source("scenarios/mlp-training.json"), prefix = dir.path("best");
+  const std::vector<std::string> search = {"plan", scenario, "--ipus", "2", "--micro-batch", "8,16", "--top", "2", "--quiet"};
+  std::vector<std::string> as_json = search;
+  as_json.insert(as_json.end(), {"--json", "--write", prefix});
+  const Result text = run_ipusim(search), json = run_ipusim(as_json);
+  REQUIRE(text.exit_code == 0);
+  REQUIRE(json.exit_code == 0);
+  const Json doc = Json::parse(json.out);
+  CHECK(doc.at("fits") == true);
+  CHECK(doc.at("training") == true);
+  CHECK(doc.at("search").at("complete") == true);
+  const Json& candidates = doc.at("candidates");
+  REQUIRE(candidates.size() == 2);
+  // The text report's ranking, candidate by candidate, and the report itself in "text".
+  for (std::size_t i = 0; i < 2; ++i) {
+    const std::string rank = "#" + std::to_string(i + 1) + " ";
+    CHECK(ipusim::test::line_starting(text.out, rank) == rank + candidates[i].at("description").get<std::string>());
+    CHECK(ipusim::test::line_starting(doc.at("text").get<std::string>(), rank) == ipusim::test::line_starting(text.out, rank));
+  }
+  CHECK(candidates[0].at("engine").at("throughputSamplesPerSecond").get<double>() >=
+        candidates[1].at("engine").at("throughputSamplesPerSecond").get<double>());
+  const Json& best = candidates[0];
+  CHECK(best.at("layersPerIpu") == Json::array({1, 1}));
+  CHECK(best.at("globalBatch").get<long>() == best.at("execution").at("microBatchSize").get<long>() *
+                                                 best.at("execution").at("gradientAccumulation").get<long>() *
+                                                 best.at("execution").at("replicas").get<long>());
+  // The written scenario runs the first candidate: its execution is the document's, and the
+  // engine gives the step the document reports for it.
+  std::ifstream written_file(prefix + ".scenario.json");
+  const Json written = Json::parse(written_file);
+  CHECK(written.at("execution") == best.at("execution"));
+  const Result run = run_ipusim({"run", prefix + ".scenario.json", "--json", "--mode", "pipelined"});
+  REQUIRE(run.exit_code == 0);
+  CHECK(Json::parse(run.out).at("runs").at(0).at("stepTimeSeconds").get<double>() ==
+        best.at("engine").at("stepTimeSeconds").get<double>());
+  // A phased scenario's plan is text only: --json is refused, not answered with an empty list.
+  const Result phased = run_ipusim({"plan", source("scenarios/bert-large-phased-pod16.json"), "--json", "--quiet"});
+  CHECK(phased.exit_code == 2);
+  CHECK_THAT(phased.err, Contains("--json") && Contains("cli.conflict"));
+}

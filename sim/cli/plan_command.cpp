@@ -43,7 +43,7 @@ struct PlanOptions {
   std::vector<double> amps;
   int top = 3;
   double front_within = 5, time_limit = 0;
-  bool force = false, explain_layers = false, quiet = false;
+  bool force = false, explain_layers = false, quiet = false, json = false;
   std::string att_ffn = "yes";
   std::vector<int> tensor_parallel;
 };
@@ -95,23 +95,9 @@ LayerStructure units_of(const Model& model, const Candidate& c) {
   return layers;
 }
 
-void write_best(const PlanOptions& o, const Scenario& base, const Scenario& best_sc, const Candidate& best) {
-  const std::string model_path = o.write + ".model.json";
-  const std::string scenario_path = o.write + ".scenario.json";
-  check_output(model_path, o.force);
-  check_output(scenario_path, o.force);
-  const fs::path folder = fs::path(scenario_path).parent_path().empty() ? fs::path(".") : fs::path(scenario_path).parent_path();
-  const bool training = base.execution.training;
-  const std::string description = "written by ipusim plan from " + base.file + ": " + best.describe(training) + " (" +
-                                  base.model.name + " re-annotated; the layers' ops are otherwise unchanged)";
-  nlohmann::json doc = base.scenario_document;
-  doc["name"] = base.name + "-planned";
-  doc["description"] = description;
-  doc["model"] = relative_to(model_path, folder);
-  if (doc.contains("config") && doc["config"].is_string())
-    doc["config"] = relative_to(fs::path(base.file).parent_path() / doc["config"].get<std::string>(), folder);
-  auto& ex = doc["execution"];
-  const Execution& e = best_sc.execution;
+// The `execution` section that runs a candidate: `base` (the scenario's own) with the searched
+// fields set to the candidate's scenario's `e`.
+nlohmann::json planned_execution(nlohmann::json ex, const Execution& e, bool training) {
   ex["mode"] = "pipelined";
   ex["schedule"] = e.schedule;
   ex["recomputation"] = e.recomputation == Recomputation::Pipeline ? "pipeline" : "none";
@@ -134,13 +120,82 @@ void write_best(const PlanOptions& o, const Scenario& base, const Scenario& best
   }
   // Under tensor parallelism the file holds the whole model, placed alike: run reshards it.
   ex["tensorParallel"] = e.tensor_parallel;
+  return ex;
+}
+
+void write_best(const PlanOptions& o, std::ostream& out, const Scenario& base, const Scenario& best_sc,
+                const Candidate& best) {
+  const std::string model_path = o.write + ".model.json";
+  const std::string scenario_path = o.write + ".scenario.json";
+  check_output(model_path, o.force);
+  check_output(scenario_path, o.force);
+  const fs::path folder = fs::path(scenario_path).parent_path().empty() ? fs::path(".") : fs::path(scenario_path).parent_path();
+  const bool training = base.execution.training;
+  const std::string description = "written by ipusim plan from " + base.file + ": " + best.describe(training) + " (" +
+                                  base.model.name + " re-annotated; the layers' ops are otherwise unchanged)";
+  nlohmann::json doc = base.scenario_document;
+  doc["name"] = base.name + "-planned";
+  doc["description"] = description;
+  doc["model"] = relative_to(model_path, folder);
+  if (doc.contains("config") && doc["config"].is_string())
+    doc["config"] = relative_to(fs::path(base.file).parent_path() / doc["config"].get<std::string>(), folder);
+  doc["execution"] = planned_execution(doc["execution"], best_sc.execution, training);
   const Model written =
       best_sc.unsharded ? place_layers(best_sc.unsharded->model, units_of(best_sc.unsharded->model, best),
                                        best.split.layers_per_ipu, best.split.heads_on_last)
                         : best_sc.model;
   write_output(model_path, model_to_json_text(written, description), o.force);
   write_output(scenario_path, doc.dump(2) + "\n", o.force);
-  std::cout << "\nwrote " << model_path << " and " << scenario_path << " (ipusim run " << scenario_path << ")\n";
+  out << "\nwrote " << model_path << " and " << scenario_path << " (ipusim run " << scenario_path << ")\n";
+}
+
+// plan --json: one confirmed candidate, its settings as the scenario's execution section that
+// runs it, the evaluator's figures and the engine's.
+nlohmann::json candidate_document(const Scenario& base, const Candidate& c, const RunMetrics& m, const Scenario& built) {
+  const bool training = base.execution.training;
+  nlohmann::json evaluator = {{"stepTimeSeconds", c.estimate.step_seconds},
+                              {"throughputSamplesPerSecond", c.throughput},
+                              {"latencySeconds", c.estimate.latency_seconds},
+                              {"exact", c.estimate.exact()}};
+  if (!c.estimate.exact()) evaluator["inexactBecause"] = c.estimate.inexact_reason();
+  return {{"description", c.describe(training)},
+          {"execution", planned_execution(base.scenario_document.value("execution", nlohmann::json::object()),
+                                          built.execution, training)},
+          {"layersPerIpu", c.split.layers_per_ipu},
+          {"unitsPerLayer", c.split.units_per_layer},
+          {"headsOn", c.split.heads_on_last ? "last" : "0"},
+          {"globalBatch", c.global_batch},
+          {"headroomBytesPerTile", c.headroom},
+          {"evaluator", evaluator},
+          {"engine",
+           {{"stepTimeSeconds", m.step_time_s},
+            {"throughputSamplesPerSecond", m.throughput_samples_per_s},
+            {"latencyMeanSeconds", m.latency_s.mean},
+            {"fits", m.memory.fits}}}};
+}
+
+nlohmann::json candidates_document(const Scenario& base, const ConfirmedPlans& plans) {
+  nlohmann::json list = nlohmann::json::array();
+  for (std::size_t i = 0; i < plans.candidates.size(); ++i)
+    list.push_back(candidate_document(base, plans.candidates[i], plans.metrics[i], plans.scenarios[i]));
+  return list;
+}
+
+// plan --json's document: what the search did, the confirmed candidates best first, the
+// what-if schedules' best (null when none was searched or none fits), and the text report.
+nlohmann::json plan_document(const Scenario& sc, const PlanSearch& search, Objective objective,
+                             const ConfirmedPlans* confirmed, const ConfirmedPlans& what_if, const std::string& text) {
+  nlohmann::json doc = {
+      {"scenario", sc.file},
+      {"objective", objective == Objective::Throughput ? "throughput" : "latency"},
+      {"training", sc.execution.training},
+      {"search",
+       {{"seconds", search.seconds}, {"complete", search.complete}, {"candidatesTimed", search.counts.evaluated}}},
+      {"fits", confirmed != nullptr},
+      {"candidates", confirmed ? candidates_document(sc, *confirmed) : nlohmann::json::array()},
+      {"whatIf", what_if.candidates.empty() ? nlohmann::json() : candidates_document(sc, what_if).at(0)},
+      {"text", text}};
+  return doc;
 }
 
 // Progress on standard error once a second, for searches longer than a second.
@@ -392,8 +447,16 @@ int plan(const PlanOptions& o) {
     for (const Op& op : sc.model.ops) width = std::max(width, op.virtual_graph.value_or(0) + 1);
     physical_ipus(sc, static_cast<int>(width));
   }
-  if (sc.execution.modes == std::vector<Mode>{Mode::Phased}) return plan_phased_scenario(o, sc);
+  if (sc.execution.modes == std::vector<Mode>{Mode::Phased}) {
+    if (o.json)
+      throw InputError("command line", "--json", "cli.conflict",
+                       "plan --json covers pipelined searches; a phased scenario's plan (" + sc.file +
+                           ", execution.mode phased) is printed as text: drop --json");
+    return plan_phased_scenario(o, sc);
+  }
   const LayerStructure layers = detect_layers(sc.model);
+  if (o.explain_layers && o.json)
+    throw InputError("command line", "--json", "cli.conflict", "--explain-layers prints text only: drop --json");
   if (o.explain_layers) return explain_plan_layers(sc.model, layers);
   const PlanRequest request = request_of(o);
   const std::vector<GroupSize> sizes = group_sizes(o, sc, request, static_cast<int>(layers.names.size()));
@@ -406,9 +469,12 @@ int plan(const PlanOptions& o) {
     return g.t == sc.execution.tensor_parallel;
   });
   search.space = own.space;  // described for the scenario's group size; the others are listed apart
-  print_search_summary(std::cout, own.scenario, search);
-  print_group_sizes(std::cout, sizes);
-  print_search_estimate(std::cout, search_bytes, estimate);
+  // --json: the text report goes into the document, which alone goes to standard output.
+  std::ostringstream report;
+  std::ostream& out = o.json ? static_cast<std::ostream&>(report) : std::cout;
+  print_search_summary(out, own.scenario, search);
+  print_group_sizes(out, sizes);
+  print_search_estimate(out, search_bytes, estimate);
   const CandidateScenario build = [&](const Candidate& c) {
     for (const GroupSize& g : sizes)
       if (g.t == c.settings.tensor_parallel) return candidate_scenario(g.scenario, units_of(g.scenario.model, c), c);
@@ -419,20 +485,25 @@ int plan(const PlanOptions& o) {
   PlanSearchOptions what_if_options = options;
   if (options.time_limit_s > 0) what_if_options.time_limit_s = std::max(1e-3, options.time_limit_s - search.seconds);
   const PlanSearch what_if = what_ifs ? search_group_sizes(sizes, what_if_options, true) : PlanSearch{};
+  ConfirmedPlans what_if_best;
   if (search.ranked.empty()) {
-    if (what_ifs) print_what_if(std::cout, sc, what_if, nullptr, options.objective, build);
+    if (what_ifs) print_what_if(out, sc, what_if, nullptr, options.objective, build, what_if_best);
+    if (o.json) std::cout << plan_document(sc, search, options.objective, nullptr, what_if_best, report.str()).dump(2) << "\n";
     std::cout << std::flush;
     std::cerr << "ipusim: " << no_fit_message(own.scenario, search, request, other_group_sizes_fit(o, sc, request, sizes, layers))
               << "\n";
     return kExitOutOfMemory;
   }
-  const ConfirmedPlans confirmed = confirm_top(std::cout, sc, search, options.objective, build);
-  print_fronts(std::cout, sc, search, options.objective);
+  const ConfirmedPlans confirmed = confirm_top(out, sc, search, options.objective, build);
+  print_fronts(out, sc, search, options.objective);
   double largest_run = confirmed.largest_run_estimate;
-  if (what_ifs) largest_run = std::max(largest_run, print_what_if(std::cout, sc, what_if, &confirmed, options.objective, build));
-  const double given_estimate = compare_with_given(std::cout, sc, own.units, confirmed, options.objective);
-  print_runs_estimate(std::cout, std::max(largest_run, given_estimate));
-  if (!o.write.empty()) write_best(o, sc, confirmed.best_scenario, confirmed.best);
+  if (what_ifs)
+    largest_run =
+        std::max(largest_run, print_what_if(out, sc, what_if, &confirmed, options.objective, build, what_if_best));
+  const double given_estimate = compare_with_given(out, sc, own.units, confirmed, options.objective);
+  print_runs_estimate(out, std::max(largest_run, given_estimate));
+  if (!o.write.empty()) write_best(o, out, sc, confirmed.best_scenario, confirmed.best);
+  if (o.json) std::cout << plan_document(sc, search, options.objective, &confirmed, what_if_best, report.str()).dump(2) << "\n";
   return kExitOk;
 }
 
@@ -506,6 +577,10 @@ Command add_plan_command(CLI::App& app) {
                   "value (execution.replicas=2 fixes the replicas); repeatable")
       ->allow_extra_args(false);
   cmd->add_flag("--explain-layers", o->explain_layers, "Print the layers the planner finds in the model, and stop");
+  cmd->add_flag("--json", o->json,
+                "Print one JSON document: the search's figures, the confirmed candidates best first (each with the "
+                "execution section that runs it, the evaluator's and the engine's figures), the what-if best, and "
+                "the text report (docs/planner.md)");
   cmd->add_flag("--quiet", o->quiet, "No progress on standard error");
   cmd->add_option("--write", o->write,
                   "Write the best as PREFIX.model.json (annotated model) and PREFIX.scenario.json (for ipusim run)");

@@ -232,7 +232,8 @@ ConfirmedPlans confirm_top(std::ostream& out, const Scenario& sc, const PlanSear
   });
   const RunMetrics metrics_by_evaluator_first = c.metrics.front();
   std::vector<RunMetrics> metrics;
-  for (std::size_t i : order) c.candidates.push_back(search.ranked[i]), metrics.push_back(c.metrics[i]);
+  for (std::size_t i : order)
+    c.candidates.push_back(search.ranked[i]), metrics.push_back(c.metrics[i]), c.scenarios.push_back(scenarios[i]);
   c.metrics = metrics;
   c.best = c.candidates.front();
   c.best_scenario = scenarios[order.front()];
@@ -265,7 +266,7 @@ ConfirmedPlans confirm_top(std::ostream& out, const Scenario& sc, const PlanSear
 }
 
 double print_what_if(std::ostream& out, const Scenario& sc, const PlanSearch& what_if, const ConfirmedPlans* confirmed,
-                     Objective objective, const CandidateScenario& build) {
+                     Objective objective, const CandidateScenario& build, ConfirmedPlans& what_if_best) {
   const std::string names = join_names(what_if.space.schedules);
   out << "\nwhat-if: " << names << " (no IPU framework runs them: PopART and PopTorch run popart, TensorFlow the "
       << "tf-* schedules), searched apart in " << format_fixed(what_if.seconds, 2) << " s, "
@@ -277,7 +278,12 @@ double print_what_if(std::ostream& out, const Scenario& sc, const PlanSearch& wh
   }
   const Candidate& cand = what_if.ranked.front();
   double estimate = 0;
-  const RunMetrics m = simulate_streaming(build(cand), estimate);
+  what_if_best.scenarios.push_back(build(cand));
+  const RunMetrics m = simulate_streaming(what_if_best.scenarios.back(), estimate);
+  what_if_best.candidates.push_back(cand);
+  what_if_best.metrics.push_back(m);
+  what_if_best.best = cand;
+  what_if_best.best_scenario = what_if_best.scenarios.back();
   out << "  best: " << cand.describe(sc.execution.training) << "\n"
       << "  engine:    step " << format_seconds(m.step_time_s) << ", " << format_rate(m.throughput_samples_per_s, "samples/s")
       << ", latency " << format_seconds(m.latency_s.mean) << " (mean), global batch " << cand.global_batch << "; "

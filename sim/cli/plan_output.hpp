@@ -15,6 +15,7 @@ namespace ipusim::cli {
 struct ConfirmedPlans {
   std::vector<Candidate> candidates;  // best first by the engine's figures
   std::vector<RunMetrics> metrics;
+  std::vector<Scenario> scenarios;    // each candidate's, as the engine ran it
   Candidate best;
   Scenario best_scenario;
   double largest_run_estimate = 0;  // bytes: the largest of their runs' memory estimates (estimate_run)
@@ -33,9 +34,11 @@ ConfirmedPlans confirm_top(std::ostream& out, const Scenario& scenario, const Pl
                            const CandidateScenario& build);
 void print_fronts(std::ostream& out, const Scenario& scenario, const PlanSearch& search, Objective objective);
 // The what-if schedules' best (searched apart: no IPU framework runs them), confirmed by the
-// engine and set against `confirmed`'s best when there is one; returns its run's memory estimate.
+// engine and set against `confirmed`'s best when there is one: in `what_if_best` (empty when
+// none fits). Returns its run's memory estimate.
 double print_what_if(std::ostream& out, const Scenario& scenario, const PlanSearch& what_if,
-                     const ConfirmedPlans* confirmed, Objective objective, const CandidateScenario& build);
+                     const ConfirmedPlans* confirmed, Objective objective, const CandidateScenario& build,
+                     ConfirmedPlans& what_if_best);
 // The scenario as annotated (its own split and settings), simulated, against the best;
 // returns its run's memory estimate (0: not run).
 double compare_with_given(std::ostream& out, const Scenario& scenario, const LayerStructure& layers,

@@ -176,6 +176,16 @@ def test_plan_is_the_cli_answer():
         return re.sub(r"searched apart in [0-9.]+ s", "searched apart in ? s", text)
     assert untimed(answer["text"]) == untimed(cli("plan", *args, "--quiet").stdout)
     assert "micro-batch" in answer["text"]
+    # The candidates as data: plan --json's, the same ones with the same figures.
+    document = json.loads(cli("plan", *args, "--quiet", "--json").stdout)
+    assert answer["candidates"] == document["candidates"]
+    assert len(answer["candidates"]) == 2
+    assert (answer["candidates"][0]["engine"]["throughputSamplesPerSecond"]
+            >= answer["candidates"][1]["engine"]["throughputSamplesPerSecond"])
+    assert answer["whatIf"] == document["whatIf"]
+    # What has no candidates as data keeps the text: the layers, a phased scenario's plan.
+    layers = ipusim.plan(args[0], explain_layers=True)
+    assert set(layers) == {"text", "fits"} and "dense" in layers["text"]
 
 
 def test_to_dataframe_without_pandas(monkeypatch):
@@ -253,5 +263,7 @@ def test_keywords_are_the_cli_flags(command):
     # ipusim/__init__.py writes the flags out; they must be the CLI's, flags without a value included.
     help_text = cli(command, "--help").stdout
     flags = re.findall(r"^\s+(?:-\w,)?--([a-z-]+)( [A-Z]+)?", help_text, re.MULTILINE)
-    expected = {name.replace("-", "_"): not takes_value for name, takes_value in flags if name != "help"}
+    # plan's --json is the module's own: ipusim.plan always returns the document.
+    own = {"help"} | ({"json"} if command == "plan" else set())
+    expected = {name.replace("-", "_"): not takes_value for name, takes_value in flags if name not in own}
     assert ipusim._KEYWORDS[command] == expected

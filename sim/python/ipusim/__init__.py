@@ -491,9 +491,10 @@ def _option_value(value, command, pointer, key):
                  f"{key} takes a str, int or float (or a list of them), got {type(value).__name__}")
 
 
-def _command(command, path, options):
-    """Runs the CLI's `command` (validate or plan) on `path` with keywords `options`: (exit code, text)."""
-    args = [command, path] + _arguments(command, options)
+def _command(command, path, options, flags=()):
+    """Runs the CLI's `command` (validate or plan) on `path` with keywords `options` and `flags`
+    (CLI flags no keyword names): (exit code, text)."""
+    args = [command, path] + _arguments(command, options) + list(flags)
     try:
         return getattr(_ipusim, command)(args)
     except InputError as e:
@@ -517,7 +518,18 @@ def validate(path, **options):
 @_call_checked("plan")
 def plan(scenario, quiet=True, **options):
     """`ipusim plan SCENARIO` with its flags as keywords (ipus=[4, 8], global_batch="2048",
-    top=3, write="out/best", set=[...]): a dict with "text" (what the CLI prints) and
-    "fits" (False when no configuration fits, the CLI's exit code 5)."""
-    code, text = _command("plan", _path(scenario, "scenario"), dict(options, quiet=quiet))
+    top=3, write="out/best", set=[...]): `plan --json`'s document as a dict: "candidates" (the
+    confirmed ones, best first, each with the "execution" section that runs it, its "evaluator"
+    and "engine" figures), "whatIf", "search", "text" (what the CLI prints) and "fits" (False
+    when no configuration fits, the CLI's exit code 5). With explain_layers=True, or for a
+    phased scenario (whose plan is text only), {"text", "fits"}."""
+    path, options = _path(scenario, "scenario"), dict(options, quiet=quiet)
+    if not options.get("explain_layers"):
+        try:
+            code, text = _command("plan", path, options, flags=["--json"])
+            return dict(json.loads(text), fits=code == 0)
+        except InputError as e:
+            if (e.rule, e.pointer) != ("cli.conflict", "--json"):
+                raise
+    code, text = _command("plan", path, options)
     return {"text": text, "fits": code == 0}
