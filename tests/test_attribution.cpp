@@ -3,7 +3,13 @@
 // worked out by hand with every overhead zeroed (support.hpp: 1 FLOP/ns, 1 GB/s links).
 #include <catch2/catch.hpp>
 
+#include <optional>
+
 #include "cli_runner.hpp"
+#include "sim/graph/model_graph.hpp"
+#include "sim/metrics/attribution_state.hpp"
+#include "sim/plan/plan.hpp"
+#include "sim/schedule/schedule.hpp"
 #include "sim/simulate/simulation.hpp"
 #include "run_metrics.hpp"
 #include "support.hpp"
@@ -200,4 +206,85 @@ TEST_CASE("a deep pipeline: the same attribution from the steady state and in fu
     CHECK(ipu(*r, 1).idle.imbalance_s == Approx(0).margin(1e-9));
     CHECK(r->bottleneck_ipu == 1);
   }
+}
+
+namespace {
+
+// The segments between barriers by walking every executed step of every program, as
+// SegmentStream did before it skipped loops without barriers.
+std::vector<attribution_detail::Segment> segments_step_by_step(const Schedule& schedule) {
+  std::vector<attribution_detail::Segment> out;
+  std::vector<ProgramCursor> cursors;
+  for (const Program& p : schedule.programs) cursors.emplace_back(p);
+  for (bool another = true; another;) {
+    attribution_detail::Segment s;
+    another = false;
+    for (ProgramCursor& c : cursors)
+      for (; !c.done(); c.advance()) {
+        if (c.step().kind == StepKind::Sync || c.step().kind == StepKind::HostRoundTrip) {
+          c.advance();
+          another = true;
+          break;
+        }
+        attribution_detail::mark(s, c.step());
+      }
+    out.push_back(s);
+  }
+  return out;
+}
+
+bool same(const attribution_detail::Segment& a, const attribution_detail::Segment& b) {
+  return a.work == b.work && a.copies == b.copies && a.all_reduce == b.all_reduce && a.update == b.update &&
+         a.asynchronous == b.asynchronous;
+}
+
+} // namespace
+
+TEST_CASE("segments between barriers: loops without a barrier are skipped, the segments unchanged",
+          "[attribution]") {
+  // Asynchronous schedules hold no sync inside their loop over G micro-batches (one segment
+  // spans it), lockstep ones one or more per cycle, sharded runs several per micro-batch;
+  // batches of 2 put an update phase between them, 2 replicas their all-reduce.
+  const Json model = chain_model({{0, 1e6}, {1, 2e6}, {2, 1e6}}, 250);
+  int built = 0;
+  for (const ScheduleInfo& info : schedules()) {
+    const Json execution = {{"training", true},  {"gradientAccumulation", 24}, {"batchesPerStep", 2},
+                            {"hostIo", true},     {"costModel", "compute"},     {"schedule", info.name},
+                            {"replicas", 2},      {"mode", "pipelined"}};
+    const Scenario sc = make_scenario(model, zero_overhead_config(6), execution);
+    const Plan plan = make_plan(sc, build_graph(sc.model));
+    for (const Mode mode : {Mode::Pipelined, Mode::Sharded}) {
+      if (mode == Mode::Sharded && info.name != "popart") continue;
+      std::optional<Schedule> s;
+      try {
+        s = make_schedule(mode, sc, plan);
+      } catch (const InputError&) {
+        continue;  // a schedule whose rules this model breaks (a V, an even depth...)
+      }
+      ++built;
+      INFO(info.name << (mode == Mode::Sharded ? " (sharded)" : ""));
+      const auto expected = segments_step_by_step(*s);
+      attribution_detail::SegmentStream stream(*s);
+      for (std::size_t k = 0; k < expected.size(); ++k) {
+        INFO("segment " << k);
+        CHECK(same(stream.at(static_cast<std::int64_t>(k)), expected[k]));
+      }
+      CHECK_FALSE(stream.produce());  // and no segment past the last
+      for (const ProgramCursor& c : stream.cursors_) CHECK(c.done());
+    }
+  }
+  CHECK(built >= 8);
+  // A loop with a barrier inside its body, not at its end (no shipped schedule lays one out):
+  // each of its iterations makes segments of its own, none may be skipped.
+  Step forward, sync, update;
+  forward.pass = Pass::Forward;
+  sync.kind = StepKind::Sync;
+  update.pass = Pass::Update;
+  Schedule hand;
+  hand.programs.emplace_back(0, std::vector<Step>{forward, sync, update}, std::vector<Repeat>{{0, 3, 4, 1, 0}});
+  const auto expected = segments_step_by_step(hand);
+  REQUIRE(expected.size() == 5);  // forward | update, forward (x3) | update
+  attribution_detail::SegmentStream stream(hand);
+  for (std::size_t k = 0; k < expected.size(); ++k) CHECK(same(stream.at(static_cast<std::int64_t>(k)), expected[k]));
+  CHECK_FALSE(stream.produce());
 }

@@ -56,7 +56,14 @@ inline void mark(Segment& s, const Step& step) {
 class SegmentStream {
 public:
   explicit SegmentStream(const Schedule& schedule) {
-    for (const Program& p : schedule.programs) cursors_.emplace_back(p);
+    for (const Program& p : schedule.programs) {
+      cursors_.emplace_back(p);
+      std::vector<char> free(p.repeats.size(), 1);
+      for (std::size_t r = 0; r < p.repeats.size(); ++r)
+        for (std::size_t i = p.repeats[r].first; i < p.repeats[r].first + p.repeats[r].length; ++i)
+          if (p.steps[i].kind == StepKind::Sync || p.steps[i].kind == StepKind::HostRoundTrip) free[r] = 0;
+      barrier_free_.push_back(std::move(free));
+    }
   }
 
   Segment at(std::int64_t k) {
@@ -74,8 +81,8 @@ public:
     if (!another_) return false;
     Segment s;
     another_ = false;
-    for (ProgramCursor& c : cursors_)
-      while (!c.done()) {
+    for (std::size_t i = 0; i < cursors_.size(); ++i)
+      for (ProgramCursor& c = cursors_[i]; !c.done();) {
         const Step& step = c.step();
         c.advance();
         if (step.kind == StepKind::Sync || step.kind == StepKind::HostRoundTrip) {
@@ -83,6 +90,7 @@ public:
           break;
         }
         mark(s, step);
+        skip_repeated_iterations(c, barrier_free_[i]);
       }
     // A weight-update phase ends a batch.
     const bool update_phase = !s.work && (s.update || s.all_reduce);
@@ -93,7 +101,23 @@ public:
     return true;
   }
 
+  // A segment's marks only ever turn on: once a loop without a barrier in it has run one whole
+  // iteration, its later iterations add nothing, so the cursor goes straight to the last one
+  // (a GPU-style schedule's loop over G micro-batches holds no sync: walking it step by step
+  // made a run's cost grow with G).
+  static void skip_repeated_iterations(ProgramCursor& c, const std::vector<char>& barrier_free) {
+    for (std::size_t d = c.first_new_frame(); d < c.frames().size(); ++d) {
+      const ProgramCursor::Frame f = c.frames()[d];
+      const std::int64_t left = c.repeat_of(d).times - 1 - f.iteration;
+      if (f.iteration >= 1 && left > 0 && barrier_free[f.repeat]) {
+        c.skip_iterations(d, left);
+        return;
+      }
+    }
+  }
+
   std::vector<ProgramCursor> cursors_;
+  std::vector<std::vector<char>> barrier_free_;  // per cursor, per repeat: no Sync or HostRoundTrip in it
   std::deque<Segment> window_;
   std::int64_t base_ = 0;
   bool another_ = true;
