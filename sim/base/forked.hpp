@@ -9,6 +9,8 @@
 #include <functional>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
+#include <vector>
 
 namespace ipusim {
 
@@ -59,6 +61,35 @@ private:
   int fd_;
   char buffer_[1 << 16];
   std::size_t begin_ = 0, end_ = 0;
+};
+
+// One field list for both directions of a struct's wire format: a template `fields(wire, object)`
+// names each field once and is called with a Writing (the object const) or a Reading, so the
+// sender and the receiver cannot drift apart.
+struct Writing {
+  ByteWriter& out;
+  template <class T> void operator()(const T& v) {
+    static_assert(std::is_trivially_copyable_v<T>, "a field sent as bytes");
+    out.value(v);
+  }
+  void operator()(const std::string& s) { out.text(s); }
+  template <class T, class Each> void list(const std::vector<T>& items, Each each) {
+    out.value<std::uint64_t>(items.size());
+    for (const T& item : items) each(item);
+  }
+};
+
+struct Reading {
+  ByteReader& in;
+  template <class T> void operator()(T& v) {
+    static_assert(std::is_trivially_copyable_v<T>, "a field read as bytes");
+    v = in.value<T>();
+  }
+  void operator()(std::string& s) { s = in.text(); }
+  template <class T, class Each> void list(std::vector<T>& items, Each each) {
+    items.resize(in.value<std::uint64_t>());
+    for (T& item : items) each(item);
+  }
 };
 
 // Runs `child` in a forked process and `parent` here on what it writes. A child that

@@ -38,52 +38,34 @@ private:
   RunObserver* b_;
 };
 
-void send_metrics(ByteWriter& out, const RunMetrics& m) {
-  out.record('M');
-  out.value(m.step_time_s);
-  out.value(m.throughput_samples_per_s);
-  out.value(m.throughput_sequences_per_s);
-  out.value(m.latency_s);
-  out.value(m.bubble_fraction);
-  out.value(m.allreduce_s);
-  out.value(m.activities);
-  out.value(m.bottleneck_ipu);
-  out.value(m.bottleneck_stage);
-  out.value<std::uint64_t>(m.ipus.size());
-  for (const IpuMetrics& i : m.ipus) out.value(i);
-  out.value<std::uint64_t>(m.links.size());
-  for (const LinkTraffic& l : m.links) {
-    out.text(l.name);
-    out.value(l.bytes);
-  }
-  out.value(m.simulation.steps_total);
-  out.value(m.simulation.steps_simulated);
-  out.value<std::uint64_t>(m.simulation.not_periodic.size());
-  for (const std::string& name : m.simulation.not_periodic) out.text(name);
+// What the simulation measured, each field once for both directions (the parent knows the
+// metrics' other fields).
+template <class Wire, class Metrics> void measured_fields(Wire& w, Metrics& m) {
+  w(m.step_time_s);
+  w(m.throughput_samples_per_s);
+  w(m.throughput_sequences_per_s);
+  w(m.latency_s);
+  w(m.bubble_fraction);
+  w(m.allreduce_s);
+  w(m.activities);
+  w(m.bottleneck_ipu);
+  w(m.bottleneck_stage);
+  w.list(m.ipus, [&](auto& ipu) { w(ipu); });
+  link_traffic_fields(w, m.links);
+  w(m.simulation.steps_total);
+  w(m.simulation.steps_simulated);
+  w.list(m.simulation.not_periodic, [&](auto& name) { w(name); });
 }
 
-// Fills what the simulation measured into `m`, whose other fields the parent knows.
+void send_metrics(ByteWriter& out, const RunMetrics& m) {
+  out.record('M');
+  Writing w{out};
+  measured_fields(w, m);
+}
+
 void receive_metrics(ByteReader& in, RunMetrics& m) {
-  m.step_time_s = in.value<double>();
-  m.throughput_samples_per_s = in.value<double>();
-  m.throughput_sequences_per_s = in.value<double>();
-  m.latency_s = in.value<LatencyStats>();
-  m.bubble_fraction = in.value<double>();
-  m.allreduce_s = in.value<double>();
-  m.activities = in.value<std::uint64_t>();
-  m.bottleneck_ipu = in.value<int>();
-  m.bottleneck_stage = in.value<int>();
-  m.ipus.resize(in.value<std::uint64_t>());
-  for (IpuMetrics& i : m.ipus) i = in.value<IpuMetrics>();
-  m.links.resize(in.value<std::uint64_t>());
-  for (LinkTraffic& l : m.links) {
-    l.name = in.text();
-    l.bytes = in.value<double>();
-  }
-  m.simulation.steps_total = in.value<std::int64_t>();
-  m.simulation.steps_simulated = in.value<std::int64_t>();
-  m.simulation.not_periodic.resize(in.value<std::uint64_t>());
-  for (std::string& name : m.simulation.not_periodic) name = in.text();
+  Reading r{in};
+  measured_fields(r, m);
 }
 
 EngineOptions engine_options(const SimulateOptions& options) {
