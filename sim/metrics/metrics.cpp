@@ -37,16 +37,21 @@ TimeShares time_shares(const RunMetrics& r) {
   return s;
 }
 
+RunMetrics schedule_metrics(Mode mode, const Schedule& schedule, const Execution& ex) {
+  RunMetrics r;
+  r.mode = mode;
+  r.schedule = schedule.name;
+  r.micro_batches = schedule.micro_batches;
+  r.replicas = schedule.replicas;
+  r.samples = checked_mul(checked_mul(schedule.micro_batches, ex.micro_batch_size, "samples per step"),
+                          schedule.replicas, "samples per step");
+  r.cycles = schedule.cycles;
+  r.sync_seconds = schedule.sync_seconds;
+  return r;
+}
+
 MetricsAccumulator::MetricsAccumulator(Mode mode, const Schedule& schedule, const Execution& ex)
-    : attribution_(schedule, mode) {
-  r_.mode = mode;
-  r_.schedule = schedule.name;
-  r_.micro_batches = schedule.micro_batches;
-  r_.replicas = schedule.replicas;
-  r_.samples = checked_mul(checked_mul(schedule.micro_batches, ex.micro_batch_size, "samples per step"),
-                           schedule.replicas, "samples per step");
-  r_.cycles = schedule.cycles;
-  r_.sync_seconds = schedule.sync_seconds;
+    : r_(schedule_metrics(mode, schedule, ex)), attribution_(schedule, mode) {
   r_.latency_s.min = kInf;
   for (std::size_t i = 0; i < schedule.programs.size(); ++i) {
     const Program& p = schedule.programs[i];

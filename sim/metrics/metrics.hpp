@@ -81,6 +81,11 @@ TimeShares time_shares(const RunMetrics& run);
 
 // Takes a run's events as the engine reports them and keeps what the metrics need.
 // `schedule` must outlive it.
+// The figures a run's schedule fixes before it is simulated (mode, schedule, micro-batches,
+// samples, replicas, cycles, sync cost): what MetricsAccumulator starts from, and all the
+// parent of a forked simulation needs before the child's measured fields arrive.
+RunMetrics schedule_metrics(Mode mode, const Schedule& schedule, const Execution& execution);
+
 class MetricsAccumulator : public RunObserver {
 public:
   MetricsAccumulator(Mode mode, const Schedule& schedule, const Execution& execution);

@@ -93,7 +93,7 @@ ModeRun run_mode(Mode mode, Schedule schedule, const Scenario& sc, const Simulat
   std::vector<Event> events;
   std::vector<TransferRecord> transfers;
   RunSummary summary;
-  run.metrics = MetricsAccumulator(mode, schedule, sc.execution).finish(RunSummary{});  // the parent's share
+  run.metrics = schedule_metrics(mode, schedule, sc.execution);  // the parent's share
   run_forked(
       [&](ByteWriter& out) {
         MetricsAccumulator metrics(mode, schedule, sc.execution);
@@ -126,7 +126,7 @@ constexpr double kNoteSeconds = 60;
 Simulation simulate(const Scenario& scenario, const std::vector<Mode>& modes, const SimulateOptions& options) {
   Simulation sim;
   sim.graph = options.graph != nullptr ? *options.graph : build_graph(scenario.model);
-  sim.plan = make_plan(scenario, sim.graph, modes);
+  sim.plan = options.plan != nullptr ? *options.plan : make_plan(scenario, sim.graph, modes);
   check_connected(scenario.hardware);  // a disconnected system is bad input, reported before simulating
   sim.estimate = estimate_run(scenario, sim.plan, modes, options.keep_log);
   if (options.notes != nullptr) {
@@ -157,7 +157,9 @@ Simulation simulate(const Scenario& scenario, const std::vector<Mode>& modes, co
   for (std::size_t i = 0; i < modes.size(); ++i) {
     const bool here = options.last_in_process && i + 1 == modes.size();
     ModeRun run = (here ? run_mode_here : run_mode)(modes[i], std::move(schedules[i]), scenario, options);
-    run.metrics.memory = estimate_memory(scenario, sim.plan, run.schedule.stash_depth, run.schedule.recompute, run.schedule.mirrors);
+    run.metrics.memory = options.memory != nullptr ? options.memory->at(i)
+                                                   : estimate_memory(scenario, sim.plan, run.schedule.stash_depth,
+                                                                     run.schedule.recompute, run.schedule.mirrors);
     sim.runs.push_back(std::move(run));
   }
   return sim;

@@ -44,6 +44,12 @@ struct SimulateOptions {
   // The graph of the scenario's model, when a caller that runs one model many times (the
   // Python API) has built it once; none: built here.
   const ModelGraph* graph = nullptr;
+  // The plan make_plan gives for this scenario and these modes, when such a caller kept it from
+  // an earlier run of the same scenario with the same execution; none: made here.
+  const Plan* plan = nullptr;
+  // With `plan`: each mode's memory report (estimate_memory) from that earlier run, in the
+  // order of the modes; none: estimated here.
+  const std::vector<MemoryReport>* memory = nullptr;
 };
 
 // Checks everything before simulating anything, so bad input fails fast, and refuses a

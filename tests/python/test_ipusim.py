@@ -68,6 +68,23 @@ def test_a_loaded_tensor_parallel_scenario_is_resharded_per_run():
     assert scenario.run() == first
 
 
+def test_a_run_again_with_the_same_execution_reuses_its_plan_and_memory_and_answers_the_same():
+    # A loaded scenario keeps the plan and memory reports of its last executions (module.cpp):
+    # a run again, after others, is the CLI's document; one that does not fit keeps its fixes.
+    scenario = ipusim.Scenario("scenarios/mlp-training.json")
+    runs = [({"gradientAccumulation": 64}, "pipelined"), ({"gradientAccumulation": 32}, "both"),
+            ({"gradientAccumulation": 64}, "pipelined"), ({"microBatchSize": 65536}, "pipelined"),
+            ({"gradientAccumulation": 32}, "both"), ({"microBatchSize": 65536}, "pipelined")]
+    documents = [scenario.run(execution=execution, mode=mode) for execution, mode in runs]
+    assert documents[2] == documents[0] and documents[4] == documents[1] and documents[5] == documents[3]
+    for (execution, mode), document in zip(runs[:2] + runs[3:4], documents[:2] + documents[3:4]):
+        (path, value), = execution.items()
+        assert document == cli_document("scenarios/mlp-training.json", "--mode", mode,
+                                        "--set", f"execution.{path}={value}")
+    assert documents[3]["runs"][0]["memory"]["fits"] is False
+    assert documents[5]["runs"][0]["memory"]["fixes"] == documents[3]["runs"][0]["memory"]["fixes"] != []
+
+
 def test_a_loaded_scenario_is_reused_and_left_as_loaded():
     scenario = ipusim.Scenario("scenarios/mlp-training.json")
     first = scenario.run(mode="pipelined")
