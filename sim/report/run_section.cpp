@@ -143,26 +143,24 @@ std::optional<chart::GroupedBarChart> fullest_tile_chart(const std::string& name
   return c;
 }
 
-} // namespace
+// What the parts of one run's section share: the run document and its runs in order, the
+// name the run goes by, the stem of its figure files and the caption under its figures.
+struct RunView {
+  const Json& doc;
+  std::vector<const Json*> runs;
+  std::string name;
+  std::string file_stem;
+  std::vector<std::string> caption;
+};
 
-void run_section(Builder& b, const Input& in, std::size_t number, const std::string& id) {
+// The section's heading, where the run came from and the model's size.
+void run_heading(Builder& b, const Input& in, std::size_t number, const std::string& name) {
   const Json& doc = in.doc;
-  const auto runs = ordered_runs(doc);
-  // Where the run came from is said once, above its figures; each figure's caption points
-  // there (a caption repeating every setting ran to 8-10 lines at pod scale).
-  const std::string name = summary_row_name(in);
-  const auto provenance = run_caption(doc, in.source);
-  const std::vector<std::string> caption{"Run " + std::to_string(number) + " (" + name + "), from " + in.source +
-                                         "; its scenario, command and settings open the section."};
-  // Figure files are named by the scenario alone: its --set flags would crowd
-  // out what the figure shows, and the figure number keeps names unique.
-  const std::string file_stem = str(doc, "scenario").empty() ? name : str(doc, "scenario");
-  b.open_section(id);
   b.heading(2, "Run " + std::to_string(number) + ": " + name, "");
   b.paragraph("Model " + or_dash(str(doc, "model")) + " on " + or_dash(str(doc, "config")) + ", from " + in.source +
                   ".",
               "meta");
-  for (const std::string& line : provenance) b.paragraph(line, "meta");
+  for (const std::string& line : run_caption(doc, in.source)) b.paragraph(line, "meta");
   if (const Json& model = object_at(doc, "modelFigures"); std::isfinite(num(model, "parameters"))) {
     std::string line = "Model: " + format_count(num(model, "parameters")) + " parameters, " +
                        format_count(num(model, "modelFlopsPerSample")) + " model FLOPs per sample";
@@ -170,46 +168,56 @@ void run_section(Builder& b, const Input& in, std::size_t number, const std::str
       line += ", " + scalar_text(*field(model, "tokensPerSample")) + " tokens per sample";
     b.paragraph(line + ".", "meta");
   }
-  b.findings(run_findings(doc));
+}
 
-  // (a) throughput, sharded against pipelined.
-  const double speedup = speedup_of(doc);
+// (a) throughput, sharded against pipelined.
+void throughput_figure(Builder& b, const RunView& run) {
+  const double speedup = speedup_of(run.doc);
   chart::BarChart throughput;
-  throughput.title = "Throughput: " + name;
+  throughput.title = "Throughput: " + run.name;
   throughput.y_label = "throughput (samples/s)";
-  for (const Json* r : runs) {
+  for (const Json* r : run.runs) {
     chart::Bar bar{mode_label(*r), num(*r, "throughputSamplesPerSecond", 0), mode_color(str(*r, "mode")),
                    {rate(num(*r, "throughputSamplesPerSecond"))}};
     if (str(*r, "mode") == "pipelined" && std::isfinite(speedup))
       bar.notes.push_back("speed-up " + format_fixed(speedup, 2) + "x");
     throughput.bars.push_back(bar);
   }
-  b.figure(file_stem + "-throughput", throughput.title +
-                                     (std::isfinite(speedup) ? " (pipelined/sharded speed-up " +
-                                                                   format_fixed(speedup, 2) + "x)"
-                                                             : ""),
-           chart::render(throughput), caption);
+  b.figure(run.file_stem + "-throughput", throughput.title +
+                                          (std::isfinite(speedup) ? " (pipelined/sharded speed-up " +
+                                                                        format_fixed(speedup, 2) + "x)"
+                                                                  : ""),
+           chart::render(throughput), run.caption);
+}
 
-  // (b) a document of `run --schedules`: bubble against stash per schedule, and the refused.
-  if (const auto schedules = schedule_memory_chart(name, runs))
-    b.figure(file_stem + "-schedules", schedules->title, chart::render(*schedules), caption);
-  for (const Json& f : array_at(doc, "schedulesRefused"))
+// (b) a document of `run --schedules`: bubble against stash per schedule, and the refused.
+void schedule_figures(Builder& b, const RunView& run) {
+  if (const auto schedules = schedule_memory_chart(run.name, run.runs))
+    b.figure(run.file_stem + "-schedules", schedules->title, chart::render(*schedules), run.caption);
+  for (const Json& f : array_at(run.doc, "schedulesRefused"))
     b.paragraph("Schedule " + str(f, "schedule") + " refused [" + str(f, "rule") + "]: " + str(f, "message"), "note");
+}
 
-  // (c) utilisation per IPU, one bar per mode.
-  chart::GroupedBarChart util;
-  util.title = "Utilisation per IPU: " + name;
-  util.y_label = "utilisation (busy / step time)";
-  util.y_format = percent_tick;
-  util.value_format = [](double v) { return format_fixed(v * 100, 1) + "%"; };
+// The ids of the IPUs of every run, ascending.
+std::vector<std::int64_t> ipu_ids_of(const std::vector<const Json*>& runs) {
   std::vector<std::int64_t> ipu_ids;
   for (const Json* r : runs)
     for (const Json& m : array_at(*r, "ipus"))
       if (auto idv = integer(m, "id"); std::find(ipu_ids.begin(), ipu_ids.end(), idv) == ipu_ids.end())
         ipu_ids.push_back(idv);
   std::sort(ipu_ids.begin(), ipu_ids.end());
-  for (auto idv : ipu_ids) util.categories.push_back(ipu_label(runs, idv));
-  for (const Json* r : runs) {
+  return ipu_ids;
+}
+
+// (c) utilisation per IPU, one bar per mode; then where the step time goes.
+void utilisation_figures(Builder& b, const RunView& run, const std::vector<std::int64_t>& ipu_ids) {
+  chart::GroupedBarChart util;
+  util.title = "Utilisation per IPU: " + run.name;
+  util.y_label = "utilisation (busy / step time)";
+  util.y_format = percent_tick;
+  util.value_format = [](double v) { return format_fixed(v * 100, 1) + "%"; };
+  for (auto idv : ipu_ids) util.categories.push_back(ipu_label(run.runs, idv));
+  for (const Json* r : run.runs) {
     chart::BarSeries s{mode_label(*r), mode_color(str(*r, "mode")), std::vector<double>(ipu_ids.size(), kNaN)};
     for (const Json& m : array_at(*r, "ipus")) {
       const auto pos = std::find(ipu_ids.begin(), ipu_ids.end(), integer(m, "id")) - ipu_ids.begin();
@@ -217,118 +225,167 @@ void run_section(Builder& b, const Input& in, std::size_t number, const std::str
     }
     util.series.push_back(s);
   }
-  b.figure(file_stem + "-utilisation", util.title, chart::render(util), caption);
-  if (const auto breakdown = time_breakdown_chart(name, runs))
-    b.figure(file_stem + "-time-breakdown", breakdown->title, chart::render(*breakdown), caption, true);
+  b.figure(run.file_stem + "-utilisation", util.title, chart::render(util), run.caption);
+  if (const auto breakdown = time_breakdown_chart(run.name, run.runs))
+    b.figure(run.file_stem + "-time-breakdown", breakdown->title, chart::render(*breakdown), run.caption, true);
+}
 
-  // (d) memory per IPU, when the run documents carry it.
-  bool have_memory = false;
-  for (const Json* r : runs) have_memory = have_memory || (r->contains("memory") && (*r)["memory"].is_object());
-  Table memory_table{
-      {"mode", "vIPU", "total", "capacity", "used", "fullest tile", "tile capacity", "fits", "largest parts"}, {}};
-  if (have_memory) {
-    std::vector<std::int64_t> ids;
-    double most_used = 0, least_capacity = std::numeric_limits<double>::infinity();
-    for (const Json* r : runs)
-      if (r->contains("memory"))
-        for (const Json& m : array_at(object_at(*r, "memory"), "ipus")) {
-          const auto idv = integer(m, "virtualIpu");
-          if (std::find(ids.begin(), ids.end(), idv) == ids.end()) ids.push_back(idv);
-          most_used = std::max(most_used, num(m, "totalBytes", 0));
-          if (num(m, "capacityBytes", 0) > 0) least_capacity = std::min(least_capacity, num(m, "capacityBytes"));
-        }
-    std::sort(ids.begin(), ids.end());
-    // A capacity far above the data would squash the bars flat: then it is named in
-    // the caption instead of drawn.
-    const bool draw_capacity = std::isfinite(least_capacity) && most_used >= least_capacity / 4;
-    const double top = draw_capacity ? std::max(most_used, least_capacity) : most_used;
-    const double unit = top >= 1024.0 * 1024 * 1024 ? 1024.0 * 1024 * 1024 : top >= 1024.0 * 1024 ? 1024.0 * 1024 : 1024.0;
-    const std::string unit_name = unit > 1024.0 * 1024 ? "GiB" : unit > 1024.0 ? "MiB" : "KiB";
-    chart::GroupedBarChart mem;
-    mem.title = "Memory per virtual IPU: " + name;
-    mem.y_label = "memory (" + unit_name + ")";
-    mem.markers.resize(ids.size());
-    mem.value_format = [unit_name](double v) { return format_fixed(v, v >= 100 ? 0 : v >= 10 ? 1 : 2); };
-    for (auto idv : ids) mem.categories.push_back("vIPU " + std::to_string(idv));
-    for (const Json* r : runs) {
-      if (!r->contains("memory")) continue;
-      chart::BarSeries s{mode_label(*r), mode_color(str(*r, "mode")), std::vector<double>(ids.size(), kNaN)};
+// The memory chart's virtual IPUs and scale.
+struct MemoryScale {
+  std::vector<std::int64_t> ids;
+  double least_capacity = std::numeric_limits<double>::infinity();
+  bool draw_capacity = false;
+  double unit = 1024.0;
+  std::string unit_name;
+};
+
+MemoryScale memory_scale(const std::vector<const Json*>& runs) {
+  MemoryScale scale;
+  double most_used = 0;
+  for (const Json* r : runs)
+    if (r->contains("memory"))
       for (const Json& m : array_at(object_at(*r, "memory"), "ipus")) {
         const auto idv = integer(m, "virtualIpu");
-        const auto pos = static_cast<std::size_t>(std::find(ids.begin(), ids.end(), idv) - ids.begin());
-        s.values[pos] = num(m, "totalBytes", 0) / unit;
-        const double capacity = num(m, "capacityBytes");
-        if (draw_capacity && std::isfinite(capacity) && !mem.markers[pos])
-          mem.markers[pos] = chart::GroupMarker{capacity / unit, "capacity " + format_bytes(capacity)};
-        const double total = num(m, "totalBytes");
-        // The largest non-empty parts (weights, activations, stash, ...), biggest first.
-        std::vector<std::pair<double, std::string>> parts;
-        for (const Json& c : array_at(m, "categories"))
-          if (num(c, "bytes", 0) > 0) parts.push_back({num(c, "bytes"), str(c, "name")});
-        std::stable_sort(parts.begin(), parts.end(), [](const auto& a, const auto& c) { return a.first > c.first; });
-        std::string largest;
-        for (std::size_t k = 0; k < parts.size() && k < 3; ++k)
-          largest += (k ? ", " : "") + parts[k].second + " " + format_bytes(parts[k].first);
-        memory_table.rows.push_back(
-            {mode_label(*r), std::to_string(idv), bytes(total), bytes(capacity),
-             capacity > 0 ? percent(total / capacity) : "-", bytes(num(m, "fullestTileBytes")),
-             bytes(num(m, "tileCapacityBytes")),
-             m.contains("fits") && m["fits"].is_boolean() ? (m["fits"].get<bool>() ? "yes" : "NO") : "-",
-             or_dash(largest)});
+        if (std::find(scale.ids.begin(), scale.ids.end(), idv) == scale.ids.end()) scale.ids.push_back(idv);
+        most_used = std::max(most_used, num(m, "totalBytes", 0));
+        if (num(m, "capacityBytes", 0) > 0) scale.least_capacity = std::min(scale.least_capacity, num(m, "capacityBytes"));
       }
-      mem.series.push_back(s);
-    }
-    auto lines = caption;
-    if (!draw_capacity && std::isfinite(least_capacity))
-      lines.insert(lines.begin(), "Capacity " + format_bytes(least_capacity) +
-                                      " per IPU, far above these bars, is not drawn (see the table).");
-    b.figure(file_stem + "-memory", mem.title, chart::render(mem), lines);
-    if (const auto tiles = fullest_tile_chart(name, runs))
-      b.figure(file_stem + "-fullest-tile", tiles->title, chart::render(*tiles), caption);
-  }
-  if (!have_memory) b.paragraph("Memory per IPU: no memory data in this run document.", "note");
+  std::sort(scale.ids.begin(), scale.ids.end());
+  // A capacity far above the data would squash the bars flat: then it is named in
+  // the caption instead of drawn.
+  scale.draw_capacity = std::isfinite(scale.least_capacity) && most_used >= scale.least_capacity / 4;
+  const double top = scale.draw_capacity ? std::max(most_used, scale.least_capacity) : most_used;
+  scale.unit = top >= 1024.0 * 1024 * 1024 ? 1024.0 * 1024 * 1024 : top >= 1024.0 * 1024 ? 1024.0 * 1024 : 1024.0;
+  scale.unit_name = scale.unit > 1024.0 * 1024 ? "GiB" : scale.unit > 1024.0 ? "MiB" : "KiB";
+  return scale;
+}
 
-  // (f) the numbers.
-  Table t;
-  t.header.push_back("metric");
-  for (const Json* r : runs) t.header.push_back(mode_label(*r));
-  auto row = [&](const std::string& label, auto cell) {
+// One virtual IPU of one mode in the memory table.
+std::vector<std::string> memory_table_row(const Json& r, const Json& m) {
+  const double capacity = num(m, "capacityBytes");
+  const double total = num(m, "totalBytes");
+  // The largest non-empty parts (weights, activations, stash, ...), biggest first.
+  std::vector<std::pair<double, std::string>> parts;
+  for (const Json& c : array_at(m, "categories"))
+    if (num(c, "bytes", 0) > 0) parts.push_back({num(c, "bytes"), str(c, "name")});
+  std::stable_sort(parts.begin(), parts.end(), [](const auto& a, const auto& c) { return a.first > c.first; });
+  std::string largest;
+  for (std::size_t k = 0; k < parts.size() && k < 3; ++k)
+    largest += (k ? ", " : "") + parts[k].second + " " + format_bytes(parts[k].first);
+  return {mode_label(r), std::to_string(integer(m, "virtualIpu")), bytes(total), bytes(capacity),
+          capacity > 0 ? percent(total / capacity) : "-", bytes(num(m, "fullestTileBytes")),
+          bytes(num(m, "tileCapacityBytes")),
+          m.contains("fits") && m["fits"].is_boolean() ? (m["fits"].get<bool>() ? "yes" : "NO") : "-",
+          or_dash(largest)};
+}
+
+// One mode's bars of the memory chart; the first capacity seen of each virtual IPU becomes
+// its marker, and each virtual IPU a row of the memory table.
+chart::BarSeries memory_series(const Json& r, const MemoryScale& scale, chart::GroupedBarChart& mem,
+                               Table& memory_table) {
+  chart::BarSeries s{mode_label(r), mode_color(str(r, "mode")), std::vector<double>(scale.ids.size(), kNaN)};
+  for (const Json& m : array_at(object_at(r, "memory"), "ipus")) {
+    const auto idv = integer(m, "virtualIpu");
+    const auto pos = static_cast<std::size_t>(std::find(scale.ids.begin(), scale.ids.end(), idv) - scale.ids.begin());
+    s.values[pos] = num(m, "totalBytes", 0) / scale.unit;
+    const double capacity = num(m, "capacityBytes");
+    if (scale.draw_capacity && std::isfinite(capacity) && !mem.markers[pos])
+      mem.markers[pos] = chart::GroupMarker{capacity / scale.unit, "capacity " + format_bytes(capacity)};
+    memory_table.rows.push_back(memory_table_row(r, m));
+  }
+  return s;
+}
+
+// The memory charts, and the memory table's rows (the table closes the section).
+void memory_figures(Builder& b, const RunView& run, Table& memory_table) {
+  const MemoryScale scale = memory_scale(run.runs);
+  chart::GroupedBarChart mem;
+  mem.title = "Memory per virtual IPU: " + run.name;
+  mem.y_label = "memory (" + scale.unit_name + ")";
+  mem.markers.resize(scale.ids.size());
+  mem.value_format = [](double v) { return format_fixed(v, v >= 100 ? 0 : v >= 10 ? 1 : 2); };
+  for (auto idv : scale.ids) mem.categories.push_back("vIPU " + std::to_string(idv));
+  for (const Json* r : run.runs) {
+    if (!r->contains("memory")) continue;
+    mem.series.push_back(memory_series(*r, scale, mem, memory_table));
+  }
+  auto lines = run.caption;
+  if (!scale.draw_capacity && std::isfinite(scale.least_capacity))
+    lines.insert(lines.begin(), "Capacity " + format_bytes(scale.least_capacity) +
+                                    " per IPU, far above these bars, is not drawn (see the table).");
+  b.figure(run.file_stem + "-memory", mem.title, chart::render(mem), lines);
+  if (const auto tiles = fullest_tile_chart(run.name, run.runs))
+    b.figure(run.file_stem + "-fullest-tile", tiles->title, chart::render(*tiles), run.caption);
+}
+
+// A table of one row per metric and one column per mode.
+class MetricTable {
+public:
+  explicit MetricTable(const std::vector<const Json*>& runs) : runs_(runs) {
+    table_.header.push_back("metric");
+    for (const Json* r : runs_) table_.header.push_back(mode_label(*r));
+  }
+
+  template <typename Cell>
+  void row(const std::string& label, Cell cell) {
     std::vector<std::string> cells{label};
-    for (const Json* r : runs) cells.push_back(cell(*r));
-    t.rows.push_back(cells);
-  };
-  row("step time", [](const Json& r) { return seconds(num(r, "stepTimeSeconds")); });
-  row("throughput", [](const Json& r) { return rate(num(r, "throughputSamplesPerSecond")); });
-  row("speed-up over sharded", [&](const Json& r) {
+    for (const Json* r : runs_) cells.push_back(cell(*r));
+    table_.rows.push_back(cells);
+  }
+
+  const std::vector<const Json*>& runs() const { return runs_; }
+  const Table& table() const { return table_; }
+
+private:
+  const std::vector<const Json*>& runs_;
+  Table table_;
+};
+
+// Step time, throughput, and the speed-up of each mode over sharded.
+void step_time_rows(MetricTable& t, const Json& doc) {
+  t.row("step time", [](const Json& r) { return seconds(num(r, "stepTimeSeconds")); });
+  t.row("throughput", [](const Json& r) { return rate(num(r, "throughputSamplesPerSecond")); });
+  t.row("speed-up over sharded", [&](const Json& r) {
     const Json* s = run_of(doc, "sharded");
     const double mine = num(r, "stepTimeSeconds");
     return s && mine > 0 ? format_fixed(num(*s, "stepTimeSeconds") / mine, 2) + "x" : std::string("-");
   });
-  // A language model's figures (runs[].llm): tokens per second, MFU, cost per million tokens.
+}
+
+// A language model's figures (runs[].llm): tokens per second, MFU, cost per million tokens.
+void llm_rows(MetricTable& t) {
+  const auto& runs = t.runs();
   const auto llm_number = [](const Json& r, const char* key) { return num(object_at(r, "llm"), key); };
   if (std::any_of(runs.begin(), runs.end(), [&](const Json* r) { return std::isfinite(llm_number(*r, "tokensPerSecond")); }))
-    row("throughput (tokens)", [&](const Json& r) {
+    t.row("throughput (tokens)", [&](const Json& r) {
       const double v = llm_number(r, "tokensPerSecond");
       return std::isfinite(v) ? format_rate(v, "tokens/s") : std::string("-");
     });
   if (std::any_of(runs.begin(), runs.end(), [&](const Json* r) { return std::isfinite(llm_number(*r, "modelFlopsUtilization")); }))
-    row("model FLOPs utilisation", [&](const Json& r) { return percent(llm_number(r, "modelFlopsUtilization")); });
+    t.row("model FLOPs utilisation", [&](const Json& r) { return percent(llm_number(r, "modelFlopsUtilization")); });
   if (std::any_of(runs.begin(), runs.end(), [&](const Json* r) { return std::isfinite(llm_number(*r, "costPerMillionTokens")); }))
-    row("cost per 1M tokens", [&](const Json& r) {
+    t.row("cost per 1M tokens", [&](const Json& r) {
       const double v = llm_number(r, "costPerMillionTokens");
       return std::isfinite(v) ? format_fixed(v, 2) : std::string("-");
     });
-  row("micro-batches per step", [](const Json& r) { return scalar_text(field(r, "microBatchesPerStep") ? *field(r, "microBatchesPerStep") : Json("-")); });
-  row("samples per step", [](const Json& r) { return scalar_text(field(r, "samplesPerStep") ? *field(r, "samplesPerStep") : Json("-")); });
-  row("latency mean", [](const Json& r) { return seconds(num(object_at(r, "latencySeconds"), "mean")); });
-  row("latency min", [](const Json& r) { return seconds(num(object_at(r, "latencySeconds"), "min")); });
-  row("latency max", [](const Json& r) { return seconds(num(object_at(r, "latencySeconds"), "max")); });
-  row("bubble (idle share of IPU-time)", [](const Json& r) { return percent(num(r, "bubbleFraction")); });
-  row("compute share", [](const Json& r) { return percent(shares_of(r).busy); });
-  row("copies share (inter-IPU exchange)", [](const Json& r) { return percent(shares_of(r).exchange); });
-  row("syncs share", [](const Json& r) { return percent(shares_of(r).sync); });
-  row("host I/O share", [](const Json& r) { return percent(shares_of(r).host); });
-  row("pipeline cycles", [](const Json& r) { return scalar_text(field(r, "cycles") ? *field(r, "cycles") : Json("-")); });
+}
+
+// The step's shape, latency, and the shares of IPU-time.
+void step_rows(MetricTable& t) {
+  t.row("micro-batches per step", [](const Json& r) { return scalar_text(field(r, "microBatchesPerStep") ? *field(r, "microBatchesPerStep") : Json("-")); });
+  t.row("samples per step", [](const Json& r) { return scalar_text(field(r, "samplesPerStep") ? *field(r, "samplesPerStep") : Json("-")); });
+  t.row("latency mean", [](const Json& r) { return seconds(num(object_at(r, "latencySeconds"), "mean")); });
+  t.row("latency min", [](const Json& r) { return seconds(num(object_at(r, "latencySeconds"), "min")); });
+  t.row("latency max", [](const Json& r) { return seconds(num(object_at(r, "latencySeconds"), "max")); });
+  t.row("bubble (idle share of IPU-time)", [](const Json& r) { return percent(num(r, "bubbleFraction")); });
+  t.row("compute share", [](const Json& r) { return percent(shares_of(r).busy); });
+  t.row("copies share (inter-IPU exchange)", [](const Json& r) { return percent(shares_of(r).exchange); });
+  t.row("syncs share", [](const Json& r) { return percent(shares_of(r).sync); });
+  t.row("host I/O share", [](const Json& r) { return percent(shares_of(r).host); });
+  t.row("pipeline cycles", [](const Json& r) { return scalar_text(field(r, "cycles") ? *field(r, "cycles") : Json("-")); });
+}
+
+void utilisation_rows(MetricTable& t, const std::vector<std::int64_t>& ipu_ids) {
   // Past 16 IPUs the lowest and the highest utilisation (the run document keeps every IPU).
   if (ipu_ids.size() > 16) {
     const auto ends = [](const Json& r) {
@@ -340,60 +397,110 @@ void run_section(Builder& b, const Input& in, std::size_t number, const std::str
       }
       return std::pair{low, high};
     };
-    row("utilisation, lowest", [&](const Json& r) {
+    t.row("utilisation, lowest", [&](const Json& r) {
       const auto e = ends(r);
       return e.first ? percent(num(*e.first, "utilization")) + " (IPU " + std::to_string(integer(*e.first, "id")) + ")"
                      : std::string("-");
     });
-    row("utilisation, highest", [&](const Json& r) {
+    t.row("utilisation, highest", [&](const Json& r) {
       const auto e = ends(r);
       return e.second ? percent(num(*e.second, "utilization")) + " (IPU " + std::to_string(integer(*e.second, "id")) + ")"
                       : std::string("-");
     });
   } else {
     for (auto idv : ipu_ids)
-      row(ipu_label(runs, idv) + " utilisation", [idv](const Json& r) {
+      t.row(ipu_label(t.runs(), idv) + " utilisation", [idv](const Json& r) {
         for (const Json& m : array_at(r, "ipus"))
           if (integer(m, "id") == idv) return percent(num(m, "utilization"));
         return std::string("-");
       });
   }
-  b.table(t, "Step metrics: " + name);
+}
 
+// (f) the numbers.
+void metrics_table(Builder& b, const RunView& run, const std::vector<std::int64_t>& ipu_ids) {
+  MetricTable t(run.runs);
+  step_time_rows(t, run.doc);
+  llm_rows(t);
+  step_rows(t);
+  utilisation_rows(t, ipu_ids);
+  b.table(t.table(), "Step metrics: " + run.name);
+}
+
+// The links that carried traffic in any mode, in order of first appearance.
+std::vector<std::string> link_names(const std::vector<const Json*>& runs) {
   std::vector<std::string> links;
   for (const Json* r : runs)
     for (const Json& l : array_at(*r, "links"))
       if (const std::string n = str(l, "name"); std::find(links.begin(), links.end(), n) == links.end())
         links.push_back(n);
+  return links;
+}
+
+// Bytes per step over each link, a column per mode.
+void link_table(Builder& b, const RunView& run) {
+  std::vector<std::string> links = link_names(run.runs);
   // Past 16 links the 16 busiest (most bytes in any mode); the run document keeps every one.
   constexpr std::size_t kLinksShown = 16;
   const std::size_t link_count = links.size();
   if (links.size() > kLinksShown) {
     std::map<std::string, double> most;
-    for (const Json* r : runs)
+    for (const Json* r : run.runs)
       for (const Json& l : array_at(*r, "links")) most[str(l, "name")] = std::max(most[str(l, "name")], num(l, "bytes", 0));
     std::stable_sort(links.begin(), links.end(), [&](const std::string& x, const std::string& y) { return most[x] > most[y]; });
     links.resize(kLinksShown);
   }
-  if (!links.empty()) {
-    Table lt;
-    lt.header.push_back("link");
-    for (const Json* r : runs) lt.header.push_back(mode_label(*r) + " bytes per step");
-    for (const std::string& link : links) {
-      std::vector<std::string> cells{link};
-      for (const Json* r : runs) {
-        std::string cell = "0 B";
-        for (const Json& l : array_at(*r, "links"))
-          if (str(l, "name") == link) cell = bytes(num(l, "bytes"));
-        cells.push_back(cell);
-      }
-      lt.rows.push_back(cells);
+  if (links.empty()) return;
+  Table lt;
+  lt.header.push_back("link");
+  for (const Json* r : run.runs) lt.header.push_back(mode_label(*r) + " bytes per step");
+  for (const std::string& link : links) {
+    std::vector<std::string> cells{link};
+    for (const Json* r : run.runs) {
+      std::string cell = "0 B";
+      for (const Json& l : array_at(*r, "links"))
+        if (str(l, "name") == link) cell = bytes(num(l, "bytes"));
+      cells.push_back(cell);
     }
-    b.table(lt, "Link traffic: " + name +
-                    (link_count > links.size() ? " (the " + std::to_string(links.size()) + " busiest of " +
-                                                     std::to_string(link_count) + " links; the run document has all)"
-                                               : ""));
+    lt.rows.push_back(cells);
   }
+  b.table(lt, "Link traffic: " + run.name +
+                  (link_count > links.size() ? " (the " + std::to_string(links.size()) + " busiest of " +
+                                                   std::to_string(link_count) + " links; the run document has all)"
+                                             : ""));
+}
+
+} // namespace
+
+void run_section(Builder& b, const Input& in, std::size_t number, const std::string& id) {
+  const Json& doc = in.doc;
+  // Where the run came from is said once, above its figures (run_heading); each figure's
+  // caption points there (a caption repeating every setting ran to 8-10 lines at pod scale).
+  const std::string name = summary_row_name(in);
+  // Figure files are named by the scenario alone: its --set flags would crowd
+  // out what the figure shows, and the figure number keeps names unique.
+  const RunView run{doc, ordered_runs(doc), name, str(doc, "scenario").empty() ? name : str(doc, "scenario"),
+                    {"Run " + std::to_string(number) + " (" + name + "), from " + in.source +
+                     "; its scenario, command and settings open the section."}};
+  b.open_section(id);
+  run_heading(b, in, number, name);
+  b.findings(run_findings(doc));
+
+  throughput_figure(b, run);
+  schedule_figures(b, run);
+  const std::vector<std::int64_t> ipu_ids = ipu_ids_of(run.runs);
+  utilisation_figures(b, run, ipu_ids);
+
+  // (d) memory per IPU, when the run documents carry it.
+  bool have_memory = false;
+  for (const Json* r : run.runs) have_memory = have_memory || (r->contains("memory") && (*r)["memory"].is_object());
+  Table memory_table{
+      {"mode", "vIPU", "total", "capacity", "used", "fullest tile", "tile capacity", "fits", "largest parts"}, {}};
+  if (have_memory) memory_figures(b, run, memory_table);
+  if (!have_memory) b.paragraph("Memory per IPU: no memory data in this run document.", "note");
+
+  metrics_table(b, run, ipu_ids);
+  link_table(b, run);
   if (have_memory) b.table(memory_table, "Memory per IPU: " + name);
   b.close_section();
 }
