@@ -281,29 +281,9 @@ void mark_shared_updates(const Model& m, const std::vector<std::int64_t>& exclud
   }
 }
 
-} // namespace
 
-double tensor_parallel_fraction(const Plan& plan, bool recompute) {
-  double collectives = 0, total = 0;
-  for (const PlanStage& s : plan.stages) {
-    collectives += s.tensor_parallel_seconds + (recompute ? s.tensor_parallel_recompute_seconds : 0.0);
-    total += s.seconds() + (recompute ? s.recompute_seconds : 0.0);
-  }
-  return total > 0 ? collectives / total : 0.0;
-}
-
-const PlanStage& backward_of(const Plan& plan, int k) {
-  const int L = plan.loss_stage;
-  return plan.stages[static_cast<std::size_t>(k == L ? L : 2 * L - k)];
-}
-
-Plan make_plan(const Scenario& sc, const ModelGraph& g) { return make_plan(sc, g, sc.execution.modes); }
-
-Plan make_plan(const Scenario& sc, const ModelGraph& g, const std::vector<Mode>& modes) {
-  const Model& m = sc.model;
+void check_cost_model(const Scenario& sc) {
   const Execution& ex = sc.execution;
-  check_ipus_exist(sc, g);
-  check_weights_local(m, g);
   if (!make_cost_model(ex.cost_model, sc.hardware.ipu))
     throw InputError(sc.file, sc.execution_pointer("costModel"), "scenario.unknown-cost-model",
                      "unknown cost model \"" + ex.cost_model + "\"" + did_you_mean(ex.cost_model, [] {
@@ -311,84 +291,101 @@ Plan make_plan(const Scenario& sc, const ModelGraph& g, const std::vector<Mode>&
                        for (const auto& info : cost_models()) names.push_back(info.name);
                        return names;
                      }()) + " (known: " + cost_model_names() + ")");
-  std::map<int, std::unique_ptr<CostModel>> cost_of_ipu;
-  auto cost = [&](int ipu) -> const CostModel& {
-    auto& c = cost_of_ipu[ipu];
-    if (!c) c = make_cost_model(ex.cost_model, sc.hardware.ipu, cost_options(sc, ipu));
+}
+
+// One cost model per IPU, made on first use: each IPU has its own available memory proportion.
+class IpuCostModels {
+ public:
+  explicit IpuCostModels(const Scenario& sc) : sc_(sc) {}
+  const CostModel& operator()(int ipu) {
+    auto& c = models_[ipu];
+    if (!c) c = make_cost_model(sc_.execution.cost_model, sc_.hardware.ipu, cost_options(sc_, ipu));
     return *c;
-  };
-  const double clock = sc.hardware.ipu.clock_hz;
-  const TensorFacts facts = tensor_facts(m);
-  std::map<int, double> temp_of_ipu;
+  }
 
-  Plan plan;
-  plan.training = ex.training;
-  plan.clock_hz = clock;
-  plan.op_timings.resize(m.ops.size());
-  plan.micro_batch_size = ex.micro_batch_size;
-  plan.annotated = g.has_virtual_graphs;
-  plan.phased = runs_phased(modes);
-  plan.pipelining_refused = g.pipelining_refused;
+ private:
+  const Scenario& sc_;
+  std::map<int, std::unique_ptr<CostModel>> models_;
+};
 
-  const bool phased = plan.phased;
+void check_batch_serialization(const Scenario& sc, const ModelGraph& g, const std::vector<Mode>& modes,
+                               bool phased) {
   if (phased) check_phased(sc, g, modes);
-  else if (ex.phases.batch_serialization > 1)
+  else if (sc.execution.phases.batch_serialization > 1)
     throw InputError(sc.file, sc.execution_pointer("batchSerializationSettings/factor"), "scenario.bad-batch-serialization",
                      "batch serialisation is modelled in the phased mode only (--mode phased); leave it out for "
                      "sharded and pipelined runs");
-  std::vector<int> merged_ipu;
-  const std::vector<int> stage_of = split_stages(m, g, merged_ipu, keeps_annotated_stages(sc, g, modes), phased);
-  const int P = static_cast<int>(merged_ipu.size());
-  lay_out_stages(plan, merged_ipu, ex.training);
-  const int L = plan.loss_stage;
-  const int S = plan.stage_count();
-  {
-    std::vector<int> used(merged_ipu.begin(), merged_ipu.end());
-    std::sort(used.begin(), used.end());
-    check_execution_options(sc, used);
-  }
+}
 
-  // Ops and their times; in topological order within a stage.
+// The forward stage's op, its model stage and the weights it reads.
+void place_op(Plan& plan, const Model& m, const ModelGraph& g, std::size_t op, int fs) {
+  auto& annotated = plan.stages[fs].annotated_stages;
+  if (std::find(annotated.begin(), annotated.end(), g.stage_of_op[op]) == annotated.end())
+    annotated.push_back(g.stage_of_op[op]);
+  plan.stages[fs].ops.push_back(op);
+  for (const auto& t : m.ops[op].inputs) {
+    auto& read = plan.stages[fs].weights_read;
+    if (m.tensor(t).kind == TensorKind::Weight && std::find(read.begin(), read.end(), t) == read.end()) read.push_back(t);
+  }
+}
+
+// An op's forward and (in training) backward cost, added to its stages; temp_bytes: the
+// largest temporary memory per tile of the op's IPU so far.
+void time_op(Plan& plan, const Scenario& sc, const TensorFacts& facts, IpuCostModels& cost, std::size_t op, int fs,
+             int ipu, double& temp_bytes) {
+  const Model& m = sc.model;
+  const Execution& ex = sc.execution;
+  const double clock = plan.clock_hz;
+  const int L = plan.loss_stage;
+  OpWork forward = forward_work(m, m.ops[op], ex.micro_batch_size, facts);
+  forward.training = ex.training;
+  const bool collective = is_tensor_parallel_collective(m.ops[op].type);
+  const OpCost fc = collective ? tensor_parallel_collective_cost(sc.hardware, m, m.ops[op], false, ex.micro_batch_size)
+                               : cost(ipu).cost(forward);
+  plan.op_timings[op].forward = fc;
+  plan.stages[fs].forward_seconds += fc.cycles() / clock;
+  if (collective) plan.stages[fs].tensor_parallel_seconds += fc.cycles() / clock;
+  temp_bytes = std::max(temp_bytes, fc.temp_bytes_per_tile);
+  if (!ex.training) return;
+  OpWork backward = backward_work(m, m.ops[op], ex.micro_batch_size, facts);
+  backward.training = true;
+  backward.accumulates_weight_gradients = ex.gradient_accumulation > 1;
+  const OpCost bc = collective ? tensor_parallel_collective_cost(sc.hardware, m, m.ops[op], true, ex.micro_batch_size)
+                               : cost(ipu).cost(backward);
+  plan.op_timings[op].backward = bc;
+  plan.stages[2 * L - fs].backward_seconds += bc.cycles() / clock;
+  if (collective) plan.stages[2 * L - fs].tensor_parallel_seconds += bc.cycles() / clock;
+  plan.stages[2 * L - fs].weight_gradient_seconds += bc.weight_gradient_cycles / clock;
+  temp_bytes = std::max(temp_bytes, bc.temp_bytes_per_tile);
+  if (fs != L) plan.stages[2 * L - fs].ops.push_back(op);
+}
+
+// Ops and their times; in topological order within a stage. Returns the largest
+// temporary memory per tile of each IPU.
+std::map<int, double> place_and_time_ops(Plan& plan, const Scenario& sc, const ModelGraph& g,
+                                         const std::vector<int>& stage_of, const std::vector<int>& merged_ipu,
+                                         IpuCostModels& cost) {
+  const TensorFacts facts = tensor_facts(sc.model);
+  std::map<int, double> temp_of_ipu;
   for (std::size_t op : g.topological_order) {
     const int fs = stage_of[op];
     const int ipu = merged_ipu[fs];
-    auto& annotated = plan.stages[fs].annotated_stages;
-    if (std::find(annotated.begin(), annotated.end(), g.stage_of_op[op]) == annotated.end())
-      annotated.push_back(g.stage_of_op[op]);
-    plan.stages[fs].ops.push_back(op);
-    for (const auto& t : m.ops[op].inputs) {
-      auto& read = plan.stages[fs].weights_read;
-      if (m.tensor(t).kind == TensorKind::Weight && std::find(read.begin(), read.end(), t) == read.end()) read.push_back(t);
-    }
-    OpWork forward = forward_work(m, m.ops[op], ex.micro_batch_size, facts);
-    forward.training = ex.training;
-    const bool collective = is_tensor_parallel_collective(m.ops[op].type);
-    const OpCost fc = collective ? tensor_parallel_collective_cost(sc.hardware, m, m.ops[op], false, ex.micro_batch_size)
-                                 : cost(ipu).cost(forward);
-    plan.op_timings[op].forward = fc;
-    plan.stages[fs].forward_seconds += fc.cycles() / clock;
-    if (collective) plan.stages[fs].tensor_parallel_seconds += fc.cycles() / clock;
-    temp_of_ipu[ipu] = std::max(temp_of_ipu[ipu], fc.temp_bytes_per_tile);
-    if (ex.training) {
-      OpWork backward = backward_work(m, m.ops[op], ex.micro_batch_size, facts);
-      backward.training = true;
-      backward.accumulates_weight_gradients = ex.gradient_accumulation > 1;
-      const OpCost bc = collective
-                            ? tensor_parallel_collective_cost(sc.hardware, m, m.ops[op], true, ex.micro_batch_size)
-                            : cost(ipu).cost(backward);
-      plan.op_timings[op].backward = bc;
-      plan.stages[2 * L - fs].backward_seconds += bc.cycles() / clock;
-      if (collective) plan.stages[2 * L - fs].tensor_parallel_seconds += bc.cycles() / clock;
-      plan.stages[2 * L - fs].weight_gradient_seconds += bc.weight_gradient_cycles / clock;
-      temp_of_ipu[ipu] = std::max(temp_of_ipu[ipu], bc.temp_bytes_per_tile);
-      if (fs != L) plan.stages[2 * L - fs].ops.push_back(op);
-    }
+    place_op(plan, sc.model, g, op, fs);
+    time_op(plan, sc, facts, cost, op, fs, ipu, temp_of_ipu[ipu]);
   }
-  for (int s = L + 1; s < S; ++s) std::reverse(plan.stages[s].ops.begin(), plan.stages[s].ops.end());
+  const int P = static_cast<int>(merged_ipu.size());
+  for (int s = plan.loss_stage + 1; s < plan.stage_count(); ++s)
+    std::reverse(plan.stages[s].ops.begin(), plan.stages[s].ops.end());
   for (int s = 0; s < P; ++s) std::sort(plan.stages[s].annotated_stages.begin(), plan.stages[s].annotated_stages.end());
+  return temp_of_ipu;
+}
 
-  // Copies: a tensor needed on another IPU travels hop by hop from its producer's
-  // stage to the last stage on another IPU that reads it.
+// Copies: a tensor needed on another IPU travels hop by hop from its producer's
+// stage to the last stage on another IPU that reads it. Returns what crosses each
+// boundary between consecutive forward stages.
+std::vector<PlanCopy> forward_boundary_tensors(const Model& m, const ModelGraph& g, const std::vector<int>& stage_of,
+                                               const std::vector<int>& merged_ipu, std::int64_t micro_batch_size) {
+  const int P = static_cast<int>(merged_ipu.size());
   std::vector<PlanCopy> forward(static_cast<std::size_t>(std::max(P - 1, 0)));
   for (const auto& [name, users] : g.consumers) {
     const Tensor& t = m.tensor(name);
@@ -404,10 +401,18 @@ Plan make_plan(const Scenario& sc, const ModelGraph& g, const std::vector<Mode>&
     for (auto u : users)
       if (merged_ipu[stage_of[u]] != merged_ipu[from]) last = std::max(last, stage_of[u]);
     for (int s = from; s < last; ++s) {
-      forward[s].bytes += t.bytes_per_micro_batch(ex.micro_batch_size);
+      forward[s].bytes += t.bytes_per_micro_batch(micro_batch_size);
       forward[s].tensors.push_back(name);
     }
   }
+  return forward;
+}
+
+void add_copies(Plan& plan, const Model& m, const ModelGraph& g, const std::vector<int>& stage_of,
+                const std::vector<int>& merged_ipu, const Execution& ex) {
+  const int P = static_cast<int>(merged_ipu.size());
+  const int L = plan.loss_stage;
+  const std::vector<PlanCopy> forward = forward_boundary_tensors(m, g, stage_of, merged_ipu, ex.micro_batch_size);
   for (int s = 0; s + 1 < P; ++s) {
     PlanCopy c = forward[s];
     c.from_stage = s;
@@ -436,30 +441,36 @@ Plan make_plan(const Scenario& sc, const ModelGraph& g, const std::vector<Mode>&
     }
   }
   for (std::size_t i = 0; i < plan.copies.size(); ++i) plan.copies[i].id = static_cast<int>(i);
+}
 
-  // Host streams: an input enters at the first stage reading it; an anchor leaves from its producer's stage.
+// Host streams: an input enters at the first stage reading it; an anchor leaves from its producer's stage.
+void add_host_streams(Plan& plan, const Model& m, const ModelGraph& g, const std::vector<int>& stage_of, int P,
+                      std::int64_t micro_batch_size) {
   for (const auto& [name, users] : g.consumers) {
     const Tensor& t = m.tensor(name);
     if (t.kind != TensorKind::Input) continue;
     int first = P;
     for (auto u : users) first = std::min(first, stage_of[u]);
     plan.stages[first].host_inputs.push_back(name);
-    plan.stages[first].host_input_bytes += t.bytes_per_micro_batch(ex.micro_batch_size);
+    plan.stages[first].host_input_bytes += t.bytes_per_micro_batch(micro_batch_size);
   }
   for (const auto& name : g.anchors) {
     const int s = stage_of[g.producer.at(name)];
     plan.stages[s].host_outputs.push_back(name);
-    plan.stages[s].host_output_bytes += m.tensor(name).bytes_per_micro_batch(ex.micro_batch_size);
+    plan.stages[s].host_output_bytes += m.tensor(name).bytes_per_micro_batch(micro_batch_size);
   }
+}
 
-  describe_activations(m, g, stage_of, ex.micro_batch_size, plan);
-  if (ex.training)
-    for (int s = L + 1; s < S; ++s) {
-      plan.stages[s].recompute_seconds = plan.stages[2 * L - s].forward_seconds;
-      plan.stages[s].tensor_parallel_recompute_seconds = plan.stages[2 * L - s].tensor_parallel_seconds;
-    }
+// The data types of the weights, by IPU and by the stage completing their gradients.
+struct WeightDtypes {
+  std::map<int, DType> of_ipu, of_stage;
+};
 
-  // IPUs and their weights.
+// IPUs and their weights.
+std::map<int, PlanIpu> ipus_and_weights(Plan& plan, const Model& m, const ModelGraph& g,
+                                        const std::vector<int>& stage_of, int P, bool training,
+                                        WeightDtypes& dtypes) {
+  const int L = plan.loss_stage;
   std::map<int, PlanIpu> ipus;
   for (const auto& st : plan.stages) {
     ipus[st.ipu].id = st.ipu;
@@ -468,7 +479,6 @@ Plan make_plan(const Scenario& sc, const ModelGraph& g, const std::vector<Mode>&
   // A weight's gradient is complete in the backward stage of the first forward stage reading
   // it (2L-s; the loss stage is its own backward): where PopART places its update when it
   // runs every micro-batch (VarUpdate inherits the latest stage of its inputs).
-  std::map<int, DType> weight_dtype, stage_weight_dtype;
   for (const auto& [name, users] : g.consumers) {
     const Tensor& t = m.tensor(name);
     if (t.kind != TensorKind::Weight) continue;
@@ -478,39 +488,116 @@ Plan make_plan(const Scenario& sc, const ModelGraph& g, const std::vector<Mode>&
     ipu.weight_bytes += static_cast<double>(t.bytes());
     ipu.weight_tensors += 1;
     if (t.elements() >= kMinElementsForReplicatedTensorSharding) ipu.shardable_weight_tensors += 1;
-    weight_dtype.emplace(ipu.id, t.dtype);
-    if (!ex.training) continue;
+    dtypes.of_ipu.emplace(ipu.id, t.dtype);
+    if (!training) continue;
     int first = P;
     for (auto u : users) first = std::min(first, stage_of[u]);
     PlanStage& completing = plan.stages[2 * L - first];
     completing.weights.push_back(name);
     completing.weight_elements += static_cast<double>(t.elements());
     completing.weight_bytes += static_cast<double>(t.bytes());
-    stage_weight_dtype.emplace(completing.id, t.dtype);
+    dtypes.of_stage.emplace(completing.id, t.dtype);
   }
+  return ipus;
+}
+
+void check_streaming_memory(const Scenario& sc) {
+  const Execution& ex = sc.execution;
   const bool streamed = ex.training && ex.optimizer_state_off_chip &&
                         optimizer_state_tensors(ex.optimizer) * dtype_bytes(ex.optimizer_state_dtype) > 0;
   if (streamed && !sc.hardware.streaming_memory.present)
     throw InputError(sc.file, sc.execution_pointer("optimizer/stateLocation"), "scenario.no-streaming-memory",
                      "optimizer state in streaming memory, but the system \"" + sc.hardware.name +
                          "\" has no \"streamingMemory\"");
+}
+
+// Weight update times and optimizer state, per IPU and per stage completing gradients;
+// the IPUs join the plan.
+void add_weight_updates(Plan& plan, const Scenario& sc, IpuCostModels& cost, std::map<int, PlanIpu>& ipus,
+                        std::map<int, double>& temp_of_ipu, WeightDtypes& dtypes) {
+  const Execution& ex = sc.execution;
   const auto update_of = [&](int ipu, double elements, double bytes, DType dtype, double tensors) {
     return weight_update_cost(sc, cost(ipu), elements, bytes, dtype, tensors);
   };
   if (ex.training && ex.weight_update_schedule == WeightUpdateSchedule::OverlapMemoryOptimized)
-    mark_shared_updates(m, ex.weight_update_excluded_ipus, ipus);
+    mark_shared_updates(sc.model, ex.weight_update_excluded_ipus, ipus);
   for (auto& [id, ipu] : ipus) {
     ipu.temp_bytes_per_tile = temp_of_ipu[id];
     if (ex.training && ipu.weight_elements > 0)
       std::tie(ipu.update_seconds, ipu.state_bytes) =
-          update_of(id, ipu.weight_elements, ipu.weight_bytes, weight_dtype[id], ipu.weight_tensors);
+          update_of(id, ipu.weight_elements, ipu.weight_bytes, dtypes.of_ipu[id], ipu.weight_tensors);
     plan.ipus.push_back(ipu);
   }
-  for (auto& [id, dtype] : stage_weight_dtype) {
+  for (auto& [id, dtype] : dtypes.of_stage) {
     PlanStage& st = plan.stages[id];
     std::tie(st.update_seconds, st.state_bytes) =
         update_of(st.ipu, st.weight_elements, st.weight_bytes, dtype, static_cast<double>(st.weights.size()));
   }
+}
+} // namespace
+
+double tensor_parallel_fraction(const Plan& plan, bool recompute) {
+  double collectives = 0, total = 0;
+  for (const PlanStage& s : plan.stages) {
+    collectives += s.tensor_parallel_seconds + (recompute ? s.tensor_parallel_recompute_seconds : 0.0);
+    total += s.seconds() + (recompute ? s.recompute_seconds : 0.0);
+  }
+  return total > 0 ? collectives / total : 0.0;
+}
+
+const PlanStage& backward_of(const Plan& plan, int k) {
+  const int L = plan.loss_stage;
+  return plan.stages[static_cast<std::size_t>(k == L ? L : 2 * L - k)];
+}
+
+Plan make_plan(const Scenario& sc, const ModelGraph& g) { return make_plan(sc, g, sc.execution.modes); }
+
+Plan make_plan(const Scenario& sc, const ModelGraph& g, const std::vector<Mode>& modes) {
+  const Model& m = sc.model;
+  const Execution& ex = sc.execution;
+  check_ipus_exist(sc, g);
+  check_weights_local(m, g);
+  check_cost_model(sc);
+  IpuCostModels cost(sc);
+
+  Plan plan;
+  plan.training = ex.training;
+  plan.clock_hz = sc.hardware.ipu.clock_hz;
+  plan.op_timings.resize(m.ops.size());
+  plan.micro_batch_size = ex.micro_batch_size;
+  plan.annotated = g.has_virtual_graphs;
+  plan.phased = runs_phased(modes);
+  plan.pipelining_refused = g.pipelining_refused;
+
+  const bool phased = plan.phased;
+  check_batch_serialization(sc, g, modes, phased);
+  std::vector<int> merged_ipu;
+  const std::vector<int> stage_of = split_stages(m, g, merged_ipu, keeps_annotated_stages(sc, g, modes), phased);
+  const int P = static_cast<int>(merged_ipu.size());
+  lay_out_stages(plan, merged_ipu, ex.training);
+  const int L = plan.loss_stage;
+  const int S = plan.stage_count();
+  {
+    std::vector<int> used(merged_ipu.begin(), merged_ipu.end());
+    std::sort(used.begin(), used.end());
+    check_execution_options(sc, used);
+  }
+
+  std::map<int, double> temp_of_ipu = place_and_time_ops(plan, sc, g, stage_of, merged_ipu, cost);
+  add_copies(plan, m, g, stage_of, merged_ipu, ex);
+  add_host_streams(plan, m, g, stage_of, P, ex.micro_batch_size);
+
+  describe_activations(m, g, stage_of, ex.micro_batch_size, plan);
+  if (ex.training)
+    for (int s = L + 1; s < S; ++s) {
+      plan.stages[s].recompute_seconds = plan.stages[2 * L - s].forward_seconds;
+      plan.stages[s].tensor_parallel_recompute_seconds = plan.stages[2 * L - s].tensor_parallel_seconds;
+    }
+
+  WeightDtypes dtypes;
+  std::map<int, PlanIpu> ipus = ipus_and_weights(plan, m, g, stage_of, P, ex.training, dtypes);
+  check_streaming_memory(sc);
+  add_weight_updates(plan, sc, cost, ipus, temp_of_ipu, dtypes);
   return plan;
 }
 
