@@ -493,6 +493,18 @@ TEST_CASE("points one by one: --list-points, then --point through GNU parallel, 
         "config.links.0.bandwidthBytesPerSecond=32000000000.0\n3\t" + ids[3] +
         "\texecution.batchesPerStep=8 execution.microBatchSize=16 config.links.0.bandwidthBytesPerSecond=32000000000.0\n");
   CHECK(!fs::exists(tmp / "ipusim-sweeps"));
+  // Listing runs nothing, so a flag that says how to run or where to write is refused, not ignored.
+  for (const std::vector<std::string>& flag : std::vector<std::vector<std::string>>{
+           {"-o", tmp / "listed"}, {"-j", "2"}, {"--force"}, {"--retry-failed"}, {"--fast"}, {"--fail-on-oom"}}) {
+    std::vector<std::string> args{"sweep", file, "--list-points"};
+    args.insert(args.end(), flag.begin(), flag.end());
+    const Result refused = cli(args);
+    INFO(flag.front());
+    CHECK(refused.code == 2);
+    CHECK(refused.err.find("[cli.conflict]") != std::string::npos);
+    CHECK(refused.out.empty());
+  }
+  CHECK(!fs::exists(tmp / "listed"));
 
   // Each point in a process of its own (by index from the listing; one by id), then a merge:
   // the same results, byte for byte, as the whole sweep's.

@@ -35,9 +35,9 @@ Command add_sweep_command(CLI::App& app) {
       "6 some points have no result yet (interrupted, or other shards still to run), 2 bad sweep file, flag or "
       "output folder.");
   cmd->add_option("sweep_file", f->options.sweep_file, "Sweep file (sweeps/*.json)")->required();
-  cmd->add_option("-o,--output", f->options.dir,
-                  "Output folder (default: ipusim-sweeps/<sweep name> in the working directory); rerunning "
-                  "resumes it");
+  auto* output = cmd->add_option("-o,--output", f->options.dir,
+                                 "Output folder (default: ipusim-sweeps/<sweep name> in the working directory); "
+                                 "rerunning resumes it");
   cmd->add_option("--set", f->sets,
                   "Fix a field for every point, as run --set does: path=value (execution.microBatchSize=32); "
                   "repeatable; added to the sweep's \"set\" (replacing the same path) and stored in DIR/sweep.json")
@@ -45,8 +45,8 @@ Command add_sweep_command(CLI::App& app) {
   cmd->add_option("--mode", f->options.modes,
                   "Run these modes at every point (replaces the sweep's \"modes\"; stored in DIR/sweep.json)")
       ->check(CLI::IsMember({"sharded", "pipelined", "both", "phased"}));
-  cmd->add_option("-j,--jobs", f->options.jobs, "Points run at once (default: the number of cores)")
-      ->check(CLI::Range(1u, 4096u));
+  auto* jobs = cmd->add_option("-j,--jobs", f->options.jobs, "Points run at once (default: the number of cores)")
+                   ->check(CLI::Range(1u, 4096u));
   auto* shard = cmd->add_option("--shard", f->shard,
                                 "Run only the points whose index % N == K: K/N; auto (a SLURM or Grid Engine job array, else an MPI launcher's ranks); "
                                 "auto/N (N shards, K the array task id (SLURM, PBS; Grid Engine: id - 1) or rank: survives resubmitting one task)");
@@ -57,20 +57,25 @@ Command add_sweep_command(CLI::App& app) {
                     ->allow_extra_args(false);
   auto* list = cmd->add_flag("--list-points", f->list_points,
                              "Print the points (of this --shard or --point) one a line, index, id and overrides "
-                             "separated by tabs, and run nothing");
+                             "separated by tabs, and run nothing (so it takes none of the flags that say how to run)");
+  list->excludes(output)->excludes(jobs);
   cmd->add_flag("--merge", f->options.merge,
                 "Simulate nothing: rebuild results.jsonl and results.csv from the points/ files of every shard")
       ->excludes(shard)
       ->excludes(point)
       ->excludes(list);
   cmd->add_flag("--force", f->options.force,
-                "Use an output folder that holds another sweep's results (adds to it, deletes nothing)");
-  cmd->add_flag("--retry-failed", f->options.retry_failed, "Run again the points recorded as failed");
+                "Use an output folder that holds another sweep's results (adds to it, deletes nothing)")
+      ->excludes(list);
+  cmd->add_flag("--retry-failed", f->options.retry_failed, "Run again the points recorded as failed")
+      ->excludes(list);
   cmd->add_flag("--fast", f->options.fast,
                 "Answer the points the planner's exact evaluators can (no two transfers sharing a link or a memory) "
-                "without a simulation; the others run on the engine; each record names its evaluator");
+                "without a simulation; the others run on the engine; each record names its evaluator")
+      ->excludes(list);
   cmd->add_flag("--fail-on-oom", f->options.fail_on_oom,
-                "Exit with code 5 when every point ran but some do not fit in memory (status oom)");
+                "Exit with code 5 when every point ran but some do not fit in memory (status oom)")
+      ->excludes(list);
   return [f] {
     sweep::Options o = f->options;
     if (o.dir == "-")
