@@ -2,6 +2,8 @@
 // closed forms (docs/reference/closed-forms.md) and hand-computed step tables.
 #include <catch2/catch.hpp>
 
+#include <stdexcept>
+
 #include "sim/graph/model_graph.hpp"
 #include "sim/plan/plan.hpp"
 #include "sim/schedule/program_cursor.hpp"
@@ -191,4 +193,73 @@ TEST_CASE("the run estimate counts exactly the steps and transfers the schedules
     CHECK(estimate.transfers == transfers);
     CHECK(steps > 12 * 3);  // every micro-batch passes every IPU, forward and backward
   }
+}
+
+TEST_CASE("registry: each schedule's planner rule is the rule its builder enforces", "[schedule][registry]") {
+  // Three forward stages on three IPUs, and three on two (the last back on IPU 0, as BERT's
+  // heads): every registered pipeline schedule the planner searches, training and inference,
+  // depths 1-12. The planner's rule (ScheduleInfo::accepts) must accept exactly the depths and
+  // placements its builder builds; the one documented exception is training 1F1B with stages
+  // sharing an IPU, which builds from its order but has no exact evaluator, so is not searched.
+  const Json config = zero_overhead_config(3);
+  const std::vector<std::pair<Json, bool>> models{{chain_model({{0, 1e6, 0}, {1, 1e6, 1}, {2, 1e6, 2}}, 250), false},
+                                                   {chain_model({{0, 1e6, 0}, {1, 1e6, 1}, {0, 1e6, 2}}, 250), true}};
+  int searched = 0;
+  for (const ScheduleInfo& info : schedules()) {
+    if (!info.pipeline || info.step_model == StepModel::None) continue;
+    ++searched;
+    REQUIRE(info.accepts != nullptr);
+    REQUIRE(info.stash_depth != nullptr);
+    for (const auto& [model, shares_ipu] : models)
+      for (bool training : {true, false})
+        for (int depth = 1; depth <= 12; ++depth) {
+          // PopART without accumulation pipelines batchesPerStep micro-batches: the planner passes that depth.
+          Json ex = {{"training", training}, {"hostIo", false}, {"costModel", "compute"}, {"schedule", info.name},
+                     {"mode", "pipelined"}, {"gradientAccumulation", training ? depth : 1},
+                     {"batchesPerStep", training && !(info.lockstep_cycles && depth == 1) ? 1 : depth}};
+          INFO(info.name << (shares_ipu ? ", stages sharing IPU 0" : "") << (training ? ", training" : ", inference")
+                         << ", depth " << depth);
+          bool built = true;
+          try {
+            schedule_of(model, config, ex);
+          } catch (const InputError& e) {
+            built = false;
+            CHECK_THAT(e.rule(), Contains("pipeline."));
+          }
+          const bool accepted = info.accepts(3, shares_ipu, depth, training);
+          if (info.name == "1f1b" && training && shares_ipu) CHECK((built && !accepted));
+          else CHECK(built == accepted);
+        }
+  }
+  CHECK(searched == 6);  // popart, tf-grouped, tf-interleaved, tf-sequential, gpipe, 1f1b
+}
+
+TEST_CASE("registry: names, modes and what-if schedules come from the entries", "[schedule][registry]") {
+  REQUIRE(find_schedule("popart") != nullptr);
+  CHECK(find_schedule("nope") == nullptr);
+  CHECK_THROWS_AS(schedule_info("nope"), std::invalid_argument);
+  CHECK_FALSE(schedule_info("sharded").pipeline);
+  CHECK_FALSE(schedule_info("phased").pipeline);
+  // What-if: no IPU framework runs it; GPU-style updates all at once; only GPipe's forwards (and
+  // 1F1B's in inference) run ahead of the stages after them.
+  for (const ScheduleInfo& s : schedules())
+    CHECK(is_what_if_schedule(s.name) == (s.name != "sharded" && s.name != "phased" && s.name != "popart" &&
+                                          s.name.rfind("tf-", 0) != 0));
+  CHECK_FALSE(schedule_info("gpipe").follows_weight_update_setting);
+  CHECK(schedule_info("tf-grouped").follows_weight_update_setting);
+  CHECK(schedule_info("gpipe").forwards_run_ahead(true));
+  CHECK_FALSE(schedule_info("1f1b").forwards_run_ahead(true));
+  CHECK(schedule_info("1f1b").forwards_run_ahead(false));
+  CHECK_FALSE(schedule_info("popart").forwards_run_ahead(false));
+  // Stash depths by entry, p = 4 forward stages, depth 8: popart 2(3-s)+1 (none for the loss
+  // stage), tf-grouped 2(3-s), tf-interleaved 3-s, tf-sequential 1 (none for the last), gpipe 8,
+  // 1f1b min(4-s, 8); none in inference, none for an order schedule (read from its order).
+  CHECK(stash_depths("popart", 4, 8, true) == std::vector<int>{7, 5, 3, 0});
+  CHECK(stash_depths("tf-grouped", 4, 8, true) == std::vector<int>{6, 4, 2, 0});
+  CHECK(stash_depths("tf-interleaved", 4, 8, true) == std::vector<int>{3, 2, 1, 0});
+  CHECK(stash_depths("tf-sequential", 4, 8, true) == std::vector<int>{1, 1, 1, 0});
+  CHECK(stash_depths("gpipe", 4, 8, true) == std::vector<int>{8, 8, 8, 8});
+  CHECK(stash_depths("1f1b", 4, 8, true) == std::vector<int>{4, 3, 2, 1});
+  CHECK(stash_depths("popart", 4, 8, false) == std::vector<int>{0, 0, 0, 0});
+  CHECK(stash_depths("zb-h1", 4, 8, true) == std::vector<int>{0, 0, 0, 0});
 }

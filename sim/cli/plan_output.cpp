@@ -11,6 +11,7 @@
 
 #include "sim/io/input_error.hpp"
 #include "sim/base/units.hpp"
+#include "sim/schedule/schedule.hpp"
 #include "sim/search/memory_advice.hpp"
 #include "sim/simulate/simulation.hpp"
 
@@ -74,7 +75,7 @@ std::string differences(const PlanSettings& a, const std::string& a_placement, c
     add(a.state_off_chip != b.state_off_chip, "optimizer state", a.state_off_chip ? "off chip" : "on chip",
         b.state_off_chip ? "off chip" : "on chip");
     add(a.rts != b.rts, "RTS", a.rts ? "on" : "off", b.rts ? "on" : "off");
-    add(a.weight_update != b.weight_update && a.schedule != "gpipe" && a.schedule != "1f1b", "weight update",
+    add(a.weight_update != b.weight_update && schedule_info(a.schedule).follows_weight_update_setting, "weight update",
         weight_update_schedule_name(a.weight_update), weight_update_schedule_name(b.weight_update));
   }
   add(amp_text(a_amp) != amp_text(b_amp), "availableMemoryProportion", amp_text(a_amp), amp_text(b_amp));
@@ -87,7 +88,7 @@ std::string differences(const PlanSettings& a, const std::string& a_placement, c
 double batches_of(const Candidate& c, const Scenario& sc) {
   const bool training = sc.execution.training;
   if (!training) return 1;
-  if (c.settings.schedule == "popart" && c.settings.depth == 1) return 1;
+  if (schedule_info(c.settings.schedule).lockstep_cycles && c.settings.depth == 1) return 1;
   return static_cast<double>(sc.execution.batches_per_step);
 }
 

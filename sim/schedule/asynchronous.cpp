@@ -5,6 +5,8 @@
 // - GPipe (Huang et al. 2019): all forwards, then all backwards.
 // - 1F1B / PipeDream-Flush (Narayanan et al. 2021): stage s runs min(p-s-1, m) warm-up
 //   forwards, then alternates one forward and one backward, then drains its backwards.
+#include <algorithm>
+#include <cstdint>
 #include <map>
 
 #include "sim/io/input_error.hpp"
@@ -82,9 +84,42 @@ Schedule build_async(const ScheduleContext& ctx, Order order) {
   return b.finish(ctx.batches() * m, 0, stash_depths(name, p, m, plan.training));
 }
 
-} // namespace
-
 Schedule build_gpipe(const ScheduleContext& ctx) { return build_async(ctx, Order::GPipe); }
 Schedule build_1f1b(const ScheduleContext& ctx) { return build_async(ctx, Order::OneFOneB); }
+
+// One forward stage per IPU (training 1F1B also runs several on an IPU, from its order, but the
+// planner's evaluator times one per IPU).
+bool one_stage_per_ipu(int, bool ipu_holds_two_stages, std::int64_t, bool) { return !ipu_holds_two_stages; }
+
+} // namespace
+
+// GPU-framework schedules no IPU framework offers: what-if, their weight updates all at once.
+const ScheduleInfo& gpipe_schedule() {
+  static const ScheduleInfo info = [] {
+    ScheduleInfo s{"gpipe", "GPipe: all forwards then all backwards, asynchronous (a stage starts when its input arrives)",
+                   &build_gpipe, ""};
+    s.stash_depth = [](int, int, std::int64_t depth) { return static_cast<int>(std::min<std::int64_t>(depth, INT32_MAX)); };
+    s.accepts = &one_stage_per_ipu;
+    s.step_model = StepModel::AllForwardsFirst;
+    s.follows_weight_update_setting = false;
+    return s;
+  }();
+  return info;
+}
+
+const ScheduleInfo& one_f_one_b_schedule() {
+  static const ScheduleInfo info = [] {
+    ScheduleInfo s{"1f1b", "1F1B (PipeDream-Flush): warm-up forwards, then one forward one backward, asynchronous",
+                   &build_1f1b, ""};
+    s.stash_depth = [](int stage, int N, std::int64_t depth) {
+      return static_cast<int>(std::min<std::int64_t>(N - stage, depth));
+    };
+    s.accepts = &one_stage_per_ipu;
+    s.step_model = StepModel::OneForwardOneBackward;
+    s.follows_weight_update_setting = false;
+    return s;
+  }();
+  return info;
+}
 
 } // namespace ipusim

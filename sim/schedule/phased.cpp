@@ -189,8 +189,6 @@ void run_serialised_phases(ProgramBuilder& b, const ScheduleContext& ctx) {
   }
 }
 
-} // namespace
-
 Schedule build_phased(const ScheduleContext& ctx) {
   const Execution& ex = ctx.scenario.execution;
   const std::vector<PhaseIoBytes> io = phase_io(ctx);
@@ -208,6 +206,18 @@ Schedule build_phased(const ScheduleContext& ctx) {
   Schedule schedule = b.finish(ctx.batches() * ctx.depth(), 0, std::vector<int>(static_cast<std::size_t>(ctx.plan.forward_stage_count), 0));
   schedule.one_stage_at_a_time = true;
   return schedule;
+}
+
+} // namespace
+
+const ScheduleInfo& phased_schedule() {
+  static const ScheduleInfo info = [] {
+    ScheduleInfo s{"phased", "PopART's execution phases: one phase at a time, its weights streamed in from Streaming Memory",
+                   &build_phased, "PopART and PopXL (execution phases)"};
+    s.pipeline = false;
+    return s;
+  }();
+  return info;
 }
 
 } // namespace ipusim

@@ -19,6 +19,8 @@ std::vector<int> popart_stash_depth(const Plan& plan) {
   return stash_depths("popart", plan.forward_stage_count, 0, plan.training);
 }
 
+namespace {
+
 Schedule build_popart(const ScheduleContext& ctx) {
   check_pipelinable(ctx);
   const Plan& plan = ctx.plan;
@@ -65,6 +67,23 @@ Schedule build_popart(const ScheduleContext& ctx) {
   });
   return b.finish(checked_mul(batches, depth, "micro-batches"), checked_int(cycles, "PopART cycles"),
                   popart_stash_depth(plan));
+}
+
+} // namespace
+
+const ScheduleInfo& popart_schedule() {
+  static const ScheduleInfo info = [] {
+    ScheduleInfo s{"popart", "PopART pipelining: G+S-1 lockstep cycles (fill, main, flush), a copy phase every cycle",
+                   &build_popart, "PopART and PopTorch (pipelined execution)"};
+    // Merged stages from the stashing stage to its backward, inclusive; none for the loss stage.
+    s.stash_depth = [](int stage, int N, std::int64_t) { return stage < N - 1 ? 2 * (N - 1 - stage) + 1 : 0; };
+    // The depth rule build_popart enforces: depth >= S, S = 2P-1 stages in training, P in inference.
+    s.accepts = [](int P, bool, std::int64_t depth, bool training) { return depth >= (training ? 2 * P - 1 : P); };
+    s.step_model = StepModel::PopartCycles;
+    s.lockstep_cycles = true;
+    return s;
+  }();
+  return info;
 }
 
 } // namespace ipusim

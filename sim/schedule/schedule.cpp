@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <set>
+#include <stdexcept>
 #include <utility>
 
 #include "sim/io/aliases.hpp"
@@ -24,30 +25,12 @@ std::string pass_name(Pass pass) {
 }
 
 const std::vector<ScheduleInfo>& schedules() {
-  // run_by: popart-semantics (PopART's pipelining, which PopTorch drives) and TensorFlow's
-  // ipu.pipelining_ops.PipelineSchedule {Grouped, Interleaved, Sequential}; GPipe and 1F1B as
-  // asynchronous stages are GPU-framework schedules no IPU framework offers.
-  static const std::vector<ScheduleInfo> registry{
-      {"sharded", "one micro-batch at a time through the IPUs in stage order; one IPU busy at a time", &build_sharded,
-       "PopART and PopTorch (sharded execution), TensorFlow (sharding)"},
-      {"phased", "PopART's execution phases: one phase at a time, its weights streamed in from Streaming Memory",
-       &build_phased, "PopART and PopXL (execution phases)"},
-      {"popart", "PopART pipelining: G+S-1 lockstep cycles (fill, main, flush), a copy phase every cycle",
-       &build_popart, "PopART and PopTorch (pipelined execution)"},
-      {"tf-grouped", "TensorFlow Grouped (TF default): lockstep steps, all forward or all backward at a time",
-       &build_tf_grouped, "TensorFlow for IPU (PipelineSchedule.Grouped)"},
-      {"tf-interleaved", "TensorFlow Interleaved: lockstep, each IPU alternates forward and backward steps",
-       &build_tf_interleaved, "TensorFlow for IPU (PipelineSchedule.Interleaved)"},
-      {"tf-sequential", "TensorFlow Sequential: one stage at a time, like sharding", &build_tf_sequential,
-       "TensorFlow for IPU (PipelineSchedule.Sequential)"},
-      {"gpipe", "GPipe: all forwards then all backwards, asynchronous (a stage starts when its input arrives)",
-       &build_gpipe, ""},
-      {"1f1b", "1F1B (PipeDream-Flush): warm-up forwards, then one forward one backward, asynchronous",
-       &build_1f1b, ""},
-  };
-  // The what-if schedules (not what PopART runs), their orders from order.hpp.
+  // Each entry is defined beside its builder; the what-if orders (not what PopART runs) come from
+  // order.hpp, built by build_from_order, their stash depths read from the order.
   static const std::vector<ScheduleInfo> all = [] {
-    std::vector<ScheduleInfo> out = registry;
+    std::vector<ScheduleInfo> out{sharded_schedule(),        phased_schedule(),          popart_schedule(),
+                                  tf_grouped_schedule(),     tf_interleaved_schedule(),  tf_sequential_schedule(),
+                                  gpipe_schedule(),          one_f_one_b_schedule()};
     for (const OrderScheduleInfo& o : order_schedules())
       out.push_back({o.name, o.description + "; constraints: " + o.constraints, &build_from_order, ""});
     return out;
@@ -55,10 +38,20 @@ const std::vector<ScheduleInfo>& schedules() {
   return all;
 }
 
-bool is_what_if_schedule(const std::string& name) {
+const ScheduleInfo* find_schedule(const std::string& name) {
   for (const ScheduleInfo& s : schedules())
-    if (s.name == name) return s.run_by.empty();
-  return false;
+    if (s.name == name) return &s;
+  return nullptr;
+}
+
+const ScheduleInfo& schedule_info(const std::string& name) {
+  if (const ScheduleInfo* s = find_schedule(name)) return *s;
+  throw std::invalid_argument("no schedule \"" + name + "\" in the registry (known: " + schedule_names() + ")");
+}
+
+bool is_what_if_schedule(const std::string& name) {
+  const ScheduleInfo* s = find_schedule(name);
+  return s != nullptr && s->what_if();
 }
 
 std::string schedule_names() {
@@ -69,19 +62,18 @@ std::string schedule_names() {
 
 void check_schedule_name(const Scenario& sc) {
   const std::string& name = sc.execution.schedule;
-  if (name != "sharded" && name != "phased")
-    for (const auto& s : schedules())
-      if (s.name == name) return;
+  const ScheduleInfo* found = find_schedule(name);
+  if (found != nullptr && found->pipeline) return;
   std::string known;
   std::vector<std::string> names;
   for (const auto& s : schedules())
-    if (s.name != "sharded" && s.name != "phased") {
+    if (s.pipeline) {
       known += (known.empty() ? "" : ", ") + s.name;
       names.push_back(s.name);
     }
   throw InputError(sc.file, sc.execution_pointer("schedule"), "scenario.unknown-schedule",
-                   (name == "sharded" || name == "phased" ? "\"" + name + "\" is a mode, not a pipeline schedule"
-                                      : "unknown pipeline schedule \"" + name + "\"" + did_you_mean(name, names)) +
+                   (found != nullptr ? "\"" + name + "\" is a mode, not a pipeline schedule"
+                                     : "unknown pipeline schedule \"" + name + "\"" + did_you_mean(name, names)) +
                        " (known: " + known + ")");
 }
 
@@ -93,27 +85,16 @@ Schedule make_schedule(Mode mode, const Scenario& sc, const Plan& plan) {
                                     static_cast<std::size_t>(std::max<std::int64_t>(1, sc.execution.tensor_parallel)));
   const ScheduleContext context{sc, plan, sc.hardware.sync_seconds(ipus)};
 
-  for (const auto& s : schedules()) {
-    if (s.name != name) continue;
-    return s.build(context);
-  }
+  if (const ScheduleInfo* s = find_schedule(name)) return s->build(context);
   throw InputError(sc.file, sc.execution_pointer("schedule"), "scenario.unknown-schedule",
                    "unknown schedule \"" + name + "\" (known: " + schedule_names() + ")");
 }
 
 std::vector<int> stash_depths(const std::string& schedule, int N, std::int64_t depth, bool training) {
   std::vector<int> out(static_cast<std::size_t>(N), 0);
-  if (!training) return out;
-  for (int s = 0; s < N; ++s) {
-    int d = 0;
-    if (schedule == "popart") d = s < N - 1 ? 2 * (N - 1 - s) + 1 : 0;
-    else if (schedule == "tf-grouped") d = 2 * (N - 1 - s);
-    else if (schedule == "tf-interleaved") d = N - 1 - s;
-    else if (schedule == "tf-sequential") d = s + 1 < N ? 1 : 0;
-    else if (schedule == "gpipe") d = static_cast<int>(std::min<std::int64_t>(depth, INT32_MAX));
-    else if (schedule == "1f1b") d = static_cast<int>(std::min<std::int64_t>(N - s, depth));
-    out[static_cast<std::size_t>(s)] = d;
-  }
+  const ScheduleInfo* info = find_schedule(schedule);
+  if (!training || info == nullptr || info->stash_depth == nullptr) return out;
+  for (int s = 0; s < N; ++s) out[static_cast<std::size_t>(s)] = info->stash_depth(s, N, depth);
   return out;
 }
 

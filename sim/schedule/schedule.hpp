@@ -1,7 +1,9 @@
 #pragma once
 // Schedules turn a plan into per-IPU programs. They are chosen by name (the
-// scenario's "schedule" for pipelined runs; "sharded" for sharded runs) from the
-// registry below; adding one is a new file and a line in the registry.
+// scenario's "schedule" for pipelined runs; "sharded" and "phased" for those modes) from the
+// registry below. A schedule is one unit: its file defines its ScheduleInfo (builder, depth
+// and placement rule, stash depths, which exact evaluator times it, its traits) and the
+// registry lists it; the planner, the estimate and the outputs ask the registry, never a name.
 #include <functional>
 #include <map>
 #include <string>
@@ -40,6 +42,14 @@ void check_pipelinable(const ScheduleContext& context, bool one_ipu_allowed = fa
 // (per tensor, or merged; collectives.cpp). Each beyond the first pays its ring steps' latency.
 double collective_pairs(const Execution& execution, const PlanIpu& ipu, bool sharded_state);
 
+// How the planner's exact evaluator (sim/search/evaluator.cpp) times a schedule. None: the
+// planner does not search it; the engine runs it.
+enum class StepModel { None, PopartCycles, TensorFlowSteps, AllForwardsFirst, OneForwardOneBackward };
+// What the split search's step-time bound takes per micro-batch (sim/search/split_search.cpp):
+// the busiest IPU's work (the IPUs overlap), every IPU's work (one stage at a time), or the
+// busiest IPU's forward and backward work apart (all forwards in forward steps, then all backwards).
+enum class SplitBound { BusiestIpu, EveryIpu, PassesApart };
+
 struct ScheduleInfo {
   std::string name;
   std::string description;
@@ -47,10 +57,48 @@ struct ScheduleInfo {
   // Which IPU framework runs it ("PopART and PopTorch", ...); empty for a what-if schedule, one
   // from the GPU literature that no IPU framework implements (outputs and the planner say so).
   std::string run_by;
+  // A pipeline schedule (execution.schedule); sharded and phased are the schedules of their modes.
+  bool pipeline = true;
+  // Training: micro-batches forward stage s of N keeps for its backward at `depth` micro-batches
+  // per batch (docs/reference/popart-semantics.md). nullptr: none, or read from its order.
+  int (*stash_depth)(int s, int N, std::int64_t depth) = nullptr;
+  // The depth and placement rule its builder enforces, for the planner: P forward stages,
+  // `depth` micro-batches per batch (PopART without gradient accumulation: batchesPerStep).
+  bool (*accepts)(int P, bool ipu_holds_two_stages, std::int64_t depth, bool training) = nullptr;
+  StepModel step_model = StepModel::None;
+  SplitBound split_bound = SplitBound::BusiestIpu;
+  // PopART's lockstep cycles, each ending in a sync; without gradient accumulation a training
+  // step is one pipeline of batchesPerStep micro-batches, the weights updated every micro-batch.
+  bool lockstep_cycles = false;
+  // The weight update follows accumulateOuterFragmentSettings (Serial, Overlap*); false: every
+  // IPU updates at once (GPU-style schedules).
+  bool follows_weight_update_setting = true;
+
+  bool what_if() const { return run_by.empty(); }
+  // Forward stages that wait for nothing downstream: where a stage outpaces the next, its copies
+  // back up for the whole step (GPipe; 1F1B in inference, which has no backward to wait for).
+  bool forwards_run_ahead(bool training) const {
+    return step_model == StepModel::AllForwardsFirst || (step_model == StepModel::OneForwardOneBackward && !training);
+  }
 };
 
+// Every schedule, pipeline and mode schedules, in the order `ipusim list` shows them.
 const std::vector<ScheduleInfo>& schedules();
 std::string schedule_names();
+// The registry's entry of that name; nullptr when there is none.
+const ScheduleInfo* find_schedule(const std::string& name);
+// The entry of a name known to be registered (checked at load); std::invalid_argument otherwise.
+const ScheduleInfo& schedule_info(const std::string& name);
+
+// The units the registry lists, each defined in its own file.
+const ScheduleInfo& sharded_schedule();        // sharded.cpp
+const ScheduleInfo& phased_schedule();         // phased.cpp
+const ScheduleInfo& popart_schedule();         // popart.cpp
+const ScheduleInfo& tf_grouped_schedule();     // tensorflow.cpp
+const ScheduleInfo& tf_interleaved_schedule(); // tensorflow.cpp
+const ScheduleInfo& tf_sequential_schedule();  // tensorflow.cpp
+const ScheduleInfo& gpipe_schedule();          // asynchronous.cpp
+const ScheduleInfo& one_f_one_b_schedule();    // asynchronous.cpp
 
 // The scenario's pipeline schedule must be known even for sharded-only runs.
 void check_schedule_name(const Scenario& scenario);
@@ -59,17 +107,13 @@ void check_schedule_name(const Scenario& scenario);
 // for something the schedule cannot do (unknown name, too shallow a pipeline...).
 Schedule make_schedule(Mode mode, const Scenario& scenario, const Plan& plan);
 
-Schedule build_sharded(const ScheduleContext& context);
-Schedule build_popart(const ScheduleContext& context);
-// Micro-batches each forward stage stashes under PopART's schedule (build_popart's rule).
+// Micro-batches each forward stage stashes under PopART's schedule (its registry entry's rule).
 std::vector<int> popart_stash_depth(const Plan& plan);
-// Micro-batches forward stage s keeps for its backward under `schedule`
-// (docs/reference/popart-semantics.md):
+// Micro-batches forward stage s keeps for its backward under `schedule`, by its registry entry:
 // popart 2(L-s)+1 (none for the loss stage L), tf-grouped 2(N-1-s), tf-interleaved N-1-s,
 // tf-sequential 1 (none for the last), gpipe every micro-batch of the batch (`depth`),
-// 1f1b min(N-s, depth); none in inference.
+// 1f1b min(N-s, depth); none in inference, nor for a schedule whose depths come from its order.
 std::vector<int> stash_depths(const std::string& schedule, int forward_stages, std::int64_t depth, bool training);
-Schedule build_tf_grouped(const ScheduleContext& context);
 // TensorFlow's lockstep steps of one batch, for the planner's evaluator: which forward stage
 // runs which micro-batch in which pass, in runs of `times` repeats of `body`, each repeat one
 // micro-batch further ("tf-grouped", "tf-interleaved"; anything else: "tf-sequential").
@@ -84,13 +128,12 @@ struct LockstepRun {
 };
 std::vector<LockstepRun> tf_lockstep_runs(const std::string& schedule, int forward_stages, std::int64_t depth,
                                           bool training);
-Schedule build_tf_interleaved(const ScheduleContext& context);
-Schedule build_tf_sequential(const ScheduleContext& context);
-Schedule build_gpipe(const ScheduleContext& context);
-Schedule build_1f1b(const ScheduleContext& context);
-// Phased execution (docs/phased.md): the plan's stages are the execution phases, run in order per
-// micro-batch, each loading its weights (and state) from Streaming Memory.
-Schedule build_phased(const ScheduleContext& context);
+// TensorFlow's depth and placement rules as its builders enforce them, for the planner's
+// evaluator: throws InputError (pipeline.depth at `file`'s `depth_pointer`,
+// pipeline.interleaved-shared-ipu at `model_file`'s /ops).
+void check_tensorflow_pipeline(const std::string& schedule, const Plan& plan, std::int64_t depth,
+                               const std::string& file, const std::string& depth_pointer,
+                               const std::string& model_file);
 
 // Which part of a stage's work a compute step runs: the loss stage does both at once
 // under PopART; TF and GPU-style schedules run its forward and backward as separate steps;

@@ -6,6 +6,8 @@
 
 namespace ipusim {
 
+namespace {
+
 Schedule build_sharded(const ScheduleContext& ctx) {
   const Execution& ex = ctx.scenario.execution;
   const std::int64_t per_batch = ex.training ? ex.gradient_accumulation : ex.batches_per_step;
@@ -36,6 +38,18 @@ Schedule build_sharded(const ScheduleContext& ctx) {
   Schedule schedule = b.finish(batches * per_batch, 0, stash);
   schedule.one_stage_at_a_time = true;
   return schedule;
+}
+
+} // namespace
+
+const ScheduleInfo& sharded_schedule() {
+  static const ScheduleInfo info = [] {
+    ScheduleInfo s{"sharded", "one micro-batch at a time through the IPUs in stage order; one IPU busy at a time",
+                   &build_sharded, "PopART and PopTorch (sharded execution), TensorFlow (sharding)"};
+    s.pipeline = false;
+    return s;
+  }();
+  return info;
 }
 
 } // namespace ipusim

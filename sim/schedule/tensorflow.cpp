@@ -163,38 +163,51 @@ void emit_steps(const ScheduleContext& ctx, ProgramBuilder& b, const std::vector
   }
 }
 
-Schedule build_lockstep(const ScheduleContext& ctx, Flavour flavour) {
-  check_pipelinable(ctx, /*one_ipu_allowed=*/true);
-  const Plan& plan = ctx.plan;
+// Depth and placement rules (docs/reference/popart-semantics.md): Grouped needs a depth that is a
+// multiple of, and at least, 2N in training (N in inference); Interleaved a multiple of N, and in
+// training one forward stage per IPU; Sequential anything.
+void check_flavour(Flavour flavour, const Plan& plan, std::int64_t depth, const std::string& file,
+                   const std::string& depth_pointer, const std::string& model_file) {
   const int N = plan.forward_stage_count;
-  const std::int64_t depth = ctx.depth();
   const bool training = plan.training;
-  const std::string name = flavour == Flavour::Grouped ? "tf-grouped" : "tf-interleaved";
   const std::string G = training ? "gradient accumulation" : "batchesPerStep";
   if (flavour == Flavour::Grouped) {
     const std::int64_t unit = training ? 2 * N : N;
     if (depth < unit || depth % unit != 0)
-      depth_error(ctx, "pipeline.depth",
-                  "TensorFlow's Grouped schedule needs the " + G + " to be a multiple of, and at least, " +
-                      (training ? "2N = " : "N = ") + std::to_string(unit) + " (N = " + std::to_string(N) +
-                      " forward stages); got " + std::to_string(depth));
-  } else {
-    if (depth % N != 0)
-      depth_error(ctx, "pipeline.depth",
-                  "TensorFlow's Interleaved schedule needs the " + G + " to be a multiple of N = " +
-                      std::to_string(N) + " forward stages; got " + std::to_string(depth));
-    if (training)
-      for (const PlanIpu& ipu : plan.ipus)
-        if (ipu.stages.size() > 2)
-          throw InputError(ctx.scenario.model.file, "/ops", "pipeline.interleaved-shared-ipu",
-                           "TensorFlow's Interleaved schedule cannot map several forward stages to one IPU when "
-                           "training; IPU " + std::to_string(ipu.id) + " holds " +
-                               std::to_string((ipu.stages.size() + 1) / 2) + " (use tf-grouped or popart)");
+      throw InputError(file, depth_pointer, "pipeline.depth",
+                       "TensorFlow's Grouped schedule needs the " + G + " to be a multiple of, and at least, " +
+                           (training ? "2N = " : "N = ") + std::to_string(unit) + " (N = " + std::to_string(N) +
+                           " forward stages); got " + std::to_string(depth));
+    return;
   }
+  if (depth % N != 0)
+    throw InputError(file, depth_pointer, "pipeline.depth",
+                     "TensorFlow's Interleaved schedule needs the " + G + " to be a multiple of N = " +
+                         std::to_string(N) + " forward stages; got " + std::to_string(depth));
+  if (training)
+    for (const PlanIpu& ipu : plan.ipus)
+      if (ipu.stages.size() > 2)
+        throw InputError(model_file, "/ops", "pipeline.interleaved-shared-ipu",
+                         "TensorFlow's Interleaved schedule cannot map several forward stages to one IPU when "
+                         "training; IPU " + std::to_string(ipu.id) + " holds " +
+                             std::to_string((ipu.stages.size() + 1) / 2) + " (use tf-grouped or popart)");
+}
+
+std::string name_of(Flavour flavour) { return flavour == Flavour::Grouped ? "tf-grouped" : "tf-interleaved"; }
+
+Schedule build_lockstep(const ScheduleContext& ctx, Flavour flavour) {
+  check_pipelinable(ctx, /*one_ipu_allowed=*/true);
+  const Plan& plan = ctx.plan;
+  const Scenario& sc = ctx.scenario;
+  const int N = plan.forward_stage_count;
+  const std::int64_t depth = ctx.depth();
+  const bool training = plan.training;
+  check_flavour(flavour, plan, depth, sc.file,
+                sc.execution_pointer(training ? "gradientAccumulation" : "batchesPerStep"), sc.model.file);
   const std::vector<Segment> segments = lockstep_tasks(flavour, N, depth, training);
   std::int64_t steps = 0;
   for (const Segment& segment : segments) steps += static_cast<std::int64_t>(segment.body.size()) * segment.times;
-  ProgramBuilder b(ctx, name, ctx.recompute());
+  ProgramBuilder b(ctx, name_of(flavour), ctx.recompute());
   b.repeat("batches", ctx.batches(), depth, [&] {
     for (const Segment& segment : segments) {
       if (segment.times == 1) emit_steps(ctx, b, segment.body);
@@ -203,15 +216,7 @@ Schedule build_lockstep(const ScheduleContext& ctx, Flavour flavour) {
     if (training) b.weight_updates();
   });
   // FIFO depth: Grouped 2 x (last forward stage - stage), Interleaved 1 x.
-  return b.finish(ctx.batches() * depth, static_cast<int>(steps), stash_depths(name, N, depth, training));
-}
-
-} // namespace
-
-std::vector<LockstepRun> tf_lockstep_runs(const std::string& schedule, int N, std::int64_t depth, bool training) {
-  if (schedule == "tf-grouped") return lockstep_tasks(Flavour::Grouped, N, depth, training);
-  if (schedule == "tf-interleaved") return lockstep_tasks(Flavour::Interleaved, N, depth, training);
-  return {{sequential_steps(N, training), depth}};
+  return b.finish(ctx.batches() * depth, static_cast<int>(steps), stash_depths(name_of(flavour), N, depth, training));
 }
 
 Schedule build_tf_grouped(const ScheduleContext& ctx) { return build_lockstep(ctx, Flavour::Grouped); }
@@ -232,6 +237,64 @@ Schedule build_tf_sequential(const ScheduleContext& ctx) {
   Schedule schedule = b.finish(ctx.batches() * depth, 0, stash_depths("tf-sequential", N, depth, plan.training));
   schedule.one_stage_at_a_time = true;
   return schedule;
+}
+
+} // namespace
+
+std::vector<LockstepRun> tf_lockstep_runs(const std::string& schedule, int N, std::int64_t depth, bool training) {
+  if (schedule == "tf-grouped") return lockstep_tasks(Flavour::Grouped, N, depth, training);
+  if (schedule == "tf-interleaved") return lockstep_tasks(Flavour::Interleaved, N, depth, training);
+  return {{sequential_steps(N, training), depth}};
+}
+
+void check_tensorflow_pipeline(const std::string& schedule, const Plan& plan, std::int64_t depth,
+                               const std::string& file, const std::string& depth_pointer,
+                               const std::string& model_file) {
+  if (schedule == "tf-grouped") check_flavour(Flavour::Grouped, plan, depth, file, depth_pointer, model_file);
+  if (schedule == "tf-interleaved") check_flavour(Flavour::Interleaved, plan, depth, file, depth_pointer, model_file);
+}
+
+const ScheduleInfo& tf_grouped_schedule() {
+  static const ScheduleInfo info = [] {
+    ScheduleInfo s{"tf-grouped", "TensorFlow Grouped (TF default): lockstep steps, all forward or all backward at a time",
+                   &build_tf_grouped, "TensorFlow for IPU (PipelineSchedule.Grouped)"};
+    s.stash_depth = [](int stage, int N, std::int64_t) { return 2 * (N - 1 - stage); };
+    s.accepts = [](int P, bool, std::int64_t depth, bool training) {
+      const int unit = training ? 2 * P : P;
+      return depth >= unit && depth % unit == 0;
+    };
+    s.step_model = StepModel::TensorFlowSteps;
+    s.split_bound = SplitBound::PassesApart;
+    return s;
+  }();
+  return info;
+}
+
+const ScheduleInfo& tf_interleaved_schedule() {
+  static const ScheduleInfo info = [] {
+    ScheduleInfo s{"tf-interleaved", "TensorFlow Interleaved: lockstep, each IPU alternates forward and backward steps",
+                   &build_tf_interleaved, "TensorFlow for IPU (PipelineSchedule.Interleaved)"};
+    s.stash_depth = [](int stage, int N, std::int64_t) { return N - 1 - stage; };
+    s.accepts = [](int P, bool ipu_holds_two_stages, std::int64_t depth, bool training) {
+      return depth % P == 0 && !(training && ipu_holds_two_stages);
+    };
+    s.step_model = StepModel::TensorFlowSteps;
+    return s;
+  }();
+  return info;
+}
+
+const ScheduleInfo& tf_sequential_schedule() {
+  static const ScheduleInfo info = [] {
+    ScheduleInfo s{"tf-sequential", "TensorFlow Sequential: one stage at a time, like sharding", &build_tf_sequential,
+                   "TensorFlow for IPU (PipelineSchedule.Sequential)"};
+    s.stash_depth = [](int stage, int N, std::int64_t) { return stage + 1 < N ? 1 : 0; };
+    s.accepts = [](int, bool, std::int64_t, bool) { return true; };
+    s.step_model = StepModel::TensorFlowSteps;
+    s.split_bound = SplitBound::EveryIpu;
+    return s;
+  }();
+  return info;
 }
 
 } // namespace ipusim

@@ -10,6 +10,7 @@
 #include <stdexcept>
 
 #include "sim/io/input_error.hpp"
+#include "sim/schedule/schedule.hpp"
 #include "sim/search/schedule_evaluators.hpp"
 
 namespace ipusim {
@@ -52,7 +53,7 @@ StepEstimate estimate_async_step(const Execution& ex, const Plan& plan, RouteTab
       throw InputError("", "/ops", "pipeline.one-stage-per-ipu",
                        "the " + ex.schedule + " schedule runs one forward stage per IPU, but IPU " +
                            std::to_string(ipu.id) + " holds several");
-  const bool one_f_one_b = ex.schedule == "1f1b";
+  const bool one_f_one_b = schedule_info(ex.schedule).step_model == StepModel::OneForwardOneBackward;
 
   // Copies into and out of each forward stage's forward (index 0) and backward (index 1).
   std::vector<std::vector<const PlanCopy*>> in(static_cast<std::size_t>(2 * p)), out(in.size());

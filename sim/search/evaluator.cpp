@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <stdexcept>
 
 #include "sim/io/input_error.hpp"
+#include "sim/schedule/schedule.hpp"
 #include "sim/search/schedule_evaluators.hpp"
 
 namespace ipusim {
@@ -118,7 +120,12 @@ private:
 } // namespace
 
 const std::vector<std::string>& evaluated_schedules() {
-  static const std::vector<std::string> names{"popart", "tf-grouped", "tf-interleaved", "tf-sequential", "gpipe", "1f1b"};
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> out;
+    for (const ScheduleInfo& s : schedules())
+      if (s.step_model != StepModel::None) out.push_back(s.name);
+    return out;
+  }();
   return names;
 }
 
@@ -128,9 +135,14 @@ bool has_evaluator(const std::string& schedule) {
 }
 
 StepEstimate estimate_step(const Execution& ex, const Plan& plan, RouteTable& routes) {
-  if (ex.schedule == "popart") return PopartEvaluator(ex, plan, routes).run();
-  if (ex.schedule == "gpipe" || ex.schedule == "1f1b") return estimate_async_step(ex, plan, routes);
-  return estimate_lockstep_step(ex, plan, routes);
+  switch (schedule_info(ex.schedule).step_model) {
+  case StepModel::PopartCycles: return PopartEvaluator(ex, plan, routes).run();
+  case StepModel::AllForwardsFirst:
+  case StepModel::OneForwardOneBackward: return estimate_async_step(ex, plan, routes);
+  case StepModel::TensorFlowSteps: return estimate_lockstep_step(ex, plan, routes);
+  case StepModel::None: break;
+  }
+  throw std::invalid_argument("estimate_step: the " + ex.schedule + " schedule has no exact evaluator");
 }
 
 StepEstimate estimate_step(const Scenario& scenario, const Plan& plan) {

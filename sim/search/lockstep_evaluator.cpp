@@ -27,7 +27,9 @@ public:
     const bool training = plan_.training;
     const std::int64_t depth = training ? ex_.gradient_accumulation : ex_.batches_per_step;
     const std::int64_t batches = training ? ex_.batches_per_step : 1;
-    check_depth(N, depth);
+    // The builder's rules (tensorflow.cpp); the scenario's file is filled in by estimate_step.
+    check_tensorflow_pipeline(ex_.schedule, plan_, depth, "",
+                              training ? "/execution/gradientAccumulation" : "/execution/batchesPerStep", "");
     const std::vector<LockstepRun> runs = tf_lockstep_runs(ex_.schedule, N, depth, training);
     StepEstimate e;
     double batch = 0;
@@ -51,27 +53,6 @@ public:
   }
 
 private:
-  void check_depth(int N, std::int64_t depth) const {
-    const std::string field = plan_.training ? "/execution/gradientAccumulation" : "/execution/batchesPerStep";
-    if (ex_.schedule == "tf-grouped") {
-      const std::int64_t unit = plan_.training ? 2 * N : N;
-      if (depth < unit || depth % unit != 0)
-        throw InputError("", field, "pipeline.depth",
-                         "TensorFlow's Grouped schedule needs the depth to be a multiple of, and at least, " +
-                             std::to_string(unit) + "; got " + std::to_string(depth));
-    } else if (ex_.schedule == "tf-interleaved") {
-      if (depth % N != 0)
-        throw InputError("", field, "pipeline.depth",
-                         "TensorFlow's Interleaved schedule needs the depth to be a multiple of N = " +
-                             std::to_string(N) + "; got " + std::to_string(depth));
-      if (plan_.training)
-        for (const PlanIpu& ipu : plan_.ipus)
-          if (ipu.stages.size() > 2)
-            throw InputError("", "/ops", "pipeline.interleaved-shared-ipu",
-                             "TensorFlow's Interleaved schedule cannot map several forward stages to one IPU when training");
-    }
-  }
-
   // The plan stage whose work a task runs, and which part of it.
   const PlanStage& stage_of(const LockstepTask& t) const {
     const int L = plan_.loss_stage;

@@ -72,7 +72,8 @@ std::string Candidate::describe(bool training) const {
     out += s.recompute ? ", recomputation" : ", no recomputation";
     out += s.state_off_chip ? ", state off chip" : ", state on chip";
     if (s.replicas > 1) out += s.rts ? ", RTS" : ", no RTS";
-    if (s.schedule != "gpipe" && s.schedule != "1f1b") out += ", " + weight_update_schedule_name(s.weight_update);
+    if (schedule_info(s.schedule).follows_weight_update_setting)
+      out += ", " + weight_update_schedule_name(s.weight_update);
   }
   bool uniform = std::all_of(amp.begin(), amp.end(), [&](double a) { return a == amp.front(); });
   out += ", AMP ";
@@ -109,15 +110,8 @@ std::vector<std::vector<int>> contiguous_splits(int layers, int ipus, bool first
 }
 
 bool schedule_accepts(const std::string& schedule, int P, bool ipu_holds_two_stages, std::int64_t depth, bool training) {
-  const int S = training ? 2 * P - 1 : P;
-  if (schedule == "popart") return depth >= S;
-  if (schedule == "tf-grouped") {
-    const int unit = training ? 2 * P : P;
-    return depth >= unit && depth % unit == 0;
-  }
-  if (schedule == "tf-interleaved") return depth % P == 0 && !(training && ipu_holds_two_stages);
-  if (schedule == "gpipe" || schedule == "1f1b") return !ipu_holds_two_stages;
-  return schedule == "tf-sequential";
+  const ScheduleInfo* s = find_schedule(schedule);
+  return s != nullptr && s->accepts != nullptr && s->accepts(P, ipu_holds_two_stages, depth, training);
 }
 
 Execution settings_execution(const Execution& base, const PlanSettings& s, const std::vector<double>& amp) {
@@ -237,7 +231,8 @@ void for_each_point(const Scenario& scenario, const PlanSpace& space, bool has_h
                   const int P = shape.ipus + (heads_on_last ? 0 : 1);
                   const bool accumulating = training && depth > 1;
                   const std::int64_t schedule_depth =
-                      schedule == "popart" && training && !accumulating ? base.batches_per_step : depth;
+                      schedule_info(schedule).lockstep_cycles && training && !accumulating ? base.batches_per_step
+                                                                                           : depth;
                   if ((!heads_on_last && !has_heads) || (rts && shape.replicas == 1) ||
                       !schedule_accepts(schedule, P, !heads_on_last, schedule_depth, training)) {
                     ++counts.settings_ruled_out;

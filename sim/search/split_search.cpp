@@ -26,7 +26,9 @@ SplitSearch::SplitSearch(const Scenario& sc, const PlanSpace& space, const Split
   U_ = table.units();
   L_ = U_ - 2;
   P_ = W_ + (st.heads_on_last ? 0 : 1);
-  const bool popart = st.schedule == "popart";
+  const ScheduleInfo& schedule = schedule_info(st.schedule);
+  const bool popart = schedule.lockstep_cycles;
+  split_bound_ = schedule.split_bound;
   depth_ = st.depth;
   batches_ = training ? sc.execution.batches_per_step : 1;
   if (popart && training && st.depth == 1) depth_ = sc.execution.batches_per_step, batches_ = 1;
@@ -35,7 +37,7 @@ SplitSearch::SplitSearch(const Scenario& sc, const PlanSpace& space, const Split
   const int S = training ? 2 * P_ - 1 : P_;
   S_ = S;
   ramps_ = popart && depth_ >= S;
-  grouped_ramps_ = st.schedule == "tf-grouped" && training && depth_ >= P_;
+  grouped_ramps_ = split_bound_ == SplitBound::PassesApart && training && depth_ >= P_;
   // Every evaluator ends the step with the host's turn, which nothing overlaps; PopART's
   // lockstep cycles each end in a sync.
   fixed_seconds_ = sc.hardware.host_link.run_overhead_s;
@@ -85,8 +87,9 @@ SplitSearch::SplitSearch(const Scenario& sc, const PlanSpace& space, const Split
       if (heads) shares_heads_[static_cast<std::size_t>(u)] = 1;
     }
   }
-  if (training && popart && st.depth > 1) weight_updates_ = space.weight_update;
-  else if (training && st.schedule.rfind("tf-", 0) == 0) weight_updates_ = space.weight_update;
+  // PopART without gradient accumulation updates every micro-batch, in the backward stages.
+  if (training && schedule.follows_weight_update_setting && !(popart && st.depth == 1))
+    weight_updates_ = space.weight_update;
   else weight_updates_ = {sc.execution.weight_update_schedule};
 }
 
@@ -102,8 +105,8 @@ double SplitSearch::score_bound(double busiest, double total, double ramps, doub
   // forward in forward steps and every backward in backward steps (tensorflow.cpp): the forward
   // steps take G times the largest forward work of an IPU at least, the backward steps G times
   // the largest backward work.
-  double per_micro_batch = settings_.schedule == "tf-sequential" ? total : busiest;
-  if (settings_.schedule == "tf-grouped" && sc_.execution.training) per_micro_batch = std::max(per_micro_batch, passes);
+  double per_micro_batch = split_bound_ == SplitBound::EveryIpu ? total : busiest;
+  if (split_bound_ == SplitBound::PassesApart && sc_.execution.training) per_micro_batch = std::max(per_micro_batch, passes);
   double step = static_cast<double>(batches_) * static_cast<double>(depth_) * per_micro_batch;
   // Grouped: the G - N + 1 steps of each pass where every stage runs, and the ramp-up and flush
   // steps as the IPUs known so far bound them (add_grouped_ramps).

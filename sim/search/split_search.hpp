@@ -8,6 +8,7 @@
 // cannot enter the answer, and composes and times each complete split.
 #include <functional>
 
+#include "sim/schedule/schedule.hpp"
 #include "sim/search/incumbents.hpp"
 #include "sim/search/planner.hpp"
 
@@ -80,6 +81,7 @@ private:
   double samples_ = 0, fixed_seconds_ = 0, bound_ = 0, headroom_bound_ = 0, tile_capacity_ = 0, capacity_ = 0;
   bool refined_ = false;
   bool ramps_ = false;  // PopART with D >= S: its fill and flush cycles are bounded too
+  SplitBound split_bound_ = SplitBound::BusiestIpu;  // the schedule's, from the registry
   bool grouped_ramps_ = false;  // TensorFlow's Grouped in training: its ramp-up and flush steps too
   int S_ = 0;
   std::vector<std::vector<double>> ramp_;  // per depth of the walk: each fill and flush cycle's bound

@@ -111,7 +111,8 @@ RunEstimate estimate_run(const Scenario& sc, const Plan& plan, const std::vector
     // GPipe's forwards, and 1F1B's in inference, wait for nothing from the stages after them:
     // where a stage is faster than the next, its copies back up for the whole step, and the
     // engine's steady state never sets in (docs/benchmark.md, "Copies without mailboxes").
-    const bool runs_ahead = mode == Mode::Pipelined && (schedule.name == "gpipe" || (schedule.name == "1f1b" && !ex.training));
+    const ScheduleInfo* info = find_schedule(schedule.name);
+    const bool runs_ahead = mode == Mode::Pipelined && info != nullptr && info->forwards_run_ahead(ex.training);
     const double backlog = runs_ahead ? transfers * kPendingTransferBytes : 0;
     largest_run = std::max(largest_run, 2 * schedule_bytes + engine + log + backlog);
     e.seconds += steps * kSecondsPerStep;

@@ -11,7 +11,7 @@ namespace ipusim {
 std::vector<std::string> pipeline_schedule_names() {
   std::vector<std::string> out;
   for (const ScheduleInfo& s : schedules())
-    if (s.name != "sharded" && s.name != "phased") out.push_back(s.name);
+    if (s.pipeline) out.push_back(s.name);
   return out;
 }
 
