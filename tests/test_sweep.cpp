@@ -705,7 +705,9 @@ TEST_CASE("the shipped sweeps load", "[sweep]") {
 
 namespace {
 
-// Starts `ipusim sweep FILE -o OUT -j 1` in its own process group; returns its pid.
+// Starts `ipusim sweep FILE -o OUT -j 2` in its own process group; returns its pid. Its two
+// points start at once, so the quick one is recorded while the slow one runs (with one slot the
+// slow one, the longest by the estimate, would run first).
 pid_t start_sweep(const std::string& file, const std::string& out, const std::string& shard = "0/1") {
   const pid_t pid = ::fork();
   if (pid == 0) {
@@ -713,7 +715,7 @@ pid_t start_sweep(const std::string& file, const std::string& out, const std::st
     const int null_fd = ::open("/dev/null", O_WRONLY);
     ::dup2(null_fd, 1);
     ::dup2(null_fd, 2);
-    ::execl(kBinary.c_str(), "ipusim", "sweep", file.c_str(), "-o", out.c_str(), "-j", "1", "--shard", shard.c_str(),
+    ::execl(kBinary.c_str(), "ipusim", "sweep", file.c_str(), "-o", out.c_str(), "-j", "2", "--shard", shard.c_str(),
             nullptr);
     ::_exit(127);
   }
@@ -924,4 +926,32 @@ TEST_CASE("sweep's default output folder is ipusim-sweeps/<name> in the working 
   CHECK(read_csv(tmp / "ipusim-sweeps/depth/results.csv").size() == 1);
   CHECK(std::distance(fs::directory_iterator(tmp / "sweeps"), fs::directory_iterator()) == 1);  // the file alone
   CHECK(r.err.find("results in ipusim-sweeps/depth/results.csv") != std::string::npos);
+}
+
+TEST_CASE("more points than -j slots run longest first by ipusim's own estimate; results stay in index order",
+          "[sweep]") {
+  // G = 64, 100000, 1000 of the seed MLP: estimate_run counts the programs' steps, which grow with
+  // G, so with one slot the points run 1, 2, 0, as the point files' modification times show.
+  TempDir tmp;
+  const Json sweep = {{"name", "longest-first"},
+                      {"scenario", scenario("mlp-training.json")},
+                      {"modes", "pipelined"},
+                      {"axes", {{{"path", "execution.gradientAccumulation"}, {"values", {64, 100000, 1000}}}}}};
+  write_text(tmp / "s.json", sweep.dump());
+  REQUIRE(cli({"sweep", tmp / "s.json", "-o", tmp / "out", "-j", "1"}).code == 0);
+  const auto records = read_jsonl(tmp / "out/results.jsonl");
+  REQUIRE(records.size() == 3);
+  std::vector<std::pair<fs::file_time_type, int>> finished;
+  for (const Json& r : records) {
+    CHECK(r.at("point") == finished.size());  // index order in the results
+    finished.push_back({fs::last_write_time(tmp / ("out/points/" + r.at("id").get<std::string>() + ".json")),
+                        r.at("point").get<int>()});
+  }
+  std::sort(finished.begin(), finished.end());
+  CHECK(finished[0].second == 1);
+  CHECK(finished[1].second == 2);
+  CHECK(finished[2].second == 0);
+  // As many slots as points: nothing waits, so nothing is estimated or reordered; the same results.
+  REQUIRE(cli({"sweep", tmp / "s.json", "-o", tmp / "wide", "-j", "3"}).code == 0);
+  CHECK(read_text(tmp / "wide/results.csv") == read_text(tmp / "out/results.csv"));
 }

@@ -98,9 +98,12 @@ Command add_sweep_command(CLI::App& app) {
       simulate_last_in_process = true;
       return run_cli(static_cast<int>(strings.size()), argv.data());
     };
-    o.exact_point = [evaluator = std::make_shared<ExactPointEvaluator>()](const std::string& scenario, const std::string& modes,
-                                                                        const std::vector<Override>& overrides) {
-      return (*evaluator)(scenario, modes, overrides);
+    const auto evaluator = std::make_shared<ExactPointEvaluator>();
+    o.exact_point = [evaluator](const std::string& scenario, const std::string& modes,
+                                const std::vector<Override>& overrides) { return (*evaluator)(scenario, modes, overrides); };
+    o.estimate_point = [evaluator](const std::string& scenario, const std::string& modes,
+                                   const std::vector<Override>& overrides) {
+      return evaluator->estimated_seconds(scenario, modes, overrides);
     };
     return sweep::run_sweep(o, std::cerr);
   };

@@ -109,29 +109,52 @@ struct ExactPointEvaluator::Loaded {
 ExactPointEvaluator::ExactPointEvaluator() = default;
 ExactPointEvaluator::~ExactPointEvaluator() = default;
 
-std::optional<nlohmann::json> ExactPointEvaluator::operator()(const std::string& scenario_file, const std::string& modes,
-                                                              const std::vector<Override>& overrides) {
+template <class F>
+auto ExactPointEvaluator::with_point(const std::string& scenario_file, const std::vector<Override>& overrides, F&& use)
+    -> decltype(use(std::declval<const Scenario&>(), std::declval<const ModelGraph&>())) {
   // Overrides apply in order: split them only when no later one could undo an earlier one's
   // place (a whole "execution" replaced after an execution.X set).
   for (const Override& o : overrides)
-    if (o.path == "execution") return exact_point_report(scenario_file, modes, overrides);
+    if (o.path == "execution") {
+      const Scenario sc = load_scenario(scenario_file, overrides);
+      return use(sc, build_graph(sc.model));
+    }
   std::vector<Override> others, execution;
   for (const Override& o : overrides) (under_execution(o) ? execution : others).push_back(o);
+  if (!loaded_ || loaded_->scenario_file != scenario_file || loaded_->others != others) {
+    loaded_.reset();
+    Scenario sc = load_scenario(scenario_file, others);
+    nlohmann::json document = sc.scenario_document;
+    ModelGraph graph = build_graph(sc.model);
+    loaded_ = std::make_unique<Loaded>(
+        Loaded{scenario_file, std::move(others), std::move(document), std::move(sc), std::move(graph)});
+  }
+  reload_execution(loaded_->scenario, loaded_->document, execution);
+  // A tensor-parallel scenario is resharded by every reload: its graph with it.
+  if (loaded_->scenario.unsharded) loaded_->graph = build_graph(loaded_->scenario.model);
+  return use(loaded_->scenario, loaded_->graph);
+}
+
+std::optional<nlohmann::json> ExactPointEvaluator::operator()(const std::string& scenario_file, const std::string& modes,
+                                                              const std::vector<Override>& overrides) {
   try {
-    if (!loaded_ || loaded_->scenario_file != scenario_file || loaded_->others != others) {
-      loaded_.reset();
-      Scenario sc = load_scenario(scenario_file, others);
-      nlohmann::json document = sc.scenario_document;
-      ModelGraph graph = build_graph(sc.model);
-      loaded_ = std::make_unique<Loaded>(
-          Loaded{scenario_file, std::move(others), std::move(document), std::move(sc), std::move(graph)});
-    }
-    reload_execution(loaded_->scenario, loaded_->document, execution);
-    // A tensor-parallel scenario is resharded by every reload: its graph with it.
-    if (loaded_->scenario.unsharded) loaded_->graph = build_graph(loaded_->scenario.model);
-    return report_of(loaded_->scenario, loaded_->graph, modes, overrides);
+    return with_point(scenario_file, overrides, [&](const Scenario& sc, const ModelGraph& graph) {
+      return report_of(sc, graph, modes, overrides);
+    });
   } catch (const InputError&) {
     return std::nullopt;  // as exact_point_report: the engine's run records the error
+  }
+}
+
+double ExactPointEvaluator::estimated_seconds(const std::string& scenario_file, const std::string& modes,
+                                              const std::vector<Override>& overrides) {
+  try {
+    return with_point(scenario_file, overrides, [&](const Scenario& sc, const ModelGraph& graph) {
+      const std::vector<Mode> run_modes = modes_of(sc, modes);
+      return estimate_run(sc, make_plan(sc, graph, run_modes), run_modes, false).seconds;
+    });
+  } catch (const InputError&) {
+    return 0;  // a bad point fails at once in its run
   }
 }
 

@@ -2,11 +2,14 @@
 // `ipusim sweep --fast`: a point's figures from the exact evaluators, without a simulation.
 #include <nlohmann/json.hpp>
 #include <memory>
+#include <utility>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "sim/graph/model_graph.hpp"
 #include "sim/io/overrides.hpp"
+#include "sim/io/scenario.hpp"
 
 namespace ipusim::cli {
 
@@ -29,9 +32,18 @@ public:
   ~ExactPointEvaluator();
   std::optional<nlohmann::json> operator()(const std::string& scenario_file, const std::string& modes,
                                            const std::vector<Override>& overrides);
+  // The wall time estimate_run gives the point's simulations (0 for a point whose input is
+  // bad): the sweep runs its points longest first.
+  double estimated_seconds(const std::string& scenario_file, const std::string& modes,
+                           const std::vector<Override>& overrides);
 
 private:
   struct Loaded;
+  // Calls `use` with the point's scenario and model graph, the scenario loaded once for every
+  // point that changes only execution fields.
+  template <class F>
+  auto with_point(const std::string& scenario_file, const std::vector<Override>& overrides, F&& use)
+      -> decltype(use(std::declval<const Scenario&>(), std::declval<const ModelGraph&>()));
   std::unique_ptr<Loaded> loaded_;
 };
 

@@ -264,6 +264,7 @@ public:
     jobs_ = std::min<std::size_t>(o_.jobs ? o_.jobs : hw, std::max<std::size_t>(todo_.size(), 1));
     start_ = Clock::now();
     if (o_.fast && o_.exact_point) answer_exactly();
+    order_longest_first();
     run_points();
     store_batch();
     // Pick up what other shards finished meanwhile, then write the final results.
@@ -457,6 +458,20 @@ private:
     batch_.clear();
     if (Clock::now() - last_write_ >= std::max<Clock::duration>(4 * last_write_cost_, std::chrono::milliseconds(kResultsMilliseconds)))
       write_results();
+  }
+
+  // With more points than -j slots, the longest (by the estimate) go first, so the sweep does
+  // not end waiting on one long point started last; ties keep index order. Results are written
+  // in index order whatever the order of running.
+  void order_longest_first() {
+    if (!o_.estimate_point || todo_.size() <= jobs_) return;
+    std::vector<double> seconds(points_.size(), 0);
+    for (std::size_t index : todo_) {
+      std::vector<Override> overrides = spec_.set;
+      overrides.insert(overrides.end(), points_[index].axes.begin(), points_[index].axes.end());
+      seconds[index] = o_.estimate_point(spec_.scenario_path, spec_.modes, overrides);
+    }
+    std::stable_sort(todo_.begin(), todo_.end(), [&](std::size_t a, std::size_t b) { return seconds[a] > seconds[b]; });
   }
 
   // --fast: each point whose every mode an exact evaluator answers is answered here, in

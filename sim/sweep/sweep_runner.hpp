@@ -71,6 +71,10 @@ struct Options {
   std::function<std::optional<Json>(const std::string& scenario, const std::string& modes,
                                     const std::vector<Override>& overrides)>
       exact_point;
+  // The point's estimated simulation time (estimate_run's), to run the longest points first
+  // when more points wait than -j runs at once; 0 when unknown. Unset: index order.
+  std::function<double(const std::string& scenario, const std::string& modes, const std::vector<Override>& overrides)>
+      estimate_point;
 };
 
 // Returns the exit code; throws InputError for a bad sweep file, flag or folder.
