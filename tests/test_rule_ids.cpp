@@ -93,13 +93,28 @@ TEST_CASE("rule ids: every rule has a test that asserts it", "[rules][docs]") {
   }
 }
 
-TEST_CASE("physical ranges: every line of the range table is documented in docs/formats.md", "[ranges][docs]") {
+TEST_CASE("physical ranges: docs/formats.md's table is the range table's, line for line", "[ranges][docs]") {
+  // The page shows what `ipusim list --ranges` prints (field_ranges_markdown): a field added,
+  // or a bound, unit, rule or reason changed in field_ranges() without the page, fails here.
   const std::string docs = read(kSource / "docs/formats.md");
   const auto start = docs.find("## Physical ranges");
   REQUIRE(start != std::string::npos);
-  const std::string section = docs.substr(start, docs.find("\n## ", start + 1) - start);
-  for (const ipusim::FieldRange& r : ipusim::field_ranges()) {
-    INFO(ipusim::format_name(r.format) << " " << r.pointer);
-    CHECK(section.find(std::string("`") + r.pointer + "`") != std::string::npos);
+  const auto table = docs.find("| file | field | range |", start);
+  REQUIRE(table != std::string::npos);
+  const std::string page_table = docs.substr(table, docs.find("\n\n", table) + 1 - table);
+  const std::string generated = ipusim::field_ranges_markdown();
+  std::istringstream page_lines(page_table), generated_lines(generated);
+  std::string page_line, generated_line;
+  while (std::getline(generated_lines, generated_line)) {
+    std::getline(page_lines, page_line);
+    CHECK(page_line == generated_line);
   }
+  CHECK(page_table == generated);
+  // Each line once; the bounds as written: powers of two, of ten, and one less.
+  CHECK_THAT(generated, Catch::Contains("| config | `/ipu/sramBytesPerTile` | [1, 2^30] | B |"));
+  CHECK_THAT(generated, Catch::Contains("| config | `/ipu/minElementsPerTile` | [1, 2^31-1] | elements |"));
+  CHECK_THAT(generated, Catch::Contains("| config | `/links/*/ipus/*` | [0, 1e6-1] |"));
+  CHECK_THAT(generated, Catch::Contains("| config | `/links/*/latencySeconds` | 0 or [1e-12, 10] | s |"));
+  CHECK_THAT(generated, Catch::Contains("| sweep | `/axes/*/range/step` | (0, 1e300] |"));
+  CHECK_THAT(generated, Catch::Contains("| config | `/ipu/tileArchitecture/memcpyBytesPerCycle` | [0.25, 256] |"));
 }

@@ -50,19 +50,20 @@ const std::vector<FieldRange>& field_ranges() {
       // ---- config: the system
       {Format::Config, "/ipuCount", 1, kMaxIpus, kClosed, "IPUs", nullptr, "an IPU-POD256 has 256"},
       {Format::Config, "/rackIpus", 1, kMaxIpus, kClosed, "IPUs", "link.bad-sharing",
-       "the IPUs of one IPU-Link domain: 64 in an IPU-POD64 rack"},
+       "the IPUs of one IPU-Link domain: 64 in an IPU-POD64 rack (and divides ipuCount)"},
       {Format::Config, "/syncLatencyPerHopSeconds", kTinySeconds, 1, kZeroOr, "s", nullptr, "Graphcore's model: 15 ns"},
       {Format::Config, "/syncSeconds", kTinySeconds, 1, kZeroOr, "s", nullptr, "one inter-IPU sync"},
       {Format::Config, "/pricePerIpuHour", 1e-6, 1e6, kZeroOr, "per IPU-hour", nullptr,
        "what an IPU-hour costs, in any currency: outputs give a cost per million tokens"},
-      {Format::Config, "/links/*/ipus/*", 0, kMaxIpus - 1, kClosed, "", "link.bad-ends", "an IPU id"},
+      {Format::Config, "/links/*/ipus/*", 0, kMaxIpus - 1, kClosed, "", "link.bad-ends", "an IPU id (and below ipuCount)"},
       {Format::Config, "/links/*/bandwidthBytesPerSecond", 1e3, 1e15, kClosed, "B/s", nullptr,
        "1 kB/s to 1 PB/s; an IPU-Link: 32 GB/s"},
       {Format::Config, "/links/*/latencySeconds", kTinySeconds, 10, kZeroOr, "s", nullptr, "an IPU-Link: about 1 us"},
       {Format::Config, "/hostLink/bandwidthBytesPerSecond", 1e3, 1e15, kClosed, "B/s", nullptr,
        "PCIe Gen4 x16: about 7 GB/s usable"},
       {Format::Config, "/hostLink/latencySeconds", kTinySeconds, 10, kZeroOr, "s", nullptr, "a few us"},
-      {Format::Config, "/hostLink/sharedBy", 1, kMaxIpus, kClosed, "IPUs", "link.bad-sharing", "4 on an M2000"},
+      {Format::Config, "/hostLink/sharedBy", 1, kMaxIpus, kClosed, "IPUs", "link.bad-sharing",
+       "IPUs behind one host link: 4 on an M2000 (and divides ipuCount)"},
       {Format::Config, "/hostLink/gatewayBandwidthBytesPerSecond", 1e3, 1e15, kZeroOr, "B/s", nullptr,
        "an IPU-Gateway's PCIe Gen4 x8 to one IPU: about 16 GB/s"},
       {Format::Config, "/hostLink/runOverheadSeconds", kTinySeconds, 10, kZeroOr, "s", nullptr,
@@ -71,7 +72,7 @@ const std::vector<FieldRange>& field_ranges() {
        "an M2000's DDR4: tens of GB/s"},
       {Format::Config, "/streamingMemory/latencySeconds", kTinySeconds, 10, kZeroOr, "s", nullptr, "about 1 us"},
       {Format::Config, "/streamingMemory/sharedBy", 1, kMaxIpus, kClosed, "IPUs", "link.bad-sharing",
-       "IPUs behind one DDR4 channel group: 4 on an M2000"},
+       "IPUs behind one DDR4 channel group: 4 on an M2000 (and divides ipuCount)"},
       // ---- model
       {Format::Model, "/tensors/*/shape/*", 1, 1099511627776.0, kClosed, "elements", "tensor.bad-shape",
        "a dimension, 1 to 2^40 (and at most 2^50 bytes a sample)"},
@@ -100,9 +101,11 @@ const std::vector<FieldRange>& field_ranges() {
       {Format::Scenario, "/generation/groupSize", 4, 65536, kClosed, "weights", nullptr,
        "int4: weights sharing a scale and bias, a multiple of 4"},
       {Format::Scenario, "/execution/gradientAccumulation", 1, 1e8, kClosed, "micro-batches", nullptr,
-       "G; the run's own size is checked against memory before simulating"},
-      {Format::Scenario, "/execution/batchesPerStep", 1, 1e8, kClosed, "", nullptr, "per step"},
-      {Format::Scenario, "/execution/replicas", 1, kMaxIpus, kClosed, "", nullptr, "no more than IPUs can exist"},
+       "G; the run's own size is checked against memory before simulating (scenario.too-large)"},
+      {Format::Scenario, "/execution/batchesPerStep", 1, 1e8, kClosed, "", nullptr,
+       "per step; the run's own size is checked against memory before simulating (scenario.too-large)"},
+      {Format::Scenario, "/execution/replicas", 1, kMaxIpus, kClosed, "", nullptr,
+       "no more than IPUs can exist (and the replicas' IPUs no more than ipuCount)"},
       {Format::Scenario, "/execution/tensorParallel", 1, kMaxIpus, kClosed, "IPUs", nullptr,
        "IPUs each virtual IPU is sharded over (tensor parallelism); Graphcore's PopXL models use 4, 8 or 16"},
       {Format::Scenario, "/execution/placement/*", 0, kMaxIpus - 1, kClosed, "", "scenario.bad-placement",
@@ -192,6 +195,45 @@ void check_field_range(const FieldRange& range, double value, const std::string&
   }
   throw InputError(file, pointer, rule,
                    "got " + written + unit + "; must lie in " + bounds + " (" + range.why + ")");
+}
+
+namespace {
+
+// A bound as the docs write it: 2^30 and 2^31-1 for powers of two from 2^20, 1e6-1 for a
+// power of ten less one, 1e-12 and 1e15 for powers of ten outside [0.01, 100], else %g.
+std::string bound_text(double v) {
+  if (v < 0) return "-" + bound_text(-v);
+  for (int k = 20; k <= 62; ++k) {
+    const double power = std::ldexp(1.0, k);
+    if (v == power) return "2^" + std::to_string(k);
+    if (v == power - 1) return "2^" + std::to_string(k) + "-1";
+  }
+  const double exponent = std::round(std::log10(v > 0 ? v : 1));
+  const double power = std::pow(10.0, exponent);
+  if (v > 0 && (exponent >= 3 || exponent <= -3)) {
+    const std::string e = "1e" + std::to_string(static_cast<int>(exponent));
+    if (std::fabs(v - power) <= 1e-12 * power) return e;
+    if (exponent >= 3 && v == power - 1) return e + "-1";
+  }
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", v);
+  return text;
+}
+
+} // namespace
+
+std::string range_text(const FieldRange& range) {
+  return std::string(range.lower == Lower::ZeroOrClosed ? "0 or [" : range.lower == Lower::Open ? "(" : "[") +
+         bound_text(range.min) + ", " + bound_text(range.max) + "]";
+}
+
+std::string field_ranges_markdown() {
+  std::string out = "| file | field | range | unit | rule | why |\n| --- | --- | --- | --- | --- | --- |\n";
+  for (const FieldRange& r : field_ranges()) {
+    out += "| " + format_name(r.format) + " | `" + r.pointer + "` | " + range_text(r) + " | " + r.unit + " | ";
+    out += (r.rule != nullptr ? std::string("`") + r.rule + "`" : std::string()) + " | " + r.why + " |\n";
+  }
+  return out;
 }
 
 } // namespace ipusim

@@ -2,8 +2,9 @@
 // The physical range of every number an input file may hold, one line per field.
 // ObjectReader checks each number it reads against this table, so a field without a
 // line cannot be read (std::logic_error: an internal fault caught by the tests), and
-// docs/formats.md lists the same lines ("Physical ranges"). To add a field: one line
-// in field_ranges() (sim/io/field_ranges.cpp) and one row in that docs table.
+// docs/formats.md shows the same lines ("Physical ranges"), generated from this table by
+// field_ranges_markdown() (`ipusim list --ranges`; a test holds the page to it). To add a
+// field: one line in field_ranges() (sim/io/field_ranges.cpp), then paste the new table.
 #include <optional>
 #include <string>
 #include <vector>
@@ -31,6 +32,12 @@ const std::vector<FieldRange>& field_ranges();
 
 // The line for a field at `pointer` (with real indices and names), or nullptr.
 const FieldRange* find_field_range(Format format, const std::string& pointer);
+
+// "[1, 1e5]", "0 or [1e-12, 1]", "(0, 1e300]", "[1, 2^31-1]": the range as the docs write it.
+std::string range_text(const FieldRange& range);
+// The whole table as docs/formats.md shows it ("Physical ranges") and `ipusim list --ranges`
+// prints it: a Markdown row per line of field_ranges(), in its order.
+std::string field_ranges_markdown();
 
 // Throws InputError(file, pointer, rule) when `value` lies outside `range`; `written` is
 // the value as the file wrote it, for the message.
