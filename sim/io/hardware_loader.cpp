@@ -27,7 +27,7 @@ IpuSpec read_ipu(ObjectReader r) {
   ipu.sram_bytes_per_tile = r.required_int("sramBytesPerTile");
   ipu.exchange_bytes_per_cycle_per_tile = r.required_number("exchangeBytesPerCyclePerTile");
   ipu.sync_cycles = r.required_number("syncCycles");
-  ipu.min_elements_per_tile = r.optional_int("minElementsPerTile", 1);
+  ipu.min_elements_per_tile = r.optional_int("minElementsPerTile", ipu.min_elements_per_tile);
   ipu.code_bytes_per_op = r.required_number("codeBytesPerOp");
   ObjectReader eff = r.object("efficiency");
   const Json& eff_json = r.required_value("efficiency");
@@ -182,7 +182,7 @@ HardwareConfig hardware_from_json(const Json& raw_document, const std::string& o
   hw.rack_ipus = static_cast<int>(rack_ipus);
   hw.sync_latency_per_hop_s = root.required_number("syncLatencyPerHopSeconds");
   if (root.has("syncSeconds")) hw.fixed_sync_s = root.required_number("syncSeconds");
-  hw.price_per_ipu_hour = root.optional_number("pricePerIpuHour", 0);
+  hw.price_per_ipu_hour = root.optional_number("pricePerIpuHour", hw.price_per_ipu_hour);
   const Json& links = root.required_value("links");
   if (!links.is_array()) throw root.error("links", "json.type", "expected an array of links");
   std::set<std::pair<int, int>> seen;
@@ -199,8 +199,9 @@ HardwareConfig hardware_from_json(const Json& raw_document, const std::string& o
     hw.host_link.bandwidth_bytes_per_s = host.required_number("bandwidthBytesPerSecond");
     hw.host_link.latency_s = host.required_number("latencySeconds");
     hw.host_link.shared_by = shared_by(host, hw.ipu_count);
-    hw.host_link.gateway_bandwidth_bytes_per_s = host.optional_number("gatewayBandwidthBytesPerSecond", 0);
-    hw.host_link.run_overhead_s = host.optional_number("runOverheadSeconds", 0);
+    hw.host_link.gateway_bandwidth_bytes_per_s =
+        host.optional_number("gatewayBandwidthBytesPerSecond", hw.host_link.gateway_bandwidth_bytes_per_s);
+    hw.host_link.run_overhead_s = host.optional_number("runOverheadSeconds", hw.host_link.run_overhead_s);
     host.finish();
   }
   if (root.has("streamingMemory")) {

@@ -118,11 +118,11 @@ PhaseIo read_phase_io(ObjectReader& r, const std::string& key) {
 // PopART's ExecutionPhaseSettings (sessionoptions.hpp): stages and the I/O schedules modelled.
 PhaseSettings read_phase_settings(ObjectReader r) {
   PhaseSettings p;
-  p.stages = static_cast<int>(r.optional_int("stages", 2));  // [1, 2]: field_ranges.cpp
+  p.stages = static_cast<int>(r.optional_int("stages", p.stages));  // [1, 2]: field_ranges.cpp
   p.weights = read_phase_io(r, "weightIOSchedule");
   p.activations = read_phase_io(r, "activationIOSchedule");
   p.accumulators = read_phase_io(r, "accumulatorIOSchedule");
-  p.serialise_micro_batches = r.optional_bool("serialiseMicroBatches", false);
+  p.serialise_micro_batches = r.optional_bool("serialiseMicroBatches", p.serialise_micro_batches);
   r.finish();
   return p;
 }
@@ -169,14 +169,14 @@ Execution read_execution(const Json& execution, const std::string& origin) {
   else throw r.error("mode", "scenario.bad-mode", "unknown mode \"" + mode + "\" (expected sharded, pipelined, both or phased)" +
                                                        did_you_mean(mode, {"sharded", "pipelined", "both", "phased"}));
   e.schedule = r.optional_string("schedule", e.schedule);
-  e.training = r.optional_bool("training", false);
-  e.micro_batch_size = r.optional_int("microBatchSize", 1);
-  e.gradient_accumulation = r.optional_int("gradientAccumulation", 1);
-  e.batches_per_step = r.optional_int("batchesPerStep", 1);
-  e.host_io = r.optional_bool("hostIo", true);
+  e.training = r.optional_bool("training", e.training);
+  e.micro_batch_size = r.optional_int("microBatchSize", e.micro_batch_size);
+  e.gradient_accumulation = r.optional_int("gradientAccumulation", e.gradient_accumulation);
+  e.batches_per_step = r.optional_int("batchesPerStep", e.batches_per_step);
+  e.host_io = r.optional_bool("hostIo", e.host_io);
   e.cost_model = r.optional_string("costModel", e.cost_model);
-  e.replicas = r.optional_int("replicas", 1);
-  e.tensor_parallel = r.optional_int("tensorParallel", 1);
+  e.replicas = r.optional_int("replicas", e.replicas);
+  e.tensor_parallel = r.optional_int("tensorParallel", e.tensor_parallel);
   e.placement = r.int_list("placement", false);
   if (const Json* flag = r.maybe_value("recomputation"); flag && flag->is_boolean())
     throw r.error("recomputation", "scenario.bad-recomputation",
@@ -210,7 +210,7 @@ Execution read_execution(const Json& execution, const std::string& origin) {
       throw o.error("stateLocation", "scenario.bad-optimizer",
                     "stateLocation must be on-chip or streaming-memory, got \"" + location + "\"" +
                         did_you_mean(location, {"on-chip", "streaming-memory"}));
-    e.replicated_tensor_sharding = o.optional_bool("replicatedTensorSharding", false);
+    e.replicated_tensor_sharding = o.optional_bool("replicatedTensorSharding", e.replicated_tensor_sharding);
     o.finish();
   }
   if (r.has("accumulateOuterFragmentSettings"))
@@ -222,10 +222,10 @@ Execution read_execution(const Json& execution, const std::string& origin) {
                      "partialsTypeMatMuls is \"float\" or \"half\" (as PopART spells it), got \"" + partials + "\"" +
                          did_you_mean(partials, {"float", "half"}));
   e.available_memory_proportion = available_memory_proportion(r);
-  e.io_tiles = r.optional_int("numIOTiles", 0);
-  e.sequences_per_sample = r.optional_number("sequencesPerSample", 1);
-  e.prefetch_data_streams = r.optional_bool("prefetchDataStreams", true);
-  e.merge_all_reduce_collectives = r.optional_bool("mergeAllReduceCollectives", false);
+  e.io_tiles = r.optional_int("numIOTiles", e.io_tiles);
+  e.sequences_per_sample = r.optional_number("sequencesPerSample", e.sequences_per_sample);
+  e.prefetch_data_streams = r.optional_bool("prefetchDataStreams", e.prefetch_data_streams);
+  e.merge_all_reduce_collectives = r.optional_bool("mergeAllReduceCollectives", e.merge_all_reduce_collectives);
   if (r.has("executionPhaseSettings")) e.phases = read_phase_settings(r.object("executionPhaseSettings"));
   if (r.has("batchSerializationSettings")) {
     ObjectReader b = r.object("batchSerializationSettings");
@@ -295,7 +295,7 @@ Generation read_generation(ObjectReader r) {
   Generation g;
   g.prompt_tokens = r.required_int("promptTokens");
   g.new_tokens = r.required_int("newTokens");
-  g.tokens_per_run = r.optional_int("tokensPerRun", 1);
+  g.tokens_per_run = r.optional_int("tokensPerRun", g.tokens_per_run);
   const std::string cache = r.optional_string("kvCache", "sram");
   if (cache == "sram") g.kv_cache = KvCache::Sram;
   else if (cache == "streaming-memory") g.kv_cache = KvCache::StreamingMemory;
@@ -310,7 +310,7 @@ Generation read_generation(ObjectReader r) {
   else throw r.error("weightFormat", "scenario.bad-weight-format",
                      "weightFormat is \"float16\", \"int8\" or \"int4\", got \"" + format + "\"" +
                          did_you_mean(format, {"float16", "int8", "int4"}));
-  g.group_size = r.optional_int("groupSize", 64);
+  g.group_size = r.optional_int("groupSize", g.group_size);
   if (g.group_size % 4 != 0)
     throw r.error("groupSize", "scenario.bad-group-size",
                   "groupSize " + std::to_string(g.group_size) +
