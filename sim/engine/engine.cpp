@@ -172,137 +172,146 @@ void Run::finish_streams(ActorState& st, const Event& next) {
   if (wait.end > wait.start) emit(wait);
 }
 
-void Run::execute(ActorState& st, const Step& step) {
+// The steps of execute, one per kind of step; each sets the kind of the step's event. Inline:
+// this is the engine's hot path.
+
+inline void Run::sleep_timed(ActorState& st, double seconds) {
+  st.doing = Doing::Timed;
+  st.timed_start = now();
+  sg4::this_actor::sleep_for(seconds);
+  ++activities_;
+}
+
+inline void Run::carry_or_wait(ActorState& st, Pending&& p, bool overlapped) {
+  if (overlapped) {  // the I/O tiles carry it; waited for at the next sync
+    if (st.streams.empty()) st.stream_kind = st.current.kind;
+    st.streams.push_back(std::move(p));
+  } else {
+    wait_for(st, p);
+  }
+}
+
+inline void Run::run_compute(ActorState& st, const Step& step) {
+  st.current.kind = EventKind::Compute;
+  if (step.seconds > 0) {
+    st.doing = Doing::Timed;
+    st.timed_start = now();
+    sg4::this_actor::execute(step.seconds * kHostSpeed);
+    ++activities_;
+  }
+}
+
+inline void Run::run_host_stream(ActorState& st, const Step& step) {
+  const int ipu = st.program->ipu;
+  const bool in = step.kind == StepKind::HostInput;
+  st.current.kind = in ? EventKind::HostInput : EventKind::HostOutput;
+  if (step.prefetched) {
+    // The host's leg filled the gateway's buffer ahead (its bandwidth bounds the run at the
+    // round trip); the IPU waits for the gateway's own link, which no other IPU shares.
+    sleep_timed(st, host_link_.latency_s + step.bytes / host_link_.gateway_bandwidth_bytes_per_s);
+    return;
+  }
+  sg4::Host* me = platform_.ipus.at(ipu);
+  const int src = in ? -1 : ipu, dst = in ? ipu : -1;
+  Pending p{in ? sg4::Comm::sendto_async(platform_.host, me, static_cast<std::uint64_t>(step.bytes))
+               : sg4::Comm::sendto_async(me, platform_.host, static_cast<std::uint64_t>(step.bytes)),
+            src, dst, -1, step.bytes, static_cast<int>(st.cursor.index()), &platform_.slots(src, dst)};
+  carry_or_wait(st, std::move(p), step.overlapped);
+}
+
+// Optimizer state to or from the IPU's Streaming Memory; overlapped: phased execution's I/O tiles carry it.
+inline void Run::run_state_transfer(ActorState& st, const Step& step) {
   const int ipu = st.program->ipu;
   sg4::Host* me = platform_.ipus.at(ipu);
+  st.current.kind = EventKind::StreamingMemory;
+  sg4::Host* memory = platform_.memory_of_ipu.at(ipu);
+  const bool load = step.kind == StepKind::StateLoad;
+  Pending p{load ? sg4::Comm::sendto_async(memory, me, static_cast<std::uint64_t>(step.bytes))
+                 : sg4::Comm::sendto_async(me, memory, static_cast<std::uint64_t>(step.bytes)),
+            load ? -2 : ipu, load ? ipu : -2, -1, step.bytes, 0,
+            &platform_.memory_slots_of_ipu.at(ipu)};
+  carry_or_wait(st, std::move(p), step.overlapped);
+}
+
+inline void Run::run_exchange(ActorState& st, const Step& step) {
+  const int ipu = st.program->ipu;
   Event& e = st.current;
+  e.kind = EventKind::Exchange;
+  // Sends first: a receive waits until its transfer has been sent, and the IPU it comes
+  // from may be waiting for this one's.
+  std::vector<sg4::CommPtr> comms;
+  st.waiting_on.clear();
+  for (std::size_t i = 0; i < step.transfers.size(); ++i) {
+    const Transfer& t = step.transfers[i];
+    if (t.src_ipu != ipu) continue;
+    st.waiting_on.push_back({arrivals_.put(t.copy, t.bytes), t.src_ipu, t.dst_ipu, t.copy, t.bytes, static_cast<int>(i),
+                             &platform_.slots(t.src_ipu, t.dst_ipu)});
+    comms.push_back(st.waiting_on.back().comm);
+    e.bytes += t.bytes;
+  }
+  for (const Transfer& t : step.transfers)
+    if (t.dst_ipu == ipu)
+      if (sg4::CommPtr arriving = arrivals_.take(t.copy)) comms.push_back(std::move(arriving));
+  st.doing = Doing::Comms;
+  sg4::Comm::wait_all(comms);
+  for (const Pending& p : st.waiting_on) report(p);
+  st.waiting_on.clear();
+  if (step.seconds > 0) sleep_timed(st, step.seconds);  // the latency of collectives whose bytes ride on other steps
+}
+
+inline void Run::start_sends(ActorState& st, const Step& step) {
+  st.current.kind = EventKind::Exchange;
+  for (const Transfer& t : step.transfers) {
+    st.sends.push_back({arrivals_.put(t.copy, t.bytes), t.src_ipu, t.dst_ipu, t.copy, t.bytes, t.copy,
+                        &platform_.slots(t.src_ipu, t.dst_ipu)});
+  }
+}
+
+inline void Run::take_receives(ActorState& st, const Step& step) {
+  st.current.kind = EventKind::Receive;
+  st.doing = Doing::Receive;
+  for (st.taken = 0; st.taken < step.transfers.size(); ++st.taken) {
+    const Transfer& t = step.transfers[st.taken];
+    if (sg4::CommPtr arriving = arrivals_.take(t.copy)) arriving->wait();
+  }
+}
+
+inline void Run::run_host_round_trip(ActorState& st, const Step& step) {
+  Event& e = st.current;
+  finish_streams(st, e);
+  st.doing = Doing::Barrier;
+  barrier_->wait();
+  e.kind = EventKind::HostRoundTrip;
+  e.start = now();
+  // The host streamed the run's data at its own pace meanwhile; a shorter run waits for it.
+  const double behind = std::max(0.0, last_round_trip_ + step.floor_seconds - (now() + offset_));
+  if (behind + step.seconds > 0) sleep_timed(st, behind + step.seconds);
+  barrier_->wait();  // every IPU leaves together, and after each has read the old time
+  if (&st == &actors_.front()) last_round_trip_ = now() + offset_;
+}
+
+inline void Run::run_sync(ActorState& st, const Step& step) {
+  Event& e = st.current;
+  finish_streams(st, e);
+  st.doing = Doing::Barrier;
+  barrier_->wait();
+  e.kind = EventKind::Sync;
+  e.start = now();  // waiting for the others is idle time, not sync
+  if (step.seconds > 0) sleep_timed(st, step.seconds);
+}
+
+void Run::execute(ActorState& st, const Step& step) {
   switch (step.kind) {
-  case StepKind::Compute:
-    e.kind = EventKind::Compute;
-    if (step.seconds > 0) {
-      st.doing = Doing::Timed;
-      st.timed_start = now();
-      sg4::this_actor::execute(step.seconds * kHostSpeed);
-      ++activities_;
-    }
-    break;
+  case StepKind::Compute: run_compute(st, step); break;
   case StepKind::HostInput:
-  case StepKind::HostOutput: {
-    const bool in = step.kind == StepKind::HostInput;
-    e.kind = in ? EventKind::HostInput : EventKind::HostOutput;
-    if (step.prefetched) {
-      // The host's leg filled the gateway's buffer ahead (its bandwidth bounds the run at the
-      // round trip); the IPU waits for the gateway's own link, which no other IPU shares.
-      st.doing = Doing::Timed;
-      st.timed_start = now();
-      sg4::this_actor::sleep_for(host_link_.latency_s + step.bytes / host_link_.gateway_bandwidth_bytes_per_s);
-      ++activities_;
-      break;
-    }
-    const int src = in ? -1 : ipu, dst = in ? ipu : -1;
-    Pending p{in ? sg4::Comm::sendto_async(platform_.host, me, static_cast<std::uint64_t>(step.bytes))
-                 : sg4::Comm::sendto_async(me, platform_.host, static_cast<std::uint64_t>(step.bytes)),
-              src, dst, -1, step.bytes, static_cast<int>(st.cursor.index()), &platform_.slots(src, dst)};
-    if (step.overlapped) {  // the I/O tiles carry it; waited for at the next sync
-      if (st.streams.empty()) st.stream_kind = e.kind;
-      st.streams.push_back(std::move(p));
-    } else {
-      wait_for(st, p);
-    }
-    break;
-  }
+  case StepKind::HostOutput: run_host_stream(st, step); break;
   case StepKind::StateLoad:
-  case StepKind::StateStore: {
-    e.kind = EventKind::StreamingMemory;
-    sg4::Host* memory = platform_.memory_of_ipu.at(ipu);
-    const bool load = step.kind == StepKind::StateLoad;
-    Pending p{load ? sg4::Comm::sendto_async(memory, me, static_cast<std::uint64_t>(step.bytes))
-                   : sg4::Comm::sendto_async(me, memory, static_cast<std::uint64_t>(step.bytes)),
-              load ? -2 : ipu, load ? ipu : -2, -1, step.bytes, 0,
-              &platform_.memory_slots_of_ipu.at(ipu)};
-    if (step.overlapped) {  // phased execution's I/O tiles carry it; waited for at the next sync
-      if (st.streams.empty()) st.stream_kind = e.kind;
-      st.streams.push_back(std::move(p));
-    } else {
-      wait_for(st, p);
-    }
-    break;
-  }
-  case StepKind::Exchange: {
-    e.kind = EventKind::Exchange;
-    // Sends first: a receive waits until its transfer has been sent, and the IPU it comes
-    // from may be waiting for this one's.
-    std::vector<sg4::CommPtr> comms;
-    st.waiting_on.clear();
-    for (std::size_t i = 0; i < step.transfers.size(); ++i) {
-      const Transfer& t = step.transfers[i];
-      if (t.src_ipu != ipu) continue;
-      st.waiting_on.push_back({arrivals_.put(t.copy, t.bytes), t.src_ipu, t.dst_ipu, t.copy, t.bytes, static_cast<int>(i),
-                               &platform_.slots(t.src_ipu, t.dst_ipu)});
-      comms.push_back(st.waiting_on.back().comm);
-      e.bytes += t.bytes;
-    }
-    for (const Transfer& t : step.transfers)
-      if (t.dst_ipu == ipu)
-        if (sg4::CommPtr arriving = arrivals_.take(t.copy)) comms.push_back(std::move(arriving));
-    st.doing = Doing::Comms;
-    sg4::Comm::wait_all(comms);
-    for (const Pending& p : st.waiting_on) report(p);
-    st.waiting_on.clear();
-    if (step.seconds > 0) {  // the latency of collectives whose bytes ride on other steps
-      st.doing = Doing::Timed;
-      st.timed_start = now();
-      sg4::this_actor::sleep_for(step.seconds);
-      ++activities_;
-    }
-    break;
-  }
-  case StepKind::Send:
-    e.kind = EventKind::Exchange;
-    for (const Transfer& t : step.transfers) {
-      st.sends.push_back(
-          {arrivals_.put(t.copy, t.bytes), t.src_ipu, t.dst_ipu, t.copy, t.bytes, t.copy, &platform_.slots(t.src_ipu, t.dst_ipu)});
-    }
-    break;
-  case StepKind::Receive:
-    e.kind = EventKind::Receive;
-    st.doing = Doing::Receive;
-    for (st.taken = 0; st.taken < step.transfers.size(); ++st.taken) {
-      const Transfer& t = step.transfers[st.taken];
-      if (sg4::CommPtr arriving = arrivals_.take(t.copy)) arriving->wait();
-    }
-    break;
-  case StepKind::HostRoundTrip: {
-    finish_streams(st, e);
-    st.doing = Doing::Barrier;
-    barrier_->wait();
-    e.kind = EventKind::HostRoundTrip;
-    e.start = now();
-    // The host streamed the run's data at its own pace meanwhile; a shorter run waits for it.
-    const double behind = std::max(0.0, last_round_trip_ + step.floor_seconds - (now() + offset_));
-    if (behind + step.seconds > 0) {
-      st.doing = Doing::Timed;
-      st.timed_start = now();
-      sg4::this_actor::sleep_for(behind + step.seconds);
-      ++activities_;
-    }
-    barrier_->wait();  // every IPU leaves together, and after each has read the old time
-    if (&st == &actors_.front()) last_round_trip_ = now() + offset_;
-    break;
-  }
-  case StepKind::Sync:
-    finish_streams(st, e);
-    st.doing = Doing::Barrier;
-    barrier_->wait();
-    e.kind = EventKind::Sync;
-    e.start = now();  // waiting for the others is idle time, not sync
-    if (step.seconds > 0) {
-      st.doing = Doing::Timed;
-      st.timed_start = now();
-      sg4::this_actor::sleep_for(step.seconds);
-      ++activities_;
-    }
-    break;
+  case StepKind::StateStore: run_state_transfer(st, step); break;
+  case StepKind::Exchange: run_exchange(st, step); break;
+  case StepKind::Send: start_sends(st, step); break;
+  case StepKind::Receive: take_receives(st, step); break;
+  case StepKind::HostRoundTrip: run_host_round_trip(st, step); break;
+  case StepKind::Sync: run_sync(st, step); break;
   }
 }
 

@@ -114,6 +114,19 @@ public:
 private:
   // engine.cpp
   void execute(ActorState& st, const Step& step);
+  // The steps execute runs, by kind (inline, in engine.cpp).
+  void run_compute(ActorState& st, const Step& step);
+  void run_host_stream(ActorState& st, const Step& step);     // HostInput, HostOutput
+  void run_state_transfer(ActorState& st, const Step& step);  // StateLoad, StateStore
+  void run_exchange(ActorState& st, const Step& step);
+  void start_sends(ActorState& st, const Step& step);          // Send
+  void take_receives(ActorState& st, const Step& step);        // Receive
+  void run_host_round_trip(ActorState& st, const Step& step);
+  void run_sync(ActorState& st, const Step& step);
+  // `seconds` of simulated waiting, as a timed activity of the IPU.
+  void sleep_timed(ActorState& st, double seconds);
+  // A transfer the I/O tiles carry (`overlapped`: waited for at the next sync), else waited for now.
+  void carry_or_wait(ActorState& st, Pending&& p, bool overlapped);
   void reap(ActorState& st);  // reports the transfers of `st` that have finished, oldest first
   void report(const Pending& p);
   void wait_for(ActorState& st, const Pending& p);  // a blocking transfer: wait, then report it

@@ -499,11 +499,7 @@ XScale x_scale_for(const LineChart& chart, const Frame& f) {
   return {chart.log_x, lo, hi, f.left + pad, f.left + f.plot_width() - pad};
 }
 
-} // namespace
-
-double line_x_pixel(const LineChart& chart, double x) { return x_scale_for(chart, chart.frame).pixel(x); }
-
-std::string render(const LineChart& chart) {
+std::vector<LegendItem> line_legend_items(const LineChart& chart) {
   std::vector<LegendItem> items;
   for (std::size_t s = 0; s < chart.series.size(); ++s)
     items.push_back({chart.series[s].name, chart.series[s].color.empty() ? palette(s) : chart.series[s].color,
@@ -513,20 +509,20 @@ std::string render(const LineChart& chart) {
   for (const LineSeries& s : chart.series)
     for (const LinePoint& p : s.points) any_oom = any_oom || (p.out_of_memory && p.y);
   if (any_oom) items.push_back({"out of memory (not possible)", kTextColor, LegendItem::Hollow});
-  const auto legend = legend_lines(items, chart.frame.left, chart.frame.width - chart.frame.right);
-  const Frame f = with_legend(with_title(chart.frame, chart.title), legend.size());
-  Svg svg(f.width, f.height, chart.title);
-  draw_legend(svg, legend, f.left, 42 + title_extra(chart.title, f.width));
+  return items;
+}
 
+// From 0 (or below) to at least y_max, spanning every finite point.
+YAxis line_y_axis(const LineChart& chart) {
   double y_lo = 0, y_hi = std::max(0.0, chart.y_max);
   for (const LineSeries& s : chart.series)
     for (const LinePoint& p : s.points)
       if (p.y && std::isfinite(*p.y)) y_lo = std::min(y_lo, *p.y), y_hi = std::max(y_hi, *p.y);
-  const YAxis axis = y_axis_for(y_lo, y_hi);
-  draw_y_axis(svg, f, axis, chart.y_format, chart.y_label);
+  return y_axis_for(y_lo, y_hi);
+}
 
-  const XScale xs = x_scale_for(chart, f);
-  const double baseline = f.top + f.plot_height();
+// The chart's own ticks, or nice (log-scale: power-of-ten) ticks within the scale.
+std::vector<Tick> line_x_ticks(const LineChart& chart, const XScale& xs) {
   std::vector<Tick> ticks = chart.x_ticks;
   if (ticks.empty()) {
     const auto values = chart.log_x ? log_ticks(xs.lo, xs.hi) : nice_ticks(xs.lo, xs.hi, 6);
@@ -534,6 +530,13 @@ std::string render(const LineChart& chart) {
       if (v >= xs.lo - 1e-9 * std::fabs(xs.hi - xs.lo) && v <= xs.hi + 1e-9 * std::fabs(xs.hi - xs.lo))
         ticks.push_back({v, short_number(v)});
   }
+  return ticks;
+}
+
+// Grid lines, tick labels (slanted when the chart's own names are long), the axis and its label.
+void draw_line_x_axis(Svg& svg, const LineChart& chart, const Frame& f, const XScale& xs) {
+  const double baseline = f.top + f.plot_height();
+  const std::vector<Tick> ticks = line_x_ticks(chart, xs);
   double widest = 0;
   for (const Tick& t : ticks) widest = std::max(widest, text_width(t.label, 11));
   const double spacing = ticks.size() > 1 ? (xs.right - xs.left) / static_cast<double>(ticks.size() - 1) : 1e9;
@@ -554,7 +557,11 @@ std::string render(const LineChart& chart) {
   svg.line(f.left, baseline, f.left + f.plot_width(), baseline, kAxisColor);
   svg.text(f.left + f.plot_width() / 2, f.height - 10,
            chart.x_label + (chart.log_x ? " (log scale)" : ""), "middle");
+}
 
+// A dashed line and a cross at the foot of each failed point, then the chart's marked x values.
+void draw_x_marks(Svg& svg, const LineChart& chart, const Frame& f, const XScale& xs) {
+  const double baseline = f.top + f.plot_height();
   for (double x : chart.error_x) {
     if (chart.log_x && x <= 0) continue;
     const double px = xs.pixel(x);
@@ -562,46 +569,74 @@ std::string render(const LineChart& chart) {
     svg.line(px - 5, baseline - 13, px + 5, baseline - 3, kErrorColor, 2, "class=\"error-mark\"");
     svg.line(px - 5, baseline - 3, px + 5, baseline - 13, kErrorColor, 2);
   }
-
   for (const Tick& t : chart.x_lines) {
     if (!std::isfinite(t.value) || (chart.log_x && t.value <= 0)) continue;
     const double px = xs.pixel(t.value);
     svg.line(px, f.top, px, baseline, kTextColor, 1.5, "class=\"x-line\" stroke-dasharray=\"6 4\"");
     svg.text(px - 4, f.top + 12, t.label, "end", 11);
   }
+}
+
+// The series' line, broken at missing, non-finite and out-of-memory points.
+void draw_series_path(Svg& svg, const LineChart& chart, const LineSeries& series, const std::string& color,
+                      const Frame& f, const XScale& xs, const YAxis& axis) {
+  std::string path;
+  bool pen_down = false;
+  for (const LinePoint& p : series.points) {
+    if (!p.y || !std::isfinite(*p.y) || (chart.log_x && p.x <= 0) || p.out_of_memory) {
+      pen_down = false;  // a gap: the next point starts a new segment
+      continue;
+    }
+    path += (pen_down ? " L" : (path.empty() ? "M" : " M")) + coord(xs.pixel(p.x)) + " " + coord(axis.pixel(f, *p.y));
+    pen_down = true;
+  }
+  if (!path.empty())
+    svg.raw("<path class=\"series\" d=\"" + path + "\" fill=\"none\" stroke=\"" + color +
+            "\" stroke-width=\"2.5\" stroke-linejoin=\"round\"" +
+            (series.dash.empty() ? "" : " stroke-dasharray=\"" + series.dash + "\"") + "/>\n");
+}
+
+// A dot with a tooltip at each point; out-of-memory points hollow and marked OOM.
+void draw_series_points(Svg& svg, const LineChart& chart, const LineSeries& series, const std::string& color,
+                        const Frame& f, const XScale& xs, const YAxis& axis) {
+  for (const LinePoint& p : series.points) {
+    if (!p.y || !std::isfinite(*p.y) || (chart.log_x && p.x <= 0)) continue;
+    const std::string value = chart.y_format ? chart.y_format(*p.y) : short_number(*p.y);
+    const double cx = xs.pixel(p.x), cy = axis.pixel(f, *p.y);
+    if (p.out_of_memory) {
+      svg.raw("<circle class=\"oom-mark\" cx=\"" + coord(cx) + "\" cy=\"" + coord(cy) +
+              "\" r=\"5\" fill=\"#FFFFFF\" stroke=\"" + color + "\" stroke-width=\"2\"><title>" +
+              escape(series.name + ": " + short_number(p.x) + " \xE2\x86\x92 " + value + ", out of memory") +
+              "</title></circle>\n");
+      svg.text(cx, cy - 9, "OOM", "middle", 10, "fill-opacity=\"0.9\"");
+      continue;
+    }
+    svg.raw("<circle cx=\"" + coord(cx) + "\" cy=\"" + coord(cy) + "\" r=\"3.5\" fill=\"" + color + "\"><title>" +
+            escape(series.name + ": " + short_number(p.x) + " \xE2\x86\x92 " + value) + "</title></circle>\n");
+  }
+}
+
+} // namespace
+
+double line_x_pixel(const LineChart& chart, double x) { return x_scale_for(chart, chart.frame).pixel(x); }
+
+std::string render(const LineChart& chart) {
+  const auto legend = legend_lines(line_legend_items(chart), chart.frame.left, chart.frame.width - chart.frame.right);
+  const Frame f = with_legend(with_title(chart.frame, chart.title), legend.size());
+  Svg svg(f.width, f.height, chart.title);
+  draw_legend(svg, legend, f.left, 42 + title_extra(chart.title, f.width));
+
+  const YAxis axis = line_y_axis(chart);
+  draw_y_axis(svg, f, axis, chart.y_format, chart.y_label);
+  const XScale xs = x_scale_for(chart, f);
+  draw_line_x_axis(svg, chart, f, xs);
+  draw_x_marks(svg, chart, f, xs);
 
   for (std::size_t s = 0; s < chart.series.size(); ++s) {
     const LineSeries& series = chart.series[s];
     const std::string color = series.color.empty() ? palette(s) : series.color;
-    std::string path;
-    bool pen_down = false;
-    for (const LinePoint& p : series.points) {
-      if (!p.y || !std::isfinite(*p.y) || (chart.log_x && p.x <= 0) || p.out_of_memory) {
-        pen_down = false;  // a gap: the next point starts a new segment
-        continue;
-      }
-      path += (pen_down ? " L" : (path.empty() ? "M" : " M")) + coord(xs.pixel(p.x)) + " " + coord(axis.pixel(f, *p.y));
-      pen_down = true;
-    }
-    if (!path.empty())
-      svg.raw("<path class=\"series\" d=\"" + path + "\" fill=\"none\" stroke=\"" + color +
-              "\" stroke-width=\"2.5\" stroke-linejoin=\"round\"" +
-              (series.dash.empty() ? "" : " stroke-dasharray=\"" + series.dash + "\"") + "/>\n");
-    for (const LinePoint& p : series.points) {
-      if (!p.y || !std::isfinite(*p.y) || (chart.log_x && p.x <= 0)) continue;
-      const std::string value = chart.y_format ? chart.y_format(*p.y) : short_number(*p.y);
-      const double cx = xs.pixel(p.x), cy = axis.pixel(f, *p.y);
-      if (p.out_of_memory) {
-        svg.raw("<circle class=\"oom-mark\" cx=\"" + coord(cx) + "\" cy=\"" + coord(cy) +
-                "\" r=\"5\" fill=\"#FFFFFF\" stroke=\"" + color + "\" stroke-width=\"2\"><title>" +
-                escape(series.name + ": " + short_number(p.x) + " \xE2\x86\x92 " + value + ", out of memory") +
-                "</title></circle>\n");
-        svg.text(cx, cy - 9, "OOM", "middle", 10, "fill-opacity=\"0.9\"");
-        continue;
-      }
-      svg.raw("<circle cx=\"" + coord(cx) + "\" cy=\"" + coord(cy) + "\" r=\"3.5\" fill=\"" + color + "\"><title>" +
-              escape(series.name + ": " + short_number(p.x) + " \xE2\x86\x92 " + value) + "</title></circle>\n");
-    }
+    draw_series_path(svg, chart, series, color, f, xs, axis);
+    draw_series_points(svg, chart, series, color, f, xs, axis);
   }
   return svg.finish();
 }
@@ -685,14 +720,14 @@ std::vector<std::string> gantt_categories(const GanttChart& chart) {
   return names;
 }
 
-} // namespace
+// Time to pixels across the plot.
+struct GanttXScale {
+  double left, span, width;
+  double px(double t) const { return left + std::clamp(t / span, 0.0, 1.0) * width; }
+};
 
-std::vector<GanttRect> gantt_rects(const GanttChart& chart) {
-  const GanttFrame f = gantt_frame(chart, 1);
-  const double span = gantt_span(chart);
-  const double pw = f.plot_width();
-  auto px = [&](double t) { return f.left + std::clamp(t / span, 0.0, 1.0) * pw; };
-
+// Each row's events, in time order (ties: the shorter first, then by category).
+std::vector<std::vector<const GanttEvent*>> events_by_row(const GanttChart& chart) {
   std::vector<std::vector<const GanttEvent*>> by_row(chart.rows.size());
   for (const GanttEvent& e : chart.events)
     if (e.row < by_row.size() && e.end >= e.start) by_row[e.row].push_back(&e);
@@ -702,94 +737,123 @@ std::vector<GanttRect> gantt_rects(const GanttChart& chart) {
       if (a->end != b->end) return a->end < b->end;
       return a->category < b->category;
     });
+  return by_row;
+}
 
-  // Busy share of a merged rectangle, to the nearest eighth (gaps under a pixel were bridged).
-  auto eighths = [](double busy, double width) {
-    return width < 1 ? 1.0 : std::clamp(std::round(busy / width * 8) / 8, 0.125, 1.0);
-  };
+// Busy share of a merged rectangle, to the nearest eighth (gaps under a pixel were bridged).
+double eighths(double busy, double width) {
+  return width < 1 ? 1.0 : std::clamp(std::round(busy / width * 8) / 8, 0.125, 1.0);
+}
+
+// Row r's events as rectangles, an event under a pixel wide (or following one) merged into the
+// previous rectangle when of its category and within a pixel of it.
+void add_merged_rects(const GanttChart& chart, const GanttXScale& xs, std::size_t r,
+                      const std::vector<const GanttEvent*>& events, std::vector<GanttRect>& rects) {
   auto label = [&](const GanttEvent& e) {
     return e.label.empty() && chart.label_of ? chart.label_of(static_cast<std::size_t>(&e - chart.events.data()))
                                              : e.label;
   };
-  std::vector<GanttRect> rects;
-  for (std::size_t r = 0; r < by_row.size(); ++r) {
-    bool open = false;
-    GanttRect current{};
-    double busy = 0, covered_to = 0;  // pixels covered by the merged events, without double counting
-    auto close = [&] {
-      if (current.events > 1) current.coverage = eighths(busy, current.x1 - current.x0);
-      rects.push_back(current);
-    };
-    for (const GanttEvent* e : by_row[r]) {
-      const double x0 = px(e->start), x1 = px(e->end);
-      const bool narrow = x1 - x0 < 1 || current.x1 - current.x0 < 1;
-      if (open && e->category == current.category && x0 <= current.x1 + 1 && narrow) {
-        busy += std::max(0.0, x1 - std::max(x0, covered_to));
-        covered_to = std::max(covered_to, x1);
-        current.x1 = std::max(current.x1, x1);
-        ++current.events;
-        current.label.clear();
-        continue;
-      }
-      if (open) close();
-      current = {r, x0, x1, e->category, 1, label(*e), 1.0};
-      busy = x1 - x0;
-      covered_to = x1;
-      open = true;
+  bool open = false;
+  GanttRect current{};
+  double busy = 0, covered_to = 0;  // pixels covered by the merged events, without double counting
+  auto close = [&] {
+    if (current.events > 1) current.coverage = eighths(busy, current.x1 - current.x0);
+    rects.push_back(current);
+  };
+  for (const GanttEvent* e : events) {
+    const double x0 = xs.px(e->start), x1 = xs.px(e->end);
+    const bool narrow = x1 - x0 < 1 || current.x1 - current.x0 < 1;
+    if (open && e->category == current.category && x0 <= current.x1 + 1 && narrow) {
+      busy += std::max(0.0, x1 - std::max(x0, covered_to));
+      covered_to = std::max(covered_to, x1);
+      current.x1 = std::max(current.x1, x1);
+      ++current.events;
+      current.label.clear();
+      continue;
     }
     if (open) close();
+    current = {r, x0, x1, e->category, 1, label(*e), 1.0};
+    busy = x1 - x0;
+    covered_to = x1;
+    open = true;
   }
+  if (open) close();
+}
+
+// One row cut into `bucket`-pixel buckets: the pixels each category covers in each, and how
+// many events touch it.
+struct RowBuckets {
+  std::vector<std::map<std::string, double>> cover;
+  std::vector<std::size_t> counts;
+};
+
+RowBuckets bucket_row(const std::vector<const GanttEvent*>& events, const GanttXScale& xs, double bucket,
+                      std::size_t buckets) {
+  RowBuckets out{std::vector<std::map<std::string, double>>(buckets), std::vector<std::size_t>(buckets, 0)};
+  for (const GanttEvent* e : events) {
+    const double x0 = xs.px(e->start) - xs.left, x1 = std::max(xs.px(e->end) - xs.left, x0 + 1e-6);
+    const auto b0 = std::min(static_cast<std::size_t>(std::floor(x0 / bucket)), buckets - 1);
+    const auto b1 = std::min(static_cast<std::size_t>(std::floor(x1 / bucket)), buckets - 1);
+    for (std::size_t b = b0; b <= b1; ++b) {
+      const double lo = std::max(x0, static_cast<double>(b) * bucket);
+      const double hi = std::min(x1, static_cast<double>(b + 1) * bucket);
+      out.cover[b][e->category] += std::max(hi - lo, 1e-9);
+      ++out.counts[b];
+    }
+  }
+  return out;
+}
+
+// Row r's buckets as rectangles: each shows the category that covers most of it, with an
+// opacity telling how much of it is busy (to the nearest eighth); runs of equal buckets merged.
+void add_bucket_rects(const RowBuckets& row, std::size_t r, const GanttXScale& xs, double bucket,
+                      std::vector<GanttRect>& rects) {
+  bool open = false;
+  GanttRect current{};
+  for (std::size_t b = 0; b < row.cover.size(); ++b) {
+    if (row.cover[b].empty()) {
+      if (open) rects.push_back(current);
+      open = false;
+      continue;
+    }
+    const auto best = std::max_element(row.cover[b].begin(), row.cover[b].end(), [](const auto& a, const auto& c) {
+      return a.second < c.second;  // ties: the first name in order wins
+    });
+    double busy = 0;
+    for (const auto& [category, width] : row.cover[b]) busy += width;
+    const double x0 = xs.left + static_cast<double>(b) * bucket;
+    const double x1 = std::min(xs.left + xs.width, x0 + bucket);
+    const double coverage = std::clamp(std::round(busy / (x1 - x0) * 8) / 8, 0.125, 1.0);
+    if (open && current.category == best->first && current.coverage == coverage) {
+      current.x1 = x1;
+      current.events += row.counts[b];
+      continue;
+    }
+    if (open) rects.push_back(current);
+    current = {r, x0, x1, best->first, row.counts[b], "", coverage};
+    open = true;
+  }
+  if (open) rects.push_back(current);
+}
+
+} // namespace
+
+std::vector<GanttRect> gantt_rects(const GanttChart& chart) {
+  const GanttFrame f = gantt_frame(chart, 1);
+  const GanttXScale xs{f.left, gantt_span(chart), f.plot_width()};
+  const auto by_row = events_by_row(chart);
+  std::vector<GanttRect> rects;
+  for (std::size_t r = 0; r < by_row.size(); ++r) add_merged_rects(chart, xs, r, by_row[r], rects);
   if (rects.size() <= chart.max_rects || chart.max_rects == 0) return rects;
 
-  // Still too many: cut each row into equal pixel buckets, each showing the category
-  // that covers most of it, with an opacity telling how much of the bucket is busy
-  // (to the nearest eighth), and merge runs of equal buckets. The bucket doubles from 1 px until
-  // the count fits.
+  // Still too many: cut each row into equal pixel buckets (add_bucket_rects). The bucket
+  // doubles from 1 px until the count fits.
   for (double bucket = 1;; bucket *= 2) {
-    const auto buckets = static_cast<std::size_t>(std::ceil(pw / bucket));
+    const auto buckets = static_cast<std::size_t>(std::ceil(xs.width / bucket));
     std::vector<GanttRect> coarse;
-    for (std::size_t r = 0; r < by_row.size(); ++r) {
-      std::vector<std::map<std::string, double>> cover(buckets);
-      std::vector<std::size_t> counts(buckets, 0);
-      for (const GanttEvent* e : by_row[r]) {
-        const double x0 = px(e->start) - f.left, x1 = std::max(px(e->end) - f.left, x0 + 1e-6);
-        const auto b0 = std::min(static_cast<std::size_t>(std::floor(x0 / bucket)), buckets - 1);
-        const auto b1 = std::min(static_cast<std::size_t>(std::floor(x1 / bucket)), buckets - 1);
-        for (std::size_t b = b0; b <= b1; ++b) {
-          const double lo = std::max(x0, static_cast<double>(b) * bucket);
-          const double hi = std::min(x1, static_cast<double>(b + 1) * bucket);
-          cover[b][e->category] += std::max(hi - lo, 1e-9);
-          ++counts[b];
-        }
-      }
-      bool open = false;
-      GanttRect current{};
-      for (std::size_t b = 0; b < buckets; ++b) {
-        if (cover[b].empty()) {
-          if (open) coarse.push_back(current);
-          open = false;
-          continue;
-        }
-        const auto best = std::max_element(cover[b].begin(), cover[b].end(), [](const auto& a, const auto& c) {
-          return a.second < c.second;  // ties: the first name in order wins
-        });
-        double busy = 0;
-        for (const auto& [category, width] : cover[b]) busy += width;
-        const double x0 = f.left + static_cast<double>(b) * bucket;
-        const double x1 = std::min(f.left + pw, x0 + bucket);
-        const double coverage = std::clamp(std::round(busy / (x1 - x0) * 8) / 8, 0.125, 1.0);
-        if (open && current.category == best->first && current.coverage == coverage) {
-          current.x1 = x1;
-          current.events += counts[b];
-          continue;
-        }
-        if (open) coarse.push_back(current);
-        current = {r, x0, x1, best->first, counts[b], "", coverage};
-        open = true;
-      }
-      if (open) coarse.push_back(current);
-    }
-    if (coarse.size() <= chart.max_rects || bucket >= pw) return coarse;
+    for (std::size_t r = 0; r < by_row.size(); ++r)
+      add_bucket_rects(bucket_row(by_row[r], xs, bucket, buckets), r, xs, bucket, coarse);
+    if (coarse.size() <= chart.max_rects || bucket >= xs.width) return coarse;
   }
 }
 

@@ -12,9 +12,10 @@
 // phase, found on the sequence and checked op for op), the program is its warm-up, a loop of one
 // period and its cool-down, so the engine skips the periods of the steady state; elsewhere it
 // is unrolled. Deeper than kOrderProbeDepth, a periodic order is not built at G: see
-// build_from_order.
+// extrapolated_order.
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <stdexcept>
 
 #include "sim/io/input_error.hpp"
@@ -39,145 +40,166 @@ namespace {
 constexpr std::int64_t kMaxUnrolledDepth = 65536;
 constexpr std::int64_t kMaxOrderDepth = 1 << 18;
 
-} // namespace
+// The order at one depth, timed, as each IPU's program runs it.
+struct Sequenced {
+  ScheduleOrder order;
+  std::vector<IpuOps> ipus;
+};
 
-Schedule build_from_order(const ScheduleContext& ctx) { return build_from_order(ctx, kOrderProbeDepth); }
-
-Schedule build_from_order(const ScheduleContext& ctx, std::int64_t probe_depth) {
-  check_pipelinable(ctx);
-  const Plan& plan = ctx.plan;
-  const std::string& name = ctx.scenario.execution.schedule;
-  if (!plan.training)
-    refuse(ctx, "pipeline.training-only", name + " orders forward and backward passes; this run is inference");
-  const int L = plan.loss_stage;
-  const PartLayout layout = lay_out_parts(ctx, name);
-  const std::int64_t m = ctx.depth();
-  // The order at `depth` micro-batches, timed, as each IPU's program runs it.
+std::vector<int> plan_ipu_ids(const Plan& plan) {
   std::vector<int> ipus;
   for (const PlanIpu& ipu : plan.ipus) ipus.push_back(ipu.id);
+  return ipus;
+}
+
+// The evaluator places one op at a time, so its sequence, cut by IPU, is each IPU's program
+// order; each IPU's part of it is split into warm-up, steady phase and cool-down.
+Sequenced sequence_order(const std::string& name, const PartLayout& layout, const std::vector<int>& ipus,
+                         std::int64_t depth) {
   auto slot = [&](int ipu) { return static_cast<std::size_t>(std::find(ipus.begin(), ipus.end(), ipu) - ipus.begin()); };
-  struct Sequenced {
-    ScheduleOrder order;
-    std::vector<IpuOps> ipus;
-  };
-  auto sequenced = [&](std::int64_t depth) {
-    Sequenced out;
-    out.order = make_order(name, layout.devices, layout.chunks, depth, layout.times, layout.w_share);
-    const OrderTiming timing = evaluate(out.order, layout.times, 0, layout.ipu_of_device);
-    std::vector<std::vector<SequencedOp>> sequence(ipus.size());
-    for (const auto& [d, i] : timing.sequence)
-      sequence[slot(layout.ipu_of_device[static_cast<std::size_t>(d)])].push_back(
-          {d, out.order.ops[static_cast<std::size_t>(d)][i]});
-    std::vector<Period> period;
-    std::vector<std::size_t> lengths;
-    for (const auto& ops : sequence) period.push_back(find_period(ops)), lengths.push_back(ops.size());
-    align_periods(period, lengths);
-    for (std::size_t i = 0; i < sequence.size(); ++i) out.ipus.push_back(split_sequence(sequence[i], period[i]));
-    return out;
-  };
-  // Past probe_depth the order is not built at m: it is built at two depths of m's residue
-  // modulo the common stride S, a >= probe_depth and about 2a, and when the deeper one is the
-  // shallower one with (its depth - a) / S more periods on every IPU (checked op for op), m's
-  // programs are the shallower one with (m - a) / S more: memory does not grow with G. One
-  // pipeline only (DualPipe numbers the reverse pipeline's micro-batches after the forward
-  // one's, so its ops move with m).
-  Sequenced lowered_order;
-  bool extrapolated = false;
+  Sequenced out;
+  out.order = make_order(name, layout.devices, layout.chunks, depth, layout.times, layout.w_share);
+  const OrderTiming timing = evaluate(out.order, layout.times, 0, layout.ipu_of_device);
+  std::vector<std::vector<SequencedOp>> sequence(ipus.size());
+  for (const auto& [d, i] : timing.sequence)
+    sequence[slot(layout.ipu_of_device[static_cast<std::size_t>(d)])].push_back(
+        {d, out.order.ops[static_cast<std::size_t>(d)][i]});
+  std::vector<Period> period;
+  std::vector<std::size_t> lengths;
+  for (const auto& ops : sequence) period.push_back(find_period(ops)), lengths.push_back(ops.size());
+  align_periods(period, lengths);
+  for (std::size_t i = 0; i < sequence.size(); ++i) out.ipus.push_back(split_sequence(sequence[i], period[i]));
+  return out;
+}
+
+// Past probe_depth the order is not built at m: it is built at two depths of m's residue
+// modulo the common stride S, a >= probe_depth and about 2a, and when the deeper one is the
+// shallower one with (its depth - a) / S more periods on every IPU (checked op for op), m's
+// programs are the shallower one with (m - a) / S more: memory does not grow with G. One
+// pipeline only (DualPipe numbers the reverse pipeline's micro-batches after the forward
+// one's, so its ops move with m). Nothing when the order cannot be extended so.
+std::optional<Sequenced> extrapolated_order(const std::string& name, const PartLayout& layout,
+                                            const std::vector<int>& ipus, std::int64_t m, std::int64_t probe_depth) {
   try {
-    if (m > probe_depth) {
-      const Sequenced probe = sequenced(probe_depth);
-      const std::int64_t stride = probe.ipus.front().stride;
-      const bool one_pipeline = std::all_of(probe.order.pipeline_of_micro.begin(), probe.order.pipeline_of_micro.end(),
-                                            [](int pipeline) { return pipeline == 0; });
-      if (one_pipeline && stride > 0 && stride <= probe_depth) {
-        const std::int64_t a = probe_depth + (m - probe_depth) % stride;
-        // Twice as deep: a shared IPU's list schedule can drift for hundreds of micro-batches
-        // before it settles, and a pattern that held only in a transient must not be extended.
-        const std::int64_t more = (a + stride - 1) / stride;
-        Sequenced shallow = sequenced(a);
-        const Sequenced deep = sequenced(a + more * stride);
-        bool periodic = true;
-        for (std::size_t i = 0; i < ipus.size() && periodic; ++i)
-          periodic = shallow.ipus[i].times > 0 && shallow.ipus[i].stride == stride &&
-                     deep.ipus[i] == extended(shallow.ipus[i], more);
-        if (periodic) {
-          for (IpuOps& ops : shallow.ipus) ops = extended(std::move(ops), (m - a) / stride);
-          lowered_order = std::move(shallow);
-          extrapolated = true;
-        }
-      }
-    }
+    const Sequenced probe = sequence_order(name, layout, ipus, probe_depth);
+    const std::int64_t stride = probe.ipus.front().stride;
+    const bool one_pipeline = std::all_of(probe.order.pipeline_of_micro.begin(), probe.order.pipeline_of_micro.end(),
+                                          [](int pipeline) { return pipeline == 0; });
+    if (!one_pipeline || stride <= 0 || stride > probe_depth) return std::nullopt;
+    const std::int64_t a = probe_depth + (m - probe_depth) % stride;
+    // Twice as deep: a shared IPU's list schedule can drift for hundreds of micro-batches
+    // before it settles, and a pattern that held only in a transient must not be extended.
+    const std::int64_t more = (a + stride - 1) / stride;
+    Sequenced shallow = sequence_order(name, layout, ipus, a);
+    const Sequenced deep = sequence_order(name, layout, ipus, a + more * stride);
+    bool periodic = true;
+    for (std::size_t i = 0; i < ipus.size() && periodic; ++i)
+      periodic = shallow.ipus[i].times > 0 && shallow.ipus[i].stride == stride &&
+                 deep.ipus[i] == extended(shallow.ipus[i], more);
+    if (!periodic) return std::nullopt;
+    for (IpuOps& ops : shallow.ipus) ops = extended(std::move(ops), (m - a) / stride);
+    return shallow;
   } catch (const std::invalid_argument&) {
-    // The probe depths break a constraint m keeps: built at m below, where the error is m's.
+    // The probe depths break a constraint m keeps: built at m instead, where the error is m's.
+    return std::nullopt;
   }
-  if (!extrapolated) {
-    if (m > kMaxOrderDepth)
-      depth_error(ctx, "pipeline.what-if-depth",
-                  name + "'s order for this plan cannot be extended from shallower builds (DualPipe's two "
-                         "pipelines, or no steady phase that repeats alike from " + std::to_string(probe_depth) +
-                      " micro-batches on), so it is built micro-batch by micro-batch: at most " +
-                      std::to_string(kMaxOrderDepth) +
-                      " micro-batches per step, this run has " + std::to_string(m) +
-                      "; the bubble is a fixed cost per step, so a smaller G shows it as well");
-    try {
-      lowered_order = sequenced(m);
-    } catch (const std::invalid_argument& e) {
-      const std::string what = e.what();
-      const auto colon = what.find(": ");
-      depth_error(ctx, what.substr(0, colon), what.substr(colon + 2));
-    }
-  }
-  const ScheduleOrder& order = lowered_order.order;
-  std::int64_t unrolled = 0;
-  for (const IpuOps& ops : lowered_order.ipus) unrolled = std::max(unrolled, static_cast<std::int64_t>(ops.unrolled()));
-  // An unrolled IPU program of more than kMaxUnrolledDepth micro-batches' ops (3 per part).
-  if (unrolled > 3 * static_cast<std::int64_t>(plan.forward_stage_count) * kMaxUnrolledDepth)
+}
+
+// The order built micro-batch by micro-batch at m, refused when that would take gigabytes; a
+// constraint m breaks becomes m's depth error.
+Sequenced order_at_full_depth(const ScheduleContext& ctx, const PartLayout& layout, const std::vector<int>& ipus,
+                              std::int64_t probe_depth) {
+  const std::string& name = ctx.scenario.execution.schedule;
+  const std::int64_t m = ctx.depth();
+  if (m > kMaxOrderDepth)
     depth_error(ctx, "pipeline.what-if-depth",
-                name + "'s order for this plan has no steady phase that repeats micro-batch by micro-batch, so it is "
-                       "simulated unrolled: at most " + std::to_string(kMaxUnrolledDepth) +
+                name + "'s order for this plan cannot be extended from shallower builds (DualPipe's two "
+                       "pipelines, or no steady phase that repeats alike from " + std::to_string(probe_depth) +
+                    " micro-batches on), so it is built micro-batch by micro-batch: at most " +
+                    std::to_string(kMaxOrderDepth) +
                     " micro-batches per step, this run has " + std::to_string(m) +
                     "; the bubble is a fixed cost per step, so a smaller G shows it as well");
+  try {
+    return sequence_order(name, layout, ipus, m);
+  } catch (const std::invalid_argument& e) {
+    const std::string what = e.what();
+    const auto colon = what.find(": ");
+    depth_error(ctx, what.substr(0, colon), what.substr(colon + 2));
+  }
+}
 
-  // DualPipe's mirrored parts send and receive over mirrored copies (lowering_plan).
-  const Plan lowered = lowering_plan(plan, layout);
-  const ScheduleContext lowered_ctx{ctx.scenario, lowered, ctx.sync_seconds};
-  auto copies = [&](const OrderPart& part, int stage, bool into, bool gradient) {
-    auto found = into ? lowered_ctx.copies_into(stage, gradient) : lowered_ctx.copies_from(stage, gradient);
-    std::erase_if(found, [&](const PlanCopy* c) { return is_mirrored_copy(plan, *c) != part.mirrored; });
-    return found;
-  };
-  std::vector<const PlanCopy*> gradient_sums;
-  for (const PlanCopy& c : lowered.copies)
-    if (c.from_stage < 0) gradient_sums.push_back(&c);
-  ProgramBuilder b(lowered_ctx, name, ctx.recompute());
-  auto emit = [&](const SequencedOp& s) {
+// An unrolled IPU program of more than kMaxUnrolledDepth micro-batches' ops (3 per part) is refused.
+void check_unrolled_size(const ScheduleContext& ctx, const Sequenced& lowered_order) {
+  std::int64_t unrolled = 0;
+  for (const IpuOps& ops : lowered_order.ipus) unrolled = std::max(unrolled, static_cast<std::int64_t>(ops.unrolled()));
+  if (unrolled > 3 * static_cast<std::int64_t>(ctx.plan.forward_stage_count) * kMaxUnrolledDepth)
+    depth_error(ctx, "pipeline.what-if-depth",
+                ctx.scenario.execution.schedule +
+                    "'s order for this plan has no steady phase that repeats micro-batch by micro-batch, so it is "
+                    "simulated unrolled: at most " + std::to_string(kMaxUnrolledDepth) +
+                    " micro-batches per step, this run has " + std::to_string(ctx.depth()) +
+                    "; the bubble is a fixed cost per step, so a smaller G shows it as well");
+}
+
+// Each F, B, W or BW as its compute step on its part's IPU, with the stage's copies: received
+// before, sent after. DualPipe's mirrored parts send and receive over mirrored copies.
+class OpEmitter {
+public:
+  OpEmitter(const Plan& plan, const PartLayout& layout, const ScheduleContext& lowered_ctx, ProgramBuilder& b)
+      : plan_(plan), layout_(layout), lowered_ctx_(lowered_ctx), b_(b) {}
+
+  void operator()(const SequencedOp& s) const {
     const OrderOp& op = s.op;
-    const OrderPart& part = layout.parts[static_cast<std::size_t>(s.device)][static_cast<std::size_t>(op.chunk)];
+    const OrderPart& part = layout_.parts[static_cast<std::size_t>(s.device)][static_cast<std::size_t>(op.chunk)];
     if (part.stage < 0) return;
+    if (op.kind == OpKind::F) forward(part, op.micro);
+    else if (op.kind == OpKind::W) b_.compute(part.backward, op.micro, Work::WeightGradient);
+    else backward(part, op);
+  }
+
+private:
+  void forward(const OrderPart& part, std::int64_t micro) const {
+    const PlanStage& fwd = part.forward;
+    if (part.first) {
+      b_.receive(fwd.ipu, copies(part, fwd.id, true, false));
+      b_.host_input(fwd, micro);
+    }
+    b_.compute(fwd, micro, Work::ForwardOnly);
+    if (part.last) {
+      b_.host_output(fwd, micro);
+      b_.send(fwd.ipu, copies(part, fwd.id, false, false));
+    }
+  }
+
+  // B or BW.
+  void backward(const OrderPart& part, const OrderOp& op) const {
     const PlanStage& fwd = part.forward;
     const PlanStage& bwd = part.backward;
-    if (op.kind == OpKind::F) {
-      if (part.first) {
-        b.receive(fwd.ipu, copies(part, fwd.id, true, false));
-        b.host_input(fwd, op.micro);
-      }
-      b.compute(fwd, op.micro, Work::ForwardOnly);
-      if (part.last) {
-        b.host_output(fwd, op.micro);
-        b.send(fwd.ipu, copies(part, fwd.id, false, false));
-      }
-      return;
-    }
-    if (op.kind == OpKind::W) {
-      b.compute(bwd, op.micro, Work::WeightGradient);
-      return;
-    }
-    if (part.last) b.receive(fwd.ipu, copies(part, bwd.id, true, true));
-    b.compute(bwd, op.micro,
-              op.kind == OpKind::B ? Work::InputGradient : (part.stage == L ? Work::BackwardOnly : Work::All));
-    if (part.first) b.send(fwd.ipu, copies(part, bwd.id, false, true));
-  };
-  b.repeat("batches", ctx.batches(), m, [&] {
+    if (part.last) b_.receive(fwd.ipu, copies(part, bwd.id, true, true));
+    b_.compute(bwd, op.micro,
+               op.kind == OpKind::B ? Work::InputGradient
+                                    : (part.stage == plan_.loss_stage ? Work::BackwardOnly : Work::All));
+    if (part.first) b_.send(fwd.ipu, copies(part, bwd.id, false, true));
+  }
+
+  std::vector<const PlanCopy*> copies(const OrderPart& part, int stage, bool into, bool gradient) const {
+    auto found = into ? lowered_ctx_.copies_into(stage, gradient) : lowered_ctx_.copies_from(stage, gradient);
+    std::erase_if(found, [&](const PlanCopy* c) { return is_mirrored_copy(plan_, *c) != part.mirrored; });
+    return found;
+  }
+
+  const Plan& plan_;
+  const PartLayout& layout_;
+  const ScheduleContext& lowered_ctx_;
+  ProgramBuilder& b_;
+};
+
+// Each batch: every IPU's warm-up, steady-phase loop and cool-down, the gradient sums of
+// DualPipe's two weight copies, then the weight update.
+void emit_batches(const ScheduleContext& ctx, const Sequenced& lowered_order, const OpEmitter& emit,
+                  const std::vector<const PlanCopy*>& gradient_sums, ProgramBuilder& b) {
+  const std::string& name = ctx.scenario.execution.schedule;
+  b.repeat("batches", ctx.batches(), ctx.depth(), [&] {
     int steady = -1;
     for (const IpuOps& ops : lowered_order.ipus) {
       for (const SequencedOp& s : ops.warm_up) emit(s);
@@ -189,35 +211,77 @@ Schedule build_from_order(const ScheduleContext& ctx, std::int64_t probe_depth) 
     if (!gradient_sums.empty()) b.exchange(gradient_sums, Pass::AllReduce);
     b.weight_updates(/*all_at_once=*/true);
   });
-  // Stashes from the order: a part holds a micro-batch in full from its F to its B and W's share
-  // of it from B to W, the limit the greedy orders were built under; the memory model stashes
-  // whole micro-batches of a stage, so the peak is rounded up (a stage split in two parts
-  // stashes the larger of its parts' peaks).
-  std::vector<int> stash(static_cast<std::size_t>(plan.forward_stage_count), 0);
+}
+
+// The micro-batches part (d, c) holds at its peak: in full from its F to its B, and W's share
+// of it from B to W, the limit the greedy orders were built under; the memory model stashes
+// whole micro-batches of a stage, so the peak is rounded up.
+int held_micro_batches(const ScheduleOrder& order, int d, int c, double w_share) {
+  double to_b = 0, to_w = 0, peak = 0;
+  for (const OrderOp& op : order.ops[static_cast<std::size_t>(d)]) {
+    if (op.chunk != c) continue;
+    if (op.kind == OpKind::F) to_b += 1;
+    if (op.kind == OpKind::B) to_b -= 1, to_w += 1;
+    if (op.kind == OpKind::W) to_w -= 1;
+    if (op.kind == OpKind::BW) to_b -= 1;
+    peak = std::max(peak, to_b + w_share * to_w);
+  }
+  return static_cast<int>(std::ceil(peak - 1e-9));
+}
+
+struct OrderStashes {
+  std::vector<int> depth;  // per forward stage
   std::vector<StageMirror> mirrors;
+};
+
+// Stashes from the order; a stage split in two parts stashes the larger of its parts' peaks.
+OrderStashes order_stashes(const Plan& plan, const PartLayout& layout, const ScheduleOrder& order) {
+  OrderStashes out;
+  out.depth.assign(static_cast<std::size_t>(plan.forward_stage_count), 0);
   for (int d = 0; d < layout.devices; ++d)
     for (int c = 0; c < layout.chunks; ++c) {
       const OrderPart& part = layout.parts[static_cast<std::size_t>(d)][static_cast<std::size_t>(c)];
       if (part.stage < 0) continue;
-      double to_b = 0, to_w = 0, peak = 0;
-      for (const OrderOp& op : order.ops[static_cast<std::size_t>(d)]) {
-        if (op.chunk != c) continue;
-        if (op.kind == OpKind::F) to_b += 1;
-        if (op.kind == OpKind::B) to_b -= 1, to_w += 1;
-        if (op.kind == OpKind::W) to_w -= 1;
-        if (op.kind == OpKind::BW) to_b -= 1;
-        peak = std::max(peak, to_b + layout.w_share * to_w);
-      }
-      const int held = static_cast<int>(std::ceil(peak - 1e-9));
+      const int held = held_micro_batches(order, d, c, layout.w_share);
       if (part.mirrored) {
-        mirrors.push_back({part.stage, part.forward.ipu, held});
+        out.mirrors.push_back({part.stage, part.forward.ipu, held});
         continue;
       }
-      int& depth = stash[static_cast<std::size_t>(part.stage)];
+      int& depth = out.depth[static_cast<std::size_t>(part.stage)];
       depth = std::max(depth, held);
     }
-  Schedule schedule = b.finish(ctx.batches() * m, 0, stash);
-  schedule.mirrors = std::move(mirrors);
+  return out;
+}
+
+} // namespace
+
+Schedule build_from_order(const ScheduleContext& ctx) { return build_from_order(ctx, kOrderProbeDepth); }
+
+Schedule build_from_order(const ScheduleContext& ctx, std::int64_t probe_depth) {
+  check_pipelinable(ctx);
+  const Plan& plan = ctx.plan;
+  const std::string& name = ctx.scenario.execution.schedule;
+  if (!plan.training)
+    refuse(ctx, "pipeline.training-only", name + " orders forward and backward passes; this run is inference");
+  const PartLayout layout = lay_out_parts(ctx, name);
+  const std::int64_t m = ctx.depth();
+  const std::vector<int> ipus = plan_ipu_ids(plan);
+  std::optional<Sequenced> lowered_order;
+  if (m > probe_depth) lowered_order = extrapolated_order(name, layout, ipus, m, probe_depth);
+  if (!lowered_order) lowered_order = order_at_full_depth(ctx, layout, ipus, probe_depth);
+  check_unrolled_size(ctx, *lowered_order);
+
+  // DualPipe's mirrored parts send and receive over mirrored copies (lowering_plan).
+  const Plan lowered = lowering_plan(plan, layout);
+  const ScheduleContext lowered_ctx{ctx.scenario, lowered, ctx.sync_seconds};
+  std::vector<const PlanCopy*> gradient_sums;
+  for (const PlanCopy& c : lowered.copies)
+    if (c.from_stage < 0) gradient_sums.push_back(&c);
+  ProgramBuilder b(lowered_ctx, name, ctx.recompute());
+  emit_batches(ctx, *lowered_order, OpEmitter(plan, layout, lowered_ctx, b), gradient_sums, b);
+  OrderStashes stashes = order_stashes(plan, layout, lowered_order->order);
+  Schedule schedule = b.finish(ctx.batches() * m, 0, stashes.depth);
+  schedule.mirrors = std::move(stashes.mirrors);
   return schedule;
 }
 

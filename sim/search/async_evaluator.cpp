@@ -37,48 +37,57 @@ Task task_of(bool one_f_one_b, int s, int p, std::int64_t m, bool training, std:
   return {false, (m - w) + (j - 2 * (m - w))};
 }
 
-} // namespace
+// The step's shape, alike in every replica.
+struct AsyncStep {
+  AsyncStep(const Execution& execution, const Plan& step_plan);
 
-StepEstimate estimate_async_step(const Execution& ex, const Plan& plan, RouteTable& routes) {
-  const HardwareConfig& hw = routes.hardware();
-  TransferTimer timer(ex, plan, routes);
-  const int p = plan.forward_stage_count;
-  const int L = plan.loss_stage;
-  const bool training = plan.training;
-  const bool recompute = ex.recomputation == Recomputation::Pipeline;
-  const std::int64_t m = training ? ex.gradient_accumulation : ex.batches_per_step;
-  const std::int64_t batches = training ? ex.batches_per_step : 1;
-  for (const PlanIpu& ipu : plan.ipus)
-    if (ipu.stages.size() > (training ? 2u : 1u))
-      throw InputError("", "/ops", "pipeline.one-stage-per-ipu",
-                       "the " + ex.schedule + " schedule runs one forward stage per IPU, but IPU " +
-                           std::to_string(ipu.id) + " holds several");
-  const bool one_f_one_b = schedule_info(ex.schedule).step_model == StepModel::OneForwardOneBackward;
+  const Execution& ex;
+  const Plan& plan;
+  int p = 0;  // forward stages
+  int L = 0;  // the loss stage
+  bool training = false, recompute = false, one_f_one_b = false;
+  std::int64_t m = 0;          // micro-batches per batch
+  std::int64_t per_stage = 0;  // tasks in each forward stage's list
+  // Copies into and out of each forward stage's forward (index 2s) and backward (index 2s + 1).
+  std::vector<std::vector<const PlanCopy*>> in, out;
+};
 
-  // Copies into and out of each forward stage's forward (index 0) and backward (index 1).
-  std::vector<std::vector<const PlanCopy*>> in(static_cast<std::size_t>(2 * p)), out(in.size());
+AsyncStep::AsyncStep(const Execution& execution, const Plan& step_plan)
+    : ex(execution), plan(step_plan), p(plan.forward_stage_count), L(plan.loss_stage), training(plan.training),
+      recompute(ex.recomputation == Recomputation::Pipeline),
+      one_f_one_b(schedule_info(ex.schedule).step_model == StepModel::OneForwardOneBackward),
+      m(training ? ex.gradient_accumulation : ex.batches_per_step), per_stage(training ? 2 * m : m),
+      in(static_cast<std::size_t>(2 * p)), out(in.size()) {
   for (const PlanCopy& c : plan.copies) {
     const int to = c.gradient ? 2 * L - c.to_stage : c.to_stage;
     const int from = c.gradient ? 2 * L - c.from_stage : c.from_stage;
     in[static_cast<std::size_t>(2 * to + (c.gradient ? 1 : 0))].push_back(&c);
     out[static_cast<std::size_t>(2 * from + (c.gradient ? 1 : 0))].push_back(&c);
   }
-  auto host = [&](double bytes) { return ex.host_io && bytes > 0 && ex.io_tiles == 0 ? timer.host_seconds(bytes) : 0.0; };
-  if (ex.host_io && ex.io_tiles > 0) timer.contention |= kIoTiles;
-  const std::int64_t per_stage = training ? 2 * m : m;
+}
 
-  // Who uses each directed link: one copy of two replicas on one link moves at the same
-  // times (the replicas run alike), so that shares it; copies of one replica that share a
-  // link are checked as they are sent.
+void check_one_stage_per_ipu(const Execution& ex, const Plan& plan) {
+  for (const PlanIpu& ipu : plan.ipus)
+    if (ipu.stages.size() > (plan.training ? 2u : 1u))
+      throw InputError("", "/ops", "pipeline.one-stage-per-ipu",
+                       "the " + ex.schedule + " schedule runs one forward stage per IPU, but IPU " +
+                           std::to_string(ipu.id) + " holds several");
+}
+
+// Per replica, per copy: the link slots it shares with another copy. Who uses each directed
+// link: one copy of two replicas on one link moves at the same times (the replicas run alike),
+// so that shares it (noted on `timer`); copies of one replica that share a link are checked as
+// they are sent.
+std::vector<std::vector<std::vector<int>>> shared_copy_slots(const Plan& plan, RouteTable& routes,
+                                                             TransferTimer& timer) {
   const int replicas = timer.replicas();
-  const std::size_t copies = plan.copies.size();
   std::map<int, std::vector<std::pair<int, int>>> users;  // slot -> (replica, copy id)
   for (int r = 0; r < replicas; ++r)
     for (const PlanCopy& c : plan.copies)
       for (int slot : routes.path(timer.physical(r, c.src_ipu), timer.physical(r, c.dst_ipu)).slots)
         users[slot].push_back({r, c.id});
   std::vector<std::vector<std::vector<int>>> shared_slots(static_cast<std::size_t>(replicas),
-                                                          std::vector<std::vector<int>>(copies));
+                                                          std::vector<std::vector<int>>(plan.copies.size()));
   for (const auto& [slot, list] : users) {
     for (std::size_t i = 0; i < list.size(); ++i)
       for (std::size_t j = i + 1; j < list.size(); ++j)
@@ -88,89 +97,149 @@ StepEstimate estimate_async_step(const Execution& ex, const Plan& plan, RouteTab
     if (several)
       for (const auto& [r, id] : list) shared_slots[static_cast<std::size_t>(r)][static_cast<std::size_t>(id)].push_back(slot);
   }
+  return shared_slots;
+}
 
-  // Each replica on its own IPUs and links (their latencies may differ): played one by one,
-  // the batch ends when the slowest is done. A copy's arrivals wait in a queue until taken
-  // (in micro-batch order); the stages are played a task each in turn, so a queue is as long
-  // as the schedule's order makes it, not as far as a stage runs ahead in time.
-  double makespan = 0, busiest = 0, first_start = 0, first_end = 0;
-  for (int r = 0; r < replicas; ++r) {
-    std::vector<double> duration(copies), last_end(copies, -kNever);
+// One replica on its own IPUs and links (their latencies may differ). A copy's arrivals wait in
+// a queue until taken (in micro-batch order); the stages are played a task each in turn, so a
+// queue is as long as the schedule's order makes it, not as far as a stage runs ahead in time.
+class ReplicaPlay {
+public:
+  ReplicaPlay(const AsyncStep& step, TransferTimer& timer, const std::vector<std::vector<int>>& shared_slots, int r)
+      : step_(step), timer_(timer), shared_slots_(shared_slots), duration_(step.plan.copies.size()),
+        last_end_(duration_.size(), -kNever), arrivals_(duration_.size()), next_(static_cast<std::size_t>(step.p), 0),
+        clock_(static_cast<std::size_t>(step.p), 0), busy_(clock_.size(), 0) {
     LinkUse unused;
-    for (const PlanCopy& c : plan.copies)
-      duration[static_cast<std::size_t>(c.id)] =
+    for (const PlanCopy& c : step.plan.copies)
+      duration_[static_cast<std::size_t>(c.id)] =
           timer.transfer_seconds(timer.physical(r, c.src_ipu), timer.physical(r, c.dst_ipu), c.bytes, 0, unused);
-    std::vector<std::deque<double>> arrivals(copies);
-    std::map<int, std::vector<std::pair<double, double>>> busy_slots;  // shared slots: transfers not yet over
-    std::vector<std::int64_t> next(static_cast<std::size_t>(p), 0);
-    std::vector<double> clock(static_cast<std::size_t>(p), 0), busy(clock.size(), 0);
-    auto send = [&](const PlanCopy& c, double t) {
-      const auto id = static_cast<std::size_t>(c.id);
-      const double end = t + duration[id];
-      if (t < last_end[id]) timer.contention |= kSharedCopyLinks;  // the previous micro-batch's still moving
-      last_end[id] = end;
-      if (!shared_slots[static_cast<std::size_t>(r)][id].empty()) {
-        // Transfers ending before every IPU's clock cannot overlap any later one.
-        const double now = *std::min_element(clock.begin(), clock.end());
-        for (int slot : shared_slots[static_cast<std::size_t>(r)][id]) {
-          auto& spans = busy_slots[slot];
-          spans.erase(std::remove_if(spans.begin(), spans.end(), [&](const auto& x) { return x.second <= now; }),
-                      spans.end());
-          for (const auto& [s0, e0] : spans)
-            if (t < e0 && s0 < end) timer.contention |= kSharedCopyLinks;
-          spans.emplace_back(t, end);
-        }
-      }
-      arrivals[id].push_back(end);
-    };
-    for (std::size_t left = static_cast<std::size_t>(p); left > 0;) {
+  }
+
+  void play() {
+    for (std::size_t left = static_cast<std::size_t>(step_.p); left > 0;) {
       bool progressed = false;
-      for (int s = 0; s < p; ++s) {
+      for (int s = 0; s < step_.p; ++s) {
         const auto si = static_cast<std::size_t>(s);
         // One task per stage per sweep: a stage run to its end first would queue all its sends
         // (GPipe's forwards: the whole batch) before the next stage took any.
-        if (next[si] == per_stage) continue;
-        const Task task = task_of(one_f_one_b, s, p, m, training, next[si]);
-        double start = clock[si];
-        bool ready = true;
-        for (const PlanCopy* c : in[2 * si + (task.forward ? 0 : 1)]) {
-          const auto& queue = arrivals[static_cast<std::size_t>(c->id)];
-          if (queue.empty()) ready = false;
-          else start = std::max(start, queue.front());
-        }
-        if (!ready) continue;
-        for (const PlanCopy* c : in[2 * si + (task.forward ? 0 : 1)]) arrivals[static_cast<std::size_t>(c->id)].pop_front();
-        double t = start;
-        if (task.forward) {
-          const PlanStage& st = plan.stages[si];
-          t += host(st.host_input_bytes) + st.forward_seconds + host(st.host_output_bytes);
-        } else {
-          const PlanStage& st = plan.stages[static_cast<std::size_t>(2 * L - s)];
-          t += st.backward_seconds + (recompute && s != L ? st.recompute_seconds : 0.0);
-        }
-        busy[si] += t - start;
-        clock[si] = t;
-        for (const PlanCopy* c : out[2 * si + (task.forward ? 0 : 1)]) send(*c, t);
-        if (r == 0 && task.micro_batch == 0 && s == 0 && task.forward) first_start = start;
-        if (r == 0 && task.micro_batch == 0 && s == (training ? 0 : p - 1) && task.forward != training) first_end = t;
-        if (++next[si] == per_stage) --left;
+        if (next_[si] == step_.per_stage || !run_next_task(s)) continue;
+        if (++next_[si] == step_.per_stage) --left;
         progressed = true;
       }
       if (!progressed && left > 0) throw std::logic_error("asynchronous schedule evaluator: tasks wait on each other");
     }
-    makespan = std::max(makespan, *std::max_element(clock.begin(), clock.end()));
-    busiest = std::max(busiest, *std::max_element(busy.begin(), busy.end()));
   }
 
-  if (ex.host_io && hw.host_link.shared_by > 1 && !timer.prefetched()) {
-    std::map<int, int> streaming;
-    for (int r = 0; r < timer.replicas(); ++r)
-      for (const PlanStage& st : plan.stages)
-        if (!st.backward && (st.host_input_bytes > 0 || st.host_output_bytes > 0) &&
-            ++streaming[timer.physical(r, st.ipu) / hw.host_link.shared_by] > 1)
-          timer.contention |= kSharedHostLink;
+  double makespan() const { return *std::max_element(clock_.begin(), clock_.end()); }
+  double busiest() const { return *std::max_element(busy_.begin(), busy_.end()); }
+  // The first micro-batch's way through the pipeline.
+  double first_start = 0, first_end = 0;
+
+private:
+  // Stage s's next task, once its inputs have all arrived; false while one is missing.
+  bool run_next_task(int s) {
+    const auto si = static_cast<std::size_t>(s);
+    const Task task = task_of(step_.one_f_one_b, s, step_.p, step_.m, step_.training, next_[si]);
+    const std::vector<const PlanCopy*>& inputs = step_.in[2 * si + (task.forward ? 0 : 1)];
+    double start = clock_[si];
+    for (const PlanCopy* c : inputs) {
+      const auto& queue = arrivals_[static_cast<std::size_t>(c->id)];
+      if (queue.empty()) return false;
+      start = std::max(start, queue.front());
+    }
+    for (const PlanCopy* c : inputs) arrivals_[static_cast<std::size_t>(c->id)].pop_front();
+    const double t = start + task_seconds(task, s);
+    busy_[si] += t - start;
+    clock_[si] = t;
+    for (const PlanCopy* c : step_.out[2 * si + (task.forward ? 0 : 1)]) send(*c, t);
+    if (task.micro_batch == 0 && s == 0 && task.forward) first_start = start;
+    if (task.micro_batch == 0 && s == (step_.training ? 0 : step_.p - 1) && task.forward != step_.training)
+      first_end = t;
+    return true;
   }
 
+  double task_seconds(const Task& task, int s) const {
+    if (task.forward) {
+      const PlanStage& st = step_.plan.stages[static_cast<std::size_t>(s)];
+      return host(st.host_input_bytes) + st.forward_seconds + host(st.host_output_bytes);
+    }
+    const PlanStage& st = step_.plan.stages[static_cast<std::size_t>(2 * step_.L - s)];
+    return st.backward_seconds + (step_.recompute && s != step_.L ? st.recompute_seconds : 0.0);
+  }
+
+  double host(double bytes) const {
+    const Execution& ex = step_.ex;
+    return ex.host_io && bytes > 0 && ex.io_tiles == 0 ? timer_.host_seconds(bytes) : 0.0;
+  }
+
+  void send(const PlanCopy& c, double t) {
+    const auto id = static_cast<std::size_t>(c.id);
+    const double end = t + duration_[id];
+    if (t < last_end_[id]) timer_.contention |= kSharedCopyLinks;  // the previous micro-batch's still moving
+    last_end_[id] = end;
+    if (!shared_slots_[id].empty()) note_overlaps(shared_slots_[id], t, end);
+    arrivals_[id].push_back(end);
+  }
+
+  // A transfer from t to end on shared slots, noted as contention when it overlaps another there.
+  void note_overlaps(const std::vector<int>& slots, double t, double end) {
+    // Transfers ending before every IPU's clock cannot overlap any later one.
+    const double now = *std::min_element(clock_.begin(), clock_.end());
+    for (int slot : slots) {
+      auto& spans = busy_slots_[slot];
+      spans.erase(std::remove_if(spans.begin(), spans.end(), [&](const auto& x) { return x.second <= now; }),
+                  spans.end());
+      for (const auto& [s0, e0] : spans)
+        if (t < e0 && s0 < end) timer_.contention |= kSharedCopyLinks;
+      spans.emplace_back(t, end);
+    }
+  }
+
+  const AsyncStep& step_;
+  TransferTimer& timer_;
+  const std::vector<std::vector<int>>& shared_slots_;  // per copy
+  std::vector<double> duration_, last_end_;            // per copy
+  std::vector<std::deque<double>> arrivals_;           // per copy
+  std::map<int, std::vector<std::pair<double, double>>> busy_slots_;  // shared slots: transfers not yet over
+  std::vector<std::int64_t> next_;                     // per stage: its next task
+  std::vector<double> clock_, busy_;                   // per stage
+};
+
+// Streams of IPUs behind one host link share it (unless prefetched through the gateway).
+void note_shared_host_link(const Execution& ex, const Plan& plan, const HardwareConfig& hw, TransferTimer& timer) {
+  if (!ex.host_io || hw.host_link.shared_by <= 1 || timer.prefetched()) return;
+  std::map<int, int> streaming;
+  for (int r = 0; r < timer.replicas(); ++r)
+    for (const PlanStage& st : plan.stages)
+      if (!st.backward && (st.host_input_bytes > 0 || st.host_output_bytes > 0) &&
+          ++streaming[timer.physical(r, st.ipu) / hw.host_link.shared_by] > 1)
+        timer.contention |= kSharedHostLink;
+}
+
+} // namespace
+
+StepEstimate estimate_async_step(const Execution& ex, const Plan& plan, RouteTable& routes) {
+  const HardwareConfig& hw = routes.hardware();
+  TransferTimer timer(ex, plan, routes);
+  check_one_stage_per_ipu(ex, plan);
+  const AsyncStep step(ex, plan);
+  if (ex.host_io && ex.io_tiles > 0) timer.contention |= kIoTiles;
+  const auto shared_slots = shared_copy_slots(plan, routes, timer);
+
+  // Played replica by replica, the batch ends when the slowest is done.
+  double makespan = 0, busiest = 0, first_start = 0, first_end = 0;
+  for (int r = 0; r < timer.replicas(); ++r) {
+    ReplicaPlay replica(step, timer, shared_slots[static_cast<std::size_t>(r)], r);
+    replica.play();
+    makespan = std::max(makespan, replica.makespan());
+    busiest = std::max(busiest, replica.busiest());
+    if (r == 0) first_start = replica.first_start, first_end = replica.first_end;
+  }
+  note_shared_host_link(ex, plan, hw, timer);
+
+  const bool training = plan.training;
+  const std::int64_t m = step.m;
+  const std::int64_t batches = training ? ex.batches_per_step : 1;
   StepEstimate e;
   e.cycle_seconds = busiest / static_cast<double>(m);
   e.fill_flush_seconds = makespan - static_cast<double>(m) * e.cycle_seconds;

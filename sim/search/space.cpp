@@ -48,41 +48,15 @@ std::vector<bool> switches(const std::vector<std::string>& words, const std::str
   return out;
 }
 
-} // namespace
-
-std::string heads_name(bool heads_on_last) { return heads_on_last ? "last" : "0"; }
-
-std::vector<std::int64_t> PlanSpace::depths_for(std::int64_t micro_batch, int replicas) const {
-  if (global_batch) {
-    const std::int64_t per_depth = micro_batch * replicas;
-    if (*global_batch % per_depth != 0) return {};
-    return {*global_batch / per_depth};
-  }
-  std::vector<std::int64_t> out;
-  for (std::int64_t d : depths) {
-    const double batch = static_cast<double>(micro_batch) * replicas * static_cast<double>(d);
-    if (batch >= static_cast<double>(min_global_batch) && batch <= static_cast<double>(max_global_batch)) out.push_back(d);
-  }
-  return out;
+// The replicas asked for: listed, or the scenario's own when --set fixed them.
+std::vector<int> requested_replicas(const Scenario& sc, const PlanRequest& r) {
+  if (r.replicas.empty() && fixed(r, "execution.replicas")) return {static_cast<int>(sc.execution.replicas)};
+  return r.replicas;
 }
 
-std::size_t PlanSpace::size() const {
-  return shapes.size() * micro_batches.size() * (global_batch ? 1 : depths.size()) * schedules.size() *
-         recomputation.size() * state_off_chip.size() * rts.size() * heads_on_last.size() * weight_update.size();
-}
-
-PlanSpace make_plan_space(const Scenario& sc, const PlanRequest& r, int layers) {
-  const Execution& ex = sc.execution;
-  // With tensor parallelism the pipeline's IPUs are groups of tensorParallel IPUs.
-  const int system = static_cast<int>(sc.hardware.ipu_count / std::max<std::int64_t>(1, ex.tensor_parallel));
-  PlanSpace s;
-  s.layer_free_ipus = r.layer_free_ipus;
-  s.half_layers = r.half_layers;
-  // A pipeline needs 2 IPUs; IPU 0 and the last may hold no layer, the others at least one.
-  const int widest = layers + (r.layer_free_ipus ? 2 : 0);
-
-  std::vector<int> replicas = r.replicas;
-  if (replicas.empty() && fixed(r, "execution.replicas")) replicas = {static_cast<int>(ex.replicas)};
+// IPUs x replicas pairs the request names, or every divisor of the system's IPUs, checked against the system.
+std::set<std::pair<int, int>> requested_shapes(const Scenario& sc, const PlanRequest& r,
+                                               const std::vector<int>& replicas, int system) {
   for (int w : r.ipus)
     if (w < 2 || w > system)
       throw bad("--ipus", "plan.ipus", "a pipeline takes 2 to " + std::to_string(system) + " IPUs of \"" +
@@ -109,30 +83,49 @@ PlanSpace make_plan_space(const Scenario& sc, const PlanRequest& r, int layers) 
     for (int w = 2; w <= system; ++w)
       if (system % w == 0) shapes.emplace(w, system / w);
   }
-  for (auto [w, rep] : shapes) {
+  return shapes;
+}
+
+// The requested shapes no wider than the layers can be split over.
+std::vector<PipelineShape> pipeline_shapes(const Scenario& sc, const PlanRequest& r, int layers) {
+  // With tensor parallelism the pipeline's IPUs are groups of tensorParallel IPUs.
+  const int system =
+      static_cast<int>(sc.hardware.ipu_count / std::max<std::int64_t>(1, sc.execution.tensor_parallel));
+  // A pipeline needs 2 IPUs; IPU 0 and the last may hold no layer, the others at least one.
+  const int widest = layers + (r.layer_free_ipus ? 2 : 0);
+  std::vector<PipelineShape> out;
+  for (auto [w, rep] : requested_shapes(sc, r, requested_replicas(sc, r), system)) {
     if (w > widest) {
       if (!r.ipus.empty())
         throw bad("--ipus", "plan.ipus", "the planner splits " + std::to_string(layers) + " layers over at most " +
                                              std::to_string(widest) + " IPUs; asked for " + std::to_string(w));
       continue;
     }
-    s.shapes.push_back({w, rep});
+    out.push_back({w, rep});
   }
-  if (s.shapes.empty())
+  if (out.empty())
     throw bad("--ipus", "plan.ipus", "no pipeline of 2 to " + std::to_string(widest) + " IPUs fits \"" + sc.hardware.name +
                                          "\" (" + std::to_string(system) + " IPUs) with the replicas asked for");
+  return out;
+}
 
-  s.micro_batches = r.micro_batches;
-  if (s.micro_batches.empty() && fixed(r, "execution.microBatchSize")) s.micro_batches = {ex.micro_batch_size};
-  if (s.micro_batches.empty()) {
-    for (std::int64_t mb = 1; mb <= 64; mb *= 2) s.micro_batches.push_back(mb);
-    if (std::find(s.micro_batches.begin(), s.micro_batches.end(), ex.micro_batch_size) == s.micro_batches.end())
-      s.micro_batches.push_back(ex.micro_batch_size);
-    std::sort(s.micro_batches.begin(), s.micro_batches.end());
+// Listed, the scenario's when fixed, else the powers of two to 64 and the scenario's own.
+std::vector<std::int64_t> micro_batches_to_search(const Execution& ex, const PlanRequest& r) {
+  std::vector<std::int64_t> out = r.micro_batches;
+  if (out.empty() && fixed(r, "execution.microBatchSize")) out = {ex.micro_batch_size};
+  if (out.empty()) {
+    for (std::int64_t mb = 1; mb <= 64; mb *= 2) out.push_back(mb);
+    if (std::find(out.begin(), out.end(), ex.micro_batch_size) == out.end()) out.push_back(ex.micro_batch_size);
+    std::sort(out.begin(), out.end());
   }
-  for (auto mb : s.micro_batches)
+  for (auto mb : out)
     if (mb < 1) throw bad("--micro-batch", "plan.bad-value", "a micro-batch holds at least one sample");
+  return out;
+}
 
+// The depth: fixed by a global batch (the scenario's unless asked otherwise), listed, or every
+// power of two within the batch bounds. A fixed global batch must be divisible by some shape.
+void set_depths(const Execution& ex, const PlanRequest& r, PlanSpace& s) {
   const std::int64_t depth = ex.training ? ex.gradient_accumulation : ex.batches_per_step;
   if (r.global_batch) {
     s.global_batch = *r.global_batch;
@@ -146,16 +139,18 @@ PlanSpace make_plan_space(const Scenario& sc, const PlanRequest& r, int layers) 
   } else {
     s.global_batch = ex.micro_batch_size * depth * ex.replicas;
   }
-  if (s.global_batch) {
-    bool divisible = false;
-    for (const auto& shape : s.shapes)
-      for (auto mb : s.micro_batches) divisible = divisible || !s.depths_for(mb, shape.replicas).empty();
-    if (!divisible)
-      throw bad("--global-batch", "plan.global-batch",
-                "no micro-batch (" + join(s.micro_batches) + ") x replicas divides the global batch " +
-                    std::to_string(*s.global_batch));
-  }
+  if (!s.global_batch) return;
+  bool divisible = false;
+  for (const auto& shape : s.shapes)
+    for (auto mb : s.micro_batches) divisible = divisible || !s.depths_for(mb, shape.replicas).empty();
+  if (!divisible)
+    throw bad("--global-batch", "plan.global-batch",
+              "no micro-batch (" + join(s.micro_batches) + ") x replicas divides the global batch " +
+                  std::to_string(*s.global_batch));
+}
 
+// Listed, the scenario's when fixed, else every evaluated schedule, the what-if ones apart.
+void set_schedules(const Execution& ex, const PlanRequest& r, PlanSpace& s) {
   s.schedules = r.schedules;
   if (s.schedules.empty() && fixed(r, "execution.schedule")) s.schedules = {ex.schedule};
   if (s.schedules.empty())
@@ -165,7 +160,12 @@ PlanSpace make_plan_space(const Scenario& sc, const PlanRequest& r, int layers) 
     if (!has_evaluator(name))
       throw bad("--schedule", "plan.schedule", "the planner evaluates popart, tf-grouped, tf-interleaved, tf-sequential, "
                                                "gpipe and 1f1b; not \"" + name + "\"");
+}
 
+// Recomputation, optimizer state off chip and replicated tensor sharding: listed, the
+// scenario's when fixed or when the choice cannot matter, else both.
+void set_memory_switches(const Scenario& sc, const PlanRequest& r, PlanSpace& s) {
+  const Execution& ex = sc.execution;
   const bool has_state = ex.training && optimizer_state_tensors(ex.optimizer) > 0;
   if (!r.recomputation.empty()) s.recomputation = switches(r.recomputation, "none", "pipeline", "--recomputation");
   else if (fixed(r, "execution.recomputation") || !ex.training) s.recomputation = {ex.recomputation == Recomputation::Pipeline};
@@ -181,30 +181,37 @@ PlanSpace make_plan_space(const Scenario& sc, const PlanRequest& r, int layers) 
   if (!r.rts.empty()) s.rts = switches(r.rts, "off", "on", "--rts");
   else if (fixed(r, "execution.optimizer.replicatedTensorSharding") || !has_state) s.rts = {ex.replicated_tensor_sharding};
   else s.rts = {false, true};
+}
 
+// Listed, the scenario's when fixed or inference, else all three.
+std::vector<WeightUpdateSchedule> weight_updates_to_search(const Execution& ex, const PlanRequest& r) {
+  std::vector<WeightUpdateSchedule> out;
   for (const auto& name : r.weight_update) {
-    if (name == "Serial") s.weight_update.push_back(WeightUpdateSchedule::Serial);
-    else if (name == "OverlapCycleOptimized") s.weight_update.push_back(WeightUpdateSchedule::OverlapCycleOptimized);
-    else if (name == "OverlapMemoryOptimized") s.weight_update.push_back(WeightUpdateSchedule::OverlapMemoryOptimized);
+    if (name == "Serial") out.push_back(WeightUpdateSchedule::Serial);
+    else if (name == "OverlapCycleOptimized") out.push_back(WeightUpdateSchedule::OverlapCycleOptimized);
+    else if (name == "OverlapMemoryOptimized") out.push_back(WeightUpdateSchedule::OverlapMemoryOptimized);
     else throw bad("--weight-update", "plan.bad-value", "--weight-update takes Serial, OverlapCycleOptimized or "
                                                         "OverlapMemoryOptimized, got \"" + name + "\"");
   }
-  if (s.weight_update.empty()) {
-    if (!ex.training || fixed(r, "execution.accumulateOuterFragmentSettings.schedule"))
-      s.weight_update = {ex.weight_update_schedule};
-    else
-      s.weight_update = {WeightUpdateSchedule::Serial, WeightUpdateSchedule::OverlapCycleOptimized,
-                         WeightUpdateSchedule::OverlapMemoryOptimized};
-  }
+  if (!out.empty()) return out;
+  if (!ex.training || fixed(r, "execution.accumulateOuterFragmentSettings.schedule"))
+    return {ex.weight_update_schedule};
+  return {WeightUpdateSchedule::Serial, WeightUpdateSchedule::OverlapCycleOptimized,
+          WeightUpdateSchedule::OverlapMemoryOptimized};
+}
 
-  if (!r.heads_on.empty()) s.heads_on_last = switches(r.heads_on, "0", "last", "--heads-on");
-  else s.heads_on_last = {false, true};
+void sort_unique(std::vector<double>& values) {
+  std::sort(values.begin(), values.end());
+  values.erase(std::unique(values.begin(), values.end()), values.end());
+}
 
+// availableMemoryProportion: fixed by --set (one value per IPU keeps only pipelines that wide),
+// or the values each IPU chooses from.
+void set_amps(const Execution& ex, const PlanRequest& r, PlanSpace& s) {
   if (fixed(r, "execution.availableMemoryProportion")) {
     s.fixed_amps = ex.available_memory_proportion;
     s.amps = s.fixed_amps;
-    std::sort(s.amps.begin(), s.amps.end());
-    s.amps.erase(std::unique(s.amps.begin(), s.amps.end()), s.amps.end());
+    sort_unique(s.amps);
     if (s.fixed_amps.size() > 1) {
       const std::size_t n = s.fixed_amps.size();
       s.shapes.erase(std::remove_if(s.shapes.begin(), s.shapes.end(),
@@ -215,17 +222,55 @@ PlanSpace make_plan_space(const Scenario& sc, const PlanRequest& r, int layers) 
                                                  " values (one per IPU), but no pipeline of " + std::to_string(n) +
                                                  " IPUs is searched; fix one value, or --ipus " + std::to_string(n));
     }
-  } else {
-    s.amps = r.amps;
-    if (s.amps.empty()) {
-      s.amps = {0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5, 0.6};
-      for (double a : ex.available_memory_proportion) s.amps.push_back(a);
-    }
-    for (double a : s.amps)
-      if (!(a > 0 && a <= 1)) throw bad("--amp", "plan.bad-value", "availableMemoryProportion lies in (0, 1]");
-    std::sort(s.amps.begin(), s.amps.end());
-    s.amps.erase(std::unique(s.amps.begin(), s.amps.end()), s.amps.end());
+    return;
   }
+  s.amps = r.amps;
+  if (s.amps.empty()) {
+    s.amps = {0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5, 0.6};
+    for (double a : ex.available_memory_proportion) s.amps.push_back(a);
+  }
+  for (double a : s.amps)
+    if (!(a > 0 && a <= 1)) throw bad("--amp", "plan.bad-value", "availableMemoryProportion lies in (0, 1]");
+  sort_unique(s.amps);
+}
+
+} // namespace
+
+std::string heads_name(bool heads_on_last) { return heads_on_last ? "last" : "0"; }
+
+std::vector<std::int64_t> PlanSpace::depths_for(std::int64_t micro_batch, int replicas) const {
+  if (global_batch) {
+    const std::int64_t per_depth = micro_batch * replicas;
+    if (*global_batch % per_depth != 0) return {};
+    return {*global_batch / per_depth};
+  }
+  std::vector<std::int64_t> out;
+  for (std::int64_t d : depths) {
+    const double batch = static_cast<double>(micro_batch) * replicas * static_cast<double>(d);
+    if (batch >= static_cast<double>(min_global_batch) && batch <= static_cast<double>(max_global_batch)) out.push_back(d);
+  }
+  return out;
+}
+
+std::size_t PlanSpace::size() const {
+  return shapes.size() * micro_batches.size() * (global_batch ? 1 : depths.size()) * schedules.size() *
+         recomputation.size() * state_off_chip.size() * rts.size() * heads_on_last.size() * weight_update.size();
+}
+
+PlanSpace make_plan_space(const Scenario& sc, const PlanRequest& r, int layers) {
+  const Execution& ex = sc.execution;
+  PlanSpace s;
+  s.layer_free_ipus = r.layer_free_ipus;
+  s.half_layers = r.half_layers;
+  s.shapes = pipeline_shapes(sc, r, layers);
+  s.micro_batches = micro_batches_to_search(ex, r);
+  set_depths(ex, r, s);
+  set_schedules(ex, r, s);
+  set_memory_switches(sc, r, s);
+  s.weight_update = weight_updates_to_search(ex, r);
+  if (!r.heads_on.empty()) s.heads_on_last = switches(r.heads_on, "0", "last", "--heads-on");
+  else s.heads_on_last = {false, true};
+  set_amps(ex, r, s);
   return s;
 }
 

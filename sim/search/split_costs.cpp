@@ -415,128 +415,183 @@ std::vector<IpuFootprint> SplitCosts::footprints(const IpuBlocks& ib, const Memo
   return out;
 }
 
-ComposedPlan SplitCosts::compose(const Split& split, const Execution& ex) const {
-  const Scenario& sc = scenario_;
-  const int ipus = static_cast<int>(split.layers_per_ipu.size());
-  ComposedPlan out;
-  out.blocks = stage_blocks(split);
-  const int P = static_cast<int>(out.blocks.size());
-  const int L = P - 1;
-  const int S = ex.training ? 2 * P - 1 : P;
-  auto ipu_of_stage = [&](int fs) { return fs < ipus ? fs : 0; };
-  auto amp_of = [&](int ipu) { return split.amp.empty() ? 0 : split.amp[static_cast<std::size_t>(ipu)]; };
-  std::vector<int> stage_of_unit(static_cast<std::size_t>(units_));
-  for (int fs = 0; fs < P; ++fs)
-    for (int u = out.blocks[fs].first; u <= out.blocks[fs].second; ++u) stage_of_unit[static_cast<std::size_t>(u)] = fs;
-  auto stage_of_op = [&](int op) { return stage_of_unit[static_cast<std::size_t>(unit_of(static_cast<std::size_t>(op)))]; };
+// compose's steps for one split: where its units and forward stages are, and the plan's
+// stages, copies, weights and IPUs from the tables.
+class SplitCosts::Composer {
+public:
+  Composer(const SplitCosts& costs, const Split& split, const Execution& ex,
+           const std::vector<std::pair<int, int>>& blocks)
+      : costs_(costs), split_(split), ex_(ex), blocks_(blocks), ipus_(static_cast<int>(split.layers_per_ipu.size())),
+        P_(static_cast<int>(blocks.size())), L_(P_ - 1), S_(ex.training ? 2 * P_ - 1 : P_),
+        stage_of_unit_(static_cast<std::size_t>(costs.units_)) {
+    for (int fs = 0; fs < P_; ++fs)
+      for (int u = blocks_[fs].first; u <= blocks_[fs].second; ++u) stage_of_unit_[static_cast<std::size_t>(u)] = fs;
+  }
 
-  Plan& plan = out.plan;
-  plan.training = ex.training;
-  plan.clock_hz = sc.hardware.ipu.clock_hz;
-  plan.micro_batch_size = micro_batch_;
-  plan.annotated = true;
-  std::vector<int> ipu_of_forward_stage;
-  for (int fs = 0; fs < P; ++fs) ipu_of_forward_stage.push_back(ipu_of_stage(fs));
-  lay_out_stages(plan, ipu_of_forward_stage, ex.training);
-  for (int fs = 0; fs < P; ++fs) {
-    const auto [first, last] = out.blocks[fs];
-    const BlockCost& c = block_cost(first, last, amp_of(ipu_of_stage(fs)));
-    const Block& b = block(first, last);
-    PlanStage& st = plan.stages[fs];
-    st.forward_seconds = c.forward_seconds;
-    st.host_input_bytes = b.host_input_bytes;
-    st.host_output_bytes = b.host_output_bytes;
-    st.live_bytes = b.live_bytes;
-    if (ex.training) plan.stages[2 * L - fs].backward_seconds += c.backward_seconds;
+  // The stages as make_plan lays them out, with their blocks' times, host streams and live bytes.
+  void set_stage_figures(Plan& plan) const {
+    std::vector<int> ipu_of_forward_stage;
+    for (int fs = 0; fs < P_; ++fs) ipu_of_forward_stage.push_back(ipu_of_stage(fs));
+    lay_out_stages(plan, ipu_of_forward_stage, ex_.training);
+    for (int fs = 0; fs < P_; ++fs) {
+      const auto [first, last] = blocks_[fs];
+      const BlockCost& c = costs_.block_cost(first, last, amp_of(ipu_of_stage(fs)));
+      const Block& b = costs_.block(first, last);
+      PlanStage& st = plan.stages[fs];
+      st.forward_seconds = c.forward_seconds;
+      st.host_input_bytes = b.host_input_bytes;
+      st.host_output_bytes = b.host_output_bytes;
+      st.live_bytes = b.live_bytes;
+      if (ex_.training) plan.stages[2 * L_ - fs].backward_seconds += c.backward_seconds;
+    }
+    if (ex_.training)
+      for (int s = L_ + 1; s < S_; ++s) plan.stages[s].recompute_seconds = plan.stages[2 * L_ - s].forward_seconds;
   }
-  if (ex.training)
-    for (int s = L + 1; s < S; ++s) plan.stages[s].recompute_seconds = plan.stages[2 * L - s].forward_seconds;
 
-  // Copies as make_plan chains them, hop by hop to the last stage on another IPU that reads the tensor.
-  std::vector<PlanCopy> forward(static_cast<std::size_t>(std::max(P - 1, 0)));
-  std::vector<std::vector<int>> carried(forward.size());
-  for (int t : crossing_) {
-    const TensorInfo& info = tensors_[static_cast<std::size_t>(t)];
-    int from = P;
-    if (info.kind == TensorKind::Input)
-      for (int c : info.consumers) from = std::min(from, stage_of_op(c));
-    else
-      from = stage_of_op(info.producer);
-    int last = from;
-    for (int c : info.consumers)
-      if (ipu_of_stage(stage_of_op(c)) != ipu_of_stage(from)) last = std::max(last, stage_of_op(c));
-    for (int s = from; s < last; ++s) forward[s].bytes += info.bytes, carried[s].push_back(t);
-  }
-  for (int s = 0; s + 1 < P; ++s) {
-    PlanCopy c = forward[s];
-    c.from_stage = s, c.to_stage = s + 1;
-    c.src_ipu = ipu_of_stage(s), c.dst_ipu = ipu_of_stage(s + 1);
-    if (c.bytes > 0) plan.copies.push_back(c);
-  }
-  if (ex.training)
-    for (int s = P - 2; s >= 0; --s) {
-      PlanCopy c;
-      c.gradient = true;
-      c.from_stage = 2 * L - (s + 1), c.to_stage = 2 * L - s;
-      c.src_ipu = ipu_of_stage(s + 1), c.dst_ipu = ipu_of_stage(s);
-      for (int t : carried[s])
-        if (tensors_[static_cast<std::size_t>(t)].kind == TensorKind::Activation) c.bytes += tensors_[static_cast<std::size_t>(t)].bytes;
+  // Copies as make_plan chains them, hop by hop to the last stage on another IPU that reads the
+  // tensor; in training each forward hop's activations come back as a gradient copy.
+  void add_copies(Plan& plan) const {
+    std::vector<PlanCopy> forward(static_cast<std::size_t>(std::max(P_ - 1, 0)));
+    std::vector<std::vector<int>> carried(forward.size());
+    for (int t : costs_.crossing_) {
+      const TensorInfo& info = costs_.tensors_[static_cast<std::size_t>(t)];
+      const int from = first_stage_of(info);
+      int last = from;
+      for (int c : info.consumers)
+        if (ipu_of_stage(stage_of_op(c)) != ipu_of_stage(from)) last = std::max(last, stage_of_op(c));
+      for (int s = from; s < last; ++s) forward[s].bytes += info.bytes, carried[s].push_back(t);
+    }
+    for (int s = 0; s + 1 < P_; ++s) {
+      PlanCopy c = forward[s];
+      c.from_stage = s, c.to_stage = s + 1;
+      c.src_ipu = ipu_of_stage(s), c.dst_ipu = ipu_of_stage(s + 1);
       if (c.bytes > 0) plan.copies.push_back(c);
     }
-  for (std::size_t i = 0; i < plan.copies.size(); ++i) plan.copies[i].id = static_cast<int>(i);
+    if (ex_.training)
+      for (int s = P_ - 2; s >= 0; --s) {
+        PlanCopy c;
+        c.gradient = true;
+        c.from_stage = 2 * L_ - (s + 1), c.to_stage = 2 * L_ - s;
+        c.src_ipu = ipu_of_stage(s + 1), c.dst_ipu = ipu_of_stage(s);
+        for (int t : carried[s])
+          if (costs_.tensors_[static_cast<std::size_t>(t)].kind == TensorKind::Activation)
+            c.bytes += costs_.tensors_[static_cast<std::size_t>(t)].bytes;
+        if (c.bytes > 0) plan.copies.push_back(c);
+      }
+    for (std::size_t i = 0; i < plan.copies.size(); ++i) plan.copies[i].id = static_cast<int>(i);
+  }
 
   // Weights: each on its first user's IPU; its gradient complete in the backward of its earliest user's stage.
-  auto dtype_of = [&](int t) { return tensors_[static_cast<std::size_t>(t)].dtype; };
-  auto merge = [](UnitWeights& into, const UnitWeights& w) {
+  void add_weights(Plan& plan) const {
+    if (ex_.training) set_stage_weights(plan);
+    std::vector<UnitWeights> by_ipu(static_cast<std::size_t>(ipus_));
+    for (int u = 0; u < costs_.units_; ++u)
+      merge(by_ipu[static_cast<std::size_t>(ipu_of_stage(stage_of_unit_[static_cast<std::size_t>(u)]))],
+            costs_.unit_weights_[static_cast<std::size_t>(u)]);
+    for (int id = 0; id < ipus_; ++id) plan.ipus.push_back(composed_ipu(plan, by_ipu, id));
+  }
+
+private:
+  int ipu_of_stage(int fs) const { return fs < ipus_ ? fs : 0; }
+  int amp_of(int ipu) const { return split_.amp.empty() ? 0 : split_.amp[static_cast<std::size_t>(ipu)]; }
+  int stage_of_op(int op) const {
+    return stage_of_unit_[static_cast<std::size_t>(costs_.unit_of(static_cast<std::size_t>(op)))];
+  }
+  DType dtype_of(int t) const { return costs_.tensors_[static_cast<std::size_t>(t)].dtype; }
+  bool is_excluded(int ipu) const {
+    const auto& excluded = ex_.weight_update_excluded_ipus;
+    return std::find(excluded.begin(), excluded.end(), ipu) != excluded.end();
+  }
+
+  // The stage a crossing tensor leaves from: its producer's, or a host input's first reader's.
+  int first_stage_of(const TensorInfo& info) const {
+    if (info.kind != TensorKind::Input) return stage_of_op(info.producer);
+    int from = P_;
+    for (int c : info.consumers) from = std::min(from, stage_of_op(c));
+    return from;
+  }
+
+  static void merge(UnitWeights& into, const UnitWeights& w) {
     into.elements += w.elements, into.bytes += w.bytes, into.count += w.count, into.shardable += w.shardable;
     if (into.first < 0 || (w.first >= 0 && w.first < into.first)) into.first = w.first;
     for (const auto& [shape, elements] : w.shapes) add_weight(into.shapes, shape, elements);
-  };
-  if (ex.training) {
-    std::vector<UnitWeights> by_stage(static_cast<std::size_t>(S));
-    for (int u = 0; u < units_; ++u) merge(by_stage[static_cast<std::size_t>(2 * L - stage_of_unit[static_cast<std::size_t>(u)])], completing_[static_cast<std::size_t>(u)]);
-    for (int s = 0; s < S; ++s) {
+  }
+
+  // Each backward stage's weights: those whose gradient it completes, with their update.
+  void set_stage_weights(Plan& plan) const {
+    std::vector<UnitWeights> by_stage(static_cast<std::size_t>(S_));
+    for (int u = 0; u < costs_.units_; ++u)
+      merge(by_stage[static_cast<std::size_t>(2 * L_ - stage_of_unit_[static_cast<std::size_t>(u)])],
+            costs_.completing_[static_cast<std::size_t>(u)]);
+    for (int s = 0; s < S_; ++s) {
       const UnitWeights& w = by_stage[static_cast<std::size_t>(s)];
       PlanStage& st = plan.stages[s];
       st.weight_elements = w.elements, st.weight_bytes = w.bytes;
       if (w.count > 0)
         std::tie(st.update_seconds, st.state_bytes) =
-            weight_update_cost(ex, *cost_models_[static_cast<std::size_t>(amp_of(st.ipu))], w.elements, w.bytes, dtype_of(w.first), w.count);
+            weight_update_cost(ex_, *costs_.cost_models_[static_cast<std::size_t>(amp_of(st.ipu))], w.elements, w.bytes,
+                               dtype_of(w.first), w.count);
     }
   }
-  std::vector<UnitWeights> by_ipu(static_cast<std::size_t>(ipus));
-  for (int u = 0; u < units_; ++u) merge(by_ipu[static_cast<std::size_t>(ipu_of_stage(stage_of_unit[static_cast<std::size_t>(u)]))], unit_weights_[static_cast<std::size_t>(u)]);
-  const auto& excluded = ex.weight_update_excluded_ipus;
-  auto is_excluded = [&](int ipu) { return std::find(excluded.begin(), excluded.end(), ipu) != excluded.end(); };
-  for (int id = 0; id < ipus; ++id) {
+
+  PlanIpu composed_ipu(const Plan& plan, const std::vector<UnitWeights>& by_ipu, int id) const {
     const UnitWeights& w = by_ipu[static_cast<std::size_t>(id)];
     PlanIpu ipu;
     ipu.id = id;
     for (const PlanStage& st : plan.stages)
       if (st.ipu == id) ipu.stages.push_back(st.id);
-    for (int fs = 0; fs < P; ++fs)
-      if (ipu_of_stage(fs) == id)
-        ipu.temp_bytes_per_tile = std::max(ipu.temp_bytes_per_tile, block_cost(out.blocks[fs].first, out.blocks[fs].second, amp_of(id)).temp_bytes_per_tile);
+    for (int fs = 0; fs < P_; ++fs)
+      if (ipu_of_stage(fs) == id) {
+        const BlockCost& c = costs_.block_cost(blocks_[fs].first, blocks_[fs].second, amp_of(id));
+        ipu.temp_bytes_per_tile = std::max(ipu.temp_bytes_per_tile, c.temp_bytes_per_tile);
+      }
     ipu.weight_elements = w.elements, ipu.weight_bytes = w.bytes, ipu.weight_tensors = w.count;
     ipu.shardable_weight_tensors = w.shardable;
-    if (ex.training && w.elements > 0)
+    if (ex_.training && w.elements > 0)
       std::tie(ipu.update_seconds, ipu.state_bytes) =
-          weight_update_cost(ex, *cost_models_[static_cast<std::size_t>(amp_of(id))], w.elements, w.bytes, dtype_of(w.first), w.count);
-    // OverlapMemoryOptimized overlaps the updates of weights shaped like a weight of another IPU not excluded.
-    if (ex.training && ex.weight_update_schedule == WeightUpdateSchedule::OverlapMemoryOptimized && !is_excluded(id) &&
-        w.elements > 0) {
-      double shared = 0;
-      for (const auto& [shape, elements] : w.shapes) {
-        bool elsewhere = false;
-        for (int other = 0; other < ipus; ++other)
-          if (other != id && !is_excluded(other))
-            for (const auto& [s2, e2] : by_ipu[static_cast<std::size_t>(other)].shapes) elsewhere = elsewhere || s2 == shape;
-        if (elsewhere) shared += elements;
-      }
-      ipu.shared_update_fraction = shared / w.elements;
-    }
-    plan.ipus.push_back(ipu);
+          weight_update_cost(ex_, *costs_.cost_models_[static_cast<std::size_t>(amp_of(id))], w.elements, w.bytes,
+                             dtype_of(w.first), w.count);
+    if (ex_.training && ex_.weight_update_schedule == WeightUpdateSchedule::OverlapMemoryOptimized &&
+        !is_excluded(id) && w.elements > 0)
+      ipu.shared_update_fraction = shared_update_fraction(by_ipu, id);
+    return ipu;
   }
+
+  // OverlapMemoryOptimized overlaps the updates of weights shaped like a weight of another IPU not excluded.
+  double shared_update_fraction(const std::vector<UnitWeights>& by_ipu, int id) const {
+    const UnitWeights& w = by_ipu[static_cast<std::size_t>(id)];
+    double shared = 0;
+    for (const auto& [shape, elements] : w.shapes) {
+      bool elsewhere = false;
+      for (int other = 0; other < ipus_; ++other)
+        if (other != id && !is_excluded(other))
+          for (const auto& [s2, e2] : by_ipu[static_cast<std::size_t>(other)].shapes)
+            elsewhere = elsewhere || s2 == shape;
+      if (elsewhere) shared += elements;
+    }
+    return shared / w.elements;
+  }
+
+  const SplitCosts& costs_;
+  const Split& split_;
+  const Execution& ex_;
+  const std::vector<std::pair<int, int>>& blocks_;  // per forward stage: its units, first and last
+  const int ipus_, P_, L_, S_;                       // IPUs, forward stages, the loss stage, stages
+  std::vector<int> stage_of_unit_;                   // the forward stage of each unit
+};
+
+ComposedPlan SplitCosts::compose(const Split& split, const Execution& ex) const {
+  ComposedPlan out;
+  out.blocks = stage_blocks(split);
+  const Composer composer(*this, split, ex, out.blocks);
+  Plan& plan = out.plan;
+  plan.training = ex.training;
+  plan.clock_hz = scenario_.hardware.ipu.clock_hz;
+  plan.micro_batch_size = micro_batch_;
+  plan.annotated = true;
+  composer.set_stage_figures(plan);
+  composer.add_copies(plan);
+  composer.add_weights(plan);
   return out;
 }
 

@@ -151,6 +151,9 @@ private:
     std::vector<int> consumers;  // op indices, in op order
   };
 
+  // compose's steps for one split (split_costs.cpp).
+  class Composer;
+
   int unit_of(std::size_t op) const { return unit_of_op_[op]; }
   const Block& block(int first, int last) const;
   const BlockCost& block_cost(int first, int last, int amp) const;

@@ -12,6 +12,111 @@ namespace {
 // The engine sends whole bytes (a transfer's size is a count of bytes).
 double whole(double bytes) { return static_cast<double>(static_cast<std::uint64_t>(bytes)); }
 
+// The replicas' rings of the weight-update collectives timed step by step on the IPUs' clocks:
+// a transfer starts once both ends have reached the step; an IPU's step ends when its send and
+// its receive have both landed.
+class RingTimer {
+public:
+  // Link sharing is noted in `use` unless `noted` (found once already, or not wanted).
+  RingTimer(const TransferTimer& timer, RouteTable& routes, std::size_t ipus, LinkUse& use, bool noted)
+      : timer_(timer), routes_(routes), use_(use), noted_(noted), clock_(ipus, 0.0) {}
+
+  // The time the replicas of virtual IPU `v` (grouped in `racks`) finish the rings of their
+  // `bytes` of weights: reduce-scatter in racks then across, all-gather across then in racks.
+  // Each column runs on IPUs of its own, from time 0: its time depends on its own figures only.
+  double column_seconds(int v, const std::vector<std::vector<int>>& racks, double bytes, double pairs,
+                        bool reduce_scatter, bool all_gather) {
+    const auto in_rack = static_cast<double>(racks.front().size());
+    const auto across = static_cast<double>(racks.size());
+    auto in_racks = [&] {
+      for (const auto& members : racks) ring(v, members, bytes / in_rack, members.size() - 1);
+    };
+    auto across_racks = [&] {
+      if (racks.size() < 2) return;
+      for (std::size_t i = 0; i < racks.front().size(); ++i) {
+        std::vector<int> members;
+        for (const auto& rack : racks) members.push_back(rack[i]);
+        ring(v, members, bytes / in_rack / across, racks.size() - 1);
+      }
+    };
+    if (reduce_scatter) in_racks(), across_racks();
+    if (all_gather) across_racks(), in_racks();
+    if (reduce_scatter && pairs > 1) {
+      const double extra = (pairs - 1) * per_pair_latency(v, racks);
+      for (const auto& members : racks)
+        for (int r : members) clock_[static_cast<std::size_t>(timer_.physical(r, v))] += extra;
+    }
+    double column = 0;
+    for (int r = 0; r < timer_.replicas(); ++r)
+      column = std::max(column, clock_[static_cast<std::size_t>(timer_.physical(r, v))]);
+    return column;
+  }
+
+private:
+  struct Send {
+    std::size_t i, j;  // members
+    std::size_t a, b;  // their physical IPUs
+    const RouteTable::Path* path;
+    double seconds;
+  };
+
+  // `steps` steps of one ring. Each sends half the chunk each way round (collectives.cpp); an
+  // IPU's step ends when its two sends and two receives have landed. Two members are each
+  // other's neighbour both ways: their halves share one direction of the route, as one
+  // transfer of the whole chunk. Every step moves the same bytes between the same IPUs, so
+  // the routes are looked up once.
+  void ring(int v, const std::vector<int>& members, double chunk, std::size_t steps) {
+    const auto n = members.size();
+    const std::vector<std::size_t> ways = n == 2 ? std::vector<std::size_t>{1} : std::vector<std::size_t>{1, n - 1};
+    const double part = n == 2 ? chunk : chunk / 2;
+    sends_.clear();
+    for (std::size_t i = 0; i < n; ++i)
+      for (std::size_t way : ways) {
+        const std::size_t j = (i + way) % n;
+        const int a = timer_.physical(members[i], v), b = timer_.physical(members[j], v);
+        const RouteTable::Path& p = routes_.path(a, b);
+        sends_.push_back({i, j, static_cast<std::size_t>(a), static_cast<std::size_t>(b), &p, p.seconds(whole(part))});
+      }
+    for (std::size_t step = 0; step < steps; ++step) {
+      end_.assign(n, 0);
+      for (const Send& s : sends_) {
+        const double start = std::max(clock_[s.a], clock_[s.b]);
+        const double done = start + s.seconds;
+        if (!noted_) use_.add(s.path->slots, start, done);
+        end_[s.i] = std::max(end_[s.i], done);
+        end_[s.j] = std::max(end_[s.j], done);
+      }
+      for (const Send& s : sends_) clock_[s.a] = end_[s.i];
+    }
+  }
+
+  // The latency of PopART's further collectives (ProgramBuilder::per_tensor_collectives), laid
+  // out with the reduce-scatter: what each reduce-scatter / all-gather pair beyond the first adds.
+  double per_pair_latency(int v, const std::vector<std::vector<int>>& racks) const {
+    auto hop = [&](int a, int b) { return routes_.path(timer_.physical(a, v), timer_.physical(b, v)).latency; };
+    const auto in_rack = static_cast<double>(racks.front().size());
+    const auto across = static_cast<double>(racks.size());
+    double inside = 0, between = 0;
+    for (const auto& members : racks)
+      for (std::size_t i = 0; i < members.size(); ++i)
+        inside = std::max(inside, hop(members[i], members[(i + 1) % members.size()]));
+    for (std::size_t k = 0; racks.size() > 1 && k < racks.size(); ++k)
+      between = std::max(between, hop(racks[k].front(), racks[(k + 1) % racks.size()].front()));
+    double per_pair = 2 * (in_rack - 1) * (inside + timer_.sync());
+    if (racks.size() > 1) per_pair += 2 * (across - 1) * (between + timer_.sync());
+    return per_pair;
+  }
+
+  const TransferTimer& timer_;
+  RouteTable& routes_;
+  LinkUse& use_;
+  const bool noted_;
+  std::vector<double> clock_;  // physical IPU -> time since the phase began
+  // Reused from ring to ring.
+  std::vector<Send> sends_;
+  std::vector<double> end_;
+};
+
 } // namespace
 
 std::string contention_reason(unsigned c) {
@@ -178,56 +283,17 @@ double TransferTimer::weight_update_seconds(bool all_at_once) {
   return t;
 }
 
-// The replicas' rings, as collectives.cpp lays them out, timed step by step: a transfer
-// starts once both ends have reached the step; an IPU's step ends when its send and its
-// receive have both landed. Returns the time the last IPU finishes.
+// The replicas' rings, as collectives.cpp lays them out, timed step by step (RingTimer).
+// Returns the time the last IPU finishes.
 double TransferTimer::collectives_seconds(bool reduce_scatter, bool all_gather) {
-  std::vector<double> clock(static_cast<std::size_t>(hw_.ipu_count), 0.0);  // physical IPU -> time since the phase began
   // Kept from call to call: a POD256's rings note tens of thousands of spans a candidate, and
   // a buffer that size, allocated afresh, is mapped and unmapped each time.
   thread_local LinkUse use;
   use.clear();
-  // `steps` steps of one ring. Each sends half the chunk each way round (collectives.cpp); an
-  // IPU's step ends when its two sends and two receives have landed. Two members are each
-  // other's neighbour both ways: their halves share one direction of the route, as one
-  // transfer of the whole chunk. Every step moves the same bytes between the same IPUs, so
-  // the routes are looked up once.
-  struct Send {
-    std::size_t i, j;  // members
-    std::size_t a, b;  // their physical IPUs
-    const RouteTable::Path* path;
-    double seconds;
-  };
-  std::vector<Send> sends;
-  std::vector<double> end;
   // Link sharing is noted until it is found once (it is a note on the estimate, not a term).
   const bool noted = (contention & kCrossingRings) != 0 || !routes_.note_link_sharing;
-  auto ring = [&](int v, const std::vector<int>& members, double chunk, std::size_t steps) {
-    const auto n = members.size();
-    const std::vector<std::size_t> ways = n == 2 ? std::vector<std::size_t>{1} : std::vector<std::size_t>{1, n - 1};
-    const double part = n == 2 ? chunk : chunk / 2;
-    sends.clear();
-    for (std::size_t i = 0; i < n; ++i)
-      for (std::size_t way : ways) {
-        const std::size_t j = (i + way) % n;
-        const int a = physical(members[i], v), b = physical(members[j], v);
-        const RouteTable::Path& p = routes_.path(a, b);
-        sends.push_back({i, j, static_cast<std::size_t>(a), static_cast<std::size_t>(b), &p, p.seconds(whole(part))});
-      }
-    for (std::size_t step = 0; step < steps; ++step) {
-      end.assign(n, 0);
-      for (const Send& s : sends) {
-        const double start = std::max(clock[s.a], clock[s.b]);
-        const double done = start + s.seconds;
-        if (!noted) use.add(s.path->slots, start, done);
-        end[s.i] = std::max(end[s.i], done);
-        end[s.j] = std::max(end[s.j], done);
-      }
-      for (const Send& s : sends) clock[s.a] = end[s.i];
-    }
-  };
-  // Each column runs on IPUs of its own, from time 0: its time depends on its own figures only,
-  // and is kept for the candidates after (where sharing is not noted: that needs every span).
+  RingTimer rings(*this, routes_, static_cast<std::size_t>(hw_.ipu_count), use, noted);
+  // A column's time is kept for the candidates after (where sharing is not noted: that needs every span).
   const bool memo = noted && ex_.placement.empty();
   const std::int64_t group = std::max<std::int64_t>(1, ex_.tensor_parallel);
   const bool sharded_state = ex_.replicated_tensor_sharding && replicas_ > 1;
@@ -243,42 +309,8 @@ double TransferTimer::collectives_seconds(bool reduce_scatter, bool all_gather) 
         continue;
       }
     }
-    const auto racks = racks_of(ipu.id);
-    const auto in_rack = static_cast<double>(racks.front().size());
-    const auto across = static_cast<double>(racks.size());
-    auto in_racks = [&] {
-      for (const auto& members : racks) ring(ipu.id, members, ipu.weight_bytes / in_rack, members.size() - 1);
-    };
-    auto across_racks = [&] {
-      if (racks.size() < 2) return;
-      for (std::size_t i = 0; i < racks.front().size(); ++i) {
-        std::vector<int> members;
-        for (const auto& rack : racks) members.push_back(rack[i]);
-        ring(ipu.id, members, ipu.weight_bytes / in_rack / across, racks.size() - 1);
-      }
-    };
-    if (reduce_scatter) in_racks(), across_racks();
-    if (all_gather) across_racks(), in_racks();
-    // The latency of PopART's further collectives (ProgramBuilder::per_tensor_collectives),
-    // laid out with the reduce-scatter.
-    if (reduce_scatter) {
-      if (pairs > 1) {
-        auto hop = [&](int a, int b) { return routes_.path(physical(a, ipu.id), physical(b, ipu.id)).latency; };
-        double inside = 0, between = 0;
-        for (const auto& members : racks)
-          for (std::size_t i = 0; i < members.size(); ++i)
-            inside = std::max(inside, hop(members[i], members[(i + 1) % members.size()]));
-        for (std::size_t k = 0; racks.size() > 1 && k < racks.size(); ++k)
-          between = std::max(between, hop(racks[k].front(), racks[(k + 1) % racks.size()].front()));
-        double per_pair = 2 * (in_rack - 1) * (inside + sync_);
-        if (racks.size() > 1) per_pair += 2 * (across - 1) * (between + sync_);
-        const double extra = (pairs - 1) * per_pair;
-        for (const auto& members : racks)
-          for (int r : members) clock[static_cast<std::size_t>(physical(r, ipu.id))] += extra;
-      }
-    }
-    double column = 0;
-    for (int r = 0; r < replicas_; ++r) column = std::max(column, clock[static_cast<std::size_t>(physical(r, ipu.id))]);
+    const double column =
+        rings.column_seconds(ipu.id, racks_of(ipu.id), ipu.weight_bytes, pairs, reduce_scatter, all_gather);
     if (memo) routes_.ring_column_seconds.emplace(key, column);
     last = std::max(last, column);
   }
