@@ -10,7 +10,9 @@
 #include "sim/graph/model_graph.hpp"
 #include "sim/io/scenario_loader.hpp"
 #include "sim/plan/plan.hpp"
+#include "sim/memory/memory.hpp"
 #include "sim/schedule/order.hpp"
+#include "sim/schedule/order_stash.hpp"
 #include "sim/schedule/program_cursor.hpp"
 #include "sim/schedule/schedule.hpp"
 #include "sim/simulate/simulation.hpp"
@@ -313,4 +315,85 @@ TEST_CASE("BERT-Large with its heads back on IPU 0 runs the zero-bubble schedule
     CHECK(step > 64 * ipu0);
     CHECK(step < 64 * all);
   }
+}
+
+TEST_CASE("stash from an order: per stage at its own peak, per IPU at the moment its stages peak together",
+          "[schedule][what-if][memory]") {
+  // One IPU, two parts (stages 0 and 1, as a V's chunks), whole backward (BW):
+  //   F0 F0 F1 F1 BW1 BW1 BW0 BW0   held after each op (stage 0, stage 1):
+  //   (1,0) (2,0) (2,1) (2,2) (2,1) (2,0) (1,0) (0,0)
+  // Stage 0 peaks at 2, stage 1 at 2; together the IPU holds at most (2,2) = 4. A second order
+  // F0 F0 BW0 BW0 F1 F1 BW1 BW1 peaks at (2,0) and (0,2): never 4 micro-batches at once.
+  PartLayout layout;
+  layout.devices = 1;
+  layout.chunks = 2;
+  OrderPart first, second;
+  first.stage = 0, second.stage = 1;
+  layout.parts = {{first, second}};
+  layout.ipu_of_device = {0};
+  auto order_of = [](std::vector<std::pair<OpKind, int>> ops) {
+    ScheduleOrder o;
+    o.devices = 1;
+    o.chunks = 2;
+    o.ops.resize(1);
+    for (const auto& [kind, chunk] : ops) o.ops[0].push_back({kind, 0, chunk, false});
+    return o;
+  };
+  using K = OpKind;
+  const OrderStash together = stash_from_order(
+      order_of({{K::F, 0}, {K::F, 0}, {K::F, 1}, {K::F, 1}, {K::BW, 1}, {K::BW, 1}, {K::BW, 0}, {K::BW, 0}}), layout, 2);
+  CHECK(together.stage_depth == std::vector<int>{2, 2});
+  REQUIRE(together.ipu_peaks.size() == 1);
+  CHECK(together.ipu_peaks[0].ipu == 0);
+  CHECK(together.ipu_peaks[0].moments == std::vector<StashMoment>{{{0, 2}, {1, 2}}});
+  const OrderStash apart = stash_from_order(
+      order_of({{K::F, 0}, {K::F, 0}, {K::BW, 0}, {K::BW, 0}, {K::F, 1}, {K::F, 1}, {K::BW, 1}, {K::BW, 1}}), layout, 2);
+  CHECK(apart.stage_depth == std::vector<int>{2, 2});
+  REQUIRE(apart.ipu_peaks.size() == 1);
+  CHECK(apart.ipu_peaks[0].moments == std::vector<StashMoment>{{{0, 2}}, {{1, 2}}});
+  // W's share: B then W splits a micro-batch's hold; with w_share 0.5 a part that ran B and not
+  // yet W holds half a micro-batch, rounded up to one.
+  layout.w_share = 0.5;
+  const OrderStash split = stash_from_order(order_of({{K::F, 0}, {K::F, 1}, {K::B, 1}, {K::B, 0}, {K::W, 1}, {K::W, 0}}),
+                                            layout, 2);
+  CHECK(split.stage_depth == std::vector<int>{1, 1});
+  CHECK(split.ipu_peaks[0].moments == std::vector<StashMoment>{{{0, 1}, {1, 1}}});
+  // Two devices on one IPU (stages sharing an IPU, one device each): no moment is known.
+  PartLayout shared;
+  shared.devices = 2;
+  shared.parts = {{first}, {second}};
+  shared.ipu_of_device = {0, 0};
+  ScheduleOrder two;
+  two.devices = 2;
+  two.ops = {{{K::F, 0, 0, false}, {K::BW, 0, 0, false}}, {{K::F, 0, 0, false}, {K::BW, 0, 0, false}}};
+  const OrderStash unknown = stash_from_order(two, shared, 2);
+  CHECK(unknown.stage_depth == std::vector<int>{1, 1});
+  CHECK(unknown.ipu_peaks.empty());
+}
+
+TEST_CASE("the memory model stashes an IPU's moment with the most bytes, not its stages' peaks added",
+          "[memory][what-if]") {
+  // A V on the GPT-2 medium Bow Pod16 scenario: under ZB-V every IPU of the V holds its two
+  // chunks' stashes at once at most one micro-batch below their own peaks added (the report's
+  // per-stage depths are unchanged).
+  Scenario sc = load_scenario(IPUSIM_SOURCE_DIR "/scenarios/gpt2-medium-v-bow-pod16.json", {});
+  sc.execution.schedule = "zb-v";
+  const Plan plan = make_plan(sc, build_graph(sc.model), {Mode::Pipelined});
+  const Schedule s = make_schedule(Mode::Pipelined, sc, plan);
+  REQUIRE_FALSE(s.stash_at_once.empty());
+  const MemoryReport added = estimate_memory(sc, plan, s.stash_depth, s.recompute, s.mirrors);
+  const MemoryReport at_once = estimate_memory(sc, plan, s.stash_depth, s.recompute, s.mirrors, s.stash_at_once);
+  REQUIRE(added.ipus.size() == at_once.ipus.size());
+  CHECK(added.stashes.size() == at_once.stashes.size());
+  auto stash_bytes = [](const IpuMemory& ipu) {
+    for (const MemoryCategory& c : ipu.categories)
+      if (c.name == "stash") return c.bytes;
+    return 0.0;
+  };
+  int lower = 0;
+  for (std::size_t i = 0; i < added.ipus.size(); ++i) {
+    CHECK(stash_bytes(at_once.ipus[i]) <= stash_bytes(added.ipus[i]));
+    if (stash_bytes(at_once.ipus[i]) < stash_bytes(added.ipus[i])) ++lower;
+  }
+  CHECK(lower >= 6);  // the IPUs holding two chunks (the table: 34 -> 32 MiB on IPUs 1-6)
 }

@@ -40,7 +40,8 @@ std::optional<nlohmann::json> exact_run(Mode mode, const Scenario& sc, const Pla
   const Schedule schedule = make_schedule(mode, sc, plan);
   // What the run's metrics know before it simulates: samples, micro-batches, replicas.
   RunMetrics r = MetricsAccumulator(mode, schedule, ex).finish(RunSummary{});
-  r.memory = estimate_memory(sc, plan, schedule.stash_depth, schedule.recompute, schedule.mirrors);
+  r.memory = estimate_memory(sc, plan, schedule.stash_depth, schedule.recompute, schedule.mirrors,
+                             schedule.stash_at_once);
   if (!r.memory.fits) r.memory.fixes = memory_fixes(sc, mode);
   step_seconds = e.step_seconds;
   const double throughput = static_cast<double>(r.samples) / e.step_seconds;

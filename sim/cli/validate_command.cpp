@@ -99,7 +99,8 @@ int validate(const ValidateOptions& o) {
     const bool placed = sc.execution.replicas > 1 || !sc.execution.placement.empty();
     for (Mode mode : sc.execution.modes) {
       const Schedule schedule = make_schedule(mode, sc, plan);
-      const MemoryReport memory = estimate_memory(sc, plan, schedule.stash_depth, schedule.recompute, schedule.mirrors);
+      const MemoryReport memory = estimate_memory(sc, plan, schedule.stash_depth, schedule.recompute, schedule.mirrors,
+                             schedule.stash_at_once);
       if (memory.fits) continue;
       for (const IpuMemory& m : memory.ipus)
         if (!m.fits) std::cout << "  does not fit (" << mode_name(mode) << "): " << out_of_memory_verdict(m, placed) << "\n";

@@ -119,8 +119,29 @@ void add_code(Ledger& ledger, const Scenario& sc, const Plan& plan, const std::v
   }
 }
 
+namespace {
+
+// The stashes IPU `ipu` holds at its peak: the moment of `at_once` with the most bytes when its
+// schedule gives them, else every stage at its own peak (`stashed`).
+template <typename SlotBytes>
+StashMoment held_at_once(int ipu, const StashMoment& stashed, const std::vector<IpuStashPeaks>& at_once,
+                         const SlotBytes& slot_bytes) {
+  const auto peaks = std::find_if(at_once.begin(), at_once.end(), [&](const IpuStashPeaks& p) { return p.ipu == ipu; });
+  if (peaks == at_once.end() || peaks->moments.empty()) return stashed;
+  auto bytes = [&](const StashMoment& moment) {
+    double total = 0;
+    for (const auto& [s, depth] : moment) total += depth * slot_bytes(s);
+    return total;
+  };
+  return *std::max_element(peaks->moments.begin(), peaks->moments.end(),
+                           [&](const StashMoment& a, const StashMoment& b) { return bytes(a) < bytes(b); });
+}
+
+} // namespace
+
 MemoryReport estimate_memory(const Scenario& sc, const Plan& plan, const std::vector<int>& stash_depth,
-                             bool recompute, const std::vector<StageMirror>& mirrors) {
+                             bool recompute, const std::vector<StageMirror>& mirrors,
+                             const std::vector<IpuStashPeaks>& at_once) {
   if (plan.phased) return estimate_phased_memory(sc, plan);
   const Model& m = sc.model;
   const Execution& ex = sc.execution;
@@ -167,17 +188,18 @@ MemoryReport estimate_memory(const Scenario& sc, const Plan& plan, const std::ve
     // The largest operand copies and partial sums a matmul or convolution here keeps while it runs.
     ledger.add("matmul temporaries", temp_bytes_per_tile * static_cast<double>(ipu_spec.tiles), temp_bytes_per_tile);
 
-    for (const auto& [s, depth] : stashed) {
-      const PlanStage& st = plan.stages[s];
-      const auto& tensors = recompute ? st.recompute_stash_tensors : st.stash_tensors;
+    auto stash_tensors = [&](int s) -> const std::vector<std::string>& {
+      return recompute ? plan.stages[s].recompute_stash_tensors : plan.stages[s].stash_tensors;
+    };
+    auto slot_bytes = [&](int s) {
       double slot = 0;
-      for (const auto& t : tensors) {
-        const double bytes = m.tensor(t).bytes_per_micro_batch(ex.micro_batch_size);
-        slot += bytes;
-        for (int d = 0; d < depth; ++d) ledger.add_tensor("stash", t, bytes);
-      }
-      report.stashes.push_back({s, ipu.id, depth, slot});
-    }
+      for (const auto& t : stash_tensors(s)) slot += m.tensor(t).bytes_per_micro_batch(ex.micro_batch_size);
+      return slot;
+    };
+    for (const auto& [s, depth] : stashed) report.stashes.push_back({s, ipu.id, depth, slot_bytes(s)});
+    for (const auto& [s, depth] : held_at_once(ipu.id, stashed, at_once, slot_bytes))
+      for (const auto& t : stash_tensors(s))
+        for (int d = 0; d < depth; ++d) ledger.add_tensor("stash", t, m.tensor(t).bytes_per_micro_batch(ex.micro_batch_size));
 
     add_host_stream_buffers(ledger, sc, plan, stages);
     add_code(ledger, sc, plan, stages);

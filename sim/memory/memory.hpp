@@ -11,6 +11,7 @@
 
 #include "sim/io/scenario.hpp"
 #include "sim/plan/plan.hpp"
+#include "sim/plan/stash_peaks.hpp"
 
 namespace ipusim {
 
@@ -58,8 +59,12 @@ struct MemoryReport {
 // `stash_depth[s]`: micro-batches forward stage s keeps for its backward (0: none).
 // `recompute`: only a stage's recomputation stash is kept (the run's schedule says).
 // `mirrors`: forward stages the schedule also runs on another IPU, with their own weights and stash.
+// `at_once`: for IPUs whose schedule knows when its stages' stashes peak together (an order's),
+// the moments that may be the peak: the IPU's stash is the moment with the most bytes, not the
+// sum of its stages' own peaks, which the report's per-stage stashes still show.
 MemoryReport estimate_memory(const Scenario& scenario, const Plan& plan, const std::vector<int>& stash_depth,
-                             bool recompute, const std::vector<StageMirror>& mirrors = {});
+                             bool recompute, const std::vector<StageMirror>& mirrors = {},
+                             const std::vector<IpuStashPeaks>& at_once = {});
 
 // The share of a buffer of `bytes` on its fullest tile (tile 0), as the report spreads it.
 double tile0_share(double bytes, std::int64_t element_bytes, const IpuSpec& ipu);

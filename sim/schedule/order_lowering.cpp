@@ -21,6 +21,7 @@
 #include "sim/io/input_error.hpp"
 #include "sim/schedule/order.hpp"
 #include "sim/schedule/order_parts.hpp"
+#include "sim/schedule/order_stash.hpp"
 #include "sim/schedule/order_period.hpp"
 #include "sim/schedule/schedule.hpp"
 
@@ -213,46 +214,6 @@ void emit_batches(const ScheduleContext& ctx, const Sequenced& lowered_order, co
   });
 }
 
-// The micro-batches part (d, c) holds at its peak: in full from its F to its B, and W's share
-// of it from B to W, the limit the greedy orders were built under; the memory model stashes
-// whole micro-batches of a stage, so the peak is rounded up.
-int held_micro_batches(const ScheduleOrder& order, int d, int c, double w_share) {
-  double to_b = 0, to_w = 0, peak = 0;
-  for (const OrderOp& op : order.ops[static_cast<std::size_t>(d)]) {
-    if (op.chunk != c) continue;
-    if (op.kind == OpKind::F) to_b += 1;
-    if (op.kind == OpKind::B) to_b -= 1, to_w += 1;
-    if (op.kind == OpKind::W) to_w -= 1;
-    if (op.kind == OpKind::BW) to_b -= 1;
-    peak = std::max(peak, to_b + w_share * to_w);
-  }
-  return static_cast<int>(std::ceil(peak - 1e-9));
-}
-
-struct OrderStashes {
-  std::vector<int> depth;  // per forward stage
-  std::vector<StageMirror> mirrors;
-};
-
-// Stashes from the order; a stage split in two parts stashes the larger of its parts' peaks.
-OrderStashes order_stashes(const Plan& plan, const PartLayout& layout, const ScheduleOrder& order) {
-  OrderStashes out;
-  out.depth.assign(static_cast<std::size_t>(plan.forward_stage_count), 0);
-  for (int d = 0; d < layout.devices; ++d)
-    for (int c = 0; c < layout.chunks; ++c) {
-      const OrderPart& part = layout.parts[static_cast<std::size_t>(d)][static_cast<std::size_t>(c)];
-      if (part.stage < 0) continue;
-      const int held = held_micro_batches(order, d, c, layout.w_share);
-      if (part.mirrored) {
-        out.mirrors.push_back({part.stage, part.forward.ipu, held});
-        continue;
-      }
-      int& depth = out.depth[static_cast<std::size_t>(part.stage)];
-      depth = std::max(depth, held);
-    }
-  return out;
-}
-
 } // namespace
 
 Schedule build_from_order(const ScheduleContext& ctx) { return build_from_order(ctx, kOrderProbeDepth); }
@@ -279,9 +240,11 @@ Schedule build_from_order(const ScheduleContext& ctx, std::int64_t probe_depth) 
     if (c.from_stage < 0) gradient_sums.push_back(&c);
   ProgramBuilder b(lowered_ctx, name, ctx.recompute());
   emit_batches(ctx, *lowered_order, OpEmitter(plan, layout, lowered_ctx, b), gradient_sums, b);
-  OrderStashes stashes = order_stashes(plan, layout, lowered_order->order);
-  Schedule schedule = b.finish(ctx.batches() * m, 0, stashes.depth);
-  schedule.mirrors = std::move(stashes.mirrors);
+  // Stashes from the order, per stage and per IPU at once (order_stash.cpp).
+  OrderStash stash = stash_from_order(lowered_order->order, layout, plan.forward_stage_count);
+  Schedule schedule = b.finish(ctx.batches() * m, 0, std::move(stash.stage_depth));
+  schedule.mirrors = std::move(stash.mirrors);
+  schedule.stash_at_once = std::move(stash.ipu_peaks);
   return schedule;
 }
 

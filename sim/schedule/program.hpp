@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "sim/plan/stage_mirror.hpp"
+#include "sim/plan/stash_peaks.hpp"
 
 namespace ipusim {
 
@@ -94,6 +95,9 @@ struct Schedule {
   // schedule's own rule (docs/reference/popart-semantics.md); indexed by forward stage.
   std::vector<int> stash_depth;
   std::vector<StageMirror> mirrors;  // forward stages also run on another IPU (DualPipe), with their stash
+  // Schedules run from an order: per IPU, the moments its stashes could peak together (the
+  // memory model's IPU stash); empty: every stage at its own depth, as stash_depth says.
+  std::vector<IpuStashPeaks> stash_at_once;
   bool recompute = false;  // backward stages re-run their forward: stashes hold what crosses an IPU boundary
   bool one_stage_at_a_time = false;  // sharded and tf-sequential: an IPU waits while another runs its stage
 };

@@ -29,7 +29,8 @@ Verdict judge(const Scenario& sc, Mode mode) {
   Verdict v;
   const Plan plan = make_plan(sc, build_graph(sc.model), {mode});
   const Schedule schedule = make_schedule(mode, sc, plan);
-  v.memory = estimate_memory(sc, plan, schedule.stash_depth, schedule.recompute, schedule.mirrors);
+  v.memory = estimate_memory(sc, plan, schedule.stash_depth, schedule.recompute, schedule.mirrors,
+                             schedule.stash_at_once);
   if (mode == Mode::Pipelined && has_evaluator(sc.execution.schedule)) {
     try {
       v.step = estimate_step(sc, plan).step_seconds;

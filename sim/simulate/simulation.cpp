@@ -159,7 +159,8 @@ Simulation simulate(const Scenario& scenario, const std::vector<Mode>& modes, co
     ModeRun run = (here ? run_mode_here : run_mode)(modes[i], std::move(schedules[i]), scenario, options);
     run.metrics.memory = options.memory != nullptr ? options.memory->at(i)
                                                    : estimate_memory(scenario, sim.plan, run.schedule.stash_depth,
-                                                                     run.schedule.recompute, run.schedule.mirrors);
+                                                                     run.schedule.recompute, run.schedule.mirrors,
+                                                                     run.schedule.stash_at_once);
     sim.runs.push_back(std::move(run));
   }
   return sim;
