@@ -276,13 +276,19 @@ inline void Run::take_receives(ActorState& st, const Step& step) {
   }
 }
 
-inline void Run::run_host_round_trip(ActorState& st, const Step& step) {
+// Every IPU's streams end and all meet at a barrier; the step's event starts as they leave it
+// (waiting for the others is idle time, not the step's).
+inline void Run::meet_at_barrier(ActorState& st, EventKind kind) {
   Event& e = st.current;
   finish_streams(st, e);
   st.doing = Doing::Barrier;
   barrier_->wait();
-  e.kind = EventKind::HostRoundTrip;
+  e.kind = kind;
   e.start = now();
+}
+
+inline void Run::run_host_round_trip(ActorState& st, const Step& step) {
+  meet_at_barrier(st, EventKind::HostRoundTrip);
   // The host streamed the run's data at its own pace meanwhile; a shorter run waits for it.
   const double behind = std::max(0.0, last_round_trip_ + step.floor_seconds - (now() + offset_));
   if (behind + step.seconds > 0) sleep_timed(st, behind + step.seconds);
@@ -291,12 +297,7 @@ inline void Run::run_host_round_trip(ActorState& st, const Step& step) {
 }
 
 inline void Run::run_sync(ActorState& st, const Step& step) {
-  Event& e = st.current;
-  finish_streams(st, e);
-  st.doing = Doing::Barrier;
-  barrier_->wait();
-  e.kind = EventKind::Sync;
-  e.start = now();  // waiting for the others is idle time, not sync
+  meet_at_barrier(st, EventKind::Sync);
   if (step.seconds > 0) sleep_timed(st, step.seconds);
 }
 

@@ -123,6 +123,7 @@ private:
   void take_receives(ActorState& st, const Step& step);        // Receive
   void run_host_round_trip(ActorState& st, const Step& step);
   void run_sync(ActorState& st, const Step& step);
+  void meet_at_barrier(ActorState& st, EventKind kind);
   // `seconds` of simulated waiting, as a timed activity of the IPU.
   void sleep_timed(ActorState& st, double seconds);
   // A transfer the I/O tiles carry (`overlapped`: waited for at the next sync), else waited for now.
