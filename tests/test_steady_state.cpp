@@ -1,7 +1,8 @@
 // Compact programs (repeats) and the engine's steady state: skipping the periods of a
 // loop whose state repeats gives the full simulation's figures and log, on every shipped
 // scenario and schedule and on random plans; loops that never settle are simulated in
-// full and say so.
+// full and say so. The full simulation (exact_full) also simulates every transfer of the
+// gradient collectives, which the fast one replays apart (collective_dataflow.hpp).
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -303,6 +304,23 @@ TEST_CASE("steady state gives the full simulation's figures: BERT-Base and BERT-
 
 TEST_CASE("steady state gives the full simulation's figures: BERT-Large on an IPU-POD16", "[steady-state]") {
   compare_shipped({"bert-large-pod16", "bert-large-pod16-across-m2000s"});
+}
+
+// MLPerf ResNet-50 rings share links (on a Bow Pod16, 3 -> 0 carries replica 3's route to 4 and
+// 15's to 0, half each): the replay must give SimGrid's times.
+TEST_CASE("gradient collectives replayed apart give the simulated transfers on Bow Pod16 and Pod64 rings",
+          "[steady-state][collectives]") {
+  for (const char* name : {"mlperf-v2.0-resnet50-pod16", "mlperf-v2.0-resnet50-pod64"}) {
+    INFO(name);
+    const Scenario sc = load_scenario(std::string(IPUSIM_SOURCE_DIR) + "/scenarios/validation/" + name + ".json",
+                                      {parse_override("execution.batchesPerStep=3")});
+    SimulateOptions lean;
+    lean.keep_log = false;
+    const SimulationStats fast = simulate(sc, {Mode::Pipelined}, lean).runs.at(0).metrics.simulation;
+    CHECK(fast.collective_groups == 1);  // one ring column, every replica a member
+    CHECK(fast.collectives_simulated_because.empty());
+    CHECK(compare(sc, {Mode::Pipelined}, true));
+  }
 }
 
 TEST_CASE("steady state gives the full simulation's figures on random plans", "[steady-state]") {

@@ -270,7 +270,8 @@ Command add_run_command(CLI::App& app) {
                   "list) and print one table; a refused schedule is a row with its rule id (docs/schedules.md)");
   cmd->add_flag("--force", o->force, "Overwrite the --output and --trace files if they exist");
   cmd->add_flag("--exact-full", o->exact_full,
-                "Simulate every cycle instead of repeating the steady state's period (same figures, slower)");
+                "Simulate every cycle instead of repeating the steady state's period, and every transfer of the gradient "
+                "collectives (same figures, slower)");
   cmd->add_flag("--fail-on-oom", o->fail_on_oom,
                 "Exit with code 5 when a run does not fit in memory (the verdict is always reported)");
   return [o, schedules] {

@@ -43,6 +43,14 @@ Run::Run(const Schedule& schedule, const HardwareConfig& hw, RunObserver& observ
   for (const Program& p : schedule.programs) actors_.emplace_back(p);
   link_bytes_.assign(platform_.link_names.size(), 0.0);
   barrier_ = sg4::Barrier::create(static_cast<unsigned>(schedule.programs.size()));
+  if (options.collectives_by_dataflow) {
+    collectives_ = find_collective_blocks(schedule, hw);
+    group_states_.resize(collectives_.groups.size());
+    for (std::size_t g = 0; g < collectives_.groups.size(); ++g)
+      group_states_[g].joins.assign(collectives_.groups[g].members.size(), 0);
+  } else {
+    collectives_.not_timed = "EngineOptions::collectives_by_dataflow is off";
+  }
 
   int loops = static_cast<int>(schedule.loops.size());
   for (const Program& p : schedule.programs)
@@ -88,6 +96,8 @@ RunSummary Run::run() {
   for (std::size_t i = 0; i < platform_.link_names.size(); ++i)
     summary.links.push_back({platform_.link_names[i], link_bytes_[i]});
   summary.activities = activities_;
+  summary.collective_groups = collectives_.groups.size();
+  summary.collectives_not_timed = collectives_.not_timed;
   for (const ActorState& st : actors_) {
     summary.steps_total += executed_steps(*st.program);
     summary.steps_simulated += st.executed;
@@ -322,6 +332,7 @@ void Run::actor_main(std::size_t a) {
   while (!cursor.done()) {
     reap(st);
     if (cursor.first_new_frame() < cursor.frames().size()) on_iterations_begun(st, a);
+    if (run_collective_block(st, a)) continue;
     const Step& step = cursor.step();
     Event& e = st.current;
     e = Event{};

@@ -95,6 +95,10 @@ struct EngineOptions {
   // periods from the one it simulated and simulates only the end of the loop. Exact, not
   // an extrapolation. false simulates every iteration.
   bool steady_state = true;
+  // The gradient collectives' exchanges timed by their dataflow where no link carries two
+  // routes (sim/schedule/collective_dataflow.hpp): the same times as SimGrid's transfers,
+  // without simulating them. false: always simulated (tests compare the two).
+  bool collectives_by_dataflow = true;
 };
 
 struct RunSummary {
@@ -107,6 +111,9 @@ struct RunSummary {
   // iterations (contention that does not settle, IPUs at different rates): simulated in
   // full, or all but fewer than half their iterations. By name, without repeats.
   std::vector<std::string> not_periodic;
+  // Groups of collective blocks timed by their dataflow (0: simulated), or why not.
+  std::size_t collective_groups = 0;
+  std::string collectives_not_timed;
 };
 
 // A simulation that cannot finish (deadlock, inconsistent programs) is an internal fault.

@@ -13,6 +13,7 @@
 #include "sim/engine/copy_arrivals.hpp"
 #include "sim/engine/engine.hpp"
 #include "sim/engine/platform.hpp"
+#include "sim/schedule/collective_dataflow.hpp"
 #include "sim/schedule/program_cursor.hpp"
 
 namespace ipusim::engine_detail {
@@ -31,7 +32,8 @@ struct Pending {
   double shift = 0;
 };
 
-enum class Doing { Nothing, Timed, Comms, Barrier, Receive };
+// Collective: arrived at its all-reduce block, waiting for the group's last member (collectives.cpp).
+enum class Doing { Nothing, Timed, Comms, Barrier, Receive, Collective };
 
 struct ActorState {
   explicit ActorState(const Program& p) : program(&p), cursor(p) {}
@@ -93,6 +95,7 @@ struct Snapshot {
   std::uint64_t activities = 0;
   std::vector<ActorSnapshot> actors;
   std::vector<std::int64_t> sent, taken;  // per copy: its backlog is sent - taken
+  std::vector<std::int64_t> joins;        // per collective group and member: its blocks begun
 };
 
 // Two snapshots a whole number of periods apart, and how many periods may be skipped
@@ -137,6 +140,13 @@ private:
   void deliver(const TransferNote& t, bool keep);
   double now() const { return sg4::Engine::get_clock(); }
 
+  // collectives.cpp
+  // Runs the collective block starting at the actor's step, if one does: waits for the
+  // group's last member, then reports the block's steps as the dataflow times them.
+  bool run_collective_block(ActorState& st, std::size_t a);
+  void report_collective_steps(ActorState& st, const CollectiveMember& member, const CollectiveTimes& times,
+                               std::size_t m);
+
   // steady_state.cpp
   // Actor `a` began iterations of loops; the first actor inside a loop takes its snapshots.
   void on_iterations_begun(ActorState& st, std::size_t a);
@@ -167,6 +177,20 @@ private:
   double offset_ = 0;  // the full run's time minus SimGrid's, after skipped periods
   const HostLinkSpec host_link_;
   double last_round_trip_ = 0;  // when the IPUs last got the host's go-ahead, in the full run's time
+
+  // Collectives timed by their dataflow (sim/schedule/collective_dataflow.hpp).
+  CollectiveBlocks collectives_;
+  struct CollectiveInstance {
+    std::vector<double> entries;
+    std::size_t joined = 0, left = 0;
+    sg4::SemaphorePtr go;  // released for the members that wait once the last arrives
+    CollectiveTimes times;
+  };
+  struct GroupState {
+    std::vector<std::int64_t> joins;                 // per member: blocks begun; the n-th joins instance n
+    std::map<std::int64_t, CollectiveInstance> open;  // instances some member has begun and not all left
+  };
+  std::vector<GroupState> group_states_;
 
   // Steady state.
   std::vector<bool> every_program_loops_;  // by loop id: every program has a Repeat of it

@@ -43,6 +43,10 @@ struct SimulationStats {
   std::int64_t steps_total = 0;      // program steps of the step, all IPUs
   std::int64_t steps_simulated = 0;  // of those, simulated; the rest repeat a simulated period exactly
   std::vector<std::string> not_periodic;  // long loops whose state never repeated: simulated in full
+  // Groups of gradient collectives replayed apart from the network simulation (same times,
+  // sim/schedule/collective_dataflow.hpp), or, when none, why their transfers were simulated.
+  std::int64_t collective_groups = 0;
+  std::string collectives_simulated_because;
 };
 
 struct RunMetrics {

@@ -55,6 +55,8 @@ template <class Wire, class Metrics> void measured_fields(Wire& w, Metrics& m) {
   w(m.simulation.steps_total);
   w(m.simulation.steps_simulated);
   w.list(m.simulation.not_periodic, [&](auto& name) { w(name); });
+  w(m.simulation.collective_groups);
+  w(m.simulation.collectives_simulated_because);
 }
 
 void send_metrics(ByteWriter& out, const RunMetrics& m) {
@@ -71,6 +73,7 @@ void receive_metrics(ByteReader& in, RunMetrics& m) {
 EngineOptions engine_options(const SimulateOptions& options) {
   EngineOptions engine;
   engine.steady_state = !options.exact_full;
+  engine.collectives_by_dataflow = !options.exact_full;
   return engine;
 }
 

@@ -31,8 +31,9 @@ struct SimulateOptions {
   // Keep every event and transfer (for a trace). Without it a run's memory does not grow
   // with its number of micro-batches: metrics are computed as the simulation goes.
   bool keep_log = true;
-  // Simulate every iteration of every loop instead of skipping repeated periods (the
-  // figures are the same; this is the check, and the baseline for benchmarks).
+  // Simulate every iteration of every loop instead of skipping repeated periods, and every
+  // transfer of the gradient collectives instead of replaying them apart (the figures are
+  // the same; this is the check, and the baseline for benchmarks).
   bool exact_full = false;
   // This process simulates nothing else (a sweep's point): the last mode runs here rather
   // than in a forked child, sparing a process. A failure of SimGrid itself then ends this

@@ -1,0 +1,81 @@
+// Collective blocks timed apart (sim/schedule/collective_dataflow.hpp) instead of by
+// SimGrid transfers. Each member arriving at its block waits; the last one to arrive times
+// every member's steps (each member's last step waits for every member's arrival, so none
+// of them leaves its block before that moment), and each member then sleeps until its block ends and
+// reports the block's steps and transfers with the times the dataflow gave them, as
+// run_exchange would have. The n-th block a member begins belongs to the group's n-th
+// instance (the copies' own order); the steady state compares how many each member began.
+#include "sim/engine/engine_run.hpp"
+
+namespace ipusim::engine_detail {
+
+bool Run::run_collective_block(ActorState& st, std::size_t a) {
+  if (collectives_.starts.empty()) return false;
+  const auto& starts = collectives_.starts[a];
+  const auto found = starts.find(st.cursor.index());
+  if (found == starts.end()) return false;
+  const auto [g, m] = found->second;
+  const CollectiveGroup& group = collectives_.groups[g];
+  GroupState& state = group_states_[g];
+  const std::int64_t ordinal = state.joins[m]++;
+  CollectiveInstance& instance = state.open[ordinal];
+  if (!instance.go) {
+    instance.entries.assign(group.members.size(), 0.0);
+    instance.go = sg4::Semaphore::create(0);
+  }
+  instance.entries[m] = now();
+  st.current = Event{};
+  st.current.start = now();
+  st.running = true;
+  st.doing = Doing::Collective;
+  if (++instance.joined < group.members.size()) {
+    instance.go->acquire();
+  } else {
+    group.evaluate(instance.entries, instance.times);
+    for (std::size_t i = 1; i < group.members.size(); ++i) instance.go->release();
+  }
+  const double exit = instance.times.end[m].back();
+  if (exit > now()) {
+    st.doing = Doing::Timed;
+    st.timed_start = now();
+    sg4::this_actor::sleep_until(exit);
+  }
+  report_collective_steps(st, group.members[m], instance.times, m);
+  st.running = false;
+  st.doing = Doing::Nothing;
+  if (++instance.left == group.members.size()) state.open.erase(ordinal);
+  return true;
+}
+
+// The block's steps as run_exchange reports them: each send's transfer, then the step's event.
+void Run::report_collective_steps(ActorState& st, const CollectiveMember& member, const CollectiveTimes& times,
+                                  std::size_t m) {
+  for (std::size_t k = 0; k < member.steps.size(); ++k) {
+    const Step& step = st.cursor.step();
+    Event e;
+    e.ipu = st.program->ipu;
+    e.kind = EventKind::Exchange;
+    e.stage = step.stage;
+    e.micro_batch = st.cursor.micro_batch();
+    e.pass = step.pass;
+    e.gradients = step.gradients;
+    e.bytes = step.bytes;
+    e.start = times.start[m][k];
+    e.end = times.end[m][k];
+    const DataflowStep& timed = member.steps[k];
+    for (std::size_t i = 0; i < timed.sends.size(); ++i) {
+      const Transfer& t = step.transfers[timed.sends[i].transfer];
+      e.bytes += t.bytes;
+      ++activities_;
+      deliver(TransferNote{t.src_ipu, t.dst_ipu, t.copy, e.start + offset_, times.arrival[timed.first_flow + i] + offset_,
+                           t.bytes, &platform_.slots(t.src_ipu, t.dst_ipu)},
+              true);
+    }
+    if (step.seconds > 0) ++activities_;
+    emit(e);
+    ++st.executed;
+    st.cursor.advance();
+  }
+}
+
+} // namespace ipusim::engine_detail

@@ -1,0 +1,348 @@
+// Finding a schedule's collective blocks and the groups they form (collective_dataflow.hpp).
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <numeric>
+#include <set>
+#include <tuple>
+#include <unordered_map>
+
+#include "sim/plan/routes.hpp"
+#include "sim/schedule/collective_dataflow.hpp"
+
+namespace ipusim {
+
+namespace {
+
+bool in_collective(const Step& step) { return step.kind == StepKind::Exchange && step.pass == Pass::AllReduce; }
+
+struct Block {
+  std::size_t program = 0, first = 0, length = 0;
+};
+
+// (block, step within it, transfer within the step)
+using Place = std::tuple<std::size_t, std::size_t, std::size_t>;
+
+// Where a copy is sent and received inside blocks, in program order.
+struct CopyUse {
+  std::vector<Place> sends, receives;
+};
+// A copy may serve several blocks of one program (a reduce-scatter and, after the update, its
+// all-gather): its uses are told apart by the blocks' first step, which must be the same step
+// in the sender's and the receiver's programs, their loops alike, so that the n-th run of
+// one block meets the n-th run of the other.
+using CopyKey = std::pair<int, std::size_t>;  // (copy, the blocks' first template step)
+
+bool same_loops(const Program& a, const Program& b) {
+  if (a.repeats.size() != b.repeats.size()) return false;
+  for (std::size_t i = 0; i < a.repeats.size(); ++i)
+    if (a.repeats[i].first != b.repeats[i].first || a.repeats[i].length != b.repeats[i].length ||
+        a.repeats[i].times != b.repeats[i].times)
+      return false;
+  return true;
+}
+
+int slot_of(const Hop& hop) { return 2 * hop.link + (hop.forward ? 0 : 1); }
+
+// Routes asked for many times (every ring step of every replica), found once each.
+class CachedRoutes {
+public:
+  explicit CachedRoutes(const HardwareConfig& hw) : finder_(hw), stride_(hw.ipu_count) {}
+  const Route& route(int src, int dst) {
+    const std::int64_t key = static_cast<std::int64_t>(src) * stride_ + dst;
+    auto found = routes_.find(key);
+    if (found == routes_.end()) found = routes_.emplace(key, finder_.route(src, dst)).first;
+    return found->second;
+  }
+
+private:
+  RouteFinder finder_;
+  std::int64_t stride_;
+  std::unordered_map<std::int64_t, Route> routes_;
+};
+
+// Maximal runs of all-reduce exchanges holding transfers; "" or why they cannot be timed apart.
+std::string find_blocks(const Schedule& schedule, std::vector<Block>& blocks) {
+  for (std::size_t p = 0; p < schedule.programs.size(); ++p) {
+    const Program& program = schedule.programs[p];
+    for (std::size_t i = 0; i < program.steps.size();) {
+      if (!in_collective(program.steps[i])) {
+        ++i;
+        continue;
+      }
+      std::size_t end = i;
+      bool transfers = false;
+      while (end < program.steps.size() && in_collective(program.steps[end]))
+        transfers |= !program.steps[end++].transfers.empty();
+      for (const Repeat& r : program.repeats)
+        if ((r.first > i && r.first < end) || (r.first + r.length > i && r.first + r.length < end))
+          return "a loop begins or ends inside IPU " + std::to_string(program.ipu) + "'s all-reduce steps";
+      if (transfers) blocks.push_back({p, i, end - i});
+      i = end;
+    }
+  }
+  return "";
+}
+
+// The directed links that transfers outside the blocks use, and the copies they carry.
+void outside_traffic(const Schedule& schedule, const std::vector<Block>& blocks, CachedRoutes& routes,
+                     std::set<int>& slots, std::set<int>& copies) {
+  std::vector<std::vector<char>> inside(schedule.programs.size());
+  for (std::size_t p = 0; p < schedule.programs.size(); ++p) inside[p].assign(schedule.programs[p].steps.size(), 0);
+  for (const Block& b : blocks)
+    for (std::size_t s = b.first; s < b.first + b.length; ++s) inside[b.program][s] = 1;
+  for (std::size_t p = 0; p < schedule.programs.size(); ++p) {
+    const Program& program = schedule.programs[p];
+    for (std::size_t s = 0; s < program.steps.size(); ++s) {
+      if (inside[p][s] != 0) continue;
+      for (const Transfer& t : program.steps[s].transfers) {
+        copies.insert(t.copy);
+        if (t.src_ipu == t.dst_ipu) continue;
+        for (const Hop& hop : routes.route(t.src_ipu, t.dst_ipu)) slots.insert(slot_of(hop));
+      }
+    }
+  }
+}
+
+// Copies used by the blocks, checked: each sent by one block and received by another, as
+// often, and by nothing else. "" or why not.
+std::string use_copies(const Schedule& schedule, const std::vector<Block>& blocks, const std::set<int>& outside,
+                       std::map<CopyKey, CopyUse>& uses) {
+  for (std::size_t b = 0; b < blocks.size(); ++b) {
+    const Program& program = schedule.programs[blocks[b].program];
+    for (std::size_t k = 0; k < blocks[b].length; ++k) {
+      const auto& transfers = program.steps[blocks[b].first + k].transfers;
+      for (std::size_t t = 0; t < transfers.size(); ++t) {
+        const Transfer& x = transfers[t];
+        if (x.src_ipu == x.dst_ipu || (x.src_ipu != program.ipu && x.dst_ipu != program.ipu))
+          return "an all-reduce step of IPU " + std::to_string(program.ipu) + " lists another pair's transfer";
+        if (outside.count(x.copy) != 0) return "an all-reduce copy is also sent outside the all-reduce steps";
+        CopyUse& use = uses[{x.copy, blocks[b].first}];
+        (x.src_ipu == program.ipu ? use.sends : use.receives).emplace_back(b, k, t);
+      }
+    }
+  }
+  for (const auto& [copy, use] : uses) {
+    if (use.sends.size() != use.receives.size() || use.sends.empty())
+      return "an all-reduce copy is sent and received a different number of times";
+    for (const Place& s : use.sends)
+      if (std::get<0>(s) != std::get<0>(use.sends.front())) return "an all-reduce copy has two senders";
+    for (const Place& r : use.receives)
+      if (std::get<0>(r) != std::get<0>(use.receives.front())) return "an all-reduce copy has two receivers";
+    if (!same_loops(schedule.programs[blocks[std::get<0>(use.sends.front())].program],
+                    schedule.programs[blocks[std::get<0>(use.receives.front())].program]))
+      return "an all-reduce copy joins programs with different loops";
+  }
+  return "";
+}
+
+std::size_t find_root(std::vector<std::size_t>& parent, std::size_t i) {
+  while (parent[i] != i) i = parent[i] = parent[parent[i]];
+  return i;
+}
+
+// Blocks joined by a copy or by a link their transfers share; "" or why they cannot be timed apart.
+std::string join_blocks(const Schedule& schedule, const std::vector<Block>& blocks, const std::map<CopyKey, CopyUse>& uses,
+                        const std::set<int>& outside_slots, CachedRoutes& routes, std::vector<std::size_t>& parent) {
+  parent.resize(blocks.size());
+  std::iota(parent.begin(), parent.end(), std::size_t{0});
+  auto join = [&](std::size_t a, std::size_t b) { parent[find_root(parent, a)] = find_root(parent, b); };
+  for (const auto& [copy, use] : uses) join(std::get<0>(use.sends.front()), std::get<0>(use.receives.front()));
+  std::map<int, std::size_t> block_on_slot;
+  for (std::size_t b = 0; b < blocks.size(); ++b) {
+    const Program& program = schedule.programs[blocks[b].program];
+    for (std::size_t k = blocks[b].first; k < blocks[b].first + blocks[b].length; ++k)
+      for (const Transfer& t : program.steps[k].transfers) {
+        if (t.src_ipu != program.ipu) continue;
+        for (const Hop& hop : routes.route(t.src_ipu, t.dst_ipu)) {
+          if (outside_slots.count(slot_of(hop)) != 0) return "a link carries both all-reduce and other copies";
+          const auto [it, fresh] = block_on_slot.emplace(slot_of(hop), b);
+          if (fresh) continue;
+          // Blocks at one step of their programs run together; others (a reduce-scatter and
+          // its all-gather) may overlap where members run apart, and would need timing together.
+          if (blocks[it->second].first != blocks[b].first) return "two collectives share a link";
+          join(it->second, b);
+        }
+      }
+  }
+  return "";
+}
+
+// The group's steps in an order that respects what each waits for; false on a cycle.
+bool order_steps(CollectiveGroup& group) {
+  std::vector<std::size_t> next(group.members.size(), 0);
+  auto ready = [&](std::size_t m) {
+    for (const DataflowReceive& r : group.members[m].steps[next[m]].receives)
+      if (r.step > next[r.member]) return false;  // its sender has not begun that step
+    return true;
+  };
+  for (bool progress = true; progress;) {
+    progress = false;
+    for (std::size_t m = 0; m < group.members.size(); ++m)
+      while (next[m] < group.members[m].steps.size() && ready(m)) {
+        group.order.emplace_back(m, next[m]++);
+        progress = true;
+      }
+  }
+  for (std::size_t m = 0; m < group.members.size(); ++m)
+    if (next[m] < group.members[m].steps.size()) return false;
+  return true;
+}
+
+// Whether every member's last step waits (through the others) for every member's arrival.
+bool all_wait_for_all(const CollectiveGroup& group) {
+  const std::size_t n = group.members.size(), words = (n + 63) / 64;
+  using Bits = std::vector<std::uint64_t>;
+  std::vector<std::vector<Bits>> end(n);
+  for (std::size_t m = 0; m < n; ++m) end[m].resize(group.members[m].steps.size());
+  auto start_of = [&](std::size_t m, std::size_t k) {
+    if (k > 0) return end[m][k - 1];
+    Bits own(words, 0);
+    own[m / 64] |= std::uint64_t{1} << (m % 64);
+    return own;
+  };
+  for (const auto& [m, k] : group.order) {
+    Bits bits = start_of(m, k);
+    for (const DataflowReceive& r : group.members[m].steps[k].receives) {
+      const Bits from = start_of(r.member, r.step);
+      for (std::size_t w = 0; w < words; ++w) bits[w] |= from[w];
+    }
+    end[m][k] = std::move(bits);
+  }
+  for (std::size_t m = 0; m < n; ++m)
+    for (std::size_t i = 0; i < n; ++i)
+      if ((end[m].back()[i / 64] >> (i % 64) & 1u) == 0) return false;
+  return true;
+}
+
+// Builds the groups' members and sends (route, latency, narrowest link, whole bytes).
+class GroupBuilder {
+public:
+  GroupBuilder(const Schedule& schedule, const HardwareConfig& hw, const std::vector<Block>& blocks,
+               std::vector<std::size_t>& parent, CachedRoutes& routes, CollectiveBlocks& result)
+      : schedule_(schedule), hw_(hw), blocks_(blocks), routes_(routes), result_(result), place_(blocks.size()) {
+    for (const Block& b : blocks) {
+      first_step_.push_back(send_index_.size());
+      send_index_.resize(send_index_.size() + b.length);
+    }
+    std::map<std::size_t, std::size_t> group_of_root;
+    for (std::size_t b = 0; b < blocks.size(); ++b) {
+      const auto [it, fresh] = group_of_root.emplace(find_root(parent, b), result.groups.size());
+      if (fresh) result.groups.emplace_back();
+      CollectiveGroup& g = result.groups[it->second];
+      place_[b] = {it->second, g.members.size()};
+      CollectiveMember member;
+      member.program = blocks[b].program;
+      member.first = blocks[b].first;
+      member.steps.resize(blocks[b].length);
+      g.members.push_back(std::move(member));
+    }
+    link_ids_.resize(result.groups.size());
+  }
+
+  void add_sends() {
+    for (std::size_t b = 0; b < blocks_.size(); ++b) {
+      const Program& program = schedule_.programs[blocks_[b].program];
+      const auto [g, m] = place_[b];
+      CollectiveGroup& group = result_.groups[g];
+      for (std::size_t k = 0; k < blocks_[b].length; ++k) {
+        const Step& step = program.steps[blocks_[b].first + k];
+        DataflowStep& out = group.members[m].steps[k];
+        out.seconds = step.seconds;
+        std::vector<std::size_t>& index = send_index_[first_step_[b] + k];
+        index.assign(step.transfers.size(), 0);
+        for (std::size_t t = 0; t < step.transfers.size(); ++t)
+          if (step.transfers[t].src_ipu == program.ipu) {
+            index[t] = out.sends.size();
+            out.sends.push_back(send(g, t, step.transfers[t]));
+          }
+      }
+    }
+    for (CollectiveGroup& group : result_.groups)
+      for (CollectiveMember& member : group.members)
+        for (DataflowStep& step : member.steps) {
+          step.first_flow = group.flows;
+          group.flows += step.sends.size();
+        }
+  }
+
+  // The n-th receive of a copy takes its n-th send; both ends learn of each other.
+  void match(const std::map<CopyKey, CopyUse>& uses) {
+    for (const auto& [copy, use] : uses)
+      for (std::size_t n = 0; n < use.receives.size(); ++n) {
+        const auto& [rb, rk, rt] = use.receives[n];
+        const auto& [sb, sk, st] = use.sends[n];
+        CollectiveGroup& group = result_.groups[place_[rb].first];
+        const std::size_t index = send_index_[first_step_[sb] + sk][st];
+        DataflowSend& s = group.members[place_[sb].second].steps[sk].sends[index];
+        s.to_member = place_[rb].second;
+        s.to_step = rk;
+        group.members[place_[rb].second].steps[rk].receives.push_back({place_[sb].second, sk, index});
+      }
+  }
+
+  const std::vector<std::pair<std::size_t, std::size_t>>& places() const { return place_; }
+
+private:
+  DataflowSend send(std::size_t g, std::size_t t, const Transfer& x) {
+    DataflowSend s;
+    s.transfer = t;
+    s.bytes = std::floor(x.bytes);  // Comm::sendto_async takes an integer size
+    for (const Hop& hop : routes_.route(x.src_ipu, x.dst_ipu)) {
+      const LinkSpec& link = hw_.links[static_cast<std::size_t>(hop.link)];
+      s.latency += link.latency_s;
+      s.bandwidth = s.links.empty() ? link.bandwidth_bytes_per_s : std::min(s.bandwidth, link.bandwidth_bytes_per_s);
+      const auto [it, fresh] = link_ids_[g].emplace(slot_of(hop), static_cast<int>(link_ids_[g].size()));
+      if (fresh) result_.groups[g].link_bandwidth.push_back(link.bandwidth_bytes_per_s);
+      s.links.push_back(it->second);
+    }
+    return s;
+  }
+
+  const Schedule& schedule_;
+  const HardwareConfig& hw_;
+  const std::vector<Block>& blocks_;
+  CachedRoutes& routes_;
+  CollectiveBlocks& result_;
+  std::vector<std::pair<std::size_t, std::size_t>> place_;  // (group, member) per block
+  std::vector<std::map<int, int>> link_ids_;                // per group: directed link slot -> group link
+  // Per block step (first_step_[block] + step), per transfer: its index among the step's sends.
+  std::vector<std::vector<std::size_t>> send_index_;
+  std::vector<std::size_t> first_step_;
+};
+
+} // namespace
+
+CollectiveBlocks find_collective_blocks(const Schedule& schedule, const HardwareConfig& hw) {
+  CollectiveBlocks result;
+  auto refuse = [&](std::string why) {
+    result.groups.clear();
+    result.starts.clear();
+    result.not_timed = std::move(why);
+    return result;
+  };
+  std::vector<Block> blocks;
+  if (std::string why = find_blocks(schedule, blocks); !why.empty()) return refuse(why);
+  if (blocks.empty()) return refuse("no all-reduce copies");
+  CachedRoutes routes(hw);
+  std::set<int> outside_slots, outside_copies;
+  outside_traffic(schedule, blocks, routes, outside_slots, outside_copies);
+  std::map<CopyKey, CopyUse> uses;
+  if (std::string why = use_copies(schedule, blocks, outside_copies, uses); !why.empty()) return refuse(why);
+  std::vector<std::size_t> parent;
+  if (std::string why = join_blocks(schedule, blocks, uses, outside_slots, routes, parent); !why.empty())
+    return refuse(why);
+
+  GroupBuilder builder(schedule, hw, blocks, parent, routes, result);
+  builder.add_sends();
+  builder.match(uses);
+  for (CollectiveGroup& g : result.groups) {
+    if (!order_steps(g)) return refuse("the all-reduce steps wait for each other in a cycle");
+    if (!all_wait_for_all(g)) return refuse("some IPU leaves its all-reduce steps before another has begun them");
+  }
+  result.starts.resize(schedule.programs.size());
+  for (std::size_t b = 0; b < blocks.size(); ++b) result.starts[blocks[b].program][blocks[b].first] = builder.places()[b];
+  return result;
+}
+
+} // namespace ipusim

@@ -1,0 +1,83 @@
+#pragma once
+// The gradient collectives timed apart from the network simulation.
+//
+// A collective block is a run of consecutive all-reduce Exchange steps in one program (a
+// ring's reduce-scatter and all-gather steps, ProgramBuilder::reduce_scatter/all_gather);
+// the blocks that send each other copies, or share a link, form a group, one block per
+// member IPU. Where the links a group uses carry nothing else, its transfers depend only on
+// when its members arrive, and CollectiveGroup::evaluate replays them as SimGrid's CM02
+// model would (docs/reference/simgrid-notes.md): a transfer starts when its sender begins
+// the step, waits out its route's latency, then shares each link of its route max-min
+// fairly with the others there, weighted by the inverse of its route's latency (CM02's
+// sharing penalty) and bounded by its narrowest link; a step ends once its sends and
+// receives have arrived, plus its own seconds (Run::run_exchange). find_collective_blocks
+// also checks that every member's last step waits for every member's first, so that the
+// whole block's times are known once the last member arrives. Where a check fails it says
+// why, and the engine simulates the collectives' transfers in SimGrid.
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "sim/io/hardware.hpp"
+#include "sim/schedule/program.hpp"
+
+namespace ipusim {
+
+// A transfer a member sends in a step.
+struct DataflowSend {
+  std::size_t transfer = 0;              // index into Step::transfers
+  std::size_t to_member = 0, to_step = 0;  // who receives it, in which of its steps
+  std::vector<int> links;                // the group's links along its route
+  double latency = 0;                    // the route's, summed
+  double bandwidth = 0;                  // its narrowest link's
+  double bytes = 0;                      // whole bytes, as SimGrid moves them
+};
+// A transfer a member receives in a step: the sending member, its step, and which of its sends.
+struct DataflowReceive {
+  std::size_t member = 0, step = 0, send = 0;
+};
+struct DataflowStep {
+  std::vector<DataflowSend> sends;
+  std::vector<DataflowReceive> receives;
+  double seconds = 0;  // paid after the transfers (Step::seconds)
+  std::size_t first_flow = 0;  // its sends' index among the group's transfers
+};
+
+struct CollectiveMember {
+  std::size_t program = 0;  // index into Schedule::programs
+  std::size_t first = 0;    // the block's first template step
+  std::vector<DataflowStep> steps;
+};
+
+// One run of a group's blocks, in the caller's clock: per member and step its start and
+// end; per transfer (DataflowStep::first_flow + send) when it arrived.
+struct CollectiveTimes {
+  std::vector<std::vector<double>> start, end;
+  std::vector<double> arrival;
+};
+
+struct CollectiveGroup {
+  std::vector<CollectiveMember> members;
+  std::vector<double> link_bandwidth;  // per group link (DataflowSend::links)
+  std::size_t flows = 0;               // transfers of one run
+  // (member, step) pairs in an order where every step comes after the steps it waits for.
+  std::vector<std::pair<std::size_t, std::size_t>> order;
+  // The times of every member's steps when member m arrives at its block at entries[m].
+  void evaluate(const std::vector<double>& entries, CollectiveTimes& times) const;
+};
+
+struct CollectiveBlocks {
+  std::vector<CollectiveGroup> groups;
+  // Per program: a block's first template step -> (group, member).
+  std::vector<std::map<std::size_t, std::pair<std::size_t, std::size_t>>> starts;
+  // Why the collectives are left to the network simulation; empty when `groups` time them.
+  std::string not_timed;
+};
+
+// The schedule's collective blocks, or none with the reason (see above).
+CollectiveBlocks find_collective_blocks(const Schedule& schedule, const HardwareConfig& hardware);
+
+} // namespace ipusim

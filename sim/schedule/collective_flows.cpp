@@ -1,0 +1,251 @@
+// CollectiveGroup::evaluate: one run of a group's blocks replayed as SimGrid's CM02 model
+// runs its transfers (network_cm02.cpp and the max-min solver of SimGrid 3.32, with
+// ipusim's settings: latency and bandwidth factors 1, weight-S 0, no TCP-gamma bound, no
+// cross-traffic). A transfer first waits out its route's latency without using bandwidth,
+// then shares its links: each link's bandwidth goes to the transfers crossing it in
+// proportion to 1 / penalty, the penalty being the route's latency, every transfer bounded
+// by its narrowest link, filled progressively from the most contended link. Rates change
+// only when a transfer joins or leaves, and then only for those sharing links with it.
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <queue>
+
+#include "sim/schedule/collective_dataflow.hpp"
+
+namespace ipusim {
+
+namespace {
+
+struct Happening {
+  enum Kind : std::uint8_t { StepStart, LatencyOver, Arrival };
+  double time = 0;
+  std::uint64_t order = 0;  // ties keep the order they were scheduled in
+  Kind kind = StepStart;
+  std::size_t first = 0, second = 0;  // StepStart: member, step; else flow, its version
+  bool operator>(const Happening& o) const { return time != o.time ? time > o.time : order > o.order; }
+};
+
+class FlowReplay {
+public:
+  FlowReplay(const CollectiveGroup& group, CollectiveTimes& times) : group_(group), times_(times) {
+    flows_.resize(group.flows);
+    on_link_.resize(group.link_bandwidth.size());
+    capacity_.resize(group.link_bandwidth.size());
+    usage_.resize(group.link_bandwidth.size());
+    unfixed_.resize(group.link_bandwidth.size());
+    link_mark_.assign(group.link_bandwidth.size(), 0);
+    flow_mark_.assign(group.flows, 0);
+    outstanding_.resize(group.members.size());
+    for (std::size_t m = 0; m < group.members.size(); ++m) {
+      const auto& steps = group.members[m].steps;
+      outstanding_[m].resize(steps.size());
+      started_.emplace_back(steps.size(), 0);
+      for (std::size_t k = 0; k < steps.size(); ++k) {
+        outstanding_[m][k] = steps[k].sends.size() + steps[k].receives.size();
+        for (std::size_t i = 0; i < steps[k].sends.size(); ++i) {
+          Flow& f = flows_[steps[k].first_flow + i];
+          f.send = &steps[k].sends[i];
+          f.member = m;
+          f.step = k;
+        }
+      }
+    }
+    times_.start.resize(group.members.size());
+    times_.end.resize(group.members.size());
+    for (std::size_t m = 0; m < group.members.size(); ++m) {
+      times_.start[m].assign(group.members[m].steps.size(), 0.0);
+      times_.end[m].assign(group.members[m].steps.size(), 0.0);
+    }
+    times_.arrival.assign(group.flows, 0.0);
+  }
+
+  void run(const std::vector<double>& entries) {
+    for (std::size_t m = 0; m < entries.size(); ++m) schedule(entries[m], Happening::StepStart, m, 0);
+    while (!queue_.empty()) {
+      const Happening h = queue_.top();
+      queue_.pop();
+      switch (h.kind) {
+      case Happening::StepStart: start_step(h.first, h.second, h.time); break;
+      case Happening::LatencyOver: latency_over(h.first, h.time); break;
+      case Happening::Arrival:
+        if (flows_[h.first].version == h.second && !flows_[h.first].done) arrive(h.first, h.time);
+        break;
+      }
+    }
+  }
+
+private:
+  struct Flow {
+    const DataflowSend* send = nullptr;
+    std::size_t member = 0, step = 0;
+    double remaining = 0, rate = 0, last = 0;  // bytes left as of `last`, moving at `rate`
+    bool sharing = false, done = false;
+    std::size_t version = 0;  // of its scheduled arrival: a change of rate reschedules it
+    double penalty() const { return send->latency > 0 ? send->latency : 1.0; }
+  };
+
+  void schedule(double time, Happening::Kind kind, std::size_t first, std::size_t second) {
+    queue_.push({time, next_order_++, kind, first, second});
+  }
+
+  void start_step(std::size_t m, std::size_t k, double now) {
+    times_.start[m][k] = now;
+    started_[m][k] = 1;
+    const DataflowStep& step = group_.members[m].steps[k];
+    for (std::size_t i = 0; i < step.sends.size(); ++i) {
+      Flow& f = flows_[step.first_flow + i];
+      f.remaining = f.send->bytes;
+      schedule(now + f.send->latency, Happening::LatencyOver, step.first_flow + i, 0);
+    }
+    if (outstanding_[m][k] == 0) complete_step(m, k, now);
+  }
+
+  void latency_over(std::size_t id, double now) {
+    Flow& f = flows_[id];
+    if (f.remaining <= 0 || f.send->links.empty()) {
+      arrive(id, now);
+      return;
+    }
+    f.sharing = true;
+    f.last = now;
+    for (int l : f.send->links) on_link_[static_cast<std::size_t>(l)].push_back(id);
+    reshare(f.send->links, now);
+  }
+
+  void arrive(std::size_t id, double now) {
+    Flow& f = flows_[id];
+    f.done = true;
+    times_.arrival[id] = now;
+    if (f.sharing) {
+      f.sharing = false;
+      for (int l : f.send->links) {
+        auto& on = on_link_[static_cast<std::size_t>(l)];
+        on.erase(std::find(on.begin(), on.end(), id));
+      }
+      reshare(f.send->links, now);
+    }
+    for (const auto& [m, k] : {std::make_pair(f.member, f.step), std::make_pair(f.send->to_member, f.send->to_step)})
+      if (--outstanding_[m][k] == 0 && started(m, k)) complete_step(m, k, now);
+  }
+
+  bool started(std::size_t m, std::size_t k) const { return started_[m][k] != 0; }
+
+  void complete_step(std::size_t m, std::size_t k, double now) {
+    const DataflowStep& step = group_.members[m].steps[k];
+    const double end = step.seconds > 0 ? now + step.seconds : now;
+    times_.end[m][k] = end;
+    if (k + 1 < group_.members[m].steps.size()) schedule(end, Happening::StepStart, m, k + 1);
+  }
+
+  // The flows sharing links, transitively, with `links`: their bytes moved so far counted, their
+  // rates set anew by weighted max-min, their arrivals rescheduled.
+  void reshare(const std::vector<int>& links, double now);
+
+  const CollectiveGroup& group_;
+  CollectiveTimes& times_;
+  std::vector<Flow> flows_;
+  std::vector<std::vector<std::size_t>> on_link_;  // per group link: the flows sharing it
+  std::vector<std::vector<std::size_t>> outstanding_;  // per member and step: transfers not yet arrived
+  std::vector<std::vector<char>> started_;
+  std::priority_queue<Happening, std::vector<Happening>, std::greater<>> queue_;
+  // reshare's scratch, per link and flow.
+  std::vector<double> capacity_, usage_;
+  std::vector<std::size_t> unfixed_;
+  std::vector<std::uint64_t> link_mark_, flow_mark_;
+  std::vector<std::size_t> component_flows_, open_, still_open_;
+  std::vector<int> component_links_;
+  std::uint64_t visit_ = 0;
+  std::uint64_t next_order_ = 0;
+};
+
+void FlowReplay::reshare(const std::vector<int>& links, double now) {
+  // The component: links and sharing flows reachable from `links`.
+  std::vector<std::size_t>& flows = component_flows_;
+  std::vector<int>& component = component_links_;
+  flows.clear();
+  component.assign(links.begin(), links.end());
+  ++visit_;
+  for (int l : component) link_mark_[static_cast<std::size_t>(l)] = visit_;
+  for (std::size_t i = 0; i < component.size(); ++i)
+    for (std::size_t id : on_link_[static_cast<std::size_t>(component[i])]) {
+      if (flow_mark_[id] == visit_) continue;
+      flow_mark_[id] = visit_;
+      flows.push_back(id);
+      for (int l : flows_[id].send->links)
+        if (link_mark_[static_cast<std::size_t>(l)] != visit_) {
+          link_mark_[static_cast<std::size_t>(l)] = visit_;
+          component.push_back(l);
+        }
+    }
+  for (std::size_t id : flows) {
+    Flow& f = flows_[id];
+    f.remaining = std::max(0.0, f.remaining - f.rate * (now - f.last));
+    f.last = now;
+  }
+  // Progressive filling: the link that fills first at the lowest level (rate x penalty) fixes
+  // its flows at that level, unless some of them reach their own bound before it.
+  for (int l : component) {
+    capacity_[static_cast<std::size_t>(l)] = group_.link_bandwidth[static_cast<std::size_t>(l)];
+    usage_[static_cast<std::size_t>(l)] = 0;
+    unfixed_[static_cast<std::size_t>(l)] = 0;
+  }
+  for (std::size_t id : flows)
+    for (int l : flows_[id].send->links) {
+      usage_[static_cast<std::size_t>(l)] += 1.0 / flows_[id].penalty();
+      ++unfixed_[static_cast<std::size_t>(l)];
+    }
+  std::vector<std::size_t>& open = open_;
+  std::vector<std::size_t>& still_open = still_open_;
+  open = flows;
+  while (!open.empty()) {
+    double level = std::numeric_limits<double>::infinity();
+    for (int l : component)
+      if (unfixed_[static_cast<std::size_t>(l)] > 0)
+        level = std::min(level, capacity_[static_cast<std::size_t>(l)] / usage_[static_cast<std::size_t>(l)]);
+    auto saturating = [&](std::size_t id) {
+      for (int l : flows_[id].send->links) {
+        const auto i = static_cast<std::size_t>(l);
+        if (unfixed_[i] > 0 && capacity_[i] / usage_[i] <= level * (1 + 1e-12)) return true;
+      }
+      return false;
+    };
+    double bound_level = std::numeric_limits<double>::infinity();
+    for (std::size_t id : open)
+      if (saturating(id)) bound_level = std::min(bound_level, flows_[id].send->bandwidth * flows_[id].penalty());
+    const bool bounded = bound_level < level;
+    still_open.clear();
+    for (std::size_t id : open) {
+      Flow& f = flows_[id];
+      const double at_bound = f.send->bandwidth * f.penalty();
+      const bool fix = saturating(id) && (!bounded || at_bound <= bound_level * (1 + 1e-12));
+      if (!fix) {
+        still_open.push_back(id);
+        continue;
+      }
+      f.rate = bounded ? f.send->bandwidth : std::min(f.send->bandwidth, level / f.penalty());
+      for (int l : f.send->links) {
+        const auto i = static_cast<std::size_t>(l);
+        capacity_[i] = std::max(0.0, capacity_[i] - f.rate);
+        usage_[i] -= 1.0 / f.penalty();
+        --unfixed_[i];
+      }
+    }
+    if (still_open.size() == open.size()) break;  // cannot happen: some link always saturates
+    open.swap(still_open);
+  }
+  for (std::size_t id : flows) {
+    Flow& f = flows_[id];
+    ++f.version;
+    schedule(f.rate > 0 ? now + f.remaining / f.rate : now, Happening::Arrival, id, f.version);
+  }
+}
+
+} // namespace
+
+void CollectiveGroup::evaluate(const std::vector<double>& entries, CollectiveTimes& times) const {
+  FlowReplay replay(*this, times);
+  replay.run(entries);
+}
+
+} // namespace ipusim

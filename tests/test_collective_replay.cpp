@@ -1,0 +1,119 @@
+// The gradient collectives replayed apart from the network simulation
+// (sim/schedule/collective_dataflow.hpp): CM02's weighted max-min sharing on a hand-computed
+// case, and which schedules' collectives can be replayed (the rest are simulated, and say why).
+// tests/test_steady_state.cpp compares the replay with SimGrid's transfers on real pods.
+#include <catch2/catch.hpp>
+
+#include "sim/plan/routes.hpp"
+#include "sim/schedule/collective_dataflow.hpp"
+#include "sim/simulate/simulation.hpp"
+#include "support.hpp"
+
+using namespace ipusim;
+using namespace ipusim::test;
+
+namespace {
+
+constexpr double us = 1e-6;
+
+DataflowSend send_to(std::size_t member, std::vector<int> links, double latency, double bytes) {
+  DataflowSend s;
+  s.to_member = member;
+  s.links = std::move(links);
+  s.latency = latency;
+  s.bandwidth = 1e9;
+  s.bytes = bytes;
+  return s;
+}
+
+// Two members, one step each, sending each other one transfer: A (member 0 -> 1) over link 0
+// with 1 us of latency, B (1 -> 0) over links 0 and 1 with 2 us; every link 1 GB/s.
+CollectiveGroup two_flows(double a_bytes, double b_bytes) {
+  CollectiveGroup g;
+  g.link_bandwidth = {1e9, 1e9};
+  g.members.resize(2);
+  for (std::size_t m = 0; m < 2; ++m) g.members[m].steps.resize(1);
+  g.members[0].steps[0].sends = {send_to(1, {0}, 1 * us, a_bytes)};
+  g.members[1].steps[0].sends = {send_to(0, {0, 1}, 2 * us, b_bytes)};
+  g.members[0].steps[0].receives = {{1, 0, 0}};
+  g.members[1].steps[0].receives = {{0, 0, 0}};
+  g.members[1].steps[0].first_flow = 1;
+  g.flows = 2;
+  g.order = {{0, 0}, {1, 0}};
+  return g;
+}
+
+} // namespace
+
+TEST_CASE("a collective's transfers share a link in proportion to the inverse of their routes' latency",
+          "[collectives]") {
+  // A runs alone at 1 GB/s from 1 to 2 us (1,000 of its 3,000 bytes). From 2 us B shares link 0:
+  // with penalties 1 and 2 us, A gets 2/3 GB/s and B 1/3; A's last 2,000 bytes take 3 us (it
+  // arrives at 5 us), when B has moved 1,000 of its 2,000; B then runs alone: 1 us more, 6 us.
+  CollectiveGroup g = two_flows(3000, 2000);
+  CollectiveTimes t;
+  g.evaluate({0.0, 0.0}, t);
+  CHECK(t.arrival[0] == Approx(5 * us).epsilon(1e-12));
+  CHECK(t.arrival[1] == Approx(6 * us).epsilon(1e-12));
+  CHECK(t.end[0][0] == Approx(6 * us).epsilon(1e-12));  // member 0 waits for B too
+  CHECK(t.end[1][0] == Approx(6 * us).epsilon(1e-12));
+
+  // The same, member 1 arriving 10 us later: no overlap, each alone (latency + bytes / 1 GB/s).
+  g.evaluate({0.0, 10 * us}, t);
+  CHECK(t.arrival[0] == Approx(4 * us).epsilon(1e-12));
+  CHECK(t.arrival[1] == Approx(14 * us).epsilon(1e-12));
+  CHECK(t.start[1][0] == 10 * us);
+
+  // A step's own seconds come after its transfers.
+  g.members[0].steps[0].seconds = 1 * us;
+  g.evaluate({0.0, 10 * us}, t);
+  CHECK(t.end[0][0] == Approx(15 * us).epsilon(1e-12));
+  CHECK(t.end[1][0] == Approx(14 * us).epsilon(1e-12));
+}
+
+TEST_CASE("the ring of every replica's IPU forms one group; a shared link with other copies is simulated",
+          "[collectives]") {
+  // 16 replicas of ResNet-50 on a Bow Pod16: one ring, 2 x 15 steps, each sending two halves.
+  SimulateOptions lean;
+  lean.keep_log = false;
+  const Scenario resnet = load_scenario(std::string(IPUSIM_SOURCE_DIR) +
+                                        "/scenarios/validation/mlperf-v2.0-resnet50-pod16.json",
+                                        {parse_override("execution.batchesPerStep=1")});
+  const Simulation sim = simulate(resnet, {Mode::Pipelined}, lean);
+  const CollectiveBlocks blocks = find_collective_blocks(sim.runs.at(0).schedule, resnet.hardware);
+  REQUIRE(blocks.groups.size() == 1);
+  const CollectiveGroup& ring = blocks.groups.front();
+  CHECK(ring.members.size() == 16);
+  for (const CollectiveMember& m : ring.members) {
+    REQUIRE(m.steps.size() == 30);
+    for (const DataflowStep& s : m.steps) {
+      CHECK(s.sends.size() == 2);
+      CHECK(s.receives.size() == 2);
+    }
+  }
+  CHECK(ring.flows == 16 * 30 * 2);
+  // Its routes share links (docs/systems.md): 3 -> 4 and 15 -> 0 both take 3 -> 0, ties going to
+  // the lower IPU; the replay shares it as CM02 does (the replay is checked against SimGrid in
+  // tests/test_steady_state.cpp).
+  RouteFinder finder(resnet.hardware);
+  auto names = [&](int a, int b) {
+    std::vector<std::string> out;
+    for (const Hop& hop : finder.route(a, b)) out.push_back(directed_link_name(resnet.hardware, hop));
+    return out;
+  };
+  CHECK(names(3, 4) == std::vector<std::string>{"ipu3->ipu0", "ipu0->ipu4"});
+  CHECK(names(15, 0) == std::vector<std::string>{"ipu15->ipu3", "ipu3->ipu0"});
+
+  // BERT-Large on 4 IPUs x 4 replicas of an IPU-POD16 with replicated tensor sharding: each
+  // IPU's reduce-scatter and, after the update, its all-gather ride the same ring links; where
+  // replicas run apart one's all-gather could meet another's reduce-scatter, so both are left
+  // to SimGrid.
+  const Scenario bert = load_scenario(std::string(IPUSIM_SOURCE_DIR) + "/scenarios/bert-large-pod16.json",
+                                      {parse_override("execution.gradientAccumulation=16")});
+  const Simulation bert_sim = simulate(bert, {Mode::Pipelined}, lean);
+  const SimulationStats& stats = bert_sim.runs.at(0).metrics.simulation;
+  CHECK(stats.collective_groups == 0);
+  CHECK(stats.collectives_simulated_because == "two collectives share a link");
+  CHECK(find_collective_blocks(bert_sim.runs.at(0).schedule, bert.hardware).not_timed ==
+        stats.collectives_simulated_because);
+}
