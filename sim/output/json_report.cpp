@@ -178,7 +178,7 @@ Json modes_json(const std::vector<Mode>& modes) {
 
 } // namespace
 
-Json report_json(const Scenario& sc, const Simulation& sim) {
+Json report_json(const Scenario& sc, const Simulation& sim, const Json* plan_document) {
   Json runs = Json::array();
   const RunMetrics* sharded = nullptr;
   const RunMetrics* pipelined = nullptr;
@@ -231,7 +231,7 @@ Json report_json(const Scenario& sc, const Simulation& sim) {
               {"modelHash", sc.model_hash},
               {"configFile", source_file(sc.hardware.file)},
               {"configHash", sc.config_hash},
-              {"plan", plan_json(sc, sim.plan)},
+              {"plan", plan_document != nullptr ? *plan_document : plan_json(sc, sim.plan)},
               {"estimate",
                {{"peakBytes", sim.estimate.peak_bytes},
                 {"seconds", sim.estimate.seconds},

@@ -12,6 +12,9 @@ nlohmann::json memory_json(const MemoryReport& memory, bool placed = false);
 nlohmann::json run_json(const RunMetrics& run);
 // An IPU's idle seconds by cause ({"fill_flush_s": ..., ...}), as in runs[].ipus[].idle.
 nlohmann::json idle_json(const IdleBreakdown& idle);
-nlohmann::json report_json(const Scenario& scenario, const Simulation& simulation);
+// `plan_document`: plan_json(scenario, simulation.plan) when the caller kept it from an
+// earlier run of the same plan (the Python API); none: made here.
+nlohmann::json report_json(const Scenario& scenario, const Simulation& simulation,
+                           const nlohmann::json* plan_document = nullptr);
 
 } // namespace ipusim

@@ -119,13 +119,14 @@ private:
   struct Kept {
     Plan plan;
     std::vector<MemoryReport> memory;  // per mode, once a run has estimated it
+    nlohmann::json plan_document;      // the run document's "plan", once written
   };
   static constexpr std::size_t kKept = 8;
   Kept& kept(const std::string& key, const Scenario& scenario, const ModelGraph& graph, const std::vector<Mode>& modes) {
     for (auto& [k, entry] : kept_)
       if (k == key) return entry;
     if (kept_.size() == kKept) kept_.pop_front();
-    kept_.emplace_back(key, Kept{make_plan(scenario, graph, modes), {}});
+    kept_.emplace_back(key, Kept{make_plan(scenario, graph, modes), {}, {}});
     return kept_.back().second;
   }
 
@@ -151,7 +152,8 @@ private:
       for (const ModeRun& r : sim.runs) entry->memory.push_back(r.metrics.memory);
     for (ModeRun& r : sim.runs)
       if (!r.metrics.memory.fits) r.metrics.memory.fixes = memory_fixes(scenario, r.metrics.mode);
-    nlohmann::json document = report_json(scenario, sim);
+    if (entry != nullptr && entry->plan_document.is_null()) entry->plan_document = plan_json(scenario, sim.plan);
+    nlohmann::json document = report_json(scenario, sim, entry != nullptr ? &entry->plan_document : nullptr);
     document["overrides"] = overrides;
     document["ipusimVersion"] = IPUSIM_VERSION;
     return document.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
