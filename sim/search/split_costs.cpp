@@ -31,10 +31,7 @@ void add_weight(std::vector<std::pair<int, double>>& shapes, int shape, double e
 SplitCosts::SplitCosts(const Scenario& sc, const LayerStructure& layers, std::int64_t micro_batch, bool accumulating,
                        std::vector<double> amps)
     : scenario_(sc), micro_batch_(micro_batch), accumulating_(accumulating), amps_(std::move(amps)) {
-  const Model& m = sc.model;
-  const Execution& ex = sc.execution;
-  const IpuSpec& spec = sc.hardware.ipu;
-  const ModelGraph g = unplaced_graph(m);
+  const ModelGraph g = unplaced_graph(sc.model);
   units_ = static_cast<int>(layers.names.size()) + 2;
   units_per_layer_ = layers.units_per_layer;
   for (int u : layers.unit_of_op) unit_of_op_.push_back(u + 1);
@@ -44,15 +41,24 @@ SplitCosts::SplitCosts(const Scenario& sc, const LayerStructure& layers, std::in
   blocks_.resize(static_cast<std::size_t>(units_ * units_));
   block_costs_.resize(blocks_.size() * amps_.size());
 
+  const std::map<std::string, int> id = index_tensors(g);
+  check_layer_order();
+  cost_ops(id);
+  for (const auto& a : g.anchors) anchors_.push_back(id.at(a));
+  sum_unit_weights(g, id);
+  weight_prefixes();
+}
+
+std::map<std::string, int> SplitCosts::index_tensors(const ModelGraph& g) {
+  const Model& m = scenario_.model;
   std::map<std::string, int> id;
-  std::map<std::vector<std::int64_t>, int> shape_id;
   for (const auto& [name, t] : m.tensors) {
     id.emplace(name, static_cast<int>(tensors_.size()));
     TensorInfo info;
     info.kind = t.kind;
     info.dtype = t.dtype;
     info.bytes = t.kind == TensorKind::Weight ? static_cast<double>(t.bytes()) : t.bytes_per_micro_batch(micro_batch_);
-    info.tile = tile0_share(info.bytes, dtype_bytes(t.dtype), spec);
+    info.tile = tile0_share(info.bytes, dtype_bytes(t.dtype), scenario_.hardware.ipu);
     if (auto p = g.producer.find(name); p != g.producer.end()) {
       info.producer = static_cast<int>(p->second);
       info.checkpoint = is_checkpoint(m.ops[p->second]);
@@ -61,6 +67,12 @@ SplitCosts::SplitCosts(const Scenario& sc, const LayerStructure& layers, std::in
       for (auto u : c->second) info.consumers.push_back(static_cast<int>(u));
     tensors_.push_back(std::move(info));
   }
+  return id;
+}
+
+// Splits cut the layers in order: an op reading a later layer's output makes them unusable.
+void SplitCosts::check_layer_order() {
+  const Model& m = scenario_.model;
   for (const TensorInfo& t : tensors_)
     for (int c : t.consumers)
       if (t.producer >= 0 && unit_of(static_cast<std::size_t>(t.producer)) > unit_of(static_cast<std::size_t>(c)) &&
@@ -69,7 +81,14 @@ SplitCosts::SplitCosts(const Scenario& sc, const LayerStructure& layers, std::in
         why_ = "op " + m.ops[static_cast<std::size_t>(c)].name + " reads the output of " +
                m.ops[static_cast<std::size_t>(t.producer)].name + ", in a later layer";
       }
+}
 
+// Each op's tensors, code signature and tiles, and its forward and backward cost under each
+// availableMemoryProportion.
+void SplitCosts::cost_ops(const std::map<std::string, int>& id) {
+  const Model& m = scenario_.model;
+  const Execution& ex = scenario_.execution;
+  const IpuSpec& spec = scenario_.hardware.ipu;
   std::map<std::string, int> signature_id;
   const TensorFacts facts = tensor_facts(m);
   for (double amp : amps_) {
@@ -98,15 +117,20 @@ SplitCosts::SplitCosts(const Scenario& sc, const LayerStructure& layers, std::in
     }
     const bool collective = is_tensor_parallel_collective(op.type);
     for (std::size_t a = 0; a < cost_models_.size(); ++a) {
-      forward_cost_[a][op.index] = collective ? tensor_parallel_collective_cost(sc.hardware, m, op, false, micro_batch_)
+      forward_cost_[a][op.index] = collective ? tensor_parallel_collective_cost(scenario_.hardware, m, op, false, micro_batch_)
                                               : cost_models_[a]->cost(forward);
       if (ex.training)
-        backward_cost_[a][op.index] = collective ? tensor_parallel_collective_cost(sc.hardware, m, op, true, micro_batch_)
+        backward_cost_[a][op.index] = collective ? tensor_parallel_collective_cost(scenario_.hardware, m, op, true, micro_batch_)
                                                  : cost_models_[a]->cost(backward);
     }
   }
-  for (const auto& a : g.anchors) anchors_.push_back(id.at(a));
+}
 
+// Per unit: its weights (by the unit of their first user, and by the unit that completes
+// them), the non-activation tensors several units share, and the tensors crossing units.
+void SplitCosts::sum_unit_weights(const ModelGraph& g, const std::map<std::string, int>& id) {
+  const Model& m = scenario_.model;
+  std::map<std::vector<std::int64_t>, int> shape_id;
   unit_weights_.resize(static_cast<std::size_t>(units_));
   completing_ = unit_weights_;
   for (const auto& [name, users] : g.consumers) {
@@ -135,6 +159,11 @@ SplitCosts::SplitCosts(const Scenario& sc, const LayerStructure& layers, std::in
     w.tensor_elements.push_back(elements);
     add_weight(w.shapes, shape_id.emplace(t.shape, static_cast<int>(shape_id.size())).first->second, elements);
   }
+}
+
+// Prefix sums over the units: weight bytes, their fullest-tile bytes, optimizer state bytes.
+void SplitCosts::weight_prefixes() {
+  const Execution& ex = scenario_.execution;
   const int state_tensors = ex.training ? optimizer_state_tensors(ex.optimizer) : 0;
   weight_prefix_.assign(static_cast<std::size_t>(units_) + 1, 0);
   weight_tile_prefix_ = state_bytes_prefix_ = weight_prefix_;

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -153,6 +154,13 @@ private:
 
   // compose's steps for one split (split_costs.cpp).
   class Composer;
+
+  // The constructor's steps, in order.
+  std::map<std::string, int> index_tensors(const ModelGraph& g);  // tensors_; returns each tensor's id
+  void check_layer_order();
+  void cost_ops(const std::map<std::string, int>& id);
+  void sum_unit_weights(const ModelGraph& g, const std::map<std::string, int>& id);
+  void weight_prefixes();
 
   int unit_of(std::size_t op) const { return unit_of_op_[op]; }
   const Block& block(int first, int last) const;
