@@ -13,6 +13,8 @@ The format follows SimGrid's tesh files (one idea per file, the command and its 
                                   it has one) reads <masked>: a timing inside an otherwise pinned line)
     ! readme PHRASE              (after a command: PHRASE, whitespace collapsed, is in README.md and in what
                                   the command printed, so the README's figure is the shipped one)
+    ! doc PATH                   (after a command: its standard output is one of the fenced code blocks of
+                                  PATH, a page under docs/ that shows it, compared as the output is)
 
 Commands run under bash from the repository's root, `ipusim` on PATH (the build's binary, so run documents
 name it `ipusim`), the Python module on PYTHONPATH, $PYTHON the interpreter running this script (the one
@@ -44,7 +46,7 @@ class Command:
     def __init__(self, text, line, expect_return, ignore_stderr, masks):
         self.text, self.line = text, line
         self.expect_return, self.ignore_stderr, self.masks = expect_return, ignore_stderr, masks
-        self.stdout, self.stderr, self.readme = [], [], []
+        self.stdout, self.stderr, self.readme, self.docs = [], [], [], []
 
 
 class TranscriptError(Exception):
@@ -83,6 +85,10 @@ def parse(path):
             if current is None:
                 raise TranscriptError(f"{where}: '! readme' before any '$ command'")
             current.readme.append((line[len("! readme "):], number))
+        elif line.startswith("! doc "):
+            if current is None:
+                raise TranscriptError(f"{where}: '! doc' before any '$ command'")
+            current.docs.append((line[len("! doc "):], number))
         elif line.startswith("#") or line == "":
             items.append(line)
             current = None if line == "" else current
@@ -154,6 +160,36 @@ def readme_failures(path, command, printed):
     return failures
 
 
+def code_blocks(text):
+    """The fenced (```) blocks of a Markdown page, each as its lines."""
+    blocks, block = [], None
+    for line in text.split("\n"):
+        if line.startswith("```"):
+            if block is None:
+                block = []
+            else:
+                blocks.append(block)
+                block = None
+        elif block is not None:
+            block.append(line)
+    return blocks
+
+
+def doc_failures(path, command, out):
+    failures = []
+    for page, line in command.docs:
+        try:
+            with open(os.path.join(ROOT, page), encoding="utf-8") as f:
+                blocks = code_blocks(f.read())
+        except OSError as error:
+            failures.append(f"{path}:{line}: '! doc {page}': {error.strerror}")
+            continue
+        if not any(len(b) == len(out) and all(same_line(e, a) for e, a in zip(b, out)) for b in blocks):
+            failures.append(f"{path}:{line}: {page} shows no code block equal to what `{command.text}` prints: "
+                            "paste its output there (the page is stale)")
+    return failures
+
+
 def check(path, args, regenerate):
     items = parse(path)
     failures = []
@@ -172,6 +208,7 @@ def check(path, args, regenerate):
                 if not command.ignore_stderr:
                     failures += compare(path, command, "standard error", command.stderr, err)
             failures += readme_failures(path, command, out + err)
+            failures += doc_failures(path, command, out)
     if regenerate and not failures:
         write(path, items)
     return failures
@@ -192,6 +229,7 @@ def write(path, items):
         lines += [("> " + l) if l else ">" for l in item.stdout]
         lines += [("2> " + l) if l else "2>" for l in item.stderr]
         lines += ["! readme " + phrase for phrase, _ in item.readme]
+        lines += ["! doc " + page for page, _ in item.docs]
     fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)), prefix=".transcript-")
     with os.fdopen(fd, "w", encoding="utf-8") as f:
         f.write("\n".join(lines) + "\n")
