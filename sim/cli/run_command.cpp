@@ -127,9 +127,7 @@ int write_schedule_runs(const RunOptions& o, const std::string& schedules, const
     for (ModeRun& run : r.simulation.runs)
       if (!run.metrics.memory.fits) run.metrics.memory.fixes = memory_fixes(r.scenario, run.metrics.mode);
   nlohmann::json document = schedules_json(base, runs);
-  document["overrides"] = sets;
-  document["commandLine"] = command_line;
-  document["ipusimVersion"] = IPUSIM_VERSION;
+  add_provenance(document, {sets, &command_line});
   const std::string text = o.json  ? document.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n"
                            : o.csv ? render_run_csv(document)
                                    : render_schedule_table(document);
@@ -153,9 +151,7 @@ int run_generation(const RunOptions& o, const Scenario& sc, const std::vector<Mo
   std::string text = render_generation_table(sc, report);
   if (o.json) {
     nlohmann::json document{{"generation", generation_json(sc, report)}};
-    document["overrides"] = o.sets;
-    document["commandLine"] = command_line;
-    document["ipusimVersion"] = IPUSIM_VERSION;
+    add_provenance(document, {o.sets, &command_line});
     text = document.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
   }
   write_output(o.output.empty() ? "-" : o.output, text, o.force);
@@ -216,11 +212,7 @@ int run(const RunOptions& o) {
   for (ModeRun& run : sim.runs)
     if (!run.metrics.memory.fits) run.metrics.memory.fixes = memory_fixes(sc, run.metrics.mode);
   if (!o.trace.empty()) write_output(o.trace, [&](std::ostream& out) { write_trace(out, sc, sim); }, o.force);
-  nlohmann::json document = report_json(sc, sim);
-  // What reruns it: the flags as given (--set included) and the version that ran it.
-  document["overrides"] = rerun ? rerun->sets : o.sets;
-  document["commandLine"] = command_line;
-  document["ipusimVersion"] = IPUSIM_VERSION;
+  const nlohmann::json document = run_document(sc, sim, {rerun ? rerun->sets : o.sets, &command_line});
   const std::string text = o.json  ? document.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n"
                            : o.csv ? render_run_csv(document)
                                    : render_table(sc, sim);

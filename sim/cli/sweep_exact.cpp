@@ -75,12 +75,10 @@ std::optional<nlohmann::json> report_of(const Scenario& sc, const ModelGraph& gr
     runs.push_back(std::move(*run));
   }
   // The scenario's part of `run --json`'s document (files, hashes, execution, plan), as the engine's run gives it.
-  nlohmann::json report = report_json(sc, sim);
-  report["runs"] = std::move(runs);
   std::vector<std::string> sets;  // as the point's `run --set` flags give them (run --from reruns it)
   for (const Override& o : overrides) sets.push_back(o.path + "=" + o.value.dump());
-  report["overrides"] = std::move(sets);
-  report["ipusimVersion"] = IPUSIM_VERSION;
+  nlohmann::json report = run_document(sc, sim, {std::move(sets)});
+  report["runs"] = std::move(runs);
   if (sharded > 0 && pipelined > 0) report["speedupPipelinedOverSharded"] = sharded / pipelined;
   return report;
 }

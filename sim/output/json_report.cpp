@@ -255,4 +255,16 @@ Json report_json(const Scenario& sc, const Simulation& sim, const Json* plan_doc
   return doc;
 }
 
+void add_provenance(Json& document, const Provenance& provenance) {
+  document["overrides"] = provenance.overrides;
+  if (provenance.command_line != nullptr) document["commandLine"] = *provenance.command_line;
+  document["ipusimVersion"] = IPUSIM_VERSION;
+}
+
+Json run_document(const Scenario& sc, const Simulation& sim, const Provenance& provenance, const Json* plan_document) {
+  Json document = report_json(sc, sim, plan_document);
+  add_provenance(document, provenance);
+  return document;
+}
+
 } // namespace ipusim

@@ -2,6 +2,9 @@
 // `ipusim run --json`: one JSON document with the scenario, the plan and a run per mode.
 #include <nlohmann/json.hpp>
 
+#include <string>
+#include <vector>
+
 #include "sim/io/scenario.hpp"
 #include "sim/simulate/simulation.hpp"
 
@@ -16,5 +19,16 @@ nlohmann::json idle_json(const IdleBreakdown& idle);
 // earlier run of the same plan (the Python API); none: made here.
 nlohmann::json report_json(const Scenario& scenario, const Simulation& simulation,
                            const nlohmann::json* plan_document = nullptr);
+
+// What reruns a document (`run --from`): the --set flags as given, the command line (none from
+// Python or a sweep's point), and the version that wrote it.
+struct Provenance {
+  std::vector<std::string> overrides;
+  const std::vector<std::string>* command_line = nullptr;
+};
+void add_provenance(nlohmann::json& document, const Provenance& provenance);
+// The run document (`run --json`, Python's run, a sweep point's record): report_json and its provenance.
+nlohmann::json run_document(const Scenario& scenario, const Simulation& simulation, const Provenance& provenance,
+                            const nlohmann::json* plan_document = nullptr);
 
 } // namespace ipusim

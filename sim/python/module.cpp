@@ -134,8 +134,7 @@ private:
                      const std::vector<std::string>& overrides, const std::string* plan_key) {
     if (scenario.generation) {  // as `ipusim run --json` writes a generation
       nlohmann::json document{{"generation", generation_json(scenario, simulate_generation(scenario, modes, &std::cerr))}};
-      document["overrides"] = overrides;
-      document["ipusimVersion"] = IPUSIM_VERSION;
+      add_provenance(document, {overrides});
       return document.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
     }
     SimulateOptions options;
@@ -153,9 +152,8 @@ private:
     for (ModeRun& r : sim.runs)
       if (!r.metrics.memory.fits) r.metrics.memory.fixes = memory_fixes(scenario, r.metrics.mode);
     if (entry != nullptr && entry->plan_document.is_null()) entry->plan_document = plan_json(scenario, sim.plan);
-    nlohmann::json document = report_json(scenario, sim, entry != nullptr ? &entry->plan_document : nullptr);
-    document["overrides"] = overrides;
-    document["ipusimVersion"] = IPUSIM_VERSION;
+    const nlohmann::json document =
+        run_document(scenario, sim, {overrides}, entry != nullptr ? &entry->plan_document : nullptr);
     return document.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   }
 
