@@ -323,6 +323,22 @@ TEST_CASE("gradient collectives replayed apart give the simulated transfers on B
   }
 }
 
+// BERT-Large on 4 IPUs x 4 replicas of an IPU-POD16 without replicated tensor sharding: each IPU
+// column's ring crosses the rails between M2000s, the pipeline's copies the links inside one, so
+// the four rings are four groups replayed side by side while the pipelines' copies are simulated.
+TEST_CASE("four IPU columns' rings replayed beside the simulated pipeline copies give the simulated transfers",
+          "[steady-state][collectives]") {
+  const Scenario sc = load_scenario(scenario_file("bert-large-pod16"),
+                                    {parse_override("execution.optimizer.replicatedTensorSharding=false"),
+                                     parse_override("execution.gradientAccumulation=16")});
+  SimulateOptions lean;
+  lean.keep_log = false;
+  const SimulationStats fast = simulate(sc, {Mode::Pipelined}, lean).runs.at(0).metrics.simulation;
+  INFO(fast.collectives_simulated_because);
+  CHECK(fast.collective_groups == 4);
+  CHECK(compare(sc, {Mode::Pipelined}, true));
+}
+
 TEST_CASE("steady state gives the full simulation's figures on random plans", "[steady-state]") {
   std::mt19937 rng(20261130);
   auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
