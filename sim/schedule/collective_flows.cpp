@@ -121,7 +121,8 @@ private:
       f.sharing = false;
       for (int l : f.send->links) {
         auto& on = on_link_[static_cast<std::size_t>(l)];
-        on.erase(std::find(on.begin(), on.end(), id));
+        const auto found = std::find(on.begin(), on.end(), id);
+        if (found != on.end()) on.erase(found);  // a route crosses a link once: always found
       }
       reshare(f.send->links, now);
     }
