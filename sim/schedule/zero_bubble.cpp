@@ -34,123 +34,194 @@ struct Greedy {
     bool ok = true;
   };
 
-  Result run(bool allow_bubble_before_first_b, bool prioritize_b, bool no_bubble_greedy) const {
-    const auto Sz = static_cast<std::size_t>(S);
-    std::vector<std::int64_t> f(Sz, 0), b(Sz, 0), w(Sz, 0);
-    std::vector<double> m(Sz, 0), e(Sz, 0), stage_bubble(Sz, 0);
-    Result r;
+  Result run(bool allow_bubble_before_first_b, bool prioritize_b, bool no_bubble_greedy) const;
+};
+
+// One run's state: per stage, the F, B and W put so far (f, b, w), the activations it holds (m),
+// when its last op ends (e) and its bubble so far; and in r, when every node completes.
+struct GreedyRun {
+  const Greedy& g;
+  const int S;
+  const std::int64_t M;
+  const bool no_bubble_greedy;
+  std::vector<std::int64_t> f, b, w;
+  std::vector<double> m, e, stage_bubble;
+  Greedy::Result r;
+
+  GreedyRun(const Greedy& greedy, bool greedy_fill)
+      : g(greedy), S(greedy.S), M(greedy.M), no_bubble_greedy(greedy_fill), f(static_cast<std::size_t>(S), 0),
+        b(static_cast<std::size_t>(S), 0), w(static_cast<std::size_t>(S), 0), m(static_cast<std::size_t>(S), 0),
+        e(static_cast<std::size_t>(S), 0), stage_bubble(static_cast<std::size_t>(S), 0) {
     r.t.assign(static_cast<std::size_t>(3 * S * M), 0);
-    auto& t = r.t;
-    auto max_bubble = [&] { return *std::max_element(stage_bubble.begin(), stage_bubble.end()); };
-    auto put = [&](int j, int type) {
-      const auto J = static_cast<std::size_t>(j);
-      const std::int64_t i = type == 0 ? f[J] : type == 1 ? b[J] : w[J];
-      const double c = cost_of(type, j);
-      double tmp = e[J] + c;
-      const double no_bubble = tmp;
-      if (j > 0 && type == 0) tmp = std::max(tmp, t[id(0, j - 1, i)] + comm + c);
-      if (j < S - 1 && type == 1) tmp = std::max(tmp, t[id(1, j + 1, i)] + comm + c);
-      if (f[J] > 0) stage_bubble[J] += tmp - no_bubble;
-      e[J] = tmp;
-      t[id(type, j, i)] = tmp;
-      m[J] += mem_of(type);
-      (type == 0 ? f : type == 1 ? b : w)[J] += 1;
-    };
-    // Pending W fill the wait for `ready` (the neighbour's F or B); a gap W cannot fill is
-    // filled anyway when it beats the worst stage's bubble so far (no_bubble_greedy).
-    auto fill = [&](int j, double ready) {
-      const auto J = static_cast<std::size_t>(j);
-      while (w[J] < b[J] && e[J] + cost_of(2, j) <= ready + comm) put(j, 2);
-      if (w[J] < b[J] && e[J] < ready + comm) {
-        if (ready + comm - e[J] <= max_bubble() - stage_bubble[J]) {
-          if (no_bubble_greedy) put(j, 2);
-        } else {
-          put(j, 2);
-        }
-      }
-    };
-    for (std::int64_t i = 0; i < M; ++i) {
-      if (i == 0) {
-        for (int j = 0; j < S; ++j) put(j, 0);
-        std::vector<std::int64_t> need(Sz, 0);
-        double last_t = 0;
-        for (int j = S - 1; j >= 0; --j) {
-          const auto J = static_cast<std::size_t>(j);
-          if (j == S - 1) {
-            last_t = t[id(0, j, i)] + cost_of(1, j);
-            continue;
-          }
-          double mem = m[J], c = e[J];
-          while (f[J] + need[J] < M && mem + mem_of(0) <= limit) {
-            if (allow_bubble_before_first_b ? c + cost_of(0, j) > last_t + comm : c >= last_t + comm) break;
-            mem += mem_of(0);
-            c += cost_of(0, j);
-            need[J] += 1;
-          }
-          last_t = std::max(c, last_t + comm) + cost_of(1, j);
-        }
-        for (int j = 1; j < S; ++j) {
-          const auto J = static_cast<std::size_t>(j);
-          while (need[J] > 0 && need[J] >= need[J - 1] && f[J] + need[J] < M) need[J] -= 1;
-        }
-        for (int j = 0; j < S; ++j)
-          for (std::int64_t k = 0; k < need[static_cast<std::size_t>(j)]; ++k) put(j, 0);
-        for (int j = S - 1; j >= 0; --j) put(j, 1);
-        continue;
-      }
-      std::vector<int> need(Sz, 0);
-      for (int j = 0; j < S; ++j) {
-        const auto J = static_cast<std::size_t>(j);
-        if (f[J] >= M) continue;
-        if (j + 1 < S && f[J] >= f[J + 1] + 2 && prioritize_b) {
-          const double next_plus_fw = e[J + 1] + cost_of(0, j + 1) + cost_of(1, j + 1) + comm;
-          if (e[J] >= next_plus_fw) continue;
-          double w_cost = 0, mem_with_w = m[J] + mem_of(0);
-          std::int64_t w_cnt = 0;
-          while (mem_with_w > limit && w[J] + w_cnt < b[J]) {
-            w_cost += cost_of(2, j);
-            mem_with_w += mem_of(2);
-            ++w_cnt;
-          }
-          if (e[J] + cost_of(0, j) + w_cost <= next_plus_fw) {
-            need[J] = 1;
-            continue;
-          }
-          if (next_plus_fw - e[J] <= max_bubble() - stage_bubble[J]) continue;
-        }
-        need[J] = 1;
-      }
-      for (int j = S - 2; j >= 0; --j)
-        need[static_cast<std::size_t>(j)] = std::min(need[static_cast<std::size_t>(j)], need[static_cast<std::size_t>(j) + 1]);
-      for (int j = 0; j < S; ++j) {
-        const auto J = static_cast<std::size_t>(j);
-        if (!need[J]) continue;
-        while (m[J] + mem_of(0) > limit) {
-          if (w[J] >= b[J]) return r.ok = false, r;
-          put(j, 2);
-        }
-        if (j > 0) fill(j, t[id(0, j - 1, f[J])]);
-        put(j, 0);
-      }
-      for (int j = S - 1; j >= 0; --j) {
-        const auto J = static_cast<std::size_t>(j);
-        while (m[J] + mem_of(1) > limit) {
-          if (w[J] >= b[J]) return r.ok = false, r;
-          put(j, 2);
-        }
-        if (j + 1 < S) fill(j, t[id(1, j + 1, i)]);
-        if (j == 0 && f[J] == M)
-          while (w[J] < b[J]) put(j, 2);
-        put(j, 1);
+  }
+
+  double done(int type, int stage, std::int64_t mb) const { return r.t[g.id(type, stage, mb)]; }
+  double max_bubble() const { return *std::max_element(stage_bubble.begin(), stage_bubble.end()); }
+
+  void put(int j, int type) {
+    const auto J = static_cast<std::size_t>(j);
+    const std::int64_t i = type == 0 ? f[J] : type == 1 ? b[J] : w[J];
+    const double c = g.cost_of(type, j);
+    double tmp = e[J] + c;
+    const double no_bubble = tmp;
+    if (j > 0 && type == 0) tmp = std::max(tmp, done(0, j - 1, i) + g.comm + c);
+    if (j < S - 1 && type == 1) tmp = std::max(tmp, done(1, j + 1, i) + g.comm + c);
+    if (f[J] > 0) stage_bubble[J] += tmp - no_bubble;
+    e[J] = tmp;
+    r.t[g.id(type, j, i)] = tmp;
+    m[J] += g.mem_of(type);
+    (type == 0 ? f : type == 1 ? b : w)[J] += 1;
+  }
+
+  // Pending W fill the wait for `ready` (the neighbour's F or B); a gap W cannot fill is
+  // filled anyway when it beats the worst stage's bubble so far (no_bubble_greedy).
+  void fill(int j, double ready) {
+    const auto J = static_cast<std::size_t>(j);
+    while (w[J] < b[J] && e[J] + g.cost_of(2, j) <= ready + g.comm) put(j, 2);
+    if (w[J] < b[J] && e[J] < ready + g.comm) {
+      if (ready + g.comm - e[J] <= max_bubble() - stage_bubble[J]) {
+        if (no_bubble_greedy) put(j, 2);
+      } else {
+        put(j, 2);
       }
     }
+  }
+
+  // Before its op of `mem` activations, a stage frees memory with its pending W; false when
+  // it runs out of them (this variant cannot keep to the limit).
+  bool make_room(int j, double mem) {
+    const auto J = static_cast<std::size_t>(j);
+    while (m[J] + mem > g.limit) {
+      if (w[J] >= b[J]) return false;
+      put(j, 2);
+    }
+    return true;
+  }
+
+  // Micro-batch 0 goes down and back up the pipeline, each stage putting the extra F that fit
+  // before its B can start.
+  void warm_up(bool allow_bubble_before_first_b) {
+    for (int j = 0; j < S; ++j) put(j, 0);
+    const std::vector<std::int64_t> need = warm_up_forwards(allow_bubble_before_first_b);
+    for (int j = 0; j < S; ++j)
+      for (std::int64_t k = 0; k < need[static_cast<std::size_t>(j)]; ++k) put(j, 0);
+    for (int j = S - 1; j >= 0; --j) put(j, 1);
+  }
+
+  // From the last stage up: the F that fit in memory before micro-batch 0's B reaches each stage
+  // (allowing a bubble: that end by then); then, as zb.py trims them, fewer on each stage than
+  // on the one before it unless they are all its micro-batches.
+  std::vector<std::int64_t> warm_up_forwards(bool allow_bubble_before_first_b) const {
+    std::vector<std::int64_t> need(static_cast<std::size_t>(S), 0);
+    double last_t = 0;
+    for (int j = S - 1; j >= 0; --j) {
+      const auto J = static_cast<std::size_t>(j);
+      if (j == S - 1) {
+        last_t = done(0, j, 0) + g.cost_of(1, j);
+        continue;
+      }
+      double mem = m[J], c = e[J];
+      while (f[J] + need[J] < M && mem + g.mem_of(0) <= g.limit) {
+        if (allow_bubble_before_first_b ? c + g.cost_of(0, j) > last_t + g.comm : c >= last_t + g.comm) break;
+        mem += g.mem_of(0);
+        c += g.cost_of(0, j);
+        need[J] += 1;
+      }
+      last_t = std::max(c, last_t + g.comm) + g.cost_of(1, j);
+    }
+    for (int j = 1; j < S; ++j) {
+      const auto J = static_cast<std::size_t>(j);
+      while (need[J] > 0 && need[J] >= need[J - 1] && f[J] + need[J] < M) need[J] -= 1;
+    }
+    return need;
+  }
+
+  // A stage puts its next F only when every later stage does too, so that no stage gets
+  // further ahead of the ones after it.
+  std::vector<int> stages_to_forward(bool prioritize_b) const {
+    std::vector<int> need(static_cast<std::size_t>(S), 0);
+    for (int j = 0; j < S; ++j) need[static_cast<std::size_t>(j)] = wants_forward(j, prioritize_b) ? 1 : 0;
+    for (int j = S - 2; j >= 0; --j) {
+      const auto J = static_cast<std::size_t>(j);
+      need[J] = std::min(need[J], need[J + 1]);
+    }
+    return need;
+  }
+
+  // Prioritizing B, a stage two F ahead of the next one holds its F back when it (with the W
+  // that make room for it) would delay the next stage's F and B, unless the wait beats the
+  // worst stage's bubble so far.
+  bool wants_forward(int j, bool prioritize_b) const {
+    const auto J = static_cast<std::size_t>(j);
+    if (f[J] >= M) return false;
+    if (j + 1 < S && f[J] >= f[J + 1] + 2 && prioritize_b) {
+      const double next_plus_fw = e[J + 1] + g.cost_of(0, j + 1) + g.cost_of(1, j + 1) + g.comm;
+      if (e[J] >= next_plus_fw) return false;
+      double w_cost = 0, mem_with_w = m[J] + g.mem_of(0);
+      std::int64_t w_cnt = 0;
+      while (mem_with_w > g.limit && w[J] + w_cnt < b[J]) {
+        w_cost += g.cost_of(2, j);
+        mem_with_w += g.mem_of(2);
+        ++w_cnt;
+      }
+      if (e[J] + g.cost_of(0, j) + w_cost <= next_plus_fw) return true;
+      if (next_plus_fw - e[J] <= max_bubble() - stage_bubble[J]) return false;
+    }
+    return true;
+  }
+
+  // Down the pipeline, W filling the wait for the previous stage's F; false when memory runs out.
+  bool forwards(const std::vector<int>& need) {
+    for (int j = 0; j < S; ++j) {
+      const auto J = static_cast<std::size_t>(j);
+      if (!need[J]) continue;
+      if (!make_room(j, g.mem_of(0))) return false;
+      if (j > 0) fill(j, done(0, j - 1, f[J]));
+      put(j, 0);
+    }
+    return true;
+  }
+
+  // Micro-batch i's B up the pipeline, W filling the wait for the next stage's B (and the
+  // first stage, its forwards done, clearing its W first); false when memory runs out.
+  bool backwards(std::int64_t i) {
+    for (int j = S - 1; j >= 0; --j) {
+      const auto J = static_cast<std::size_t>(j);
+      if (!make_room(j, g.mem_of(1))) return false;
+      if (j + 1 < S) fill(j, done(1, j + 1, i));
+      if (j == 0 && f[J] == M)
+        while (w[J] < b[J]) put(j, 2);
+      put(j, 1);
+    }
+    return true;
+  }
+
+  void drain_w() {
     for (int j = 0; j < S; ++j)
       while (w[static_cast<std::size_t>(j)] < M) put(j, 2);
-    for (int j = 0; j < S; ++j)
-      r.best_time = std::max(r.best_time, t[id(2, j, M - 1)] - t[id(0, j, 0)] + cost_of(0, j));
-    return r;
+  }
+
+  // The variants are ranked by their longest stage span, first F to last W.
+  double longest_span() const {
+    double best = 0;
+    for (int j = 0; j < S; ++j) best = std::max(best, done(2, j, M - 1) - done(0, j, 0) + g.cost_of(0, j));
+    return best;
   }
 };
+
+Greedy::Result Greedy::run(bool allow_bubble_before_first_b, bool prioritize_b, bool no_bubble_greedy) const {
+  GreedyRun s(*this, no_bubble_greedy);
+  s.warm_up(allow_bubble_before_first_b);
+  for (std::int64_t i = 1; i < M; ++i) {
+    if (!s.forwards(s.stages_to_forward(prioritize_b)) || !s.backwards(i)) {
+      s.r.ok = false;
+      return std::move(s.r);
+    }
+  }
+  s.drain_w();
+  s.r.best_time = s.longest_span();
+  return std::move(s.r);
+}
 
 } // namespace
 
