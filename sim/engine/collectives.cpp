@@ -67,8 +67,9 @@ void Run::report_collective_steps(ActorState& st, const CollectiveMember& member
       const Transfer& t = step.transfers[timed.sends[i].transfer];
       e.bytes += t.bytes;
       ++activities_;
-      deliver(TransferNote{t.src_ipu, t.dst_ipu, t.copy, e.start + offset_, times.arrival[timed.first_flow + i] + offset_,
-                           t.bytes, &platform_.slots(t.src_ipu, t.dst_ipu)},
+      const double arrival = times.arrival[timed.first_flow + i];
+      deliver(TransferNote{t.src_ipu, t.dst_ipu, t.copy, e.start + offset_, arrival + offset_, t.bytes,
+                           &platform_.slots(t.src_ipu, t.dst_ipu)},
               true);
     }
     if (step.seconds > 0) ++activities_;

@@ -49,7 +49,7 @@ Run::Run(const Schedule& schedule, const HardwareConfig& hw, RunObserver& observ
     for (std::size_t g = 0; g < collectives_.groups.size(); ++g)
       group_states_[g].joins.assign(collectives_.groups[g].members.size(), 0);
   } else {
-    collectives_.not_timed = "EngineOptions::collectives_by_dataflow is off";
+    collectives_.not_timed = "the full simulation (--exact-full) simulates every transfer";
   }
 
   int loops = static_cast<int>(schedule.loops.size());

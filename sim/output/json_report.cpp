@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "sim/output/explanation.hpp"
+#include "sim/schedule/collective_dataflow.hpp"
 #include "sim/schedule/schedule.hpp"
 
 namespace ipusim {
@@ -115,6 +116,19 @@ Json bottleneck_json(const RunMetrics& r) {
   return out;
 }
 
+// How the engine ran the step: its program steps, those it simulated (the rest repeat a
+// period), the loops simulated in full, and the gradient collectives replayed apart
+// (collective_dataflow.hpp) or why they were simulated.
+static Json simulation_json(const SimulationStats& s) {
+  Json out = {{"programSteps", s.steps_total},
+              {"simulatedSteps", s.steps_simulated},
+              {"simulatedInFull", s.not_periodic},
+              {"collectiveGroupsReplayed", s.collective_groups}};
+  if (s.collective_groups == 0 && s.collectives_simulated_because != kNoCollectiveCopies)
+    out["collectivesSimulatedBecause"] = s.collectives_simulated_because;
+  return out;
+}
+
 Json run_json(const RunMetrics& r) {
   Json ipus = Json::array();
   for (const IpuMetrics& m : r.ipus)
@@ -150,10 +164,7 @@ Json run_json(const RunMetrics& r) {
               {"timeShares", time_shares_json(r)},
               {"bottleneck", bottleneck_json(r)},
               {"links", links},
-              {"simulation",
-               {{"programSteps", r.simulation.steps_total},
-                {"simulatedSteps", r.simulation.steps_simulated},
-                {"simulatedInFull", r.simulation.not_periodic}}},
+              {"simulation", simulation_json(r.simulation)},
               {"memory", memory_json(r.memory, ipus_placed(r))}};
   // Only on what-if runs, so other documents keep their shape.
   if (r.mode == Mode::Pipelined && is_what_if_schedule(r.schedule)) out["whatIf"] = true;

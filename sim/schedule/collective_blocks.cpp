@@ -142,7 +142,8 @@ std::size_t find_root(std::vector<std::size_t>& parent, std::size_t i) {
 }
 
 // Blocks joined by a copy or by a link their transfers share; "" or why they cannot be timed apart.
-std::string join_blocks(const Schedule& schedule, const std::vector<Block>& blocks, const std::map<CopyKey, CopyUse>& uses,
+std::string join_blocks(const Schedule& schedule, const std::vector<Block>& blocks,
+                        const std::map<CopyKey, CopyUse>& uses,
                         const std::set<int>& outside_slots, CachedRoutes& routes, std::vector<std::size_t>& parent) {
   parent.resize(blocks.size());
   std::iota(parent.begin(), parent.end(), std::size_t{0});
@@ -155,12 +156,14 @@ std::string join_blocks(const Schedule& schedule, const std::vector<Block>& bloc
       for (const Transfer& t : program.steps[k].transfers) {
         if (t.src_ipu != program.ipu) continue;
         for (const Hop& hop : routes.route(t.src_ipu, t.dst_ipu)) {
-          if (outside_slots.count(slot_of(hop)) != 0) return "a link carries both all-reduce and other copies";
+          if (outside_slots.count(slot_of(hop)) != 0)
+            return "a link carries both a collective's and other copies (the pipeline's)";
           const auto [it, fresh] = block_on_slot.emplace(slot_of(hop), b);
           if (fresh) continue;
           // Blocks at one step of their programs run together; others (a reduce-scatter and
           // its all-gather) may overlap where members run apart, and would need timing together.
-          if (blocks[it->second].first != blocks[b].first) return "two collectives share a link";
+          if (blocks[it->second].first != blocks[b].first)
+            return "two collectives at different steps of a program (a reduce-scatter and its all-gather) share a link";
           join(it->second, b);
         }
       }
@@ -323,7 +326,7 @@ CollectiveBlocks find_collective_blocks(const Schedule& schedule, const Hardware
   };
   std::vector<Block> blocks;
   if (std::string why = find_blocks(schedule, blocks); !why.empty()) return refuse(why);
-  if (blocks.empty()) return refuse("no all-reduce copies");
+  if (blocks.empty()) return refuse(kNoCollectiveCopies);
   CachedRoutes routes(hw);
   std::set<int> outside_slots, outside_copies;
   outside_traffic(schedule, blocks, routes, outside_slots, outside_copies);
@@ -341,7 +344,8 @@ CollectiveBlocks find_collective_blocks(const Schedule& schedule, const Hardware
     if (!all_wait_for_all(g)) return refuse("some IPU leaves its all-reduce steps before another has begun them");
   }
   result.starts.resize(schedule.programs.size());
-  for (std::size_t b = 0; b < blocks.size(); ++b) result.starts[blocks[b].program][blocks[b].first] = builder.places()[b];
+  for (std::size_t b = 0; b < blocks.size(); ++b)
+    result.starts[blocks[b].program][blocks[b].first] = builder.places()[b];
   return result;
 }
 

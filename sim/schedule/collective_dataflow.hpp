@@ -77,6 +77,9 @@ struct CollectiveBlocks {
   std::string not_timed;
 };
 
+// The reason when the schedule has no collective copies at all (nothing to replay).
+inline constexpr const char* kNoCollectiveCopies = "no all-reduce copies";
+
 // The schedule's collective blocks, or none with the reason (see above).
 CollectiveBlocks find_collective_blocks(const Schedule& schedule, const HardwareConfig& hardware);
 
