@@ -70,6 +70,7 @@ int run_cli(int argc, char** argv) {
     add(&add_run_command);
     add(&add_validate_command);
     add(&add_list_command);
+    add(&add_describe_command);
     add(&add_sweep_command);
     add(&add_report_command);
     add(&add_costs_command);

@@ -22,6 +22,7 @@ using Command = std::function<int()>;
 Command add_run_command(CLI::App& app);
 Command add_validate_command(CLI::App& app);
 Command add_list_command(CLI::App& app);
+Command add_describe_command(CLI::App& app);
 Command add_sweep_command(CLI::App& app);
 Command add_report_command(CLI::App& app);
 Command add_costs_command(CLI::App& app);

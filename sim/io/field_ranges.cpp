@@ -2,10 +2,9 @@
 
 #include <cmath>
 #include <cstdio>
-#include <deque>
 
 #include "sim/io/input_error.hpp"
-#include "sim/io/tile_architecture_loader.hpp"
+#include "sim/io/parameters.hpp"
 
 namespace ipusim {
 
@@ -21,59 +20,15 @@ std::string format_name(Format format) {
 
 namespace {
 constexpr double kInt31 = 2147483647.0;    // an int
-constexpr double kMaxIpus = 1e6;           // ipuCount's bound: no system comes near it
 constexpr Lower kOpen = Lower::Open, kClosed = Lower::Closed, kZeroOr = Lower::ZeroOrClosed;
-// The shortest time or amount a nonzero value may have (below it, SimGrid loses precision).
-constexpr double kTinySeconds = 1e-12;
 } // namespace
 
-const std::vector<FieldRange>& field_ranges() {
-  // Bounds are generous around real hardware and models but keep every product the
-  // simulator forms (FLOPs x micro-batch / rates / clock, bytes / bandwidth) finite and
-  // far from double's limits, so no input yields inf, NaN or a zero rate.
+namespace {
+
+// The numbers of models and sweeps; a config's and a scenario's are declared with their
+// fields (parameters.cpp).
+const std::vector<FieldRange>& model_ranges() {
   static const std::vector<FieldRange> table{
-      // ---- config: the IPU
-      {Format::Config, "/ipu/tiles", 1, 1e5, kClosed, "tiles", nullptr, "GC2 has 1216, GC200 1472"},
-      {Format::Config, "/ipu/clockHz", 1e6, 1e11, kClosed, "Hz", nullptr, "1 MHz to 100 GHz; IPUs run at 1.3-1.9 GHz"},
-      {Format::Config, "/ipu/flopsPerCyclePerTile/float16", 1e-3, 1e5, kClosed, "FLOP/cycle", nullptr,
-       "per tile; GC200: 128 (AMP)"},
-      {Format::Config, "/ipu/flopsPerCyclePerTile/float32", 1e-3, 1e5, kClosed, "FLOP/cycle", nullptr,
-       "per tile; GC200: 32"},
-      {Format::Config, "/ipu/sramBytesPerTile", 1, 1073741824.0, kClosed, "B", nullptr,
-       "per tile, at most 1 GiB; GC200: 624 KiB"},
-      {Format::Config, "/ipu/exchangeBytesPerCyclePerTile", 1e-3, 1e4, kClosed, "B/cycle", nullptr, "GC200: 4"},
-      {Format::Config, "/ipu/syncCycles", 1e-3, 1e9, kZeroOr, "cycles", nullptr, "on-chip sync per op"},
-      {Format::Config, "/ipu/minElementsPerTile", 1, kInt31, kClosed, "elements", nullptr, "an op's finest split"},
-      {Format::Config, "/ipu/codeBytesPerOp", 0, 1073741824.0, kClosed, "B", nullptr, "per tile an op uses"},
-      {Format::Config, "/ipu/efficiency/*", 1e-4, 1, kClosed, "", "value.bad-efficiency",
-       "a fraction of peak, at least 1e-4"},
-      // ---- config: the system
-      {Format::Config, "/ipuCount", 1, kMaxIpus, kClosed, "IPUs", nullptr, "an IPU-POD256 has 256"},
-      {Format::Config, "/rackIpus", 1, kMaxIpus, kClosed, "IPUs", "link.bad-sharing",
-       "the IPUs of one IPU-Link domain: 64 in an IPU-POD64 rack (and divides ipuCount)"},
-      {Format::Config, "/syncLatencyPerHopSeconds", kTinySeconds, 1, kZeroOr, "s", nullptr, "Graphcore's model: 15 ns"},
-      {Format::Config, "/syncSeconds", kTinySeconds, 1, kZeroOr, "s", nullptr, "one inter-IPU sync"},
-      {Format::Config, "/pricePerIpuHour", 1e-6, 1e6, kZeroOr, "per IPU-hour", nullptr,
-       "what an IPU-hour costs, in any currency: outputs give a cost per million tokens"},
-      {Format::Config, "/links/*/ipus/*", 0, kMaxIpus - 1, kClosed, "", "link.bad-ends", "an IPU id (and below ipuCount)"},
-      {Format::Config, "/links/*/bandwidthBytesPerSecond", 1e3, 1e15, kClosed, "B/s", nullptr,
-       "1 kB/s to 1 PB/s; an IPU-Link: 32 GB/s"},
-      {Format::Config, "/links/*/latencySeconds", kTinySeconds, 10, kZeroOr, "s", nullptr, "an IPU-Link: about 1 us"},
-      {Format::Config, "/hostLink/bandwidthBytesPerSecond", 1e3, 1e15, kClosed, "B/s", nullptr,
-       "PCIe Gen4 x16: about 7 GB/s usable"},
-      {Format::Config, "/hostLink/latencySeconds", kTinySeconds, 10, kZeroOr, "s", nullptr, "a few us"},
-      {Format::Config, "/hostLink/sharedBy", 1, kMaxIpus, kClosed, "IPUs", "link.bad-sharing",
-       "IPUs behind one host link: 4 on an M2000 (and divides ipuCount)"},
-      {Format::Config, "/hostLink/gatewayBandwidthBytesPerSecond", 1e3, 1e15, kZeroOr, "B/s", nullptr,
-       "an IPU-Gateway's PCIe Gen4 x8 to one IPU: about 16 GB/s"},
-      {Format::Config, "/hostLink/runOverheadSeconds", kTinySeconds, 10, kZeroOr, "s", nullptr,
-       "the host's turn between program runs: tens of ms"},
-      {Format::Config, "/streamingMemory/bandwidthBytesPerSecond", 1e3, 1e15, kClosed, "B/s", nullptr,
-       "an M2000's DDR4: tens of GB/s"},
-      {Format::Config, "/streamingMemory/latencySeconds", kTinySeconds, 10, kZeroOr, "s", nullptr, "about 1 us"},
-      {Format::Config, "/streamingMemory/sharedBy", 1, kMaxIpus, kClosed, "IPUs", "link.bad-sharing",
-       "IPUs behind one DDR4 channel group: 4 on an M2000 (and divides ipuCount)"},
-      // ---- model
       {Format::Model, "/tensors/*/shape/*", 1, 1099511627776.0, kClosed, "elements", "tensor.bad-shape",
        "a dimension, 1 to 2^40 (and at most 2^50 bytes a sample)"},
       {Format::Model, "/ops/*/flops", 1e-3, 1e18, kZeroOr, "FLOP", nullptr,
@@ -92,37 +47,12 @@ const std::vector<FieldRange>& field_ranges() {
        "a convolution's groups, at least 1"},
       {Format::Model, "/ops/*/attributes/transA", 0, 1, kClosed, "", "op.attribute-range", "ONNX Gemm's flag: 0 or 1"},
       {Format::Model, "/ops/*/attributes/transB", 0, 1, kClosed, "", "op.attribute-range", "ONNX Gemm's flag: 0 or 1"},
-      // ---- scenario
-      {Format::Scenario, "/execution/microBatchSize", 1, 1e6, kClosed, "samples", nullptr, "per micro-batch"},
-      {Format::Scenario, "/generation/promptTokens", 1, 1e7, kClosed, "tokens", nullptr, "the prompt read at once (prefill)"},
-      {Format::Scenario, "/generation/newTokens", 1, 1e7, kClosed, "tokens", nullptr, "tokens generated one at a time"},
-      {Format::Scenario, "/generation/tokensPerRun", 1, 1e7, kClosed, "tokens", nullptr,
-       "tokens generated on the device per program run; 1 = a host round trip per token"},
-      {Format::Scenario, "/generation/groupSize", 4, 65536, kClosed, "weights", nullptr,
-       "int4: weights sharing a scale and bias, a multiple of 4"},
-      {Format::Scenario, "/execution/gradientAccumulation", 1, 1e8, kClosed, "micro-batches", nullptr,
-       "G; the run's own size is checked against memory before simulating (scenario.too-large)"},
-      {Format::Scenario, "/execution/batchesPerStep", 1, 1e8, kClosed, "", nullptr,
-       "per step; the run's own size is checked against memory before simulating (scenario.too-large)"},
-      {Format::Scenario, "/execution/replicas", 1, kMaxIpus, kClosed, "", nullptr,
-       "no more than IPUs can exist (and the replicas' IPUs no more than ipuCount)"},
-      {Format::Scenario, "/execution/tensorParallel", 1, kMaxIpus, kClosed, "IPUs", nullptr,
-       "IPUs each virtual IPU is sharded over (tensor parallelism); Graphcore's PopXL models use 4, 8 or 16"},
-      {Format::Scenario, "/execution/placement/*", 0, kMaxIpus - 1, kClosed, "", "scenario.bad-placement",
-       "an IPU id"},
-      {Format::Scenario, "/execution/numIOTiles", 0, 1e5, kClosed, "tiles", nullptr,
-       "tiles set aside for overlapped host I/O; Graphcore's BERT uses 64 or 128"},
-      {Format::Scenario, "/execution/sequencesPerSample", 1, 1e6, kClosed, "", nullptr,
-       "packed inputs: sequences in one sample on average (packed BERT: about 2)"},
-      {Format::Scenario, "/execution/executionPhaseSettings/stages", 1, 2, kClosed, "", "scenario.bad-phase-settings",
-       "1: every phase on the same IPUs; 2: phases alternate between two sets of IPUs (PopART's default)"},
-      {Format::Scenario, "/execution/batchSerializationSettings/factor", 0, 1e6, kClosed, "", nullptr,
-       "slices of a micro-batch in each phase (phased mode); 0 or 1: off"},
-      {Format::Scenario, "/execution/accumulateOuterFragmentSettings/excludedVirtualGraphs/*", 0, kMaxIpus - 1,
-       kClosed, "", nullptr, "a virtual graph id"},
-      {Format::Scenario, "/modelBatchSize", 1, 1e6, kClosed, "samples", nullptr,
-       "the batch dimension of an imported ONNX model"},
-      // ---- sweep
+  };
+  return table;
+}
+
+const std::vector<FieldRange>& sweep_ranges() {
+  static const std::vector<FieldRange> table{
       {Format::Sweep, "/axes/*/range/from", -1e300, 1e300, kClosed, "", "sweep.bad-range", "any finite number"},
       {Format::Sweep, "/axes/*/range/to", -1e300, 1e300, kClosed, "", "sweep.bad-range", "any finite number"},
       {Format::Sweep, "/axes/*/range/step", 0, 1e300, kOpen, "", "sweep.bad-range", "greater than zero"},
@@ -130,25 +60,35 @@ const std::vector<FieldRange>& field_ranges() {
       {Format::Sweep, "/axes/*/zip/*/range/to", -1e300, 1e300, kClosed, "", "sweep.bad-range", "any finite number"},
       {Format::Sweep, "/axes/*/zip/*/range/step", 0, 1e300, kOpen, "", "sweep.bad-range", "greater than zero"},
   };
-  static const std::vector<FieldRange> with_tile_architecture = [] {
-    std::vector<FieldRange> all = table;
-    // The tile's parameters carry their bounds in their own table; pointers need storage.
-    static std::deque<std::string> pointers;
-    for (const TileParameter& p : tile_parameters()) {
-      pointers.push_back("/ipu/tileArchitecture/" + p.key);
-      all.push_back({Format::Config, pointers.back().c_str(), p.min, p.max, kClosed, "", nullptr,
-                     p.description.c_str()});
-    }
-    return all;
-  }();
-  return with_tile_architecture;
+  return table;
 }
 
-namespace {
+void append_declared_ranges(std::vector<FieldRange>& out, Format format) {
+  for (const Parameter& p : parameters())
+    if (p.format == format && p.range)
+      out.push_back({format, p.pointer.c_str(), p.range->min, p.range->max, p.range->lower, p.range->unit,
+                     p.range->rule, p.range->why});
+}
 
-bool matches(const char* pattern, const std::string& pointer) {
+} // namespace
+
+const std::vector<FieldRange>& field_ranges() {
+  // Bounds are generous around real hardware and models but keep every product the
+  // simulator forms (FLOPs x micro-batch / rates / clock, bytes / bandwidth) finite and
+  // far from double's limits, so no input yields inf, NaN or a zero rate.
+  static const std::vector<FieldRange> all = [] {
+    std::vector<FieldRange> out;
+    append_declared_ranges(out, Format::Config);
+    out.insert(out.end(), model_ranges().begin(), model_ranges().end());
+    append_declared_ranges(out, Format::Scenario);
+    out.insert(out.end(), sweep_ranges().begin(), sweep_ranges().end());
+    return out;
+  }();
+  return all;
+}
+
+bool pointer_pattern_matches(const std::string& pat, const std::string& pointer) {
   std::size_t p = 0;
-  const std::string pat(pattern);
   std::size_t q = 0;
   while (q < pat.size() && p < pointer.size()) {
     if (pat[q] != '/' || pointer[p] != '/') return false;
@@ -162,6 +102,8 @@ bool matches(const char* pattern, const std::string& pointer) {
   return q == pat.size() && p == pointer.size();
 }
 
+namespace {
+
 std::string number_text(double v) {
   char text[32];
   std::snprintf(text, sizeof text, "%.6g", v);
@@ -172,7 +114,7 @@ std::string number_text(double v) {
 
 const FieldRange* find_field_range(Format format, const std::string& pointer) {
   for (const FieldRange& r : field_ranges())
-    if (r.format == format && matches(r.pointer, pointer)) return &r;
+    if (r.format == format && pointer_pattern_matches(r.pointer, pointer)) return &r;
   return nullptr;
 }
 

@@ -4,7 +4,8 @@
 // line cannot be read (std::logic_error: an internal fault caught by the tests), and
 // docs/formats.md shows the same lines ("Physical ranges"), generated from this table by
 // field_ranges_markdown() (`ipusim list --ranges`; a test holds the page to it). To add a
-// field: one line in field_ranges() (sim/io/field_ranges.cpp), then paste the new table.
+// config or scenario field: its row in parameters() (sim/io/parameters.cpp); a model or sweep
+// number: a line in field_ranges.cpp. Then paste the new table.
 #include <optional>
 #include <string>
 #include <vector>
@@ -29,6 +30,9 @@ struct FieldRange {
 };
 
 const std::vector<FieldRange>& field_ranges();
+
+// Whether `pointer` (real indices and names) is an instance of `pattern`, where "*" stands for any one segment.
+bool pointer_pattern_matches(const std::string& pattern, const std::string& pointer);
 
 // The line for a field at `pointer` (with real indices and names), or nullptr.
 const FieldRange* find_field_range(Format format, const std::string& pointer);
