@@ -27,10 +27,8 @@ std::string shown(double v) {
 }
 std::string quoted(const std::string& v) { return "`\"" + v + "\"`"; }
 
-std::vector<Parameter> config_parameters() {
-  const IpuSpec ipu{};
-  const HostLinkSpec host{};
-  const StreamingMemorySpec memory{};
+// A config's top level.
+std::vector<Parameter> system_parameters() {
   const HardwareConfig config{};
   const auto C = Format::Config;
   return {
@@ -60,7 +58,13 @@ std::vector<Parameter> config_parameters() {
       {C, "/sources", "object: JSON pointer → citation", kRequired, "",
        "where each figure comes from (below); may be `{}`", {}},
       {C, "/sources/*", "string", kOptional, "", "a non-empty citation of the field at this JSON pointer", {}},
-      // ---- the IPU
+  };
+}
+
+std::vector<Parameter> ipu_parameters() {
+  const IpuSpec ipu{};
+  const auto C = Format::Config;
+  return {
       {C, "/ipu/name", "string", kRequired, "", "the IPU's name", {}},
       {C, "/ipu/tiles", "integer", kRequired, "", "tiles per IPU",
        NumberRange{1, 1e5, kClosed, "tiles", nullptr, "GC2 has 1216, GC200 1472"}},
@@ -93,7 +97,15 @@ std::vector<Parameter> config_parameters() {
        NumberRange{1e-4, 1, kClosed, "", "value.bad-efficiency", "a fraction of peak, at least 1e-4"}},
       {C, "/ipu/tileArchitecture", "object", kOptional, "the GC200's",
        "what the `poplibs` cost model needs of a tile (below; docs/cost-model.md)", {}},
-      // ---- links, the host link, Streaming Memory
+  };
+}
+
+// Links, the host link, Streaming Memory.
+std::vector<Parameter> link_parameters() {
+  const HostLinkSpec host{};
+  const StreamingMemorySpec memory{};
+  const auto C = Format::Config;
+  return {
       {C, "/links/*/ipus", "`[a, b]`, JSON integers", kRequired, "", "two different IPUs (`link.bad-ends`)", {}},
       {C, "/links/*/ipus/*", "integer", kRequired, "", "an IPU id, below `ipuCount`",
        NumberRange{0, kMaxIpus - 1, kClosed, "", "link.bad-ends", "an IPU id (and below ipuCount)"}},
@@ -148,12 +160,9 @@ std::vector<Parameter> tile_architecture_parameters() {
   return out;
 }
 
-std::vector<Parameter> scenario_parameters() {
-  const Execution e{};
-  const PhaseSettings phases{};
-  const Generation g{};
+// A scenario's top level.
+std::vector<Parameter> scenario_top_parameters() {
   const auto S = Format::Scenario;
-  const std::string phase_io = "`\"Preload\"` or `\"OnDemand\"`";
   return {
       {S, "/name", "string", kOptional, "the file name without `.json`", "display name", {}},
       {S, "/description", "string", kOptional, "", "free text", {}},
@@ -175,7 +184,13 @@ std::vector<Parameter> scenario_parameters() {
       {S, "/execution", "object", kOptional, "all defaults", "how to run (below)", {}},
       {S, "/generation", "object", kOptional, "absent",
        "autoregressive inference instead of steps (below; [docs/generation.md](generation.md))", {}},
-      // ---- execution
+  };
+}
+
+std::vector<Parameter> execution_parameters() {
+  const Execution e{};
+  const auto S = Format::Scenario;
+  return {
       {S, "/execution/mode", "`\"both\"`, `\"sharded\"`, `\"pipelined\"`, `\"phased\"`", kOptional, quoted("both"),
        "which runs to simulate (`scenario.bad-mode`); `ipusim run --mode` overrides it; `\"phased\"` runs alone "
        "(docs/phased.md)",
@@ -261,6 +276,16 @@ std::vector<Parameter> scenario_parameters() {
        "the phased mode: each phase runs its micro-batch in slices (below)", {}},
       {S, "/execution/accumulateOuterFragmentSettings", "object", kOptional, "all defaults",
        "how the step's weight updates take turns across IPUs, as PopART names it (below)", {}},
+  };
+}
+
+// execution's objects: the optimizer and PopART's settings objects.
+std::vector<Parameter> execution_settings_parameters() {
+  const Execution e{};
+  const PhaseSettings phases{};
+  const auto S = Format::Scenario;
+  const std::string phase_io = "`\"Preload\"` or `\"OnDemand\"`";
+  return {
       // ---- execution.optimizer
       {S, "/execution/optimizer/type", "`\"sgd\"`, `\"momentum\"`, `\"adam\"`, `\"lamb\"`, `\"lars\"`", kOptional,
        quoted(optimizer_name(e.optimizer)),
@@ -307,7 +332,13 @@ std::vector<Parameter> scenario_parameters() {
        "`[]`", "virtual graphs whose weights update alone, first", {}},
       {S, "/execution/accumulateOuterFragmentSettings/excludedVirtualGraphs/*", "integer", kOptional, "",
        "a virtual graph id", NumberRange{0, kMaxIpus - 1, kClosed, "", nullptr, "a virtual graph id"}},
-      // ---- generation
+  };
+}
+
+std::vector<Parameter> generation_parameters() {
+  const Generation g{};
+  const auto S = Format::Scenario;
+  return {
       {S, "/generation/promptTokens", "integer", kRequired, "", "the prompt, read at once (prefill)",
        NumberRange{1, 1e7, kClosed, "tokens", nullptr, "the prompt read at once (prefill)"}},
       {S, "/generation/newTokens", "integer", kRequired, "", "tokens generated one at a time",
@@ -353,9 +384,11 @@ std::string type_cell(const Parameter& row) {
 
 const std::vector<Parameter>& parameters() {
   static const std::vector<Parameter> all = [] {
-    std::vector<Parameter> out = config_parameters();
-    for (Parameter& p : tile_architecture_parameters()) out.push_back(std::move(p));
-    for (Parameter& p : scenario_parameters()) out.push_back(std::move(p));
+    std::vector<Parameter> out;
+    for (auto* part : {&system_parameters, &ipu_parameters, &tile_architecture_parameters, &link_parameters,
+                       &scenario_top_parameters, &execution_parameters, &execution_settings_parameters,
+                       &generation_parameters})
+      for (Parameter& p : part()) out.push_back(std::move(p));
     return out;
   }();
   return all;
