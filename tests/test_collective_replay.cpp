@@ -39,7 +39,6 @@ CollectiveGroup two_flows(double a_bytes, double b_bytes) {
   g.members[1].steps[0].receives = {{0, 0, 0}};
   g.members[1].steps[0].first_flow = 1;
   g.flows = 2;
-  g.order = {{0, 0}, {1, 0}};
   return g;
 }
 

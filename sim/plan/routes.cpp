@@ -74,6 +74,32 @@ Route RouteFinder::route(int src, int dst) {
   return r;
 }
 
+PathTable::PathTable(const HardwareConfig& hardware) : hw_(hardware), finder_(hardware) {}
+
+RoutePath PathTable::find(int src, int dst) {
+  RoutePath p;
+  for (const Hop& hop : finder_.route(src, dst)) {
+    const LinkSpec& link = hw_.links[static_cast<std::size_t>(hop.link)];
+    p.latency += link.latency_s;
+    p.bandwidth = p.slots.empty() ? link.bandwidth_bytes_per_s : std::min(p.bandwidth, link.bandwidth_bytes_per_s);
+    p.slots.push_back(directed_link_slot(hop));
+  }
+  return p;
+}
+
+const RoutePath& PathTable::path(int src, int dst) {
+  const auto n = static_cast<std::size_t>(hw_.ipu_count);
+  const std::size_t key = static_cast<std::size_t>(src) * n + static_cast<std::size_t>(dst);
+  if (hw_.ipu_count > kDenseIpus) {
+    auto found = sparse_.find(static_cast<std::int64_t>(key));
+    if (found == sparse_.end()) found = sparse_.emplace(static_cast<std::int64_t>(key), find(src, dst)).first;
+    return found->second;
+  }
+  if (dense_.empty()) dense_.resize(n * n), found_.assign(n * n, 0);
+  if (!found_[key]) dense_[key] = find(src, dst), found_[key] = 1;
+  return dense_[key];
+}
+
 std::vector<std::vector<Route>> compute_routes(const HardwareConfig& hw) {
   check_connected(hw);
   const auto n = static_cast<std::size_t>(hw.ipu_count);

@@ -1,8 +1,10 @@
 #pragma once
 // Routes between IPUs over the configured IPU-Links: fewest hops, ties broken
 // towards lower IPU ids, so the same config always gives the same routes.
+#include <cstdint>
 #include <map>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "sim/io/hardware.hpp"
@@ -33,6 +35,39 @@ private:
   const HardwareConfig& hw_;
   std::vector<std::vector<Hop>> adjacency_;  // per IPU, by far end ascending
   std::map<int, std::vector<Hop>> via_;      // per searched source: the hop reaching each IPU
+};
+
+// A route as a transfer sees it: the latencies of its links summed, its narrowest link's
+// bandwidth, and the directed links it crosses. Both the planner's evaluators and the
+// collective replay time a lone transfer from this, as SimGrid's CM02 model does.
+struct RoutePath {
+  double latency = 0, bandwidth = 0;
+  std::vector<int> slots;  // directed links: directed_link_slot(hop)
+  // A lone transfer of `whole_bytes` on this route.
+  double seconds(double whole_bytes) const { return latency + (slots.empty() ? 0.0 : whole_bytes / bandwidth); }
+};
+
+// A directed link's index: 2 x link + (0 forward, 1 backward).
+inline int directed_link_slot(const Hop& hop) { return 2 * hop.link + (hop.forward ? 0 : 1); }
+
+// Paths by (source, destination), found when first asked for: the all-reduce rings of a POD256
+// ask for thousands (a map's lookups were half of the planner's time there), so systems up to
+// kDenseIpus IPUs keep them in a dense src x IPUs + dst table; larger ones in a hash map.
+class PathTable {
+public:
+  explicit PathTable(const HardwareConfig& hardware);  // kept by reference: it must outlive the table
+  explicit PathTable(HardwareConfig&&) = delete;
+  const RoutePath& path(int src, int dst);
+
+private:
+  static constexpr int kDenseIpus = 512;
+  RoutePath find(int src, int dst);
+
+  const HardwareConfig& hw_;
+  RouteFinder finder_;
+  std::vector<RoutePath> dense_;
+  std::vector<char> found_;
+  std::unordered_map<std::int64_t, RoutePath> sparse_;
 };
 
 // routes[a][b] for every pair (n x n: for tests and small systems). Throws like check_connected.

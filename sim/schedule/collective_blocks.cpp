@@ -5,7 +5,6 @@
 #include <numeric>
 #include <set>
 #include <tuple>
-#include <unordered_map>
 
 #include "sim/plan/routes.hpp"
 #include "sim/schedule/collective_dataflow.hpp"
@@ -42,25 +41,8 @@ bool same_loops(const Program& a, const Program& b) {
   return true;
 }
 
-int slot_of(const Hop& hop) { return 2 * hop.link + (hop.forward ? 0 : 1); }
 
 // Routes asked for many times (every ring step of every replica), found once each.
-class CachedRoutes {
-public:
-  explicit CachedRoutes(const HardwareConfig& hw) : finder_(hw), stride_(hw.ipu_count) {}
-  const Route& route(int src, int dst) {
-    const std::int64_t key = static_cast<std::int64_t>(src) * stride_ + dst;
-    auto found = routes_.find(key);
-    if (found == routes_.end()) found = routes_.emplace(key, finder_.route(src, dst)).first;
-    return found->second;
-  }
-
-private:
-  RouteFinder finder_;
-  std::int64_t stride_;
-  std::unordered_map<std::int64_t, Route> routes_;
-};
-
 // Maximal runs of all-reduce exchanges holding transfers; "" or why they cannot be timed apart.
 std::string find_blocks(const Schedule& schedule, std::vector<Block>& blocks) {
   for (std::size_t p = 0; p < schedule.programs.size(); ++p) {
@@ -85,7 +67,7 @@ std::string find_blocks(const Schedule& schedule, std::vector<Block>& blocks) {
 }
 
 // The directed links that transfers outside the blocks use, and the copies they carry.
-void outside_traffic(const Schedule& schedule, const std::vector<Block>& blocks, CachedRoutes& routes,
+void outside_traffic(const Schedule& schedule, const std::vector<Block>& blocks, PathTable& routes,
                      std::set<int>& slots, std::set<int>& copies) {
   std::vector<std::vector<char>> inside(schedule.programs.size());
   for (std::size_t p = 0; p < schedule.programs.size(); ++p) inside[p].assign(schedule.programs[p].steps.size(), 0);
@@ -98,7 +80,7 @@ void outside_traffic(const Schedule& schedule, const std::vector<Block>& blocks,
       for (const Transfer& t : program.steps[s].transfers) {
         copies.insert(t.copy);
         if (t.src_ipu == t.dst_ipu) continue;
-        for (const Hop& hop : routes.route(t.src_ipu, t.dst_ipu)) slots.insert(slot_of(hop));
+        for (int slot : routes.path(t.src_ipu, t.dst_ipu).slots) slots.insert(slot);
       }
     }
   }
@@ -144,7 +126,7 @@ std::size_t find_root(std::vector<std::size_t>& parent, std::size_t i) {
 // Blocks joined by a copy or by a link their transfers share; "" or why they cannot be timed apart.
 std::string join_blocks(const Schedule& schedule, const std::vector<Block>& blocks,
                         const std::map<CopyKey, CopyUse>& uses,
-                        const std::set<int>& outside_slots, CachedRoutes& routes, std::vector<std::size_t>& parent) {
+                        const std::set<int>& outside_slots, PathTable& routes, std::vector<std::size_t>& parent) {
   parent.resize(blocks.size());
   std::iota(parent.begin(), parent.end(), std::size_t{0});
   auto join = [&](std::size_t a, std::size_t b) { parent[find_root(parent, a)] = find_root(parent, b); };
@@ -155,10 +137,10 @@ std::string join_blocks(const Schedule& schedule, const std::vector<Block>& bloc
     for (std::size_t k = blocks[b].first; k < blocks[b].first + blocks[b].length; ++k)
       for (const Transfer& t : program.steps[k].transfers) {
         if (t.src_ipu != program.ipu) continue;
-        for (const Hop& hop : routes.route(t.src_ipu, t.dst_ipu)) {
-          if (outside_slots.count(slot_of(hop)) != 0)
+        for (int slot : routes.path(t.src_ipu, t.dst_ipu).slots) {
+          if (outside_slots.count(slot) != 0)
             return "a link carries both a collective's and other copies (the pipeline's)";
-          const auto [it, fresh] = block_on_slot.emplace(slot_of(hop), b);
+          const auto [it, fresh] = block_on_slot.emplace(slot, b);
           if (fresh) continue;
           // Blocks at one step of their programs run together; others (a reduce-scatter and
           // its all-gather) may overlap where members run apart, and would need timing together.
@@ -171,8 +153,11 @@ std::string join_blocks(const Schedule& schedule, const std::vector<Block>& bloc
   return "";
 }
 
+// (member, step) pairs of a group in an order where every step comes after the steps it waits for.
+using StepOrder = std::vector<std::pair<std::size_t, std::size_t>>;
+
 // The group's steps in an order that respects what each waits for; false on a cycle.
-bool order_steps(CollectiveGroup& group) {
+bool order_steps(const CollectiveGroup& group, StepOrder& order) {
   std::vector<std::size_t> next(group.members.size(), 0);
   auto ready = [&](std::size_t m) {
     for (const DataflowReceive& r : group.members[m].steps[next[m]].receives)
@@ -183,7 +168,7 @@ bool order_steps(CollectiveGroup& group) {
     progress = false;
     for (std::size_t m = 0; m < group.members.size(); ++m)
       while (next[m] < group.members[m].steps.size() && ready(m)) {
-        group.order.emplace_back(m, next[m]++);
+        order.emplace_back(m, next[m]++);
         progress = true;
       }
   }
@@ -193,7 +178,7 @@ bool order_steps(CollectiveGroup& group) {
 }
 
 // Whether every member's last step waits (through the others) for every member's arrival.
-bool all_wait_for_all(const CollectiveGroup& group) {
+bool all_wait_for_all(const CollectiveGroup& group, const StepOrder& order) {
   const std::size_t n = group.members.size(), words = (n + 63) / 64;
   using Bits = std::vector<std::uint64_t>;
   std::vector<std::vector<Bits>> end(n);
@@ -204,7 +189,7 @@ bool all_wait_for_all(const CollectiveGroup& group) {
     own[m / 64] |= std::uint64_t{1} << (m % 64);
     return own;
   };
-  for (const auto& [m, k] : group.order) {
+  for (const auto& [m, k] : order) {
     Bits bits = start_of(m, k);
     for (const DataflowReceive& r : group.members[m].steps[k].receives) {
       const Bits from = start_of(r.member, r.step);
@@ -222,7 +207,7 @@ bool all_wait_for_all(const CollectiveGroup& group) {
 class GroupBuilder {
 public:
   GroupBuilder(const Schedule& schedule, const HardwareConfig& hw, const std::vector<Block>& blocks,
-               std::vector<std::size_t>& parent, CachedRoutes& routes, CollectiveBlocks& result)
+               std::vector<std::size_t>& parent, PathTable& routes, CollectiveBlocks& result)
       : schedule_(schedule), hw_(hw), blocks_(blocks), routes_(routes), result_(result), place_(blocks.size()) {
     for (const Block& b : blocks) {
       first_step_.push_back(send_index_.size());
@@ -291,12 +276,12 @@ private:
     DataflowSend s;
     s.transfer = t;
     s.bytes = std::floor(x.bytes);  // Comm::sendto_async takes an integer size
-    for (const Hop& hop : routes_.route(x.src_ipu, x.dst_ipu)) {
-      const LinkSpec& link = hw_.links[static_cast<std::size_t>(hop.link)];
-      s.latency += link.latency_s;
-      s.bandwidth = s.links.empty() ? link.bandwidth_bytes_per_s : std::min(s.bandwidth, link.bandwidth_bytes_per_s);
-      const auto [it, fresh] = link_ids_[g].emplace(slot_of(hop), static_cast<int>(link_ids_[g].size()));
-      if (fresh) result_.groups[g].link_bandwidth.push_back(link.bandwidth_bytes_per_s);
+    const RoutePath& path = routes_.path(x.src_ipu, x.dst_ipu);
+    s.latency = path.latency;
+    s.bandwidth = path.bandwidth;
+    for (int slot : path.slots) {
+      const auto [it, fresh] = link_ids_[g].emplace(slot, static_cast<int>(link_ids_[g].size()));
+      if (fresh) result_.groups[g].link_bandwidth.push_back(hw_.links[static_cast<std::size_t>(slot / 2)].bandwidth_bytes_per_s);
       s.links.push_back(it->second);
     }
     return s;
@@ -305,7 +290,7 @@ private:
   const Schedule& schedule_;
   const HardwareConfig& hw_;
   const std::vector<Block>& blocks_;
-  CachedRoutes& routes_;
+  PathTable& routes_;
   CollectiveBlocks& result_;
   std::vector<std::pair<std::size_t, std::size_t>> place_;  // (group, member) per block
   std::vector<std::map<int, int>> link_ids_;                // per group: directed link slot -> group link
@@ -327,7 +312,7 @@ CollectiveBlocks find_collective_blocks(const Schedule& schedule, const Hardware
   std::vector<Block> blocks;
   if (std::string why = find_blocks(schedule, blocks); !why.empty()) return refuse(why);
   if (blocks.empty()) return refuse(kNoCollectiveCopies);
-  CachedRoutes routes(hw);
+  PathTable routes(hw);
   std::set<int> outside_slots, outside_copies;
   outside_traffic(schedule, blocks, routes, outside_slots, outside_copies);
   std::map<CopyKey, CopyUse> uses;
@@ -340,8 +325,9 @@ CollectiveBlocks find_collective_blocks(const Schedule& schedule, const Hardware
   builder.add_sends();
   builder.match(uses);
   for (CollectiveGroup& g : result.groups) {
-    if (!order_steps(g)) return refuse("the all-reduce steps wait for each other in a cycle");
-    if (!all_wait_for_all(g)) return refuse("some IPU leaves its all-reduce steps before another has begun them");
+    StepOrder order;
+    if (!order_steps(g, order)) return refuse("the all-reduce steps wait for each other in a cycle");
+    if (!all_wait_for_all(g, order)) return refuse("some IPU leaves its all-reduce steps before another has begun them");
   }
   result.starts.resize(schedule.programs.size());
   for (std::size_t b = 0; b < blocks.size(); ++b)

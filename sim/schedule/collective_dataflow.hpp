@@ -63,8 +63,6 @@ struct CollectiveGroup {
   std::vector<CollectiveMember> members;
   std::vector<double> link_bandwidth;  // per group link (DataflowSend::links)
   std::size_t flows = 0;               // transfers of one run
-  // (member, step) pairs in an order where every step comes after the steps it waits for.
-  std::vector<std::pair<std::size_t, std::size_t>> order;
   // The times of every member's steps when member m arrives at its block at entries[m].
   void evaluate(const std::vector<double>& entries, CollectiveTimes& times) const;
 };

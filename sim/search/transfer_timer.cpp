@@ -134,22 +134,6 @@ std::string contention_reason(unsigned c) {
   return out;
 }
 
-const RouteTable::Path& RouteTable::path(int src, int dst) {
-  const auto n = static_cast<std::size_t>(hw_.ipu_count);
-  if (paths_.empty()) paths_.resize(n * n), found_.assign(n * n, 0);
-  const std::size_t key = static_cast<std::size_t>(src) * n + static_cast<std::size_t>(dst);
-  Path& p = paths_.at(key);
-  if (found_[key]) return p;
-  found_[key] = 1;
-  for (const Hop& hop : finder_.route(src, dst)) {
-    const LinkSpec& link = hw_.links[static_cast<std::size_t>(hop.link)];
-    p.latency += link.latency_s;
-    p.bandwidth = p.bandwidth == 0 ? link.bandwidth_bytes_per_s : std::min(p.bandwidth, link.bandwidth_bytes_per_s);
-    p.slots.push_back(2 * hop.link + (hop.forward ? 0 : 1));
-  }
-  return p;
-}
-
 bool LinkUse::contended() {
   // By slot first (a counting sort: slots are few, spans many), then each slot's spans by time,
   // which they mostly are already (a ring's steps follow one another).

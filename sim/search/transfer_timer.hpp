@@ -33,15 +33,10 @@ std::string contention_reason(unsigned contention);
 // One system's routes, kept across the candidates of a search.
 class RouteTable {
 public:
-  explicit RouteTable(const HardwareConfig& hardware) : hw_(hardware), finder_(hardware) {}
+  explicit RouteTable(const HardwareConfig& hardware) : hw_(hardware), paths_(hardware) {}
   explicit RouteTable(HardwareConfig&&) = delete;
-  struct Path {
-    double latency = 0, bandwidth = 0;
-    std::vector<int> slots;  // directed links: 2 x link + (0 forward, 1 backward)
-    // A lone transfer of `whole_bytes` on this route, as SimGrid's CM02 times it.
-    double seconds(double whole_bytes) const { return latency + (slots.empty() ? 0.0 : whole_bytes / bandwidth); }
-  };
-  const Path& path(int src, int dst);
+  using Path = RoutePath;
+  const Path& path(int src, int dst) { return paths_.path(src, dst); }
   const HardwareConfig& hardware() const { return hw_; }
   // Whether the evaluators using this table find out where transfers would share a link (copies
   // or all-reduce rings: a note on the estimate, not a term of it). The planner's search turns
@@ -61,11 +56,7 @@ public:
 
 private:
   const HardwareConfig& hw_;
-  RouteFinder finder_;
-  // By src x IPUs + dst, found when first asked for: the all-reduce rings of a POD256 ask
-  // for thousands a candidate (a map's lookups were half of the planner's time there).
-  std::vector<Path> paths_;
-  std::vector<char> found_;
+  PathTable paths_;
 };
 
 // Busy intervals per directed link: two transfers overlapping on one link share its bandwidth.
