@@ -51,12 +51,9 @@ struct RunOptions {
   bool schedules_given = false;  // --schedules, even with an empty value (refused, not ignored)
 };
 
+// The flag's value is one of mode_choices() (CLI11 checks it).
 std::vector<Mode> modes_for(const Scenario& sc, const std::string& flag) {
-  if (flag.empty()) return sc.execution.modes;
-  if (flag == "both") return {Mode::Sharded, Mode::Pipelined};
-  if (flag == "sharded") return {Mode::Sharded};
-  if (flag == "phased") return {Mode::Phased};
-  return {Mode::Pipelined};
+  return flag.empty() ? sc.execution.modes : modes_named(flag).value();
 }
 
 // `run --from RUN.json`: the scenario (or model and config) a run document names, with its
@@ -241,7 +238,7 @@ Command add_run_command(CLI::App& app) {
                   "Run the model INPUT on this IPU system (configs/*.json) without a scenario file: every "
                   "execution setting at its default (docs/formats.md), changed with --set execution.x=...");
   cmd->add_option("--mode", o->mode, "Run one mode only, or both (default: the scenario's mode, else both)")
-      ->check(CLI::IsMember({"sharded", "pipelined", "both", "phased"}));
+      ->check(CLI::IsMember(mode_choices()));
   cmd->add_option("--set", o->sets,
                   "Override a field: path=value (execution.microBatchSize=8, config.ipu.clockHz=1.85e9, "
                   "model.ops.0.flops=1e9); repeatable")

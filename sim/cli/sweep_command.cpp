@@ -9,6 +9,7 @@
 #include "sim/cli/sweep_exact.hpp"
 #include "sim/engine/engine.hpp"
 #include "sim/io/input_error.hpp"
+#include "sim/io/scenario.hpp"
 #include "sim/sweep/sweep_runner.hpp"
 
 namespace ipusim::cli {
@@ -44,7 +45,7 @@ Command add_sweep_command(CLI::App& app) {
       ->allow_extra_args(false);
   cmd->add_option("--mode", f->options.modes,
                   "Run these modes at every point (replaces the sweep's \"modes\"; stored in DIR/sweep.json)")
-      ->check(CLI::IsMember({"sharded", "pipelined", "both", "phased"}));
+      ->check(CLI::IsMember(mode_choices()));
   auto* jobs = cmd->add_option("-j,--jobs", f->options.jobs, "Points run at once (default: the number of cores)")
                    ->check(CLI::Range(1u, 4096u));
   auto* shard = cmd->add_option("--shard", f->shard,

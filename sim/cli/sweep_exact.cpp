@@ -21,11 +21,9 @@ namespace ipusim::cli {
 
 namespace {
 
+// `modes` is one of mode_choices() (checked by the sweep's loader or the CLI).
 std::vector<Mode> modes_of(const Scenario& sc, const std::string& modes) {
-  if (modes.empty()) return sc.execution.modes;
-  if (modes == "both") return {Mode::Sharded, Mode::Pipelined};
-  if (modes == "phased") return {Mode::Phased};
-  return {modes == "sharded" ? Mode::Sharded : Mode::Pipelined};
+  return modes.empty() ? sc.execution.modes : modes_named(modes).value();
 }
 
 // The figures the evaluator gives for one mode, as `run --json` names them; nullopt when it

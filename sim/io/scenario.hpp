@@ -16,6 +16,11 @@ namespace ipusim {
 // Phased: PopART's VirtualGraphMode::ExecutionPhases (docs/phased.md); run on its own.
 enum class Mode { Sharded, Pipelined, Phased };
 std::string mode_name(Mode mode);
+// The names runs are asked for by (execution.mode, run --mode, a sweep's modes, Python's
+// mode): "both" (sharded, then pipelined), "sharded", "pipelined", "phased".
+const std::vector<std::string>& mode_choices();
+// The modes a choice names; nullopt for a name that is none of mode_choices().
+std::optional<std::vector<Mode>> modes_named(const std::string& choice);
 
 enum class Recomputation { None, Pipeline };
 enum class Optimizer { Sgd, Momentum, Adam, Lamb, Lars };

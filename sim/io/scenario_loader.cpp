@@ -17,6 +17,19 @@
 
 namespace ipusim {
 
+const std::vector<std::string>& mode_choices() {
+  static const std::vector<std::string> names{"both", "sharded", "pipelined", "phased"};
+  return names;
+}
+
+std::optional<std::vector<Mode>> modes_named(const std::string& choice) {
+  if (choice == "both") return std::vector<Mode>{Mode::Sharded, Mode::Pipelined};
+  if (choice == "sharded") return std::vector<Mode>{Mode::Sharded};
+  if (choice == "pipelined") return std::vector<Mode>{Mode::Pipelined};
+  if (choice == "phased") return std::vector<Mode>{Mode::Phased};
+  return std::nullopt;
+}
+
 std::string mode_name(Mode mode) {
   switch (mode) {
   case Mode::Sharded: return "sharded";
@@ -162,12 +175,9 @@ Execution read_execution(const Json& execution, const std::string& origin) {
   ObjectReader r(execution, origin, "/execution", Format::Scenario);
   Execution e;
   const std::string mode = r.optional_string("mode", "both");
-  if (mode == "both") e.modes = {Mode::Sharded, Mode::Pipelined};
-  else if (mode == "sharded") e.modes = {Mode::Sharded};
-  else if (mode == "pipelined") e.modes = {Mode::Pipelined};
-  else if (mode == "phased") e.modes = {Mode::Phased};
+  if (auto modes = modes_named(mode)) e.modes = *modes;
   else throw r.error("mode", "scenario.bad-mode", "unknown mode \"" + mode + "\" (expected sharded, pipelined, both or phased)" +
-                                                       did_you_mean(mode, {"sharded", "pipelined", "both", "phased"}));
+                                                       did_you_mean(mode, mode_choices()));
   e.schedule = r.optional_string("schedule", e.schedule);
   e.training = r.optional_bool("training", e.training);
   e.micro_batch_size = r.optional_int("microBatchSize", e.micro_batch_size);

@@ -172,8 +172,7 @@ Spec parse_sweep(const Json& document, const std::string& file) {
   if (scenario.is_relative()) scenario = std::filesystem::path(file).parent_path() / scenario;
   spec.scenario_path = scenario.lexically_normal().string();
   spec.modes = root.optional_string("modes", "");
-  if (root.has("modes") && spec.modes != "both" && spec.modes != "sharded" && spec.modes != "pipelined" &&
-      spec.modes != "phased")
+  if (root.has("modes") && !modes_named(spec.modes))
     throw root.error("modes", "sweep.bad-modes",
                      "unknown modes \"" + spec.modes + "\" (expected both, sharded, pipelined or phased)");
 
