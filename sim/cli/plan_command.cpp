@@ -21,6 +21,7 @@
 #include "sim/output/output_file.hpp"
 #include "sim/base/units.hpp"
 #include "sim/schedule/schedule.hpp"
+#include "sim/search/evaluator.hpp"
 #include "sim/search/memory_advice.hpp"
 #include "sim/search/planner.hpp"
 #include "sim/simulate/run_estimate.hpp"
@@ -507,6 +508,13 @@ int plan(const PlanOptions& o) {
   return kExitOk;
 }
 
+// The schedules the planner can time (those with an evaluator in the registry): "a, b, c".
+std::string evaluated_schedule_list() {
+  std::string out;
+  for (const std::string& name : evaluated_schedules()) out += (out.empty() ? "" : ", ") + name;
+  return out;
+}
+
 } // namespace
 
 Command add_plan_command(CLI::App& app) {
@@ -535,8 +543,7 @@ Command add_plan_command(CLI::App& app) {
                   "Values of G to try (training; the global batch is then free)")
       ->delimiter(',')
       ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 20));
-  cmd->add_option("--schedule", o->schedules,
-                  "Schedules to try: popart, tf-grouped, tf-interleaved, tf-sequential, gpipe, 1f1b (default all)")
+  cmd->add_option("--schedule", o->schedules, "Schedules to try: " + evaluated_schedule_list() + " (default all)")
       ->delimiter(',');
   cmd->add_option("--recomputation", o->recomputation, "none, pipeline (default both in training)")->delimiter(',');
   cmd->add_option("--state", o->state, "Optimizer state: on-chip, streaming-memory (default both when it applies)")

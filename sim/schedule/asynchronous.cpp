@@ -10,6 +10,7 @@
 #include <map>
 
 #include "sim/io/input_error.hpp"
+#include "sim/schedule/order.hpp"
 #include "sim/schedule/schedule.hpp"
 
 namespace ipusim {
@@ -117,6 +118,7 @@ const ScheduleInfo& one_f_one_b_schedule() {
     s.accepts = &one_stage_per_ipu;
     s.step_model = StepModel::OneForwardOneBackward;
     s.follows_weight_update_setting = false;
+    s.order = &one_f_one_b_order();  // training with stages sharing an IPU (build_async)
     return s;
   }();
   return info;

@@ -142,4 +142,24 @@ ScheduleOrder order_dualpipev(int p, std::int64_t m) {
   return o;
 }
 
+const OrderScheduleInfo& dualpipe_order() {
+  static const OrderScheduleInfo info{
+      "dualpipe",
+      "what-if: DeepSeek DualPipe, half the micro-batches from each end, each IPU holds stages d and p-1-d "
+      "(two copies of the weights)",
+      "p even; G even and >= 2p; one forward stage per IPU (heads last): IPU d also runs stage p-1-d, over "
+      "mirrored copies, and the two weight copies' gradients are summed before the update",
+      PartPlacement::DualPipeMirrored,
+      [](int p, int, std::int64_t m, const OpTimes&, double) { return order_dualpipe(p, m); }};
+  return info;
+}
+
+const OrderScheduleInfo& dualpipev_order() {
+  static const OrderScheduleInfo info{
+      "dualpipev", "what-if: DualPipeV, DualPipe folded onto a V (one copy of the weights)",
+      "G >= 2p; a V: stage j on the IPU of stage 2p-1-j (the middle two merged or not)", PartPlacement::V,
+      [](int p, int, std::int64_t m, const OpTimes&, double) { return order_dualpipev(p, m); }};
+  return info;
+}
+
 } // namespace ipusim

@@ -50,4 +50,25 @@ ScheduleOrder order_interleaved(int p, int v, std::int64_t m) {
   return o;
 }
 
+// Training 1F1B's order where stages share an IPU: one part per forward stage. Not listed as
+// a schedule of its own: the 1f1b entry (asynchronous.cpp) points at it.
+const OrderScheduleInfo& one_f_one_b_order() {
+  static const OrderScheduleInfo info{
+      "1f1b", "1F1B (PipeDream-Flush) from its order, for training with stages sharing an IPU",
+      "any placement: one part per forward stage, stages on one IPU share it", PartPlacement::OnePerStage,
+      [](int p, int, std::int64_t m, const OpTimes&, double) { return order_1f1b(p, m); }};
+  return info;
+}
+
+const OrderScheduleInfo& interleaved_1f1b_order() {
+  static const OrderScheduleInfo info{
+      "interleaved-1f1b",
+      "what-if: Megatron's interleaved 1F1B, v model chunks per IPU (chunk c of IPU d is part c*p+d)",
+      "G a multiple of the IPUs p in the pipeline; v >= 2 forward stages per IPU, stage c*p+d on IPU d (the "
+      "model's annotations)",
+      PartPlacement::Interleaved,
+      [](int p, int v, std::int64_t m, const OpTimes&, double) { return order_interleaved(p, v, m); }};
+  return info;
+}
+
 } // namespace ipusim

@@ -102,17 +102,35 @@ ScheduleOrder order_v_greedy(int p, std::int64_t m, bool half);
 ScheduleOrder order_dualpipe(int p, std::int64_t m);
 ScheduleOrder order_dualpipev(int p, std::int64_t m);
 
-// The order schedules by name, with what they are and their constraints, for `ipusim list`.
+// Where an order schedule's devices and chunks run the plan's forward stages (order_parts.cpp
+// lays them out, refusing a plan that does not fit):
+// - OnePerStage: one device per forward stage, one chunk; stages on one IPU share it.
+// - Interleaved: v = P/p >= 2 chunks per IPU, chunk c of IPU d being stage c*p+d.
+// - V: two chunks per IPU, stage j on the IPU of stage P-1-j (the middle two merged or not).
+// - DualPipeMirrored: one forward stage per IPU; IPU d runs stage d and, mirrored, stage P-1-d.
+enum class PartPlacement { OnePerStage, Interleaved, V, DualPipeMirrored };
+
+// The order of p devices, v chunks per device (Interleaved takes any v >= 2, the others the v
+// of their placement), m micro-batches, from the measured times (the greedy generators read
+// them) and W's share of a micro-batch's activations (the ZB memory limit's rule).
+using OrderGenerator = ScheduleOrder (*)(int p, int v, std::int64_t m, const OpTimes& times, double w_share);
+
+// An order schedule as a unit: defined in its generator's file, listed by the schedule registry
+// (schedule.cpp), which makes it a what-if schedule run by build_from_order.
 struct OrderScheduleInfo {
   std::string name;
   std::string description;
   std::string constraints;
-  int chunks;  // model chunks per device the schedule needs (0: any v >= 2, as the model's placement gives)
+  PartPlacement placement = PartPlacement::OnePerStage;
+  OrderGenerator generate = nullptr;
 };
-const std::vector<OrderScheduleInfo>& order_schedules();
-// Builds `name`'s order for p devices, m micro-batches, v chunks per device (where the schedule
-// takes any), from the measured times (used by the greedy ones). Throws std::invalid_argument
-// "rule: message" for a broken constraint.
+// The order training 1F1B runs from when stages share an IPU (interleaved_1f1b.cpp); its
+// schedule entry is the asynchronous one (asynchronous.cpp).
+const OrderScheduleInfo& one_f_one_b_order();
+
+// The order of registered schedule `name` (its entry's generator), for p devices, m
+// micro-batches, v chunks per device. Throws std::invalid_argument "rule: message" for a broken
+// constraint or a schedule that runs from no order.
 ScheduleOrder make_order(const std::string& name, int p, int v, std::int64_t m, const OpTimes& times,
                          double w_share = 1);
 

@@ -47,6 +47,13 @@ struct Sequenced {
   std::vector<IpuOps> ipus;
 };
 
+// The order unit of the scenario's schedule, by its registry entry.
+const OrderScheduleInfo& order_of(const std::string& name) {
+  const OrderScheduleInfo* order = schedule_info(name).order;
+  if (order == nullptr) throw std::logic_error("build_from_order: the " + name + " schedule runs from no order");
+  return *order;
+}
+
 std::vector<int> plan_ipu_ids(const Plan& plan) {
   std::vector<int> ipus;
   for (const PlanIpu& ipu : plan.ipus) ipus.push_back(ipu.id);
@@ -55,11 +62,11 @@ std::vector<int> plan_ipu_ids(const Plan& plan) {
 
 // The evaluator places one op at a time, so its sequence, cut by IPU, is each IPU's program
 // order; each IPU's part of it is split into warm-up, steady phase and cool-down.
-Sequenced sequence_order(const std::string& name, const PartLayout& layout, const std::vector<int>& ipus,
+Sequenced sequence_order(const OrderScheduleInfo& schedule, const PartLayout& layout, const std::vector<int>& ipus,
                          std::int64_t depth) {
   auto slot = [&](int ipu) { return static_cast<std::size_t>(std::find(ipus.begin(), ipus.end(), ipu) - ipus.begin()); };
   Sequenced out;
-  out.order = make_order(name, layout.devices, layout.chunks, depth, layout.times, layout.w_share);
+  out.order = schedule.generate(layout.devices, layout.chunks, depth, layout.times, layout.w_share);
   const OrderTiming timing = evaluate(out.order, layout.times, 0, layout.ipu_of_device);
   std::vector<std::vector<SequencedOp>> sequence(ipus.size());
   for (const auto& [d, i] : timing.sequence)
@@ -79,10 +86,10 @@ Sequenced sequence_order(const std::string& name, const PartLayout& layout, cons
 // programs are the shallower one with (m - a) / S more: memory does not grow with G. One
 // pipeline only (DualPipe numbers the reverse pipeline's micro-batches after the forward
 // one's, so its ops move with m). Nothing when the order cannot be extended so.
-std::optional<Sequenced> extrapolated_order(const std::string& name, const PartLayout& layout,
+std::optional<Sequenced> extrapolated_order(const OrderScheduleInfo& schedule, const PartLayout& layout,
                                             const std::vector<int>& ipus, std::int64_t m, std::int64_t probe_depth) {
   try {
-    const Sequenced probe = sequence_order(name, layout, ipus, probe_depth);
+    const Sequenced probe = sequence_order(schedule, layout, ipus, probe_depth);
     const std::int64_t stride = probe.ipus.front().stride;
     const bool one_pipeline = std::all_of(probe.order.pipeline_of_micro.begin(), probe.order.pipeline_of_micro.end(),
                                           [](int pipeline) { return pipeline == 0; });
@@ -91,8 +98,8 @@ std::optional<Sequenced> extrapolated_order(const std::string& name, const PartL
     // Twice as deep: a shared IPU's list schedule can drift for hundreds of micro-batches
     // before it settles, and a pattern that held only in a transient must not be extended.
     const std::int64_t more = (a + stride - 1) / stride;
-    Sequenced shallow = sequence_order(name, layout, ipus, a);
-    const Sequenced deep = sequence_order(name, layout, ipus, a + more * stride);
+    Sequenced shallow = sequence_order(schedule, layout, ipus, a);
+    const Sequenced deep = sequence_order(schedule, layout, ipus, a + more * stride);
     bool periodic = true;
     for (std::size_t i = 0; i < ipus.size() && periodic; ++i)
       periodic = shallow.ipus[i].times > 0 && shallow.ipus[i].stride == stride &&
@@ -108,8 +115,8 @@ std::optional<Sequenced> extrapolated_order(const std::string& name, const PartL
 
 // The order built micro-batch by micro-batch at m, refused when that would take gigabytes; a
 // constraint m breaks becomes m's depth error.
-Sequenced order_at_full_depth(const ScheduleContext& ctx, const PartLayout& layout, const std::vector<int>& ipus,
-                              std::int64_t probe_depth) {
+Sequenced order_at_full_depth(const ScheduleContext& ctx, const OrderScheduleInfo& schedule, const PartLayout& layout,
+                              const std::vector<int>& ipus, std::int64_t probe_depth) {
   const std::string& name = ctx.scenario.execution.schedule;
   const std::int64_t m = ctx.depth();
   if (m > kMaxOrderDepth)
@@ -121,7 +128,7 @@ Sequenced order_at_full_depth(const ScheduleContext& ctx, const PartLayout& layo
                     " micro-batches per step, this run has " + std::to_string(m) +
                     "; the bubble is a fixed cost per step, so a smaller G shows it as well");
   try {
-    return sequence_order(name, layout, ipus, m);
+    return sequence_order(schedule, layout, ipus, m);
   } catch (const std::invalid_argument& e) {
     const std::string what = e.what();
     const auto colon = what.find(": ");
@@ -224,12 +231,13 @@ Schedule build_from_order(const ScheduleContext& ctx, std::int64_t probe_depth) 
   const std::string& name = ctx.scenario.execution.schedule;
   if (!plan.training)
     refuse(ctx, "pipeline.training-only", name + " orders forward and backward passes; this run is inference");
-  const PartLayout layout = lay_out_parts(ctx, name);
+  const OrderScheduleInfo& unit = order_of(name);
+  const PartLayout layout = lay_out_parts(ctx, unit);
   const std::int64_t m = ctx.depth();
   const std::vector<int> ipus = plan_ipu_ids(plan);
   std::optional<Sequenced> lowered_order;
-  if (m > probe_depth) lowered_order = extrapolated_order(name, layout, ipus, m, probe_depth);
-  if (!lowered_order) lowered_order = order_at_full_depth(ctx, layout, ipus, probe_depth);
+  if (m > probe_depth) lowered_order = extrapolated_order(unit, layout, ipus, m, probe_depth);
+  if (!lowered_order) lowered_order = order_at_full_depth(ctx, unit, layout, ipus, probe_depth);
   check_unrolled_size(ctx, *lowered_order);
 
   // DualPipe's mirrored parts send and receive over mirrored copies (lowering_plan).

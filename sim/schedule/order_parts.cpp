@@ -4,6 +4,7 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <stdexcept>
 
 #include "sim/io/input_error.hpp"
 
@@ -66,81 +67,108 @@ std::pair<OrderPart, OrderPart> split_middle(const ScheduleContext& ctx, int k) 
   return {first, second};
 }
 
-} // namespace
+int ipu_of_stage(const Plan& plan, int k) { return plan.stages[static_cast<std::size_t>(k)].ipu; }
 
-PartLayout lay_out_parts(const ScheduleContext& ctx, const std::string& name) {
+// One device per forward stage: P devices, those of stages on one IPU sharing it.
+PartLayout one_part_per_stage(const Plan& plan) {
+  PartLayout l;
+  l.devices = plan.forward_stage_count;
+  for (int k = 0; k < l.devices; ++k) l.parts.push_back({whole(plan, k)});
+  return l;
+}
+
+// The model's chunks: v = P/p >= 2 forward stages per IPU, stage c*p+d on the IPU of stage d.
+PartLayout interleaved_parts(const ScheduleContext& ctx, const std::string& name) {
   const Plan& plan = ctx.plan;
   const int P = plan.forward_stage_count;
   const int p = static_cast<int>(plan.ipus.size());
-  auto ipu = [&](int k) { return plan.stages[static_cast<std::size_t>(k)].ipu; };
-  const auto info = std::find_if(order_schedules().begin(), order_schedules().end(),
-                                 [&](const OrderScheduleInfo& i) { return i.name == name; });
-  const int chunks = info == order_schedules().end() ? 1 : info->chunks;  // 1f1b: one part per stage
-  PartLayout l;
-  if (chunks == 1) {
-    // One device per forward stage: P devices, those of stages on one IPU sharing it.
-    l.devices = P;
-    for (int k = 0; k < P; ++k) l.parts.push_back({whole(plan, k)});
-  } else if (chunks == 0) {
-    const int v = P / p;
-    if (P % p != 0 || v < 2)
+  const int v = P / p;
+  if (P % p != 0 || v < 2)
+    refuse(ctx, "pipeline.virtual-stages",
+           name + " runs v >= 2 forward stages per IPU; this model has " + std::to_string(P) + " forward stages on " +
+               std::to_string(p) + " IPUs");
+  for (int k = 0; k < P; ++k)
+    if (ipu_of_stage(plan, k) != ipu_of_stage(plan, k % p))
       refuse(ctx, "pipeline.virtual-stages",
-             name + " runs v >= 2 forward stages per IPU; this model has " + std::to_string(P) + " forward stages on " +
-                 std::to_string(p) + " IPUs");
-    for (int k = 0; k < P; ++k)
-      if (ipu(k) != ipu(k % p))
-        refuse(ctx, "pipeline.virtual-stages",
-               name + " needs forward stage c*p+d on the IPU of stage d (p = " + std::to_string(p) + "); stage " +
-                   std::to_string(k) + " is on IPU " + std::to_string(ipu(k)));
-    l.devices = p;
-    l.chunks = v;
-    l.parts.resize(static_cast<std::size_t>(p));
-    for (int k = 0; k < P; ++k) l.parts[static_cast<std::size_t>(k % p)].push_back(whole(plan, k));
-  } else if (name == "dualpipe") {
-    // Device d runs stage d (chunk 0, pipeline 0) and stage P-1-d (chunk 1, pipeline 1) on
-    // the IPU of stage d: one forward stage per IPU, each IPU its own.
-    std::set<int> distinct;
-    for (int k = 0; k < P; ++k) distinct.insert(ipu(k));
-    if (static_cast<int>(distinct.size()) != P)
-      refuse(ctx, "pipeline.dualpipe-placement",
-             "dualpipe runs stage d and stage p-1-d on IPU d, so every forward stage needs an IPU of its own "
-             "(heads last, not back on IPU 0); this model's " + std::to_string(P) + " forward stages are on IPUs " +
-                 ipus_of_stages(plan));
-    l.devices = P;
-    l.chunks = 2;
-    for (int d = 0; d < P; ++d) {
-      OrderPart mirror = whole(plan, P - 1 - d);
-      mirror.mirrored = true;
-      mirror.forward.ipu = mirror.backward.ipu = ipu(d);
-      l.parts.push_back({whole(plan, d), mirror});
-    }
-  } else {
-    // The V: stage j on the IPU of stage P-1-j; an odd P has the two middle parts merged.
-    bool v = P >= 3;
-    for (int k = 0; k < P && v; ++k) v = ipu(k) == ipu(P - 1 - k);
-    if (!v)
-      refuse(ctx, "pipeline.v-placement",
-             name + " runs a V: parts d and 2p-1-d on IPU d, so annotate 2p stages with stage j on the IPU of stage "
-                    "2p-1-j (the two middle stages on one IPU, merged or not); this model's " + std::to_string(P) +
-                 " forward stages are on IPUs " + ipus_of_stages(plan));
-    const int half = (P + 1) / 2;
-    l.devices = half;
-    l.chunks = 2;
-    l.parts.resize(static_cast<std::size_t>(half));
-    for (int d = 0; d < half; ++d) {
-      auto& row = l.parts[static_cast<std::size_t>(d)];
-      if (P % 2 == 1 && d == half - 1) {
-        const auto [first, second] = split_middle(ctx, d);
-        row = {first, second};
-      } else {
-        row = {whole(plan, d), whole(plan, P - 1 - d)};
-      }
+             name + " needs forward stage c*p+d on the IPU of stage d (p = " + std::to_string(p) + "); stage " +
+                 std::to_string(k) + " is on IPU " + std::to_string(ipu_of_stage(plan, k)));
+  PartLayout l;
+  l.devices = p;
+  l.chunks = v;
+  l.parts.resize(static_cast<std::size_t>(p));
+  for (int k = 0; k < P; ++k) l.parts[static_cast<std::size_t>(k % p)].push_back(whole(plan, k));
+  return l;
+}
+
+// Device d runs stage d (chunk 0, pipeline 0) and stage P-1-d (chunk 1, pipeline 1) on the IPU
+// of stage d: one forward stage per IPU, each IPU its own.
+PartLayout dualpipe_parts(const ScheduleContext& ctx, const std::string& name) {
+  const Plan& plan = ctx.plan;
+  const int P = plan.forward_stage_count;
+  std::set<int> distinct;
+  for (int k = 0; k < P; ++k) distinct.insert(ipu_of_stage(plan, k));
+  if (static_cast<int>(distinct.size()) != P)
+    refuse(ctx, "pipeline.dualpipe-placement",
+           name + " runs stage d and stage p-1-d on IPU d, so every forward stage needs an IPU of its own "
+                  "(heads last, not back on IPU 0); this model's " + std::to_string(P) +
+               " forward stages are on IPUs " + ipus_of_stages(plan));
+  PartLayout l;
+  l.devices = P;
+  l.chunks = 2;
+  for (int d = 0; d < P; ++d) {
+    OrderPart mirror = whole(plan, P - 1 - d);
+    mirror.mirrored = true;
+    mirror.forward.ipu = mirror.backward.ipu = ipu_of_stage(plan, d);
+    l.parts.push_back({whole(plan, d), mirror});
+  }
+  return l;
+}
+
+// The V: stage j on the IPU of stage P-1-j; an odd P has the two middle parts merged.
+PartLayout v_parts(const ScheduleContext& ctx, const std::string& name) {
+  const Plan& plan = ctx.plan;
+  const int P = plan.forward_stage_count;
+  bool v = P >= 3;
+  for (int k = 0; k < P && v; ++k) v = ipu_of_stage(plan, k) == ipu_of_stage(plan, P - 1 - k);
+  if (!v)
+    refuse(ctx, "pipeline.v-placement",
+           name + " runs a V: parts d and 2p-1-d on IPU d, so annotate 2p stages with stage j on the IPU of stage "
+                  "2p-1-j (the two middle stages on one IPU, merged or not); this model's " + std::to_string(P) +
+               " forward stages are on IPUs " + ipus_of_stages(plan));
+  const int half = (P + 1) / 2;
+  PartLayout l;
+  l.devices = half;
+  l.chunks = 2;
+  l.parts.resize(static_cast<std::size_t>(half));
+  for (int d = 0; d < half; ++d) {
+    auto& row = l.parts[static_cast<std::size_t>(d)];
+    if (P % 2 == 1 && d == half - 1) {
+      const auto [first, second] = split_middle(ctx, d);
+      row = {first, second};
+    } else {
+      row = {whole(plan, d), whole(plan, P - 1 - d)};
     }
   }
+  return l;
+}
+
+PartLayout parts_by_placement(const ScheduleContext& ctx, const OrderScheduleInfo& schedule) {
+  switch (schedule.placement) {
+  case PartPlacement::OnePerStage: return one_part_per_stage(ctx.plan);
+  case PartPlacement::Interleaved: return interleaved_parts(ctx, schedule.name);
+  case PartPlacement::V: return v_parts(ctx, schedule.name);
+  case PartPlacement::DualPipeMirrored: return dualpipe_parts(ctx, schedule.name);
+  }
+  throw std::logic_error("lay_out_parts: unknown placement of " + schedule.name);
+}
+
+// Each device's IPU and each part's F, B (recomputation included) and W.
+void time_parts(const ScheduleContext& ctx, PartLayout& l) {
+  const Plan& plan = ctx.plan;
   l.times = OpTimes::uniform(l.devices, l.chunks, 0, 0, 0);
   for (int d = 0; d < l.devices; ++d) {
     const auto D = static_cast<std::size_t>(d);
-    l.ipu_of_device.push_back(ipu(l.parts[D].front().stage));
+    l.ipu_of_device.push_back(ipu_of_stage(plan, l.parts[D].front().stage));
     for (int c = 0; c < l.chunks; ++c) {
       const auto C = static_cast<std::size_t>(c);
       const OrderPart& part = l.parts[D][C];
@@ -152,11 +180,23 @@ PartLayout lay_out_parts(const ScheduleContext& ctx, const std::string& name) {
                         (ctx.recompute() && part.stage != plan.loss_stage ? bwd.recompute_seconds : 0.0);
     }
   }
-  // What W still needs of a stage's activations: its share of the backward's time, as a proxy
-  // for dW's inputs (X and dY) against everything B reads.
+}
+
+// What W still needs of a stage's activations: its share of the backward's time, as a proxy
+// for dW's inputs (X and dY) against everything B reads.
+double weight_gradient_share(const Plan& plan) {
   double w = 0, backward = 0;
-  for (int k = 0; k < P; ++k) w += backward_of(plan, k).weight_gradient_seconds, backward += backward_of(plan, k).backward_seconds;
-  l.w_share = backward > 0 ? std::clamp(w / backward, 0.0, 1.0) : 1.0;
+  for (int k = 0; k < plan.forward_stage_count; ++k)
+    w += backward_of(plan, k).weight_gradient_seconds, backward += backward_of(plan, k).backward_seconds;
+  return backward > 0 ? std::clamp(w / backward, 0.0, 1.0) : 1.0;
+}
+
+} // namespace
+
+PartLayout lay_out_parts(const ScheduleContext& ctx, const OrderScheduleInfo& schedule) {
+  PartLayout l = parts_by_placement(ctx, schedule);
+  time_parts(ctx, l);
+  l.w_share = weight_gradient_share(ctx.plan);
   return l;
 }
 

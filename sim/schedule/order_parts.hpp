@@ -1,12 +1,12 @@
 #pragma once
 // The plan's forward stages as the parts of a schedule order (order_lowering.cpp): which
-// device and chunk of the order runs each stage, on which IPU, in how long. Zero-bubble
-// orders (and 1F1B) take one device per forward stage (stages sharing an IPU are devices on one IPU);
-// interleaved 1F1B takes the model's chunk structure (stage c*p+d on the IPU of stage d); the
-// V schedules take a V (stages j and 2p-1-j on one IPU; the two middle ones, which the plan
+// device and chunk of the order runs each stage, on which IPU, in how long, by the schedule's
+// PartPlacement (order.hpp). OnePerStage takes one device per forward stage (stages sharing an
+// IPU are devices on one IPU); Interleaved takes the model's chunk structure (stage c*p+d on the
+// IPU of stage d); V takes stages j and 2p-1-j on one IPU (the two middle ones, which the plan
 // merges when nothing keeps them apart, split back as the model's pipelineStage annotations
-// split them, or run as chunk 0 with an empty chunk 1). DualPipe takes one forward stage per
-// IPU and runs each twice: stage d on its IPU, and stage P-1-d mirrored onto IPU d.
+// split them, or run as chunk 0 with an empty chunk 1); DualPipeMirrored takes one forward stage
+// per IPU and runs each twice: stage d on its IPU, and stage P-1-d mirrored onto IPU d.
 #include <string>
 #include <vector>
 
@@ -35,9 +35,9 @@ struct PartLayout {
   double w_share = 1;  // what W still needs of a stage's activations (the ZB memory limit's rule)
 };
 
-// Lays out the plan's stages for order schedule `name`; throws InputError for a plan the
-// schedule cannot place (pipeline.virtual-stages, pipeline.v-placement, pipeline.dualpipe-placement).
-PartLayout lay_out_parts(const ScheduleContext& context, const std::string& name);
+// Lays out the plan's stages by `schedule`'s placement; throws InputError for a plan it cannot
+// place (pipeline.virtual-stages, pipeline.v-placement, pipeline.dualpipe-placement).
+PartLayout lay_out_parts(const ScheduleContext& context, const OrderScheduleInfo& schedule);
 
 // The plan the programs are built from: `plan` itself unless the layout has mirrored parts
 // (DualPipe). Then its copies are followed by their mirrors (copy i's mirror is copy n+i, on

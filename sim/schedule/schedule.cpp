@@ -24,15 +24,55 @@ std::string pass_name(Pass pass) {
   return "?";
 }
 
+// The units the registry lists, each defined in its own file; nothing but the registry names
+// them. Adding a schedule is its file, its line here and its line in schedules().
+const ScheduleInfo& sharded_schedule();              // sharded.cpp
+const ScheduleInfo& phased_schedule();               // phased.cpp
+const ScheduleInfo& popart_schedule();               // popart.cpp
+const ScheduleInfo& tf_grouped_schedule();           // tensorflow.cpp
+const ScheduleInfo& tf_interleaved_schedule();       // tensorflow.cpp
+const ScheduleInfo& tf_sequential_schedule();        // tensorflow.cpp
+const ScheduleInfo& gpipe_schedule();                // asynchronous.cpp
+const ScheduleInfo& one_f_one_b_schedule();          // asynchronous.cpp
+const OrderScheduleInfo& interleaved_1f1b_order();   // interleaved_1f1b.cpp
+const OrderScheduleInfo& breadth_first_order();      // breadth_first.cpp
+const OrderScheduleInfo& zb_h1_order();              // zero_bubble.cpp
+const OrderScheduleInfo& zb_h2_order();              // zero_bubble.cpp
+const OrderScheduleInfo& zb_v_order();               // zb_v.cpp
+const OrderScheduleInfo& v_half_order();             // v_shape.cpp
+const OrderScheduleInfo& v_min_order();              // v_shape.cpp
+const OrderScheduleInfo& dualpipe_order();           // dualpipe.cpp
+const OrderScheduleInfo& dualpipev_order();          // dualpipe.cpp
+
+namespace {
+
+// A what-if schedule run from its order (not what PopART runs): build_from_order lays out its
+// parts by the unit's placement and reads its stash depths from the order.
+ScheduleInfo run_from_order(const OrderScheduleInfo& order) {
+  ScheduleInfo s{order.name, order.description + "; constraints: " + order.constraints, &build_from_order, ""};
+  s.order = &order;
+  return s;
+}
+
+} // namespace
+
 const std::vector<ScheduleInfo>& schedules() {
-  // Each entry is defined beside its builder; the what-if orders (not what PopART runs) come from
-  // order.hpp, built by build_from_order, their stash depths read from the order.
   static const std::vector<ScheduleInfo> all = [] {
     std::vector<ScheduleInfo> out{sharded_schedule(),        phased_schedule(),          popart_schedule(),
                                   tf_grouped_schedule(),     tf_interleaved_schedule(),  tf_sequential_schedule(),
                                   gpipe_schedule(),          one_f_one_b_schedule()};
-    for (const OrderScheduleInfo& o : order_schedules())
-      out.push_back({o.name, o.description + "; constraints: " + o.constraints, &build_from_order, ""});
+    const OrderScheduleInfo* const orders[] = {
+        &interleaved_1f1b_order(),
+        &breadth_first_order(),
+        &zb_h1_order(),
+        &zb_h2_order(),
+        &zb_v_order(),
+        &v_half_order(),
+        &v_min_order(),
+        &dualpipe_order(),
+        &dualpipev_order(),
+    };
+    for (const OrderScheduleInfo* order : orders) out.push_back(run_from_order(*order));
     return out;
   }();
   return all;

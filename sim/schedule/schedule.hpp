@@ -2,8 +2,10 @@
 // Schedules turn a plan into per-IPU programs. They are chosen by name (the
 // scenario's "schedule" for pipelined runs; "sharded" and "phased" for those modes) from the
 // registry below. A schedule is one unit: its file defines its ScheduleInfo (builder, depth
-// and placement rule, stash depths, which exact evaluator times it, its traits) and the
-// registry lists it; the planner, the estimate and the outputs ask the registry, never a name.
+// and placement rule, stash depths, which exact evaluator times it, its traits), or, for a
+// what-if schedule run from an order, its OrderScheduleInfo (order.hpp: generator and
+// placement), and the registry (schedule.cpp) lists it; the planner, the estimate, the lowering
+// and the outputs ask the registry, never a name.
 #include <functional>
 #include <map>
 #include <string>
@@ -14,6 +16,8 @@
 #include "sim/schedule/program.hpp"
 
 namespace ipusim {
+
+struct OrderScheduleInfo;  // order.hpp
 
 struct ScheduleContext {
   const Scenario& scenario;
@@ -73,6 +77,9 @@ struct ScheduleInfo {
   // The weight update follows accumulateOuterFragmentSettings (Serial, Overlap*); false: every
   // IPU updates at once (GPU-style schedules).
   bool follows_weight_update_setting = true;
+  // The order it runs from (build_from_order: the what-if orders, and training 1F1B with stages
+  // sharing an IPU); nullptr when it has none.
+  const OrderScheduleInfo* order = nullptr;
 
   bool what_if() const { return run_by.empty(); }
   // Forward stages that wait for nothing downstream: where a stage outpaces the next, its copies
@@ -89,16 +96,6 @@ std::string schedule_names();
 const ScheduleInfo* find_schedule(const std::string& name);
 // The entry of a name known to be registered (checked at load); std::invalid_argument otherwise.
 const ScheduleInfo& schedule_info(const std::string& name);
-
-// The units the registry lists, each defined in its own file.
-const ScheduleInfo& sharded_schedule();        // sharded.cpp
-const ScheduleInfo& phased_schedule();         // phased.cpp
-const ScheduleInfo& popart_schedule();         // popart.cpp
-const ScheduleInfo& tf_grouped_schedule();     // tensorflow.cpp
-const ScheduleInfo& tf_interleaved_schedule(); // tensorflow.cpp
-const ScheduleInfo& tf_sequential_schedule();  // tensorflow.cpp
-const ScheduleInfo& gpipe_schedule();          // asynchronous.cpp
-const ScheduleInfo& one_f_one_b_schedule();    // asynchronous.cpp
 
 // The scenario's pipeline schedule must be known even for sharded-only runs.
 void check_schedule_name(const Scenario& scenario);

@@ -224,4 +224,20 @@ ScheduleOrder order_v_greedy(int p, std::int64_t m, bool half) {
   return o;
 }
 
+const OrderScheduleInfo& v_half_order() {
+  static const OrderScheduleInfo info{
+      "v-half", "what-if: V-Half (controllable memory), V placement, about half of 1F1B's activations",
+      "a V: stage j on the IPU of stage 2p-1-j (the middle two merged or not)", PartPlacement::V,
+      [](int p, int, std::int64_t m, const OpTimes&, double) { return order_v_greedy(p, m, true); }};
+  return info;
+}
+
+const OrderScheduleInfo& v_min_order() {
+  static const OrderScheduleInfo info{
+      "v-min", "what-if: V-Min (controllable memory), V placement, about a third of 1F1B's activations",
+      "a V: stage j on the IPU of stage 2p-1-j (the middle two merged or not)", PartPlacement::V,
+      [](int p, int, std::int64_t m, const OpTimes&, double) { return order_v_greedy(p, m, false); }};
+  return info;
+}
+
 } // namespace ipusim

@@ -250,4 +250,12 @@ ScheduleOrder order_zb_v(int p, std::int64_t m, const OpTimes& times) {
   return o;
 }
 
+const OrderScheduleInfo& zb_v_order() {
+  static const OrderScheduleInfo info{
+      "zb-v", "what-if: zero bubble ZB-V, two chunks per IPU in a V (parts d and 2p-1-d), memory p",
+      "a V: stage j on the IPU of stage 2p-1-j (the middle two merged or not)", PartPlacement::V,
+      [](int p, int, std::int64_t m, const OpTimes& times, double) { return order_zb_v(p, m, times); }};
+  return info;
+}
+
 } // namespace ipusim

@@ -264,4 +264,25 @@ ScheduleOrder order_zb_h(int p, std::int64_t m, int memory_limit, const OpTimes&
   return o;
 }
 
+// Both run on any placement: one part per forward stage, stages on one IPU sharing it.
+const OrderScheduleInfo& zb_h1_order() {
+  static const OrderScheduleInfo info{
+      "zb-h1", "what-if: zero bubble ZB-H1, backward split into B and W, greedy order under 1F1B's memory (p)",
+      "any placement: one part per forward stage, stages on one IPU share it", PartPlacement::OnePerStage,
+      [](int p, int, std::int64_t m, const OpTimes& times, double w_share) {
+        return order_zb_h(p, m, p, times, w_share);
+      }};
+  return info;
+}
+
+const OrderScheduleInfo& zb_h2_order() {
+  static const OrderScheduleInfo info{
+      "zb-h2", "what-if: zero bubble ZB-H2, greedy order under twice 1F1B's memory (2p micro-batches)",
+      "any placement: one part per forward stage, stages on one IPU share it", PartPlacement::OnePerStage,
+      [](int p, int, std::int64_t m, const OpTimes& times, double w_share) {
+        return order_zb_h(p, m, 2 * p, times, w_share);
+      }};
+  return info;
+}
+
 } // namespace ipusim

@@ -1,13 +1,14 @@
 #pragma once
 // The planner's fast evaluators: the step time of a pipeline schedule computed from a plan's
 // stage times, copies, syncs, host streams and weight update, without building per-IPU
-// programs or running SimGrid (docs/planner.md). One per schedule:
-// - popart: closed form over its fill, its identical main cycles (one computed, times their
-//   count) and its flush;
-// - tf-grouped, tf-interleaved, tf-sequential: the schedule's own lockstep steps
-//   (tf_lockstep_runs), each repeated run costed once;
-// - gpipe, 1f1b: each IPU's task list played in dependency order (a task starts when its IPU
-//   is free and its input copy has landed).
+// programs or running SimGrid (docs/planner.md). One per StepModel (schedule.hpp), the one a
+// schedule's registry entry names:
+// - PopartCycles: closed form over the fill, the identical main cycles (one computed, times
+//   their count) and the flush;
+// - TensorFlowSteps: the schedule's own lockstep steps (tf_lockstep_runs), each repeated run
+//   costed once;
+// - AllForwardsFirst, OneForwardOneBackward: each IPU's task list played in dependency order (a
+//   task starts when its IPU is free and its input copy has landed).
 // Each equals the engine to rounding when no two transfers share a link or a memory at once;
 // where they would, it says so (`contention`) and gives an approximation: the engine's figure
 // is then the one to trust.

@@ -149,6 +149,14 @@ void set_depths(const Execution& ex, const PlanRequest& r, PlanSpace& s) {
                   std::to_string(*s.global_batch));
 }
 
+// The schedules with an evaluator (their registry entries' StepModel), as a sentence: "a, b and c".
+std::string evaluated_schedules_sentence() {
+  const std::vector<std::string>& names = evaluated_schedules();
+  std::string out;
+  for (std::size_t i = 0; i < names.size(); ++i) out += (i == 0 ? "" : i + 1 == names.size() ? " and " : ", ") + names[i];
+  return out;
+}
+
 // Listed, the scenario's when fixed, else every evaluated schedule, the what-if ones apart.
 void set_schedules(const Execution& ex, const PlanRequest& r, PlanSpace& s) {
   s.schedules = r.schedules;
@@ -158,8 +166,8 @@ void set_schedules(const Execution& ex, const PlanRequest& r, PlanSpace& s) {
       (is_what_if_schedule(name) ? s.what_if_schedules : s.schedules).push_back(name);
   for (const auto& name : s.schedules)
     if (!has_evaluator(name))
-      throw bad("--schedule", "plan.schedule", "the planner evaluates popart, tf-grouped, tf-interleaved, tf-sequential, "
-                                               "gpipe and 1f1b; not \"" + name + "\"");
+      throw bad("--schedule", "plan.schedule",
+                "the planner evaluates " + evaluated_schedules_sentence() + "; not \"" + name + "\"");
 }
 
 // Recomputation, optimizer state off chip and replicated tensor sharding: listed, the
