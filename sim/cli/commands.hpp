@@ -8,7 +8,6 @@
 #include <vector>
 
 #include "sim/io/overrides.hpp"
-#include "sim/io/scenario.hpp"
 
 namespace ipusim::cli {
 
@@ -31,12 +30,6 @@ Command add_convert_command(CLI::App& app);
 Command add_annotate_command(CLI::App& app);
 Command add_plan_command(CLI::App& app);
 Command add_compare_command(CLI::App& app);
-
-std::vector<Override> parse_overrides(const std::vector<std::string>& sets);
-// `run MODEL --config CONFIG` and `plan MODEL --config CONFIG`: a scenario without a file,
-// every execution setting at its default but batchesPerStep 64 (docs/formats.md, "Without a
-// scenario file").
-Scenario scenario_of_model(const std::string& model, const std::string& config, const std::vector<Override>& sets);
 
 // The whole command line, as main() runs it; a sweep runs its points through it too.
 int run_cli(int argc, char** argv);

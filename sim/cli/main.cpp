@@ -1,5 +1,5 @@
 // ipusim: simulate sharded and pipelined execution of annotated models on IPU systems.
-// The commands live in the ipusim_commands library, which the Python module links too.
+// The commands live in the ipusim_commands library, which the tests link too.
 #include "sim/cli/commands.hpp"
 
 int main(int argc, char** argv) { return ipusim::cli::run_cli(argc, argv); }

@@ -23,24 +23,7 @@
 
 namespace ipusim::cli {
 
-// A scenario without a file: the model and the config as given, batchesPerStep 64 (the
-// default 1 is too shallow for any inference pipeline: PopART's depth rule), every other
-// setting at its default; docs/formats.md ("Without a scenario file") states it.
-Scenario scenario_of_model(const std::string& model, const std::string& config, const std::vector<Override>& sets) {
-  const nlohmann::json document = {{"name", std::filesystem::path(model).stem().string()},
-                                   {"model", std::filesystem::path(model).lexically_normal().string()},
-                                   {"config", std::filesystem::path(config).lexically_normal().string()},
-                                   {"execution", {{"batchesPerStep", 64}}}};
-  return scenario_from_json(document, "command line", sets);
-}
-
 bool simulate_last_in_process = false;
-
-std::vector<Override> parse_overrides(const std::vector<std::string>& sets) {
-  std::vector<Override> out;
-  for (const auto& s : sets) out.push_back(parse_override(s));
-  return out;
-}
 
 namespace {
 

@@ -26,6 +26,12 @@ Override parse_override(const std::string& argument) {
   return o;
 }
 
+std::vector<Override> parse_overrides(const std::vector<std::string>& arguments) {
+  std::vector<Override> out;
+  for (const auto& s : arguments) out.push_back(parse_override(s));
+  return out;
+}
+
 void apply_override(nlohmann::json& document, const std::string& path, const nlohmann::json& value,
                     const std::string& full_path) {
   nlohmann::json* node = &document;

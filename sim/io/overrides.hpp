@@ -16,6 +16,8 @@ struct Override {
 
 // Parses "a.b.c=value"; throws InputError(origin = "--set") on a malformed argument.
 Override parse_override(const std::string& argument);
+// Each of several --set arguments, in order.
+std::vector<Override> parse_overrides(const std::vector<std::string>& arguments);
 
 // Sets the field at `path` (dotted, relative to `document`), creating object keys as needed.
 void apply_override(nlohmann::json& document, const std::string& path, const nlohmann::json& value,

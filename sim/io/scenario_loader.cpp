@@ -294,6 +294,16 @@ Scenario load_scenario(const std::string& path, const std::vector<Override>& ove
   return scenario_from_json(read_json_file(path), path, overrides);
 }
 
+// The model and the config as given, batchesPerStep 64 (the default 1 is too shallow for any
+// inference pipeline: PopART's depth rule), every other setting at its default.
+Scenario scenario_of_model(const std::string& model, const std::string& config, const std::vector<Override>& overrides) {
+  const nlohmann::json document = {{"name", std::filesystem::path(model).stem().string()},
+                                   {"model", std::filesystem::path(model).lexically_normal().string()},
+                                   {"config", std::filesystem::path(config).lexically_normal().string()},
+                                   {"execution", {{"batchesPerStep", 64}}}};
+  return scenario_from_json(document, "command line", overrides);
+}
+
 namespace {
 
 // Where each document came from, for naming --set in errors: the scenario, model and config origins.

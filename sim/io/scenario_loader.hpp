@@ -13,6 +13,10 @@ Scenario load_scenario(const std::string& path, const std::vector<Override>& ove
 // The same from a document; "model" and "config" may be paths or inline objects.
 Scenario scenario_from_json(nlohmann::json document, const std::string& origin,
                             const std::vector<Override>& overrides = {});
+// `run MODEL --config CONFIG` and `plan MODEL --config CONFIG`: a scenario without a file (its
+// origin "command line"), every execution setting at its default but batchesPerStep 64
+// (docs/formats.md, "Without a scenario file").
+Scenario scenario_of_model(const std::string& model, const std::string& config, const std::vector<Override>& overrides);
 // `s`, loaded from the scenario `document` with some overrides, with `execution_overrides`
 // (each under "execution.") applied on top: what load_scenario gives with both lists, without
 // reading or checking the model and config again (a sweep's points that change only the

@@ -1,7 +1,8 @@
 // ipusim._ipusim: the C++ half of the Python module (python/ipusim/__init__.py is the rest).
 // A loaded scenario is kept across runs: each run reads only its execution settings and
 // simulates in forked children (sim/simulate), so SimGrid never starts in the interpreter
-// and any number of runs fit in one Python process. Documents cross as JSON text.
+// and any number of runs fit in one Python process. Documents cross as JSON text. plan and
+// validate are the library's calls that the CLI's commands make too (sim/service).
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -15,7 +16,6 @@
 #include <utility>
 #include <vector>
 
-#include "sim/cli/commands.hpp"
 #include "sim/engine/engine.hpp"
 #include "sim/generation/generation_output.hpp"
 #include "sim/io/input_error.hpp"
@@ -24,7 +24,10 @@
 #include "sim/io/scenario_loader.hpp"
 #include "sim/output/json_report.hpp"
 #include "sim/plan/plan.hpp"
+#include "sim/python/keyword_options.hpp"
 #include "sim/search/memory_advice.hpp"
+#include "sim/service/plan_scenario.hpp"
+#include "sim/service/validate.hpp"
 #include "sim/simulate/simulation.hpp"
 
 namespace py = pybind11;
@@ -38,10 +41,7 @@ using Setting = std::pair<std::string, std::string>;
 
 std::vector<Mode> modes_of(const std::string& mode, const Execution& execution) {
   if (mode.empty()) return execution.modes;
-  if (mode == "both") return {Mode::Sharded, Mode::Pipelined};
-  if (mode == "sharded") return {Mode::Sharded};
-  if (mode == "pipelined") return {Mode::Pipelined};
-  if (mode == "phased") return {Mode::Phased};
+  if (auto modes = modes_named(mode)) return *modes;
   throw InputError("mode", "", "cli.bad-value",
                    "mode is \"sharded\", \"pipelined\", \"both\" or \"phased\", got \"" + mode + "\"");
 }
@@ -163,29 +163,27 @@ private:
   std::mutex mutex_;
 };
 
-// Runs one CLI subcommand (`validate`, `plan`) as `ipusim ARGS...` would, its standard output
-// returned; an InputError comes out as the exception rather than exit code 2.
-std::pair<int, std::string> run_command(cli::Command (*add)(CLI::App&), const std::vector<std::string>& args) {
-  CLI::App app{"ipusim"};
-  const cli::Command command = add(app);
-  std::vector<std::string> reversed(args.rbegin(), args.rend());
-  try {
-    app.parse(reversed);
-  } catch (const CLI::ParseError& e) {
-    throw InputError("arguments", args.empty() ? "" : args.front(), "cli.bad-value", e.what());
-  }
-  std::ostringstream out;
-  std::streambuf* saved = std::cout.rdbuf(out.rdbuf());
-  struct Restore {
-    std::streambuf* saved;
-    ~Restore() { std::cout.rdbuf(saved); }
-  } restore{saved};
-  int code = 0;
+// ipusim.plan: `ipusim plan`'s exit status and what it prints on standard output (the report,
+// or with `json` the document), its line on standard error when nothing fits too.
+std::pair<int, std::string> plan(const std::string& scenario, const py::dict& keywords, bool json) {
+  const service::PlanOptions options = plan_options(scenario, keywords, json);
+  std::ostringstream report;
+  service::PlanResult result;
   {
     py::gil_scoped_release unlocked;
-    code = command();
+    result = service::plan_scenario(options, report);
   }
-  return {code, out.str()};
+  if (!result.no_fit.empty()) std::cerr << "ipusim: " << result.no_fit << "\n";
+  return {result.status, result.document.is_null() ? report.str() : result.document.dump(2) + "\n"};
+}
+
+// ipusim.validate: what `ipusim validate` prints.
+std::string validate(const std::string& path, const py::dict& keywords) {
+  const service::ValidateOptions options = validate_options(path, keywords);
+  std::ostringstream report;
+  py::gil_scoped_release unlocked;
+  service::validate_file(options, report);
+  return report.str();
 }
 
 } // namespace
@@ -225,6 +223,6 @@ PYBIND11_MODULE(_ipusim, m) {
           return new LoadedScenario(scenario_from_json(parse_json_text(text, origin), origin));
         },
         py::return_value_policy::take_ownership, py::arg("text"), py::arg("origin"));
-  m.def("validate", [](const std::vector<std::string>& args) { return python::run_command(&cli::add_validate_command, args); });
-  m.def("plan", [](const std::vector<std::string>& args) { return python::run_command(&cli::add_plan_command, args); });
+  m.def("validate", &python::validate, py::arg("path"), py::arg("keywords"));
+  m.def("plan", &python::plan, py::arg("scenario"), py::arg("keywords"), py::arg("json"));
 }

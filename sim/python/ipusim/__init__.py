@@ -10,7 +10,6 @@ import json
 import math
 import numbers
 import os
-import re
 
 __all__ = ["InputError", "EngineError", "Scenario", "run", "to_dataframe", "plan", "validate", "version"]
 
@@ -430,9 +429,9 @@ def _cell(value, pointer):
 
 # The keywords of validate and plan: the flags of `ipusim validate --help` and `ipusim plan
 # --help` (sim/cli/validate_command.cpp, plan_command.cpp) with "_" for "-", True for a flag
-# that takes no value. Written out, not asked of the CLI, so that a wrong keyword is named
-# before the CLI parses (its parser reports one as "arguments not expected"); a test
-# (tests/python/test_ipusim.py) holds them to the CLI's help.
+# that takes no value. Written out, so that a wrong keyword is named here with the keywords there
+# are; the C++ side reads each value as the CLI reads its flag (sim/python/keyword_options.cpp),
+# and a test (tests/python/test_ipusim.py) holds them to the CLI's help.
 _KEYWORDS = {
     "validate": {"batch_size": False, "dtype": False, "set": False},
     "plan": {"ipus": False, "replicas": False, "global_batch": False, "micro_batch": False,
@@ -444,31 +443,29 @@ _KEYWORDS = {
 }
 
 
-def _arguments(command, options):
-    """The CLI arguments of `command`'s keywords `options` (None or False: left out)."""
-    args = []
+def _keywords(command, options):
+    """`command`'s keywords `options` as the C++ side takes them (None or False: left out): True for
+    a flag, a list of str for `set`, a str, int or float (or a list of them) for any other."""
+    keywords = {}
     for key, value in options.items():
         if key not in _KEYWORDS[command]:
             raise _unknown_keyword(command, key, list(_KEYWORDS[command]))
-        flag, pointer = "--" + key.replace("_", "-"), _pointer([key])
+        pointer = _pointer([key])
         if value is None or value is False:
             continue
         if _KEYWORDS[command][key]:
             if value is not True:
                 raise _error(command, pointer, "python.bad-type",
                              f"{key} is a flag: True or False, got {type(value).__name__}")
-            args.append(flag)
+            keywords[key] = True
         elif key == "set":
-            for i, s in enumerate([value] if isinstance(value, str) else _items(value, command, pointer, key)):
-                if not isinstance(s, str):
-                    raise _error(command, _child(pointer, i), "python.bad-type",
-                                 f'set is "path=value" or a list of them, got {type(s).__name__}')
-                args += ["--set", _utf8(s, command, _child(pointer, i), "set")]
+            values = [value] if isinstance(value, str) else _items(value, command, pointer, key)
+            keywords[key] = [_set_value(s, command, _child(pointer, i)) for i, s in enumerate(values)]
         elif isinstance(value, (list, tuple)):
-            args += [flag, ",".join(_option_value(v, command, _child(pointer, i), key) for i, v in enumerate(value))]
+            keywords[key] = [_option_value(v, command, _child(pointer, i), key) for i, v in enumerate(value)]
         else:
-            args += [flag, _option_value(value, command, pointer, key)]
-    return args
+            keywords[key] = _option_value(value, command, pointer, key)
+    return keywords
 
 
 def _items(value, command, pointer, key):
@@ -478,41 +475,35 @@ def _items(value, command, pointer, key):
     return value
 
 
+def _set_value(value, command, pointer):
+    if not isinstance(value, str):
+        raise _error(command, pointer, "python.bad-type",
+                     f'set is "path=value" or a list of them, got {type(value).__name__}')
+    return _utf8(value, command, pointer, "set")
+
+
 def _option_value(value, command, pointer, key):
-    """One value of an option as the CLI's text: a str, int or float (a list holds several)."""
+    """One value of an option: a str, int or float (a list holds several); the C++ side reads the
+    text Python writes of it, as the CLI reads its flag's."""
     if isinstance(value, str):
         return _utf8(value, command, pointer, key)
     if isinstance(value, numbers.Real) and not isinstance(value, bool):
+        number = value if isinstance(value, (int, float)) else _number(value)
         try:
-            return str(value if isinstance(value, (int, float)) else _number(value))
+            str(number)
         except ValueError as e:  # more digits than sys.get_int_max_str_digits() lets Python write
             raise _error(command, pointer, "python.bad-value", f"{key}: an integer too large to write: {e}") from None
+        return number
     raise _error(command, pointer, "python.bad-type",
                  f"{key} takes a str, int or float (or a list of them), got {type(value).__name__}")
-
-
-def _command(command, path, options, flags=()):
-    """Runs the CLI's `command` (validate or plan) on `path` with keywords `options` and `flags`
-    (CLI flags no keyword names): (exit code, text)."""
-    args = [command, path] + _arguments(command, options) + list(flags)
-    try:
-        return getattr(_ipusim, command)(args)
-    except InputError as e:
-        if e.file != "arguments":
-            raise
-        # The CLI's parser named the flag ("--top: Value 0 not in range 1 to 100"): name the keyword.
-        flag = re.match(r"--([a-z-]+)", e.message)
-        keyword = flag.group(1).replace("-", "_") if flag else ""
-        pointer = _pointer([keyword]) if keyword in options else "/"
-        raise _error(command, pointer, e.rule, e.message) from None
 
 
 @_call_checked("validate")
 def validate(path, **options):
     """`ipusim validate PATH` (options as its flags: set=[...], batch_size=..., dtype=...): its
     report as text; raises InputError where the CLI exits with 2."""
-    code, text = _command("validate", _path(path, "path"), options)
-    return text
+    path = _path(path, "path")
+    return _ipusim.validate(path, _keywords("validate", options))
 
 
 @_call_checked("plan")
@@ -526,10 +517,10 @@ def plan(scenario, quiet=True, **options):
     path, options = _path(scenario, "scenario"), dict(options, quiet=quiet)
     if not options.get("explain_layers"):
         try:
-            code, text = _command("plan", path, options, flags=["--json"])
+            code, text = _ipusim.plan(path, _keywords("plan", options), True)
             return dict(json.loads(text), fits=code == 0)
         except InputError as e:
             if (e.rule, e.pointer) != ("cli.conflict", "--json"):
                 raise
-    code, text = _command("plan", path, options)
+    code, text = _ipusim.plan(path, _keywords("plan", options), False)
     return {"text": text, "fits": code == 0}

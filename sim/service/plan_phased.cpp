@@ -2,19 +2,19 @@
 // two; the replicas following from the system's IPUs), replicated tensor sharding, numIOTiles, PopXL's or PopART's order of phases and micro-batches,
 // and recomputation, with the global batch kept; each candidate simulated by the engine, so the
 // ranking is the engine's own figures (exact by construction), fitting candidates first.
-#include "sim/cli/plan_phased.hpp"
+#include "sim/service/plan_phased.hpp"
 
 #include <algorithm>
 #include <string>
 #include <vector>
 
 #include "sim/base/units.hpp"
-#include "sim/cli/commands.hpp"
 #include "sim/io/input_error.hpp"
 #include "sim/io/scenario_loader.hpp"
+#include "sim/service/plan_scenario.hpp"
 #include "sim/simulate/simulation.hpp"
 
-namespace ipusim::cli {
+namespace ipusim::service {
 
 namespace {
 
@@ -154,7 +154,7 @@ int plan_phased(const Scenario& sc, int top, std::ostream& out) {
           << " % of a tile's SRAM at tensor parallelism up to " << sc.hardware.ipu_count
           << ": cut finer phases (a phase per half layer) or use a larger system";
     out << "\n";
-    return kExitOutOfMemory;
+    return kPlanNoFit;
   }
   out << "best: --set execution.executionPhaseSettings.stages=" << all.front().stages
       << " --set execution.tensorParallel=" << all.front().tensor_parallel
@@ -166,7 +166,7 @@ int plan_phased(const Scenario& sc, int top, std::ostream& out) {
         << " --set execution.gradientAccumulation=" << all.front().gradient_accumulation;
   out << " (with the model's ops on IPU phase % " << all.front().stages << ": ipusim annotate --phased "
       << all.front().stages << ", or a generator's --phased " << all.front().stages << ")\n";
-  return kExitOk;
+  return kPlanFits;
 }
 
-} // namespace ipusim::cli
+} // namespace ipusim::service

@@ -1,4 +1,4 @@
-#include "sim/cli/plan_output.hpp"
+#include "sim/service/plan_output.hpp"
 
 #include "sim/output/model_figures.hpp"
 
@@ -15,7 +15,7 @@
 #include "sim/search/memory_advice.hpp"
 #include "sim/simulate/simulation.hpp"
 
-namespace ipusim::cli {
+namespace ipusim::service {
 
 namespace {
 
@@ -415,4 +415,4 @@ std::string no_fit_message(const Scenario& sc, const PlanSearch& search, const P
   return out + "; searching any one fixed dimension in full does not help either";
 }
 
-} // namespace ipusim::cli
+} // namespace ipusim::service

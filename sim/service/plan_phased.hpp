@@ -5,9 +5,10 @@
 
 #include "sim/io/scenario.hpp"
 
-namespace ipusim::cli {
+namespace ipusim::service {
 
-// Prints the ranked candidates and returns the exit code: 0 when one fits, else 5.
+// Prints the ranked candidates and returns the plan's status: kPlanFits when one fits, else
+// kPlanNoFit (plan_scenario.hpp).
 int plan_phased(const Scenario& scenario, int top, std::ostream& out);
 
-} // namespace ipusim::cli
+} // namespace ipusim::service

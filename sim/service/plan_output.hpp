@@ -10,7 +10,7 @@
 #include "sim/metrics/metrics.hpp"
 #include "sim/search/planner.hpp"
 
-namespace ipusim::cli {
+namespace ipusim::service {
 
 struct ConfirmedPlans {
   std::vector<Candidate> candidates;  // best first by the engine's figures
@@ -48,4 +48,4 @@ double compare_with_given(std::ostream& out, const Scenario& scenario, const Lay
 std::string no_fit_message(const Scenario& scenario, const PlanSearch& search, const PlanRequest& request,
                            const std::string& found_elsewhere = "");
 
-} // namespace ipusim::cli
+} // namespace ipusim::service
