@@ -16,7 +16,6 @@
 
 using namespace ipusim;
 namespace fs = std::filesystem;
-using Json = nlohmann::json;
 
 namespace {
 

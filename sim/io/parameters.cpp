@@ -11,7 +11,7 @@ namespace {
 
 constexpr double kInt31 = 2147483647.0;  // an int
 constexpr double kMaxIpus = 1e6;         // ipuCount's bound: no system comes near it
-constexpr Lower kOpen = Lower::Open, kClosed = Lower::Closed, kZeroOr = Lower::ZeroOrClosed;
+constexpr Lower kClosed = Lower::Closed, kZeroOr = Lower::ZeroOrClosed;
 // The shortest time or amount a nonzero value may have (below it, SimGrid loses precision).
 constexpr double kTinySeconds = 1e-12;
 constexpr bool kRequired = true, kOptional = false;
