@@ -463,7 +463,7 @@ TEST_CASE("cli: a 64-IPU run's table summarises its replicas and links; the JSON
 }
 
 TEST_CASE("cli: a 64-stage pipeline's table gives per-IPU ranges, the plan's ends and the 3 fullest IPUs",
-          "[cli][workflow][table]") {
+          "[cli][workflow][table][costly]") {
   const TempDir dir;
   const std::string model = dir.path("g64.json");
   std::string per_ipu = "1";

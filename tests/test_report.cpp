@@ -725,7 +725,7 @@ TEST_CASE("a report from a large trace reads it as a stream, in bounded memory",
   fs::remove_all(dir);
 }
 
-TEST_CASE("a 64-IPU report's chart labels never overlap, measured in headless Chromium", "[report][browser]") {
+TEST_CASE("a 64-IPU report's chart labels never overlap, measured in headless Chromium", "[report][browser][costly]") {
   if (!fs::exists("/usr/bin/chromium")) {
     WARN("skipped: /usr/bin/chromium is missing (apt-get install chromium)");
     return;

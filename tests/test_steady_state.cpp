@@ -259,7 +259,7 @@ TEST_CASE("a deep pipeline simulates a few cycles and matches the closed form ex
   CHECK(r.simulation.not_periodic.empty());
 }
 
-TEST_CASE("skipped periods are added up, not replayed: 10^8 micro-batches", "[steady-state]") {
+TEST_CASE("skipped periods are added up, not replayed: 10^8 micro-batches", "[steady-state][costly]") {
   // The deep pipeline above at G = 10^8, and training steps of up to 5 x 10^7 micro-batches
   // (the largest a scenario may ask, scenario.too-large):
   // replaying every skipped period's events would take minutes; adding a period's

@@ -145,7 +145,7 @@ TEST_CASE("the shipped validation list loads, and its models are what the genera
   CHECK(WEXITSTATUS(status) == 0);
 }
 
-TEST_CASE("docs/validation.md shows what ipusim validation prints today", "[validation]") {
+TEST_CASE("docs/validation.md shows what ipusim validation prints today", "[validation][costly]") {
   // The published comparison is documentation users cite: a change to the cost model that
   // moves a prediction must update the page (build/ipusim validation --markdown).
   const PublishedList l = load_published_list((kSource / "scenarios/validation/published.json").string());
