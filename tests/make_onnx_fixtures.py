@@ -277,6 +277,12 @@ def malformed(folder, save):
     save("bad-shape-of-unknown-op.onnx",
          model([node("NoSuchOp", ["x"], ["y"], "/unknown"), node("Shape", ["y"], ["s"], "/Shape"),
                 node("Reshape", ["x", "s"], ["z"], "/Reshape")], [batched("x", [16])], [out("z")], []))
+    # The same a known op further on: Relu of the unknown op's output gets no type either, and
+    # the Shape of that crashed libonnx's data propagation alike (fuzz_onnx finding, CI of cd53d73).
+    save("bad-shape-of-untyped-chain.onnx",
+         model([node("NoSuchOp", ["x"], ["y"], "/unknown"), node("Relu", ["y"], ["r"], "/Relu"),
+                node("Shape", ["r"], ["s"], "/Shape"), node("Reshape", ["x", "s"], ["z"], "/Reshape")],
+               [batched("x", [16])], [out("z")], []))
 
     bad = constant_first()
     sparse = bad.graph.sparse_initializer.add()

@@ -165,6 +165,8 @@ private:
     substitute_batch();
     try {
       infer_shapes_folding_constants(proto_);
+    } catch (const UntypedShapeRead& e) {
+      fail(e.pointer, "onnx.shape-unknown", e.what());
     } catch (const std::exception& e) {
       fail("/graph", "onnx.shape-inference",
            std::string("ONNX shape inference failed: ") + e.what() + "; fix the node or export the model again");

@@ -11,6 +11,8 @@
 #include <cstring>
 #include <map>
 #include <optional>
+#include <set>
+#include <string>
 
 namespace ipusim {
 
@@ -301,7 +303,42 @@ namespace {
 
 bool inference_in_process = false;
 
+std::string short_text(const std::string& name) { return name.size() > 80 ? name.substr(0, 80) + "..." : name; }
+
+// The names with a type in `g` (its inputs, initializers, outputs and inferred value_info) or
+// in an enclosing graph, then every Shape and Size of `g` and its subgraphs checked against them.
+void check_shape_reads(const onnx::GraphProto& g, const std::string& pointer, std::set<std::string> typed) {
+  for (const auto* list : {&g.input(), &g.output(), &g.value_info()})
+    for (const auto& v : *list)
+      if (v.type().value_case() != onnx::TypeProto::VALUE_NOT_SET) typed.insert(v.name());
+  for (const auto& t : g.initializer()) typed.insert(t.name());
+  for (int i = 0; i < g.node_size(); ++i) {
+    const onnx::NodeProto& n = g.node(i);
+    const std::string at = pointer + "/node/" + std::to_string(i);
+    const bool onnx_domain = n.domain().empty() || n.domain() == "ai.onnx";
+    if (onnx_domain && (n.op_type() == "Shape" || n.op_type() == "Size") && n.input_size() > 0 &&
+        !n.input(0).empty() && !typed.count(n.input(0)))
+      throw UntypedShapeRead(at + "/input/0", "node \"" + short_text(n.name()) + "\" (" + n.op_type() +
+                                                  ") reads the shape of \"" + short_text(n.input(0)) +
+                                                  "\", to which ONNX's type inference gives no type (an op before it "
+                                                  "is unknown or malformed): give its type and shape in graph.value_info, "
+                                                  "or export the model again");
+    for (int j = 0; j < n.attribute_size(); ++j) {
+      const auto& a = n.attribute(j);
+      const std::string attribute = at + "/attribute/" + std::to_string(j);
+      if (a.has_g()) check_shape_reads(a.g(), attribute + "/g", typed);
+      for (int k = 0; k < a.graphs_size(); ++k) check_shape_reads(a.graphs(k), attribute + "/graphs/" + std::to_string(k), typed);
+    }
+  }
+}
+
 void infer_here(onnx::ModelProto& proto) {
+  // libonnx's data propagation of Shape and Size reads their input's type unchecked (SIGSEGV
+  // where an unknown or malformed op upstream left it untyped, found by fuzz_onnx): types are
+  // inferred first without it, and a Shape or Size of an untyped tensor refused.
+  const onnx::ShapeInferenceOptions types_only(/*check_type=*/false, /*error_mode=*/0, /*data_prop=*/false);
+  onnx::shape_inference::InferShapes(proto, onnx::OpSchemaRegistry::Instance(), types_only);
+  check_shape_reads(proto.graph(), "/graph", {});
   const onnx::ShapeInferenceOptions lenient(/*check_type=*/false, /*error_mode=*/0, /*data_prop=*/true);
   Folder folder(proto);
   // Each round may reveal the shapes the next layer's shape arithmetic reads.
@@ -320,11 +357,20 @@ void infer_onnx_shapes_in_process(bool in_process) { inference_in_process = in_p
 void infer_shapes_folding_constants(onnx::ModelProto& proto) {
   if (inference_in_process) return infer_here(proto);
   // The child sends the model back without the top graph's initializers (the weights'
-  // data, up to gigabytes): inference and folding read them but never change them.
+  // data, up to gigabytes): inference and folding read them but never change them. A
+  // refused Shape read comes back as its pointer and message ('U'), thrown here again.
   std::string inferred;
+  std::optional<UntypedShapeRead> refused;
   run_forked(
       [&](ByteWriter& out) {
-        infer_here(proto);
+        try {
+          infer_here(proto);
+        } catch (const UntypedShapeRead& e) {
+          out.record('U');
+          out.text(e.pointer);
+          out.text(e.what());
+          return;
+        }
         proto.mutable_graph()->clear_initializer();
         std::string bytes;
         if (!proto.SerializeToString(&bytes)) throw std::runtime_error("the inferred model could not be serialised");
@@ -332,10 +378,17 @@ void infer_shapes_folding_constants(onnx::ModelProto& proto) {
         out.text(bytes);
       },
       [&](ByteReader& in) {
-        if (in.tag() != 'M') throw ChildProcessError("ONNX's shape inference sent an unreadable result");
+        const char tag = in.tag();
+        if (tag == 'U') {
+          std::string pointer = in.text();
+          refused.emplace(std::move(pointer), in.text());
+          return;
+        }
+        if (tag != 'M') throw ChildProcessError("ONNX's shape inference sent an unreadable result");
         inferred = in.text();
       },
       "ONNX's shape inference");
+  if (refused) throw *refused;
   onnx::ModelProto result;
   if (!result.ParseFromString(inferred)) throw ChildProcessError("ONNX's shape inference sent an unreadable model");
   result.mutable_graph()->mutable_initializer()->Swap(proto.mutable_graph()->mutable_initializer());

@@ -4,6 +4,10 @@
 // propagation leaves unknown (it has no Div). Folded nodes become Constants in place.
 #include <onnx/onnx_pb.h>
 
+#include <stdexcept>
+#include <string>
+#include <utility>
+
 namespace ipusim {
 
 // Throws what ONNX throws (std::exception) for a shape that contradicts its inputs.
@@ -13,5 +17,13 @@ namespace ipusim {
 // reports as onnx.shape-inference, not a crash of ipusim.
 // infer_onnx_shapes_in_process (onnx_model_loader.hpp) makes it run here instead.
 void infer_shapes_folding_constants(onnx::ModelProto& proto);
+
+// A Shape or Size whose input no type inference gives a type (libonnx's data propagation would
+// dereference the missing type): thrown by infer_shapes_folding_constants before that
+// propagation runs, with the JSON pointer of the node's input (onnx.shape-unknown).
+struct UntypedShapeRead : std::runtime_error {
+  UntypedShapeRead(std::string pointer_, const std::string& message) : std::runtime_error(message), pointer(std::move(pointer_)) {}
+  std::string pointer;
+};
 
 } // namespace ipusim
