@@ -12,6 +12,7 @@
 #include "sim/graph/model_graph.hpp"
 #include "sim/io/scenario_loader.hpp"
 #include "sim/plan/plan.hpp"
+#include "sim/schedule/schedule.hpp"
 
 using namespace ipusim;
 

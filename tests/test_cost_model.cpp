@@ -10,6 +10,7 @@
 #include "sim/graph/model_graph.hpp"
 #include "sim/io/model_loader.hpp"
 #include "sim/plan/plan.hpp"
+#include "sim/schedule/schedule.hpp"
 #include "support.hpp"
 
 using namespace ipusim;

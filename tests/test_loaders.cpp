@@ -17,6 +17,7 @@
 #include "sim/io/content_hash.hpp"
 #include "sim/io/scenario_loader.hpp"
 #include "sim/plan/plan.hpp"
+#include "sim/schedule/schedule.hpp"
 #include "support.hpp"
 
 using namespace ipusim;

@@ -15,6 +15,7 @@
 #include "sim/io/hardware_loader.hpp"
 #include "sim/output/explanation.hpp"
 #include "sim/output/json_report.hpp"
+#include "sim/schedule/schedule.hpp"
 #include "sim/simulate/simulation.hpp"
 #include "cli_runner.hpp"
 #include "run_metrics.hpp"

@@ -7,6 +7,7 @@
 #include "sim/graph/model_graph.hpp"
 #include "sim/memory/memory.hpp"
 #include "sim/plan/plan.hpp"
+#include "sim/schedule/schedule.hpp"
 #include "sim/simulate/simulation.hpp"
 #include "support.hpp"
 

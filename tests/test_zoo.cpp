@@ -18,6 +18,7 @@
 #include "sim/io/model_loader.hpp"
 #include "sim/io/scenario_loader.hpp"
 #include "sim/plan/plan.hpp"
+#include "sim/schedule/schedule.hpp"
 #include "temp_dir.hpp"
 #include "zoo_support.hpp"
 

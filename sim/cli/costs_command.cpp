@@ -7,6 +7,7 @@
 #include "sim/io/scenario_loader.hpp"
 #include "sim/output/cost_table.hpp"
 #include "sim/plan/plan.hpp"
+#include "sim/schedule/schedule.hpp"
 
 namespace ipusim::cli {
 

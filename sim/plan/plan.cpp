@@ -164,12 +164,10 @@ void check_phased(const Scenario& sc, const ModelGraph& g, const std::vector<Mod
   }
 }
 
-// TensorFlow keeps every pipeline stage it is given, several on one IPU included (its
-// device_mapping is many-to-one); PopART merges consecutive stages on one IPU.
-bool keeps_annotated_stages(const Scenario& sc, const ModelGraph& g, const std::vector<Mode>& modes) {
-  const Execution& ex = sc.execution;
+// Only a pipelined run of a model with valid stage annotations keeps them (AnnotatedStages).
+bool keeps_annotated_stages(const ModelGraph& g, const std::vector<Mode>& modes, AnnotatedStages stages) {
   const bool pipelined = std::find(modes.begin(), modes.end(), Mode::Pipelined) != modes.end();
-  return pipelined && g.has_pipeline_stages && !g.pipelining_refused && ex.schedule.rfind("tf-", 0) == 0;
+  return pipelined && g.has_pipeline_stages && !g.pipelining_refused && stages == AnnotatedStages::Kept;
 }
 
 // Per forward stage: the per-sample tensors its backward needs (stashed), those
@@ -550,9 +548,7 @@ const PlanStage& backward_of(const Plan& plan, int k) {
   return plan.stages[static_cast<std::size_t>(k == L ? L : 2 * L - k)];
 }
 
-Plan make_plan(const Scenario& sc, const ModelGraph& g) { return make_plan(sc, g, sc.execution.modes); }
-
-Plan make_plan(const Scenario& sc, const ModelGraph& g, const std::vector<Mode>& modes) {
+Plan make_plan(const Scenario& sc, const ModelGraph& g, const std::vector<Mode>& modes, AnnotatedStages stages) {
   const Model& m = sc.model;
   const Execution& ex = sc.execution;
   check_ipus_exist(sc, g);
@@ -572,7 +568,7 @@ Plan make_plan(const Scenario& sc, const ModelGraph& g, const std::vector<Mode>&
   const bool phased = plan.phased;
   check_batch_serialization(sc, g, modes, phased);
   std::vector<int> merged_ipu;
-  const std::vector<int> stage_of = split_stages(m, g, merged_ipu, keeps_annotated_stages(sc, g, modes), phased);
+  const std::vector<int> stage_of = split_stages(m, g, merged_ipu, keeps_annotated_stages(g, modes, stages), phased);
   const int P = static_cast<int>(merged_ipu.size());
   lay_out_stages(plan, merged_ipu, ex.training);
   const int L = plan.loss_stage;

@@ -118,10 +118,17 @@ double tensor_parallel_fraction(const Plan& plan, bool recompute);
 // The backward stage of forward stage k (the loss stage is its own), in a training plan.
 const PlanStage& backward_of(const Plan& plan, int k);
 
-// For the scenario's modes, or for `modes` (the run's, when a flag chose them): TensorFlow's
-// schedules keep annotated stages, and the phased mode cuts the plan at every phase.
-Plan make_plan(const Scenario& scenario, const ModelGraph& graph);
-Plan make_plan(const Scenario& scenario, const ModelGraph& graph, const std::vector<Mode>& modes);
+// How a pipelined run turns annotated pipeline stages into the plan's stages, a rule of the
+// framework that runs its schedule (the schedule registry, a floor above, says which):
+// PopART merges consecutive stages on one IPU; TensorFlow keeps every stage it is given, several
+// on one IPU included (its device_mapping is many-to-one).
+enum class AnnotatedStages { MergedOnIpu, Kept };
+
+// For `modes` (the scenario's, or the run's when a flag chose them): the phased mode cuts the plan
+// at every phase; a pipelined run cuts annotated stages by `stages`. The plan of a scenario as
+// its schedule cuts it is make_plan(scenario, graph[, modes]) in sim/schedule/schedule.hpp.
+Plan make_plan(const Scenario& scenario, const ModelGraph& graph, const std::vector<Mode>& modes,
+               AnnotatedStages stages);
 
 // Training a model without a loss op (SoftmaxCrossEntropy, NllLoss, L1Loss, MSELoss and their
 // ONNX names): backward then starts from its outputs, which are streamed to the host every

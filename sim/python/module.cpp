@@ -25,6 +25,7 @@
 #include "sim/output/json_report.hpp"
 #include "sim/plan/plan.hpp"
 #include "sim/python/keyword_options.hpp"
+#include "sim/schedule/schedule.hpp"
 #include "sim/search/memory_advice.hpp"
 #include "sim/service/plan_scenario.hpp"
 #include "sim/service/validate.hpp"

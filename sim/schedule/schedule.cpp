@@ -100,6 +100,20 @@ std::string schedule_names() {
   return out;
 }
 
+std::string framework_schedules() {
+  std::vector<std::pair<std::string, std::string>> by_framework;  // in the registry's order
+  for (const auto& s : schedules()) {
+    if (!s.pipeline || s.what_if()) continue;
+    const std::string framework = s.run_by.substr(0, s.run_by.find(" ("));
+    auto it = std::find_if(by_framework.begin(), by_framework.end(), [&](const auto& f) { return f.first == framework; });
+    if (it == by_framework.end()) by_framework.emplace_back(framework, s.name);
+    else it->second += ", " + s.name;
+  }
+  std::string out;
+  for (const auto& [framework, names] : by_framework) out += (out.empty() ? "" : "; ") + framework + ": " + names;
+  return out;
+}
+
 void check_schedule_name(const Scenario& sc) {
   const std::string& name = sc.execution.schedule;
   const ScheduleInfo* found = find_schedule(name);
@@ -115,6 +129,13 @@ void check_schedule_name(const Scenario& sc) {
                    (found != nullptr ? "\"" + name + "\" is a mode, not a pipeline schedule"
                                      : "unknown pipeline schedule \"" + name + "\"" + did_you_mean(name, names)) +
                        " (known: " + known + ")");
+}
+
+Plan make_plan(const Scenario& sc, const ModelGraph& g) { return make_plan(sc, g, sc.execution.modes); }
+
+Plan make_plan(const Scenario& sc, const ModelGraph& g, const std::vector<Mode>& modes) {
+  const ScheduleInfo* info = find_schedule(sc.execution.schedule);
+  return make_plan(sc, g, modes, info != nullptr ? info->annotated_stages : AnnotatedStages::MergedOnIpu);
 }
 
 Schedule make_schedule(Mode mode, const Scenario& sc, const Plan& plan) {

@@ -80,6 +80,8 @@ struct ScheduleInfo {
   // The order it runs from (build_from_order: the what-if orders, and training 1F1B with stages
   // sharing an IPU); nullptr when it has none.
   const OrderScheduleInfo* order = nullptr;
+  // How its framework cuts annotated pipeline stages (sim/plan/plan.hpp).
+  AnnotatedStages annotated_stages = AnnotatedStages::MergedOnIpu;
 
   bool what_if() const { return run_by.empty(); }
   // Forward stages that wait for nothing downstream: where a stage outpaces the next, its copies
@@ -92,6 +94,9 @@ struct ScheduleInfo {
 // Every schedule, pipeline and mode schedules, in the order `ipusim list` shows them.
 const std::vector<ScheduleInfo>& schedules();
 std::string schedule_names();
+// The pipeline schedules IPU frameworks run, by framework, from the registry: "PopART and
+// PopTorch: popart; TensorFlow for IPU: tf-grouped, tf-interleaved, tf-sequential".
+std::string framework_schedules();
 // The registry's entry of that name; nullptr when there is none.
 const ScheduleInfo* find_schedule(const std::string& name);
 // The entry of a name known to be registered (checked at load); std::invalid_argument otherwise.
@@ -99,6 +104,12 @@ const ScheduleInfo& schedule_info(const std::string& name);
 
 // The scenario's pipeline schedule must be known even for sharded-only runs.
 void check_schedule_name(const Scenario& scenario);
+
+// The plan of the scenario for its modes, or for `modes` (the run's, when a flag chose them),
+// its annotated stages cut as the framework of its schedule cuts them (an unknown name: as
+// PopART, until make_schedule refuses it).
+Plan make_plan(const Scenario& scenario, const ModelGraph& graph);
+Plan make_plan(const Scenario& scenario, const ModelGraph& graph, const std::vector<Mode>& modes);
 
 // Builds the program for a run in `mode`; throws InputError when the scenario asks
 // for something the schedule cannot do (unknown name, too shallow a pipeline...).

@@ -264,6 +264,7 @@ const ScheduleInfo& tf_grouped_schedule() {
       return depth >= unit && depth % unit == 0;
     };
     s.step_model = StepModel::TensorFlowSteps;
+    s.annotated_stages = AnnotatedStages::Kept;
     s.split_bound = SplitBound::PassesApart;
     return s;
   }();
@@ -279,6 +280,7 @@ const ScheduleInfo& tf_interleaved_schedule() {
       return depth % P == 0 && !(training && ipu_holds_two_stages);
     };
     s.step_model = StepModel::TensorFlowSteps;
+    s.annotated_stages = AnnotatedStages::Kept;
     return s;
   }();
   return info;
@@ -291,6 +293,7 @@ const ScheduleInfo& tf_sequential_schedule() {
     s.stash_depth = [](int stage, int N, std::int64_t) { return stage + 1 < N ? 1 : 0; };
     s.accepts = [](int, bool, std::int64_t, bool) { return true; };
     s.step_model = StepModel::TensorFlowSteps;
+    s.annotated_stages = AnnotatedStages::Kept;
     s.split_bound = SplitBound::EveryIpu;
     return s;
   }();

@@ -31,7 +31,7 @@ enum class Objective { Throughput, Latency };
 struct PlanSettings {
   int ipus = 2, replicas = 1;  // with tensor parallelism: groups per pipeline (each of tensor_parallel IPUs)
   std::int64_t micro_batch = 1, depth = 1;  // depth: G in training, batchesPerStep in inference
-  std::string schedule = "popart";
+  std::string schedule = Execution{}.schedule;  // the scenario's default
   bool recompute = false, state_off_chip = false, rts = false, heads_on_last = true;
   WeightUpdateSchedule weight_update = WeightUpdateSchedule::Serial;
   int tensor_parallel = 1;  // IPUs per group (the scenario's, resharded for it)

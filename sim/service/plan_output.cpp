@@ -269,8 +269,8 @@ ConfirmedPlans confirm_top(std::ostream& out, const Scenario& sc, const PlanSear
 double print_what_if(std::ostream& out, const Scenario& sc, const PlanSearch& what_if, const ConfirmedPlans* confirmed,
                      Objective objective, const CandidateScenario& build, ConfirmedPlans& what_if_best) {
   const std::string names = join_names(what_if.space.schedules);
-  out << "\nwhat-if: " << names << " (no IPU framework runs them: PopART and PopTorch run popart, TensorFlow the "
-      << "tf-* schedules), searched apart in " << format_fixed(what_if.seconds, 2) << " s, "
+  out << "\nwhat-if: " << names << " (no IPU framework runs them; " << framework_schedules()
+      << "), searched apart in " << format_fixed(what_if.seconds, 2) << " s, "
       << count(what_if.counts.evaluated) << " candidates timed"
       << (what_if.complete ? "" : ", stopped by --time-limit") << "\n";
   if (what_if.ranked.empty()) {

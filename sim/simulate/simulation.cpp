@@ -155,8 +155,8 @@ Simulation simulate(const Scenario& scenario, const std::vector<Mode>& modes, co
   if (options.notes != nullptr && is_what_if_schedule(scenario.execution.schedule) &&
       std::find(modes.begin(), modes.end(), Mode::Pipelined) != modes.end())
     *options.notes << "ipusim: note: " << scenario.execution.schedule
-                   << " is a what-if schedule (from the GPU literature): no IPU framework runs it; PopART and PopTorch "
-                      "run popart, TensorFlow the tf-* schedules\n" << std::flush;
+                   << " is a what-if schedule (from the GPU literature): no IPU framework runs it ("
+                   << framework_schedules() << ")\n" << std::flush;
   for (std::size_t i = 0; i < modes.size(); ++i) {
     const bool here = options.last_in_process && i + 1 == modes.size();
     ModeRun run = (here ? run_mode_here : run_mode)(modes[i], std::move(schedules[i]), scenario, options);

@@ -21,6 +21,7 @@
 #include "sim/io/scenario_loader.hpp"
 #include "sim/plan/plan.hpp"
 #include "sim/plan/routes.hpp"
+#include "sim/schedule/schedule.hpp"
 #include "sim/simulate/run_estimate.hpp"
 #include "sim/sweep/sweep_spec.hpp"
 

@@ -37,6 +37,7 @@
 #include "sim/io/onnx_model_loader.hpp"
 #include "sim/io/scenario_loader.hpp"
 #include "sim/plan/plan.hpp"
+#include "sim/schedule/schedule.hpp"
 #include "sim/simulate/run_estimate.hpp"
 
 namespace {
