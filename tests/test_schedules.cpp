@@ -8,6 +8,7 @@
 #include "sim/plan/plan.hpp"
 #include "sim/schedule/program_cursor.hpp"
 #include "sim/schedule/schedule.hpp"
+#include "sim/search/planner.hpp"
 #include "sim/simulate/run_estimate.hpp"
 #include "sim/simulate/simulation.hpp"
 #include "support.hpp"
@@ -42,6 +43,30 @@ const Json four_equal = chain_model({{0, 1e6}, {1, 1e6}, {2, 1e6}, {3, 1e6}}, 25
 const Json fast_links = zero_overhead_config(4, 1e15);
 
 } // namespace
+
+// The one schedule name outside the registry's units is execution.schedule's declared default
+// (sim/io, a floor below the registry): it must be a registered pipeline schedule that an IPU
+// framework runs, PopART's, and the planner's default is the scenario's.
+TEST_CASE("the default schedule is PopART's registered pipeline schedule, the planner's too", "[schedule]") {
+  const ipusim::ScheduleInfo* d = ipusim::find_schedule(ipusim::Execution{}.schedule);
+  REQUIRE(d != nullptr);
+  CHECK(d->pipeline);
+  CHECK_FALSE(d->what_if());
+  CHECK(d->run_by.rfind("PopART", 0) == 0);
+  CHECK(d->annotated_stages == ipusim::AnnotatedStages::MergedOnIpu);
+  CHECK(ipusim::PlanSettings{}.schedule == ipusim::Execution{}.schedule);
+  // The frameworks' schedules, as the what-if notes list them: every non-what-if pipeline entry once.
+  const std::string listed = ipusim::framework_schedules();
+  int entries = 0;
+  for (const auto& s : ipusim::schedules())
+    if (s.pipeline && !s.what_if()) {
+      ++entries;
+      CHECK(listed.find(s.name) != std::string::npos);
+      CHECK((s.annotated_stages == ipusim::AnnotatedStages::Kept) == (s.run_by.rfind("TensorFlow", 0) == 0));
+    }
+  CHECK(entries == 4);  // popart and TensorFlow's three
+  CHECK(listed == "PopART and PopTorch: popart; TensorFlow for IPU: tf-grouped, tf-interleaved, tf-sequential");
+}
 
 TEST_CASE("GPipe: (m+p-1)(t_f+t_b) and bubble (p-1)/(m+p-1)", "[schedule]") {
   const RunMetrics r = run_pipelined(four_equal, fast_links, training("gpipe", 8));
