@@ -180,7 +180,7 @@ TEST_CASE("training a matmul with a weight: dX, dW and the accumulation of dW", 
   w.inputs = {operand({8, 128, 1024}, DType::Float16), operand({1024, 4096}, DType::Float16, TensorKind::Weight)};
   w.outputs = {operand({8, 128, 4096}, DType::Float16)};
   const OpCost forward = matmul_family(f.ctx, w);
-  w.pass = OpPass::Backward;
+  w.pass = Pass::Backward;
   const OpCost backward = matmul_family(f.ctx, w);
   w.accumulates_weight_gradients = true;
   const OpCost accumulated = matmul_family(f.ctx, w);
@@ -201,7 +201,7 @@ TEST_CASE("a matmul's backward splits into B (dX) and W (dW and its accumulation
   OpWork w;
   w.op_type = "MatMul";
   w.dtype = DType::Float16;
-  w.pass = OpPass::Backward;
+  w.pass = Pass::Backward;
   w.inputs = {operand({8, 128, 1024}, DType::Float16), operand({1024, 4096}, DType::Float16, TensorKind::Weight)};
   w.outputs = {operand({8, 128, 4096}, DType::Float16)};
   w.accumulates_weight_gradients = true;
@@ -242,13 +242,13 @@ TEST_CASE("a serialised matmul runs as factor parts planned alone, summing split
   CHECK(serial.temp_bytes_per_tile == one.temp_bytes_per_tile);
   CHECK(serial.temp_bytes_per_tile < whole.temp_bytes_per_tile);
   // Backward: dX contracts over the vocabulary, cut in 4: 3 float adds over dX's elements.
-  w.pass = part.pass = OpPass::Backward;
+  w.pass = part.pass = Pass::Backward;
   CHECK(matmul_family(f.ctx, w).cycles() ==
         Approx(4 * matmul_family(f.ctx, part).cycles() +
                3 * vector_pass(f.ctx, VectorOp::Add, DType::Float32, 3.0 * 76 * 1024).cycles())
             .epsilon(1e-12));
   // An unknown mode or a factor of 1 leaves the matmul whole.
-  w.pass = OpPass::Forward;
+  w.pass = Pass::Forward;
   w.attributes["__serialize_matmul_mode"] = std::string("rows");
   CHECK(matmul_family(f.ctx, w).cycles() == whole.cycles());
 }
@@ -303,7 +303,7 @@ TEST_CASE("views cost nothing; their reader pays for a rearranged layout", "[cos
   w.inputs = {operand({8, 128, 16, 64}, DType::Float16)};
   w.outputs = {operand({8, 16, 128, 64}, DType::Float16)};
   CHECK(data_movement_family(f.ctx, w).cycles() == 0);
-  w.pass = OpPass::Backward;
+  w.pass = Pass::Backward;
   CHECK(data_movement_family(f.ctx, w).cycles() == 0);
   // An Add reading a transposed tensor receives it first.
   OpWork add;

@@ -46,7 +46,7 @@ OpCost data_movement_family(const TileContext& ctx, const OpWork& w) {
   OpCost c;
   const Operand& out = w.outputs.at(0);
   if (w.op_type == "Slice") {
-    if (w.pass == OpPass::Backward && w.inputs.at(0).needs_gradient) {
+    if (w.pass == Pass::Backward && w.inputs.at(0).needs_gradient) {
       c += vector_pass(ctx, VectorOp::Zero, out.dtype, w.inputs[0].elements());
       c += vector_pass(ctx, VectorOp::Copy, out.dtype, out.elements(), elements_per_tile(ctx, out.elements(), out.dtype));
     }
@@ -57,7 +57,7 @@ OpCost data_movement_family(const TileContext& ctx, const OpWork& w) {
     const double rows = static_cast<double>(table.shape.empty() ? 1 : table.shape[0]);
     const double row_elements = table.elements() / rows;
     const double lookups = w.inputs.size() > 1 ? w.inputs[1].elements() : out.elements() / row_elements;
-    if (w.pass == OpPass::Forward) return multi_slice(ctx, rows, row_elements, lookups, table.dtype, false);
+    if (w.pass == Pass::Forward) return multi_slice(ctx, rows, row_elements, lookups, table.dtype, false);
     if (table.needs_gradient) {
       OpCost g = vector_pass(ctx, VectorOp::Zero, table.dtype, table.elements());
       g += multi_slice(ctx, rows, row_elements, lookups, table.dtype, true);

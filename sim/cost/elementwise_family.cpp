@@ -88,7 +88,7 @@ OpCost elementwise_family(const TileContext& ctx, const OpWork& w) {
   const double exchange = operand_exchange_bytes(ctx, w, n, dtype);
   OpCost c;
   if (w.op_type == "Identity") return c;  // a view in Poplar, inplaced by PopART
-  if (w.pass == OpPass::Forward) {
+  if (w.pass == Pass::Forward) {
     if (auto it = binary_ops().find(w.op_type); it != binary_ops().end()) {
       // One pass per operand after the first; an operand that is a compile-time constant (a
       // rotary table, an epsilon, an exported model's scale) is not listed, yet x op c is a pass.

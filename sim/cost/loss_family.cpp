@@ -24,7 +24,7 @@ OpCost loss_family(const TileContext& ctx, const OpWork& w) {
   const double rows = n / static_cast<double>(x.dim(1));
   const DType dtype = x.dtype;
   OpCost c;
-  const bool forward = w.pass == OpPass::Forward;
+  const bool forward = w.pass == Pass::Forward;
   if (!forward && !x.needs_gradient) return c;
   if (w.op_type == "SoftmaxCrossEntropy") {
     if (forward) {

@@ -119,7 +119,7 @@ OpCost matmul_family(const TileContext& ctx, const OpWork& w) {
   auto sums = [&](double elements) {
     return parts > 1 ? vector_pass(ctx, VectorOp::Add, DType::Float32, elements) * (parts - 1) : OpCost{};
   };
-  if (w.pass == OpPass::Forward) {
+  if (w.pass == Pass::Forward) {
     c = planned(ctx, d.groups, d.rows, d.inputs, d.outputs, d.kernel, dtype, !a.rearranged,
                 b.kind == TensorKind::Weight && !b.rearranged) *
         parts;

@@ -14,10 +14,10 @@ double statistics_bytes(const TileContext& ctx, double n, double rows, DType dty
   return std::min(rows, elements_per_tile(ctx, n, dtype)) * 4.0;
 }
 
-OpCost softmax(const TileContext& ctx, double n, double rows, DType dtype, OpPass pass) {
+OpCost softmax(const TileContext& ctx, double n, double rows, DType dtype, Pass pass) {
   OpCost c;
   const double stats = statistics_bytes(ctx, n, rows, dtype);
-  if (pass == OpPass::Forward) {
+  if (pass == Pass::Forward) {
     c += reduction(ctx, n, rows, dtype);  // the row maximum, for stability
     c += vector_pass(ctx, VectorOp::Sub, dtype, n, stats);
     c += vector_pass(ctx, VectorOp::Exp, dtype, n);
@@ -35,11 +35,11 @@ OpCost softmax(const TileContext& ctx, double n, double rows, DType dtype, OpPas
 }
 
 // `groups`: the number of independent statistics (rows for LayerNorm, channels for BatchNorm).
-OpCost normalise(const TileContext& ctx, double n, double groups, DType dtype, OpPass pass, bool training,
+OpCost normalise(const TileContext& ctx, double n, double groups, DType dtype, Pass pass, bool training,
                  double affine_elements) {
   OpCost c;
   const double stats = statistics_bytes(ctx, n, groups, dtype);
-  if (pass == OpPass::Forward) {
+  if (pass == Pass::Forward) {
     if (training) {
       c += reduction(ctx, n, groups, dtype);  // sum
       c += vector_pass(ctx, VectorOp::Square, dtype, n);
@@ -81,7 +81,7 @@ OpCost normalisation_family(const TileContext& ctx, const OpWork& w) {
   const double n = x.elements();
   const DType dtype = w.dtype;
   OpCost c;
-  if (w.pass == OpPass::Backward && !x.needs_gradient && w.op_type == "Softmax") return c;
+  if (w.pass == Pass::Backward && !x.needs_gradient && w.op_type == "Softmax") return c;
   if (w.op_type == "Softmax") return softmax(ctx, n, n / static_cast<double>(x.dim(1)), dtype, w.pass);
   double affine = 0;
   for (std::size_t i = 1; i < w.inputs.size() && i < 3; ++i) affine = std::max(affine, w.inputs[i].elements());
@@ -91,7 +91,7 @@ OpCost normalisation_family(const TileContext& ctx, const OpWork& w) {
   } else {
     c = normalise(ctx, n, n / static_cast<double>(x.dim(1)), dtype, w.pass, true, affine);
   }
-  if (w.pass == OpPass::Backward) c += accumulate_weight_gradients(ctx, w);
+  if (w.pass == Pass::Backward) c += accumulate_weight_gradients(ctx, w);
   return c;
 }
 

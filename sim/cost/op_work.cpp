@@ -201,7 +201,7 @@ OpWork forward_work(const Model& m, const Op& op, std::int64_t micro_batch_size,
 
 OpWork backward_work(const Model& m, const Op& op, std::int64_t micro_batch_size, const TensorFacts& facts) {
   OpWork w = forward_work(m, op, micro_batch_size, facts);
-  w.pass = OpPass::Backward;
+  w.pass = Pass::Backward;
   w.declared_flops = op.backward_flops.has_value() || op.flops.has_value();
   w.flops = op.backward_flops ? *op.backward_flops * static_cast<double>(micro_batch_size) : 2.0 * w.flops;
   w.input_bytes += bytes_written(m, op, micro_batch_size);  // the gradients of its outputs
@@ -231,7 +231,7 @@ OpWork weight_update_work(double weight_elements, double weight_bytes, DType dty
   }
   OpWork w;
   w.op_type = "WeightUpdate";
-  w.pass = OpPass::WeightUpdate;
+  w.pass = Pass::Update;
   w.dtype = dtype;
   w.optimizer = optimizer;
   w.state_dtype = state_dtype;

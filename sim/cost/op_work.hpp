@@ -9,12 +9,11 @@
 #include <string>
 #include <vector>
 
+#include "sim/base/pass.hpp"
 #include "sim/io/model.hpp"
 #include "sim/io/scenario.hpp"
 
 namespace ipusim {
-
-enum class OpPass { Forward, Backward, WeightUpdate };
 
 struct Operand {
   std::string name;
@@ -33,7 +32,7 @@ struct Operand {
 
 struct OpWork {
   std::string op_type;
-  OpPass pass = OpPass::Forward;
+  Pass pass = Pass::Forward;
   DType dtype = DType::Float32;
   double flops = 0;              // for one micro-batch
   double parallel_elements = 1;  // output elements of one micro-batch: the finest split over tiles

@@ -72,7 +72,7 @@ public:
              options.available_memory_proportion * static_cast<double>(ipu.sram_bytes_per_tile), options.partials} {}
 
   OpCost cost(const OpWork& work) const override {
-    if (work.pass == OpPass::WeightUpdate) return weight_update_family(ctx_, work);
+    if (work.pass == Pass::Update) return weight_update_family(ctx_, work);
     auto family = families().find(work.op_type);
     if (work.declared_flops || family == families().end()) return declared(work);
     return family->second(ctx_, work);

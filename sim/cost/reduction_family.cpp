@@ -24,14 +24,14 @@ OpCost reduction_family(const TileContext& ctx, const OpWork& w) {
         window = 1;
         for (auto d : *k) window *= static_cast<double>(d);
       }
-    const bool max_grad = w.op_type == "MaxPool" && w.pass == OpPass::Backward;
-    if (w.pass == OpPass::Backward && !in.needs_gradient) return c;
+    const bool max_grad = w.op_type == "MaxPool" && w.pass == Pass::Backward;
+    if (w.pass == Pass::Backward && !in.needs_gradient) return c;
     const VertexRate rate{max_grad ? 5.0 : 3.0, static_cast<double>(ctx.arch.vector_width(dtype)), 30};
     const double positions = elements_per_tile(ctx, out.elements(), dtype) * window;
     return compute_set(ctx, multivertex_cycles(ctx, positions, rate),
                        elements_per_tile(ctx, in.elements(), dtype) * static_cast<double>(dtype_bytes(dtype)));
   }
-  if (w.pass == OpPass::Forward) {
+  if (w.pass == Pass::Forward) {
     c += reduction(ctx, in.elements(), out.elements(), dtype);
     if (w.op_type != "ReduceSum") c += vector_pass(ctx, VectorOp::Mul, out.dtype, out.elements());
     return c;

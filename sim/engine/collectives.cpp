@@ -58,7 +58,6 @@ void Run::report_collective_steps(ActorState& st, const CollectiveMember& member
     e.stage = step.stage;
     e.micro_batch = st.cursor.micro_batch();
     e.pass = step.pass;
-    e.gradients = step.gradients;
     e.bytes = step.bytes;
     e.start = times.start[m][k];
     e.end = times.end[m][k];

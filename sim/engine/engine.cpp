@@ -340,7 +340,6 @@ void Run::actor_main(std::size_t a) {
     e.stage = step.stage;
     e.micro_batch = cursor.micro_batch();
     e.pass = step.pass;
-    e.gradients = step.gradients;
     e.bytes = step.bytes;
     e.start = now();
     st.running = true;

@@ -27,7 +27,6 @@ struct Event {
   int stage = -1;
   std::int64_t micro_batch = -1;
   Pass pass = Pass::None;
-  Gradients gradients = Gradients::Both;
   double bytes = 0;
 };
 

@@ -18,7 +18,6 @@ namespace ipusim::attribution_detail {
 // A piece of forward or backward work of one stage: (stage, backward?).
 using Unit = std::pair<int, bool>;
 
-inline bool is_pipeline_pass(Pass pass) { return pass == Pass::Forward || pass == Pass::Backward; }
 
 // What happens between two barriers, over all IPUs (every program holds the same syncs,
 // so segment k is the same stretch of the step on every IPU).
@@ -182,7 +181,7 @@ public:
       st.out.ipu = program.ipu;
       for (const Step& step : program.steps) {
         if (step.kind == StepKind::Compute && is_pipeline_pass(step.pass)) {
-          UnitStats& u = st.units[{step.stage, step.pass == Pass::Backward}];
+          UnitStats& u = st.units[{step.stage, is_backward(step.pass)}];
           if (u.index < 0) {
             u.index = static_cast<int>(st.compute_units.size());
             st.compute_units.push_back(&u);
@@ -219,7 +218,7 @@ public:
     const bool compute = e.kind == EventKind::Compute && is_pipeline_pass(e.pass);
     const bool stage_io = (e.kind == EventKind::HostInput || e.kind == EventKind::HostOutput) && e.stage >= 0;
     if (!compute && !stage_io) return;
-    UnitStats& u = st.units[{e.stage, compute && e.pass == Pass::Backward}];
+    UnitStats& u = st.units[{e.stage, compute && is_backward(e.pass)}];
     u.seconds += d;
     if (!compute) return;
     settle_receives(st, u.last_segment < 0);

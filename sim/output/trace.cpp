@@ -53,19 +53,12 @@ std::string process_label(const RunMetrics& m) {
   return label;
 }
 
-// What a compute slice ran: "F" (forward), "BW" (a whole backward), "B" (the input's
-// gradient only) or "W" (the weights' only, zero-bubble orders); "" for updates.
-const char* work_of(const Event& e) {
-  if (e.pass == Pass::Forward) return "F";
-  if (e.pass != Pass::Backward) return "";
-  return e.gradients == Gradients::Input ? "B" : e.gradients == Gradients::Weights ? "W" : "BW";
-}
-
 std::string compute_name(const Event& e) {
   // An update after the flush covers every weight of its IPU; one every micro-batch, one stage's.
   if (e.pass == Pass::Update && e.stage < 0) return "weight update";
   std::string name = "stage " + std::to_string(e.stage);
-  const std::string work = work_of(e);
+  // What it ran: F, BW (a whole backward), B or W (a zero-bubble order's halves); "" for updates.
+  const std::string work = pass_letter(e.pass);
   if (e.pass == Pass::Update) name = "weight update " + name;
   // Perfetto colours a slice by its name with the digits left out, so each kind of work
   // has its own word: B and W of a zero-bubble order do not share "bwd"'s colour.
@@ -304,7 +297,7 @@ private:
         if (e.stage >= 0) args["stage"] = e.stage;
         if (e.micro_batch >= 0) args["microBatch"] = e.micro_batch;
         args["pass"] = pass_name(e.pass);
-        if (const std::string work = work_of(e); !work.empty()) {
+        if (const std::string work = pass_letter(e.pass); !work.empty()) {
           args["work"] = work;
           color = work_color(work);
         }

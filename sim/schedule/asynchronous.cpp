@@ -57,14 +57,14 @@ Schedule build_async(const ScheduleContext& ctx, Order order) {
   auto forward = [&](const PlanStage& fwd, std::int64_t mb) {
     b.receive(fwd.ipu, ctx.copies_into(fwd.id, false));
     b.host_input(fwd, mb);
-    b.compute(fwd, mb, Work::ForwardOnly);
+    b.compute(fwd, mb, Pass::Forward);
     b.host_output(fwd, mb);
     b.send(fwd.ipu, ctx.copies_from(fwd.id, false));
   };
   auto backward = [&](int s, std::int64_t mb) {
     const PlanStage& bwd = plan.stages[2 * L - s];
     b.receive(plan.stages[s].ipu, ctx.copies_into(bwd.id, true));
-    b.compute(bwd, mb, s == L ? Work::BackwardOnly : Work::All);
+    b.compute(bwd, mb, Pass::Backward);
     b.send(plan.stages[s].ipu, ctx.copies_from(bwd.id, true));
   };
   b.repeat("batches", ctx.batches(), m, [&] {

@@ -27,9 +27,9 @@ namespace {
 std::vector<OrderOp> breadth_first_ops(int v, std::int64_t m) {
   std::vector<OrderOp> ops;
   for (int c = 0; c < v; ++c)
-    for (std::int64_t i = 0; i < m; ++i) ops.push_back({OpKind::F, i, c});
+    for (std::int64_t i = 0; i < m; ++i) ops.push_back({Pass::Forward, i, c});
   for (int c = v - 1; c >= 0; --c)
-    for (std::int64_t i = 0; i < m; ++i) ops.push_back({OpKind::BW, i, c});
+    for (std::int64_t i = 0; i < m; ++i) ops.push_back({Pass::Backward, i, c});
   return ops;
 }
 

@@ -35,7 +35,7 @@ public:
     if (queue_.empty()) throw std::logic_error("dualpipe: W with no pending B");
     OrderOp op = queue_.front();
     queue_.pop_front();
-    op.kind = OpKind::W;
+    op.pass = Pass::WeightGradient;
     ops_.push_back(op);
   }
   bool drained() const { return queue_.empty(); }
@@ -44,14 +44,14 @@ private:
   // A phase of the reference is a chunk of this device; DualPipe's second half of the devices
   // swaps them (phase ^= is_in_second_half), and numbers the reverse direction's micro-batches
   // after the forward direction's.
-  OrderOp op(OpKind kind, int phase, std::int64_t& counter) {
+  OrderOp op(Pass pass, int phase, std::int64_t& counter) {
     const int chunk = phase ^ (flip_ ? 1 : 0);
     const std::int64_t id = counter++;
-    return {kind, v_ || chunk == 0 ? id : half_ + id, chunk};
+    return {pass, v_ || chunk == 0 ? id : half_ + id, chunk};
   }
-  OrderOp f(int phase) { return op(OpKind::F, phase, next_f_[phase ^ (flip_ ? 1 : 0)]); }
+  OrderOp f(int phase) { return op(Pass::Forward, phase, next_f_[phase ^ (flip_ ? 1 : 0)]); }
   OrderOp b(int phase, bool zero_bubble) {
-    return op(zero_bubble ? OpKind::B : OpKind::BW, phase, next_b_[phase ^ (flip_ ? 1 : 0)]);
+    return op(zero_bubble ? Pass::InputGradient : Pass::Backward, phase, next_b_[phase ^ (flip_ ? 1 : 0)]);
   }
 
   std::vector<OrderOp>& ops_;

@@ -14,12 +14,12 @@ ScheduleOrder order_1f1b(int p, std::int64_t m) {
   for (int d = 0; d < p; ++d) {
     auto& ops = o.ops[static_cast<std::size_t>(d)];
     const std::int64_t warm = std::min<std::int64_t>(p - d - 1, m);
-    for (std::int64_t i = 0; i < warm; ++i) ops.push_back({OpKind::F, i, 0});
+    for (std::int64_t i = 0; i < warm; ++i) ops.push_back({Pass::Forward, i, 0});
     for (std::int64_t i = 0; i < m - warm; ++i) {
-      ops.push_back({OpKind::F, warm + i, 0});
-      ops.push_back({OpKind::BW, i, 0});
+      ops.push_back({Pass::Forward, warm + i, 0});
+      ops.push_back({Pass::Backward, i, 0});
     }
-    for (std::int64_t i = m - warm; i < m; ++i) ops.push_back({OpKind::BW, i, 0});
+    for (std::int64_t i = m - warm; i < m; ++i) ops.push_back({Pass::Backward, i, 0});
   }
   return o;
 }
@@ -40,12 +40,12 @@ ScheduleOrder order_interleaved(int p, int v, std::int64_t m) {
   for (int d = 0; d < p; ++d) {
     auto& ops = o.ops[static_cast<std::size_t>(d)];
     const std::int64_t warm = std::min<std::int64_t>(2 * (p - d - 1) + static_cast<std::int64_t>(v - 1) * p, total);
-    for (std::int64_t k = 0; k < warm; ++k) ops.push_back({OpKind::F, micro(k), chunk(k, true)});
+    for (std::int64_t k = 0; k < warm; ++k) ops.push_back({Pass::Forward, micro(k), chunk(k, true)});
     for (std::int64_t k = 0; k < total - warm; ++k) {
-      ops.push_back({OpKind::F, micro(k + warm), chunk(k + warm, true)});
-      ops.push_back({OpKind::BW, micro(k), chunk(k, false)});
+      ops.push_back({Pass::Forward, micro(k + warm), chunk(k + warm, true)});
+      ops.push_back({Pass::Backward, micro(k), chunk(k, false)});
     }
-    for (std::int64_t k = total - warm; k < total; ++k) ops.push_back({OpKind::BW, micro(k), chunk(k, false)});
+    for (std::int64_t k = total - warm; k < total; ++k) ops.push_back({Pass::Backward, micro(k), chunk(k, false)});
   }
   return o;
 }

@@ -66,10 +66,10 @@ OrderTiming evaluate(const ScheduleOrder& o, const OpTimes& times, double hop, c
     const PartRef r = o.part(d, op.chunk);
     PartRef dep = r;
     int kind = 0;
-    if (op.kind == OpKind::F) {
+    if (op.pass == Pass::Forward) {
       if (r.index == 0) return 0.0;
       dep.index -= 1;
-    } else if (op.kind == OpKind::W) {
+    } else if (op.pass == Pass::WeightGradient) {
       kind = 1;
     } else if (r.index + 1 < o.parts) {
       dep.index += 1;
@@ -81,19 +81,22 @@ OrderTiming evaluate(const ScheduleOrder& o, const OpTimes& times, double hop, c
   };
   auto cost = [&](int d, const OrderOp& op) {
     const auto c = static_cast<std::size_t>(op.chunk), dd = static_cast<std::size_t>(d);
-    switch (op.kind) {
-    case OpKind::F: return times.f[dd][c];
-    case OpKind::B: return times.b[dd][c];
-    case OpKind::W: return times.w[dd][c];
-    case OpKind::BW: return times.b[dd][c] + times.w[dd][c];
+    switch (op.pass) {
+    case Pass::Forward: return times.f[dd][c];
+    case Pass::InputGradient: return times.b[dd][c];
+    case Pass::WeightGradient: return times.w[dd][c];
+    case Pass::Backward: return times.b[dd][c] + times.w[dd][c];
+    case Pass::None:
+    case Pass::Update:
+    case Pass::AllReduce: break;  // no order op
     }
     return 0.0;
   };
   auto finish = [&](int d, const OrderOp& op, double end) {
     const PartRef r = o.part(d, op.chunk);
-    if (op.kind == OpKind::F) done.at(r, op.micro, 0) = end;
-    if (op.kind == OpKind::B || op.kind == OpKind::BW) done.at(r, op.micro, 1) = end;
-    if (op.kind == OpKind::W || op.kind == OpKind::BW) done.at(r, op.micro, 2) = end;
+    if (op.pass == Pass::Forward) done.at(r, op.micro, 0) = end;
+    if (op.pass == Pass::InputGradient || op.pass == Pass::Backward) done.at(r, op.micro, 1) = end;
+    if (op.pass == Pass::WeightGradient || op.pass == Pass::Backward) done.at(r, op.micro, 2) = end;
   };
   // Each device's next op, with the time it can start (-1: waiting for a dependency); an op
   // is placed at the earliest start among them. DualPipe's pairs run F then BW: an IPU's
@@ -137,9 +140,9 @@ OrderTiming evaluate(const ScheduleOrder& o, const OpTimes& times, double hop, c
     double fb = 0, fw = 0;
     for (const OrderOp& op : o.ops[d]) {
       const double a = o.activation_per_chunk;
-      if (op.kind == OpKind::F) fb += a, fw += a;
-      if (op.kind == OpKind::B || op.kind == OpKind::BW) fb -= a;
-      if (op.kind == OpKind::W || op.kind == OpKind::BW) fw -= a;
+      if (op.pass == Pass::Forward) fb += a, fw += a;
+      if (op.pass == Pass::InputGradient || op.pass == Pass::Backward) fb -= a;
+      if (op.pass == Pass::WeightGradient || op.pass == Pass::Backward) fw -= a;
       t.peak_fb[d] = std::max(t.peak_fb[d], fb);
       t.peak_fw[d] = std::max(t.peak_fw[d], fw);
     }
@@ -153,8 +156,7 @@ std::vector<std::string> order_lines(const ScheduleOrder& o) {
     std::ostringstream line;
     for (std::size_t i = 0; i < ops.size(); ++i) {
       auto name = [&](const OrderOp& op) {
-        static const char* kinds[] = {"F", "B", "W", "BW"};
-        std::string s = kinds[static_cast<int>(op.kind)] + std::to_string(op.micro);
+        std::string s = pass_letter(op.pass) + std::to_string(op.micro);
         if (o.chunk_suffix) s += "." + std::to_string(op.chunk);
         return s;
       };

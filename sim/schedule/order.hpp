@@ -10,12 +10,12 @@
 #include <utility>
 #include <vector>
 
+#include "sim/base/pass.hpp"
+
 namespace ipusim {
 
-enum class OpKind { F, B, W, BW };
-
 struct OrderOp {
-  OpKind kind = OpKind::F;
+  Pass pass = Pass::Forward;  // Forward (F), InputGradient (B), WeightGradient (W) or Backward (BW)
   std::int64_t micro = 0;
   int chunk = 0;
   // DualPipe's overlapped pair: this F and the BW after it (on an IPU they run one after the

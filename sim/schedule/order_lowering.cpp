@@ -160,8 +160,8 @@ public:
     const OrderOp& op = s.op;
     const OrderPart& part = layout_.parts[static_cast<std::size_t>(s.device)][static_cast<std::size_t>(op.chunk)];
     if (part.stage < 0) return;
-    if (op.kind == OpKind::F) forward(part, op.micro);
-    else if (op.kind == OpKind::W) b_.compute(part.backward, op.micro, Work::WeightGradient);
+    if (op.pass == Pass::Forward) forward(part, op.micro);
+    else if (op.pass == Pass::WeightGradient) b_.compute(part.backward, op.micro, Pass::WeightGradient);
     else backward(part, op);
   }
 
@@ -172,7 +172,7 @@ private:
       b_.receive(fwd.ipu, copies(part, fwd.id, true, false));
       b_.host_input(fwd, micro);
     }
-    b_.compute(fwd, micro, Work::ForwardOnly);
+    b_.compute(fwd, micro, Pass::Forward);
     if (part.last) {
       b_.host_output(fwd, micro);
       b_.send(fwd.ipu, copies(part, fwd.id, false, false));
@@ -184,9 +184,7 @@ private:
     const PlanStage& fwd = part.forward;
     const PlanStage& bwd = part.backward;
     if (part.last) b_.receive(fwd.ipu, copies(part, bwd.id, true, true));
-    b_.compute(bwd, op.micro,
-               op.kind == OpKind::B ? Work::InputGradient
-                                    : (part.stage == plan_.loss_stage ? Work::BackwardOnly : Work::All));
+    b_.compute(bwd, op.micro, op.pass);
     if (part.first) b_.send(fwd.ipu, copies(part, bwd.id, false, true));
   }
 

@@ -26,7 +26,7 @@ Period find_period(const std::vector<SequencedOp>& s, std::size_t max_length) {
       const SequencedOp& a = s[i];
       const SequencedOp& b = s[i + length];
       const std::int64_t shift = b.op.micro - a.op.micro;
-      const bool same = a.device == b.device && a.op.chunk == b.op.chunk && a.op.kind == b.op.kind &&
+      const bool same = a.device == b.device && a.op.chunk == b.op.chunk && a.op.pass == b.op.pass &&
                         a.op.paired_with_next == b.op.paired_with_next && shift > 0;
       if (same && run > 0 && shift == stride) {
         ++run;

@@ -50,10 +50,10 @@ OrderStash stash_from_order(const ScheduleOrder& order, const PartLayout& layout
     std::vector<std::vector<int>> moments;
     for (const OrderOp& op : order.ops[static_cast<std::size_t>(d)]) {
       const auto c = static_cast<std::size_t>(op.chunk);
-      if (op.kind == OpKind::F) to_b[c] += 1;
-      if (op.kind == OpKind::B) to_b[c] -= 1, to_w[c] += 1;
-      if (op.kind == OpKind::W) to_w[c] -= 1;
-      if (op.kind == OpKind::BW) to_b[c] -= 1;
+      if (op.pass == Pass::Forward) to_b[c] += 1;
+      if (op.pass == Pass::InputGradient) to_b[c] -= 1, to_w[c] += 1;
+      if (op.pass == Pass::WeightGradient) to_w[c] -= 1;
+      if (op.pass == Pass::Backward) to_b[c] -= 1;
       peak[c] = std::max(peak[c], to_b[c] + layout.w_share * to_w[c]);
       now[c] = held(to_b[c], to_w[c], layout.w_share);
       keep_if_not_dominated(moments, now);

@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "sim/base/pass.hpp"
 #include "sim/plan/stage_mirror.hpp"
 #include "sim/plan/stash_peaks.hpp"
 
@@ -23,12 +24,6 @@ namespace ipusim {
 // StateLoad / StateStore move optimizer state between Streaming Memory and the IPU.
 // HostRoundTrip: the end of one run of the device program; every IPU waits for the host.
 enum class StepKind { Compute, HostInput, HostOutput, Sync, Exchange, Send, Receive, StateLoad, StateStore, HostRoundTrip };
-enum class Pass { None, Forward, Backward, Update, AllReduce };
-// Which gradients a backward step computes: both (one backward block), or, under a
-// zero-bubble order, only the input's (B) or only the weights' (W). Traces colour them apart.
-enum class Gradients { Both, Input, Weights };
-
-std::string pass_name(Pass pass);
 
 struct Transfer {
   int copy = 0;        // the plan's copy id
@@ -45,8 +40,7 @@ struct Step {
   double bytes = 0;    // host streams and Streaming Memory transfers
   int stage = -1;
   std::int64_t micro_batch = -1;
-  Pass pass = Pass::None;
-  Gradients gradients = Gradients::Both;  // Pass::Backward only
+  Pass pass = Pass::None;  // a backward split by a zero-bubble order is InputGradient or WeightGradient
   // Host streams with I/O tiles (numIOTiles): the stream runs alongside compute and the IPU
   // waits for it only at its next sync.
   bool overlapped = false;

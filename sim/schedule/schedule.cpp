@@ -13,17 +13,6 @@
 
 namespace ipusim {
 
-std::string pass_name(Pass pass) {
-  switch (pass) {
-  case Pass::None: return "none";
-  case Pass::Forward: return "forward";
-  case Pass::Backward: return "backward";
-  case Pass::Update: return "update";
-  case Pass::AllReduce: return "all-reduce";
-  }
-  return "?";
-}
-
 // The units the registry lists, each defined in its own file; nothing but the registry names
 // them. Adding a schedule is its file, its line here and its line in schedules().
 const ScheduleInfo& sharded_schedule();              // sharded.cpp
@@ -343,28 +332,31 @@ void ProgramBuilder::streaming_memory(int virtual_ipu, bool load, double bytes, 
   append(virtual_ipu, s);
 }
 
-void ProgramBuilder::compute(const PlanStage& stage, std::int64_t micro_batch, Work work) {
+void ProgramBuilder::compute(const PlanStage& stage, std::int64_t micro_batch) {
+  // The loss stage runs its backward right after its forward (it needs no recomputation).
+  if (!stage.backward) compute(stage, micro_batch, Pass::Forward);
+  compute(stage, micro_batch, Pass::Backward);
+}
+
+void ProgramBuilder::compute(const PlanStage& stage, std::int64_t micro_batch, Pass pass) {
   Step s;
   s.kind = StepKind::Compute;
   s.stage = stage.id;
   s.micro_batch = micro_batch;
-  if (!stage.backward && (work == Work::All || work == Work::ForwardOnly)) {
-    s.pass = Pass::Forward;
+  s.pass = pass;
+  if (pass == Pass::Forward) {
+    if (stage.backward) return;
     s.seconds = stage.forward_seconds;
     append(stage.ipu, s);
+    return;
   }
-  // The loss stage runs its backward right after its forward (it needs no recomputation).
-  if ((stage.backward || stage.backward_seconds > 0) && work != Work::ForwardOnly) {
-    s.pass = Pass::Backward;
-    const double recompute = recompute_ ? stage.recompute_seconds : 0.0;
-    s.seconds = work == Work::InputGradient ? stage.backward_seconds - stage.weight_gradient_seconds + recompute
-                : work == Work::WeightGradient ? stage.weight_gradient_seconds
-                                               : stage.backward_seconds + recompute;
-    s.gradients = work == Work::InputGradient    ? Gradients::Input
-                  : work == Work::WeightGradient ? Gradients::Weights
-                                                 : Gradients::Both;
-    append(stage.ipu, s);
-  }
+  if (!is_backward(pass)) throw std::invalid_argument("ProgramBuilder::compute: " + pass_name(pass) + " is no stage's pass");
+  if (!stage.backward && stage.backward_seconds <= 0) return;  // a forward stage of inference
+  const double recompute = recompute_ ? stage.recompute_seconds : 0.0;
+  s.seconds = pass == Pass::InputGradient    ? stage.backward_seconds - stage.weight_gradient_seconds + recompute
+              : pass == Pass::WeightGradient ? stage.weight_gradient_seconds
+                                             : stage.backward_seconds + recompute;
+  append(stage.ipu, s);
 }
 
 void ProgramBuilder::send(int ipu, const std::vector<const PlanCopy*>& copies) {

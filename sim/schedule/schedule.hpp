@@ -143,10 +143,6 @@ void check_tensorflow_pipeline(const std::string& schedule, const Plan& plan, st
                                const std::string& file, const std::string& depth_pointer,
                                const std::string& model_file);
 
-// Which part of a stage's work a compute step runs: the loss stage does both at once
-// under PopART; TF and GPU-style schedules run its forward and backward as separate steps;
-// zero-bubble orders split the backward into its input gradient (B) and weight gradient (W).
-enum class Work { All, ForwardOnly, BackwardOnly, InputGradient, WeightGradient };
 
 // A schedule no IPU framework runs (its registry entry names none): outputs mark it, and the
 // planner ranks it apart unless asked for it.
@@ -176,7 +172,11 @@ public:
   void exchange(const std::vector<const PlanCopy*>& copies, Pass pass = Pass::None);
   // Host input, compute (forward and/or backward) and host output of one stage for one micro-batch.
   void host_input(const PlanStage& stage, std::int64_t micro_batch);
-  void compute(const PlanStage& stage, std::int64_t micro_batch, Work work = Work::All);
+  // All the stage's work (the loss stage's forward and backward at once, as under PopART), or one
+  // pass of it: Forward, Backward, or a zero-bubble order's InputGradient (B) or WeightGradient (W)
+  // (TF and GPU-style schedules run the loss stage's forward and backward as separate steps).
+  void compute(const PlanStage& stage, std::int64_t micro_batch);
+  void compute(const PlanStage& stage, std::int64_t micro_batch, Pass pass);
   // Asynchronous copies: start them / wait for them, on the IPU of the stage.
   void send(int ipu, const std::vector<const PlanCopy*>& copies);
   void receive(int ipu, const std::vector<const PlanCopy*>& copies);

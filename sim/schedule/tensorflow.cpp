@@ -148,8 +148,8 @@ void emit_steps(const ScheduleContext& ctx, ProgramBuilder& b, const std::vector
         if (!t->backward) b.host_input(plan.stages[t->stage], t->micro_batch);
       for (const Task* t : mine) {
         const std::int64_t mb = t->micro_batch;
-        if (!t->backward) b.compute(plan.stages[t->stage], mb, Work::ForwardOnly);
-        else if (t->stage == L) b.compute(plan.stages[L], mb, Work::BackwardOnly);
+        if (!t->backward) b.compute(plan.stages[t->stage], mb, Pass::Forward);
+        else if (t->stage == L) b.compute(plan.stages[L], mb, Pass::Backward);
         else b.compute(plan.stages[2 * L - t->stage], mb);
       }
       for (const Task* t : mine)

@@ -218,7 +218,7 @@ ScheduleOrder order_v_greedy(int p, std::int64_t m, bool half) {
   for (Stage& s : r) s = put_w(Stage(s.begin(), s.begin() + 4), true);
   in_slot_order(r, 6, [&](std::int64_t, std::size_t d, int t, std::size_t mb) {
     const int cat = t / 2, chunk = t % 2;
-    o.ops[d].push_back({cat == 0 ? OpKind::F : cat == 1 ? OpKind::B : OpKind::W, static_cast<std::int64_t>(mb),
+    o.ops[d].push_back({cat == 0 ? Pass::Forward : cat == 1 ? Pass::InputGradient : Pass::WeightGradient, static_cast<std::int64_t>(mb),
                         cat == 0 ? chunk : 1 - chunk});
   });
   return o;

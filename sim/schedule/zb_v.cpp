@@ -246,7 +246,7 @@ ScheduleOrder order_zb_v(int p, std::int64_t m, const OpTimes& times) {
   for (int d = 0; d < p; ++d)
     for (const auto& [cat, chunk, micro] : best.schedule[static_cast<std::size_t>(d)])
       o.ops[static_cast<std::size_t>(d)].push_back(
-          {cat == 0 ? OpKind::F : cat == 1 ? OpKind::B : OpKind::W, micro, cat == 0 ? chunk : 1 - chunk});
+          {cat == 0 ? Pass::Forward : cat == 1 ? Pass::InputGradient : Pass::WeightGradient, micro, cat == 0 ? chunk : 1 - chunk});
   return o;
 }
 

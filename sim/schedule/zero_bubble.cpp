@@ -254,10 +254,12 @@ ScheduleOrder order_zb_h(int p, std::int64_t m, int memory_limit, const OpTimes&
   // Each stage's ops in order of completion (stable: F, B, W, then micro-batch, on ties).
   for (int s = 0; s < p; ++s) {
     std::vector<OrderOp> ops;
-    for (OpKind k : {OpKind::F, OpKind::B, OpKind::W})
-      for (std::int64_t i = 0; i < m; ++i) ops.push_back({k, i, 0});
+    const Pass passes[] = {Pass::Forward, Pass::InputGradient, Pass::WeightGradient};  // the greedy's types 0, 1, 2
+    const auto type_of = [](Pass pass) { return pass == Pass::Forward ? 0 : pass == Pass::InputGradient ? 1 : 2; };
+    for (Pass pass : passes)
+      for (std::int64_t i = 0; i < m; ++i) ops.push_back({pass, i, 0});
     std::stable_sort(ops.begin(), ops.end(), [&](const OrderOp& a, const OrderOp& b) {
-      return best.t[g.id(static_cast<int>(a.kind), s, a.micro)] < best.t[g.id(static_cast<int>(b.kind), s, b.micro)];
+      return best.t[g.id(type_of(a.pass), s, a.micro)] < best.t[g.id(type_of(b.pass), s, b.micro)];
     });
     o.ops[static_cast<std::size_t>(s)] = std::move(ops);
   }
