@@ -60,6 +60,13 @@ TEST_CASE("modelDtype: the precision a model runs in, whatever its file stores",
     CHECK(t.bytes() == stored.bytes() / ipusim::dtype_bytes(stored.dtype) * 2);
   }
   CHECK(floats > 0);
+  // The run document records it when the scenario gives it, and only then.
+  CHECK_FALSE(fp32.model_dtype.has_value());
+  REQUIRE(fp16.model_dtype.has_value());
+  const auto run = ipusim::test::run_ipusim({"run", scenario, "--set", "modelDtype=float16", "--json"});
+  REQUIRE(run.exit_code == 0);
+  CHECK(nlohmann::json::parse(run.out).at("modelDtype") == "float16");
+  CHECK_FALSE(nlohmann::json::parse(ipusim::test::run_ipusim({"run", scenario, "--json"}).out).contains("modelDtype"));
   const auto bad = ipusim::test::run_ipusim({"run", scenario, "--set", "modelDtype=half"});
   CHECK(bad.exit_code == 2);
   CHECK_THAT(bad.err, Contains("at modelDtype") && Contains("[scenario.bad-model-dtype]"));

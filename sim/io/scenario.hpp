@@ -93,6 +93,14 @@ struct Execution {
   // IPUs; docs/tensor-parallel.md): the scenario's model is then one shard's.
   std::int64_t tensor_parallel = 1;
   std::vector<std::int64_t> placement;     // physical IPU of virtual IPU v in replica r at r*width+v; empty = in order
+  // Which of these the scenario wrote itself, the rest being defaults: the warnings about a
+  // setting the run's mode does not read, and about training with no optimizer named.
+  struct Written {
+    bool schedule = false;
+    bool optimizer = false;
+    bool execution_phase_settings = false;
+    bool accumulate_outer_fragment_settings = false;
+  } written;
 };
 
 // Where a generation's KV cache lives (docs/generation.md): in the IPUs' SRAM beside the
@@ -137,6 +145,7 @@ struct Scenario {
   HardwareConfig hardware;
   Execution execution;
   std::optional<Generation> generation;  // set: run generates text instead of stepping
+  std::optional<DType> model_dtype;      // modelDtype: the precision the scenario gave the model's floats
   // The scenario document as run (after --set); the model's and config's by their content
   // hashes (sim/io/content_hash.hpp: a report's modelHash and configHash).
   nlohmann::json scenario_document;

@@ -178,6 +178,8 @@ Execution read_execution(const Json& execution, const std::string& origin) {
   if (auto modes = modes_named(mode)) e.modes = *modes;
   else throw r.error("mode", "scenario.bad-mode", "unknown mode \"" + mode + "\" (expected sharded, pipelined, both or phased)" +
                                                        did_you_mean(mode, mode_choices()));
+  e.written = {r.has("schedule"), r.has("optimizer"), r.has("executionPhaseSettings"),
+               r.has("accumulateOuterFragmentSettings")};
   e.schedule = r.optional_string("schedule", e.schedule);
   e.training = r.optional_bool("training", e.training);
   e.micro_batch_size = r.optional_int("microBatchSize", e.micro_batch_size);
@@ -390,6 +392,7 @@ Scenario build_scenario(Json document, const std::string& path, const std::vecto
   if (model.imported && !model_edited) s.model = std::move(*model.imported);
   else s.model = model_from_json(model.document, model.imported ? model.origin + " (as JSON)" : model.origin);
   if (model_dtype) s.model.set_float_dtype(*model_dtype);
+  s.model_dtype = model_dtype;
   s.hardware = hardware_from_json(config.document, config.origin);
   s.scenario_document = document;
   s.model_hash = content_hash(model.document);

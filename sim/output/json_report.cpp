@@ -259,8 +259,7 @@ Json report_json(const Scenario& sc, const Simulation& sim, const Json* plan_doc
                                                   {"serialiseMicroBatches", ex.phases.serialise_micro_batches}};
     doc["execution"]["batchSerializationFactor"] = ex.phases.batch_serialization;
   }
-  if (sc.scenario_document.is_object() && sc.scenario_document.contains("modelDtype"))
-    doc["modelDtype"] = sc.scenario_document.at("modelDtype");
+  if (sc.model_dtype) doc["modelDtype"] = dtype_name(*sc.model_dtype);
   if (sharded && pipelined && pipelined->step_time_s > 0)
     doc["speedupPipelinedOverSharded"] = sharded->step_time_s / pipelined->step_time_s;
   return doc;

@@ -611,24 +611,24 @@ std::optional<std::string> unused_phases_warning(const Model& m, const ModelGrap
 }
 
 std::optional<std::string> unused_settings_warning(const Scenario& sc, const bool phased) {
-  const auto& doc = sc.scenario_document;
-  if (!doc.is_object() || !doc.contains("execution") || !doc.at("execution").is_object()) return std::nullopt;
-  const auto& execution = doc.at("execution");
+  const Execution::Written& written = sc.execution.written;
   std::string unused;
-  for (const char* key : phased ? std::vector<const char*>{"schedule", "accumulateOuterFragmentSettings"}
-                                : std::vector<const char*>{"executionPhaseSettings"})
-    if (execution.contains(key)) unused += (unused.empty() ? "" : ", ") + std::string(key);
+  auto note = [&](bool given, const char* key) {
+    if (given) unused += (unused.empty() ? "" : ", ") + std::string(key);
+  };
+  if (phased) {
+    note(written.schedule, "schedule");
+    note(written.accumulate_outer_fragment_settings, "accumulateOuterFragmentSettings");
+  } else {
+    note(written.execution_phase_settings, "executionPhaseSettings");
+  }
   if (unused.empty()) return std::nullopt;
   return "execution." + unused + (phased ? " belong to pipelined runs; the phased mode does not read them"
                                          : " belongs to the phased mode (--mode phased); this run does not read it");
 }
 
 std::optional<std::string> missing_optimizer_warning(const Scenario& sc) {
-  if (!sc.execution.training) return std::nullopt;
-  const auto& doc = sc.scenario_document;
-  if (doc.is_object() && doc.contains("execution") && doc.at("execution").is_object() &&
-      doc.at("execution").contains("optimizer"))
-    return std::nullopt;
+  if (!sc.execution.training || sc.execution.written.optimizer) return std::nullopt;
   return "training with no optimizer named: SGD is assumed (PopART's default; no optimizer state); a model meant for "
          "Adam or LAMB holds two more copies of its weights in state: set execution.optimizer.type "
          "(--set execution.optimizer.type=adam)";
