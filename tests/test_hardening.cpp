@@ -262,6 +262,7 @@ Json full_document(Format format) {
             {"execution",
              {{"training", true}, {"microBatchSize", 2}, {"gradientAccumulation", 4}, {"batchesPerStep", 1},
               {"replicas", 1}, {"tensorParallel", 1}, {"placement", {0, 1}}, {"numIOTiles", 0}, {"sequencesPerSample", 1},
+              {"distributedBatchNormReplicaGroupSize", 1},
               {"accumulateOuterFragmentSettings", {{"excludedVirtualGraphs", {0}}}},
               {"executionPhaseSettings", {{"stages", 2}}}, {"batchSerializationSettings", {{"factor", 1}}}}},
             {"generation",

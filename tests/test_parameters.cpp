@@ -132,7 +132,7 @@ TEST_CASE("parameters: every declared scenario and config field is one its loade
   }
   // Each value is one the field accepts alone: all load but the two a rule ties to another
   // field (modelBatchSize names an ONNX model's batch; groupSize needs weightFormat int4).
-  CHECK(checked == 76);
+  CHECK(checked == 77);
   CHECK(refused == std::vector<std::string>{"/modelBatchSize [scenario.model-batch-size]",
                                             "/generation/groupSize [scenario.bad-group-size]"});
 }

@@ -82,6 +82,10 @@ struct Execution {
   // PopART's replicatedCollectivesSettings.mergeAllReduceCollectives (off by default): the
   // all-reduces of small gradients run as one collective instead of one each.
   bool merge_all_reduce_collectives = false;
+  // TensorFlow's norms.experimental.distributed_batch_norm_replica_group_size (Graphcore's
+  // ResNet-50 BN_span): batch-norm statistics over this many consecutive replicas, all-reduced
+  // in every forward and backward pass (sim/plan/distributed_norm_cost.hpp).
+  std::int64_t distributed_batch_norm_replicas = 1;
   PhaseSettings phases;  // executionPhaseSettings: the phased mode only
 
   double available_memory_proportion_of(int virtual_ipu) const {

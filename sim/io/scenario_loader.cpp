@@ -238,6 +238,13 @@ Execution read_execution(const Json& execution, const std::string& origin) {
   e.sequences_per_sample = r.optional_number("sequencesPerSample", e.sequences_per_sample);
   e.prefetch_data_streams = r.optional_bool("prefetchDataStreams", e.prefetch_data_streams);
   e.merge_all_reduce_collectives = r.optional_bool("mergeAllReduceCollectives", e.merge_all_reduce_collectives);
+  e.distributed_batch_norm_replicas =
+      r.optional_int("distributedBatchNormReplicaGroupSize", e.distributed_batch_norm_replicas);
+  if (e.replicas % e.distributed_batch_norm_replicas != 0)
+    throw r.error("distributedBatchNormReplicaGroupSize", "scenario.bad-batch-norm-group",
+                  "distributedBatchNormReplicaGroupSize " + std::to_string(e.distributed_batch_norm_replicas) +
+                      " does not divide replicas " + std::to_string(e.replicas) +
+                      " (the statistics are shared by groups of that many consecutive replicas)");
   if (r.has("executionPhaseSettings")) e.phases = read_phase_settings(r.object("executionPhaseSettings"));
   if (r.has("batchSerializationSettings")) {
     ObjectReader b = r.object("batchSerializationSettings");

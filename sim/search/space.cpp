@@ -95,6 +95,7 @@ std::vector<PipelineShape> pipeline_shapes(const Scenario& sc, const PlanRequest
   const int widest = layers + (r.layer_free_ipus ? 2 : 0);
   std::vector<PipelineShape> out;
   for (auto [w, rep] : requested_shapes(sc, r, requested_replicas(sc, r), system)) {
+    if (rep % sc.execution.distributed_batch_norm_replicas != 0) continue;  // its groups of replicas must fit
     if (w > widest) {
       if (!r.ipus.empty())
         throw bad("--ipus", "plan.ipus", "the planner splits " + std::to_string(layers) + " layers over at most " +

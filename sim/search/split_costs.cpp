@@ -6,6 +6,7 @@
 #include <tuple>
 
 #include "sim/io/tensor_parallel.hpp"
+#include "sim/plan/distributed_norm_cost.hpp"
 #include "sim/plan/tensor_parallel_cost.hpp"
 
 namespace ipusim {
@@ -119,9 +120,11 @@ void SplitCosts::cost_ops(const std::map<std::string, int>& id) {
     for (std::size_t a = 0; a < cost_models_.size(); ++a) {
       forward_cost_[a][op.index] = collective ? tensor_parallel_collective_cost(scenario_.hardware, m, op, false, micro_batch_)
                                               : cost_models_[a]->cost(forward);
-      if (ex.training)
-        backward_cost_[a][op.index] = collective ? tensor_parallel_collective_cost(scenario_.hardware, m, op, true, micro_batch_)
-                                                 : cost_models_[a]->cost(backward);
+      forward_cost_[a][op.index] += distributed_norm_cost(scenario_.hardware, m, op, ex, false);
+      if (!ex.training) continue;
+      backward_cost_[a][op.index] = collective ? tensor_parallel_collective_cost(scenario_.hardware, m, op, true, micro_batch_)
+                                               : cost_models_[a]->cost(backward);
+      backward_cost_[a][op.index] += distributed_norm_cost(scenario_.hardware, m, op, ex, true);
     }
   }
 }
