@@ -5,12 +5,11 @@
 #include <vector>
 
 #include "sim/io/input_error.hpp"
+#include "sim/io/onnx_structure_check.hpp"
 
 namespace ipusim {
 
 namespace {
-
-std::string short_name(const std::string& name) { return name.size() <= 80 ? name : name.substr(0, 80) + "..."; }
 
 bool is_default_domain(const onnx::NodeProto& n) { return n.domain().empty() || n.domain() == "ai.onnx"; }
 

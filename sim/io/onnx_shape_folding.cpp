@@ -303,8 +303,6 @@ namespace {
 
 bool inference_in_process = false;
 
-std::string short_text(const std::string& name) { return name.size() > 80 ? name.substr(0, 80) + "..." : name; }
-
 // The names with a type in `g` (its inputs, initializers, outputs and inferred value_info) or
 // in an enclosing graph, then every Shape and Size of `g` and its subgraphs checked against them.
 void check_shape_reads(const onnx::GraphProto& g, const std::string& pointer, std::set<std::string> typed) {
@@ -318,8 +316,8 @@ void check_shape_reads(const onnx::GraphProto& g, const std::string& pointer, st
     const bool onnx_domain = n.domain().empty() || n.domain() == "ai.onnx";
     if (onnx_domain && (n.op_type() == "Shape" || n.op_type() == "Size") && n.input_size() > 0 &&
         !n.input(0).empty() && !typed.count(n.input(0)))
-      throw UntypedShapeRead(at + "/input/0", "node \"" + short_text(n.name()) + "\" (" + n.op_type() +
-                                                  ") reads the shape of \"" + short_text(n.input(0)) +
+      throw UntypedShapeRead(at + "/input/0", "node \"" + short_name(n.name()) + "\" (" + n.op_type() +
+                                                  ") reads the shape of \"" + short_name(n.input(0)) +
                                                   "\", to which ONNX's type inference gives no type (an op before it "
                                                   "is unknown or malformed): give its type and shape in graph.value_info, "
                                                   "or export the model again");

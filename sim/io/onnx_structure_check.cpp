@@ -64,10 +64,6 @@ int foreign_entries(const T& t, const TypedField& own) {
   return n;
 }
 
-std::string short_name(const std::string& name) {
-  return name.size() <= 80 ? name : name.substr(0, 80) + "...";
-}
-
 class StructureCheck {
 public:
   StructureCheck(const onnx::ModelProto& proto, const std::string& path) : proto_(proto), path_(path) {
@@ -330,6 +326,10 @@ std::int64_t checked_element_count(const google::protobuf::RepeatedField<std::in
 
 void check_onnx_structure(const onnx::ModelProto& proto, const std::string& path) {
   StructureCheck(proto, path).run();
+}
+
+std::string short_name(const std::string& name) {
+  return name.size() <= 80 ? name : name.substr(0, 80) + "...";
 }
 
 } // namespace ipusim

@@ -18,4 +18,7 @@ void check_onnx_structure(const onnx::ModelProto& proto, const std::string& path
 // (no real tensor is larger, and a byte count stays within 64 bits); otherwise -1.
 std::int64_t checked_element_count(const google::protobuf::RepeatedField<std::int64_t>& dims);
 
+// A name from the file as a message quotes it: its first 80 characters, "..." after a longer one.
+std::string short_name(const std::string& name);
+
 } // namespace ipusim
