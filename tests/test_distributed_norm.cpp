@@ -9,6 +9,7 @@
 #include "sim/plan/plan.hpp"
 #include "sim/plan/tensor_parallel_cost.hpp"
 #include "sim/schedule/schedule.hpp"
+#include "cli_runner.hpp"
 #include "support.hpp"
 
 using namespace ipusim;
@@ -79,4 +80,17 @@ TEST_CASE("distributed batch norm's group must divide the replicas", "[rules]") 
         "scenario.bad-batch-norm-group");
   CHECK(rule_of([&] { make_scenario(batch_norm_model(), config, data_parallel(4, 0)); }) == "value.not-positive");
   CHECK(rule_of([&] { make_scenario(batch_norm_model(), config, data_parallel(4, 4)); }).empty());
+}
+
+TEST_CASE("plan searches only replica counts the batch-norm group divides, and says so", "[plan][cli]") {
+  const std::string scenario = std::string(IPUSIM_SOURCE_DIR) + "/scenarios/validation/resnet50-bow-pod16.json";
+  // Its configuration shares batch-norm statistics over pairs of replicas (BN_span 2).
+  const auto odd = run_ipusim({"plan", scenario, "--quiet", "--replicas", "1"});
+  CHECK(odd.exit_code == 2);
+  CHECK_THAT(odd.err, Catch::Matchers::Contains("distributedBatchNormReplicaGroupSize 2") &&
+                          Catch::Matchers::Contains("[plan.replicas]"));
+  // Searched: 16 IPUs as 2x8, 4x4 and 8x2; not 16x1, whose one replica holds no pair.
+  const auto even = run_ipusim({"plan", scenario, "--quiet", "--micro-batch", "20", "--schedule", "tf-sequential"});
+  CHECK(even.exit_code == 0);
+  CHECK_THAT(even.out, Catch::Matchers::Contains("IPUs x replicas 2x8,4x4,8x2 (replicas a multiple of the batch-norm group, 2)"));
 }

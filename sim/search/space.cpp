@@ -62,6 +62,12 @@ std::set<std::pair<int, int>> requested_shapes(const Scenario& sc, const PlanReq
       throw bad("--ipus", "plan.ipus", "a pipeline takes 2 to " + std::to_string(system) + " IPUs of \"" +
                                            sc.hardware.name + "\"; asked for " + std::to_string(w));
   for (int rep : replicas)
+    if (rep % sc.execution.distributed_batch_norm_replicas != 0)
+      throw bad("--replicas", "plan.replicas",
+                std::to_string(rep) + " replica(s) cannot hold groups of execution.distributedBatchNormReplicaGroupSize " +
+                    std::to_string(sc.execution.distributed_batch_norm_replicas) +
+                    " replicas sharing batch-norm statistics; ask for a multiple of it");
+  for (int rep : replicas)
     if (rep < 1 || 2 * rep > system)
       throw bad("--replicas", "plan.replicas", std::to_string(rep) + " replica(s) of a pipeline of 2 IPUs or more do not fit \"" +
                                                    sc.hardware.name + "\" (" + std::to_string(system) + " IPUs)");
@@ -272,6 +278,7 @@ PlanSpace make_plan_space(const Scenario& sc, const PlanRequest& r, int layers) 
   s.layer_free_ipus = r.layer_free_ipus;
   s.half_layers = r.half_layers;
   s.shapes = pipeline_shapes(sc, r, layers);
+  s.batch_norm_group = ex.distributed_batch_norm_replicas;
   s.micro_batches = micro_batches_to_search(ex, r);
   set_depths(ex, r, s);
   set_schedules(ex, r, s);
@@ -310,7 +317,11 @@ std::string describe_space(const PlanSpace& s) {
   for (auto w : s.weight_update) wu.push_back(weight_update_schedule_name(w));
   std::vector<std::string> heads;
   for (bool h : s.heads_on_last) heads.push_back(heads_name(h));
-  std::string out = "IPUs x replicas " + shapes + "; micro-batch " + join(s.micro_batches) + "; ";
+  std::string out = "IPUs x replicas " + shapes +
+                    (s.batch_norm_group > 1 ? " (replicas a multiple of the batch-norm group, " +
+                                                  std::to_string(s.batch_norm_group) + ")"
+                                            : "") +
+                    "; micro-batch " + join(s.micro_batches) + "; ";
   if (s.global_batch) out += "global batch " + std::to_string(*s.global_batch);
   else if (s.min_global_batch > 1 || s.max_global_batch < std::numeric_limits<std::int64_t>::max())
     out += "G every power of two within global batch " + std::to_string(s.min_global_batch) + "-" +

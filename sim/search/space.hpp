@@ -51,6 +51,8 @@ struct PlanSpace {
   // layer has such a cut (halve_layers; Graphcore's att_ffn_placement).
   bool half_layers = false;
   bool stem_alone = false;                          // IPU 0 must hold no layer (memory advice)
+  // execution.distributedBatchNormReplicaGroupSize: only replica counts it divides are searched.
+  std::int64_t batch_norm_group = 1;
   bool batch_free() const { return !global_batch; }
   // Depths a pipeline of `replicas` replicas at `micro_batch` may take.
   std::vector<std::int64_t> depths_for(std::int64_t micro_batch, int replicas) const;
