@@ -70,8 +70,9 @@ TEST_CASE("distributed batch norm all-reduces poplibs' statistics once per pass"
   CHECK(with.op_timings[1].forward.cycles() == without.op_timings[1].forward.cycles());
 
   // Inference keeps the running statistics: nothing is all-reduced.
-  const Scenario inference = make_scenario(batch_norm_model(), config, data_parallel(4, 2, false));
-  CHECK(distributed_norm_bytes(inference.model, bn, inference.execution, false) == 0);
+  Execution inference = paired.execution;
+  inference.training = false;
+  CHECK(distributed_norm_bytes(paired.model, bn, inference, false) == 0);
 }
 
 TEST_CASE("distributed batch norm's group must divide the replicas", "[rules]") {
@@ -80,6 +81,10 @@ TEST_CASE("distributed batch norm's group must divide the replicas", "[rules]") 
         "scenario.bad-batch-norm-group");
   CHECK(rule_of([&] { make_scenario(batch_norm_model(), config, data_parallel(4, 0)); }) == "value.not-positive");
   CHECK(rule_of([&] { make_scenario(batch_norm_model(), config, data_parallel(4, 4)); }).empty());
+  // At inference it would be ignored: refused instead.
+  CHECK(rule_of([&] { make_scenario(batch_norm_model(), config, data_parallel(4, 2, false)); }) ==
+        "scenario.bad-batch-norm-group");
+  CHECK(rule_of([&] { make_scenario(batch_norm_model(), config, data_parallel(4, 1, false)); }).empty());
 }
 
 TEST_CASE("plan searches only replica counts the batch-norm group divides, and says so", "[plan][cli]") {

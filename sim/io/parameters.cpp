@@ -242,8 +242,8 @@ std::vector<Parameter> execution_parameters() {
        shown(e.distributed_batch_norm_replicas),
        "TensorFlow's `distributed_batch_norm_replica_group_size` (Graphcore's ResNet-50 `BN_span`): in training, "
        "each BatchNormalization takes its statistics over this many consecutive replicas, one all-reduce per "
-       "forward and per backward pass of every micro-batch (docs/cost-model.md); must divide `replicas` "
-       "(`scenario.bad-batch-norm-group`)",
+       "forward and per backward pass of every micro-batch (docs/cost-model.md); must divide `replicas`, "
+       "and be 1 at inference (`scenario.bad-batch-norm-group`)",
        NumberRange{1, kMaxIpus, kClosed, "replicas", nullptr, "replicas sharing batch-norm statistics; Graphcore's MLPerf ResNet-50 uses 2"}},
       {S, "/execution/prefetchDataStreams", "boolean", kOptional, shown(e.prefetch_data_streams),
        "alias `enablePrefetchDatastreams`: the host prefetches stream data into the IPU-Gateway's buffer (PopART's "

@@ -240,6 +240,10 @@ Execution read_execution(const Json& execution, const std::string& origin) {
   e.merge_all_reduce_collectives = r.optional_bool("mergeAllReduceCollectives", e.merge_all_reduce_collectives);
   e.distributed_batch_norm_replicas =
       r.optional_int("distributedBatchNormReplicaGroupSize", e.distributed_batch_norm_replicas);
+  if (e.distributed_batch_norm_replicas > 1 && !e.training)
+    throw r.error("distributedBatchNormReplicaGroupSize", "scenario.bad-batch-norm-group",
+                  "distributedBatchNormReplicaGroupSize applies to training (batch statistics); inference normalises "
+                  "with the running statistics, so leave it out or at 1 when training is false");
   if (e.replicas % e.distributed_batch_norm_replicas != 0)
     throw r.error("distributedBatchNormReplicaGroupSize", "scenario.bad-batch-norm-group",
                   "distributedBatchNormReplicaGroupSize " + std::to_string(e.distributed_batch_norm_replicas) +
