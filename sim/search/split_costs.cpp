@@ -117,14 +117,17 @@ void SplitCosts::cost_ops(const std::map<std::string, int>& id) {
       backward.accumulates_weight_gradients = accumulating_;
     }
     const bool collective = is_tensor_parallel_collective(op.type);
+    // The batch-norm statistics' all-reduces do not depend on availableMemoryProportion: timed once.
+    const OpCost norm_forward = distributed_norm_cost(scenario_.hardware, m, op, ex, false);
+    const OpCost norm_backward = ex.training ? distributed_norm_cost(scenario_.hardware, m, op, ex, true) : OpCost{};
     for (std::size_t a = 0; a < cost_models_.size(); ++a) {
       forward_cost_[a][op.index] = collective ? tensor_parallel_collective_cost(scenario_.hardware, m, op, false, micro_batch_)
                                               : cost_models_[a]->cost(forward);
-      forward_cost_[a][op.index] += distributed_norm_cost(scenario_.hardware, m, op, ex, false);
+      forward_cost_[a][op.index] += norm_forward;
       if (!ex.training) continue;
       backward_cost_[a][op.index] = collective ? tensor_parallel_collective_cost(scenario_.hardware, m, op, true, micro_batch_)
                                                : cost_models_[a]->cost(backward);
-      backward_cost_[a][op.index] += distributed_norm_cost(scenario_.hardware, m, op, ex, true);
+      backward_cost_[a][op.index] += norm_backward;
     }
   }
 }
