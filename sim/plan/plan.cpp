@@ -8,9 +8,7 @@
 #include "sim/cost/cost_model.hpp"
 #include "sim/io/aliases.hpp"
 #include "sim/io/input_error.hpp"
-#include "sim/io/tensor_parallel.hpp"
-#include "sim/plan/distributed_norm_cost.hpp"
-#include "sim/plan/tensor_parallel_cost.hpp"
+#include "sim/plan/op_pass_cost.hpp"
 
 namespace ipusim {
 
@@ -338,10 +336,9 @@ void time_op(Plan& plan, const Scenario& sc, const TensorFacts& facts, IpuCostMo
   const int L = plan.loss_stage;
   OpWork forward = forward_work(m, m.ops[op], ex.micro_batch_size, facts);
   forward.training = ex.training;
-  const bool collective = is_tensor_parallel_collective(m.ops[op].type);
-  OpCost fc = collective ? tensor_parallel_collective_cost(sc.hardware, m, m.ops[op], false, ex.micro_batch_size)
-                         : cost(ipu).cost(forward);
-  fc += distributed_norm_cost(sc.hardware, m, m.ops[op], ex, false);
+  const OpCommunication communication = op_communication(sc.hardware, m, m.ops[op], ex, ex.micro_batch_size);
+  const bool collective = communication.replaces_compute;
+  const OpCost fc = op_pass_cost(communication, cost(ipu), forward, false);
   plan.op_timings[op].forward = fc;
   plan.stages[fs].forward_seconds += fc.cycles() / clock;
   if (collective) plan.stages[fs].tensor_parallel_seconds += fc.cycles() / clock;
@@ -350,9 +347,7 @@ void time_op(Plan& plan, const Scenario& sc, const TensorFacts& facts, IpuCostMo
   OpWork backward = backward_work(m, m.ops[op], ex.micro_batch_size, facts);
   backward.training = true;
   backward.accumulates_weight_gradients = ex.gradient_accumulation > 1;
-  OpCost bc = collective ? tensor_parallel_collective_cost(sc.hardware, m, m.ops[op], true, ex.micro_batch_size)
-                         : cost(ipu).cost(backward);
-  bc += distributed_norm_cost(sc.hardware, m, m.ops[op], ex, true);
+  const OpCost bc = op_pass_cost(communication, cost(ipu), backward, true);
   plan.op_timings[op].backward = bc;
   plan.stages[2 * L - fs].backward_seconds += bc.cycles() / clock;
   if (collective) plan.stages[2 * L - fs].tensor_parallel_seconds += bc.cycles() / clock;

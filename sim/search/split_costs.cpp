@@ -5,9 +5,7 @@
 #include <string>
 #include <tuple>
 
-#include "sim/io/tensor_parallel.hpp"
-#include "sim/plan/distributed_norm_cost.hpp"
-#include "sim/plan/tensor_parallel_cost.hpp"
+#include "sim/plan/op_pass_cost.hpp"
 
 namespace ipusim {
 
@@ -116,18 +114,10 @@ void SplitCosts::cost_ops(const std::map<std::string, int>& id) {
       backward.training = true;
       backward.accumulates_weight_gradients = accumulating_;
     }
-    const bool collective = is_tensor_parallel_collective(op.type);
-    // The batch-norm statistics' all-reduces do not depend on availableMemoryProportion: timed once.
-    const OpCost norm_forward = distributed_norm_cost(scenario_.hardware, m, op, ex, false);
-    const OpCost norm_backward = ex.training ? distributed_norm_cost(scenario_.hardware, m, op, ex, true) : OpCost{};
+    const OpCommunication communication = op_communication(scenario_.hardware, m, op, ex, micro_batch_);
     for (std::size_t a = 0; a < cost_models_.size(); ++a) {
-      forward_cost_[a][op.index] = collective ? tensor_parallel_collective_cost(scenario_.hardware, m, op, false, micro_batch_)
-                                              : cost_models_[a]->cost(forward);
-      forward_cost_[a][op.index] += norm_forward;
-      if (!ex.training) continue;
-      backward_cost_[a][op.index] = collective ? tensor_parallel_collective_cost(scenario_.hardware, m, op, true, micro_batch_)
-                                               : cost_models_[a]->cost(backward);
-      backward_cost_[a][op.index] += norm_backward;
+      forward_cost_[a][op.index] = op_pass_cost(communication, *cost_models_[a], forward, false);
+      if (ex.training) backward_cost_[a][op.index] = op_pass_cost(communication, *cost_models_[a], backward, true);
     }
   }
 }
