@@ -208,12 +208,10 @@ private:
 // Streams of IPUs behind one host link share it (unless prefetched through the gateway).
 void note_shared_host_link(const Execution& ex, const Plan& plan, const HardwareConfig& hw, TransferTimer& timer) {
   if (!ex.host_io || hw.host_link.shared_by <= 1 || timer.prefetched()) return;
-  std::map<int, int> streaming;
-  for (int r = 0; r < timer.replicas(); ++r)
-    for (const PlanStage& st : plan.stages)
-      if (!st.backward && (st.host_input_bytes > 0 || st.host_output_bytes > 0) &&
-          ++streaming[timer.physical(r, st.ipu) / hw.host_link.shared_by] > 1)
-        timer.contention |= kSharedHostLink;
+  std::vector<int> streaming;
+  for (const PlanStage& st : plan.stages)
+    if (!st.backward && (st.host_input_bytes > 0 || st.host_output_bytes > 0)) streaming.push_back(st.ipu);
+  timer.note_host_streams(streaming);
 }
 
 } // namespace

@@ -2,7 +2,7 @@
 // per step each IPU streams in, computes its tasks and streams out; then one sync, and the
 // copies the step produced (sync, copies, barrier) when there are any.
 #include <algorithm>
-#include <map>
+#include <vector>
 
 #include "sim/io/input_error.hpp"
 #include "sim/schedule/schedule.hpp"
@@ -67,7 +67,7 @@ private:
   double step_seconds(const std::vector<LockstepTask>& step) {
     const int L = plan_.loss_stage;
     double slowest = 0;
-    std::map<int, int> streaming_per_host_link;
+    std::vector<int> streaming;  // IPUs with host streams in this step
     for (const PlanIpu& ipu : plan_.ipus) {
       double compute = 0, io = 0;
       for (const LockstepTask& t : step) {
@@ -78,10 +78,7 @@ private:
         if (st.host_input_bytes > 0) io += timer_.host_seconds(st.host_input_bytes);
         if (st.host_output_bytes > 0) io += timer_.host_seconds(st.host_output_bytes);
       }
-      if (io > 0 && hw_.host_link.shared_by > 1)
-        for (int r = 0; r < timer_.replicas(); ++r)
-          if (++streaming_per_host_link[timer_.physical(r, ipu.id) / hw_.host_link.shared_by] > 1)
-            timer_.contention |= kSharedHostLink;
+      if (io > 0) streaming.push_back(ipu.id);
       if (ex_.io_tiles > 0 && io > 0) {
         timer_.contention |= kIoTiles;
         slowest = std::max(slowest, std::max(compute, io));
@@ -89,6 +86,7 @@ private:
         slowest = std::max(slowest, compute + io);
       }
     }
+    timer_.note_host_streams(streaming);
     double copies = 0;
     LinkUse use;
     for (const LockstepTask& t : step) {

@@ -4,7 +4,6 @@
 // boundary's copies, or a sync alone when the next stage is on another IPU); every
 // micro-batch the same, then the weight update per batch when training.
 #include <algorithm>
-#include <map>
 
 #include "sim/search/evaluator.hpp"
 
@@ -12,7 +11,6 @@ namespace ipusim {
 
 StepEstimate estimate_sharded_step(const Execution& ex, const Plan& plan, RouteTable& routes) {
   TransferTimer timer(ex, plan, routes);
-  const HardwareConfig& hw = routes.hardware();
   double micro_batch = 0;
   for (const PlanStage& stage : plan.stages) {
     double compute = stage.backward ? 0.0 : stage.forward_seconds;
@@ -20,12 +18,7 @@ StepEstimate estimate_sharded_step(const Execution& ex, const Plan& plan, RouteT
     double io = 0;
     if (ex.host_io && stage.host_input_bytes > 0) io += timer.host_seconds(stage.host_input_bytes);
     if (ex.host_io && stage.host_output_bytes > 0) io += timer.host_seconds(stage.host_output_bytes);
-    if (io > 0 && hw.host_link.shared_by > 1) {  // every replica's copy of the stage streams at once
-      std::map<int, int> streaming_per_host_link;
-      for (int r = 0; r < timer.replicas(); ++r)
-        if (++streaming_per_host_link[timer.physical(r, stage.ipu) / hw.host_link.shared_by] > 1)
-          timer.contention |= kSharedHostLink;
-    }
+    if (io > 0) timer.note_host_streams({stage.ipu});  // every replica's copy of the stage streams at once
     if (ex.io_tiles > 0 && io > 0) {
       timer.contention |= kIoTiles;
       micro_batch += std::max(compute, io);

@@ -1,6 +1,7 @@
 #include "sim/search/split_search.hpp"
 
 #include <algorithm>
+#include <array>
 #include <tuple>
 #include <cmath>
 #include <limits>
@@ -259,20 +260,23 @@ bool SplitSearch::run(Incumbents& incumbents, SearchCounts& counts, const std::f
 void SplitSearch::add_ramps(int ipu, const IpuFootprint& f, std::vector<double>& ramps) const {
   const bool training = sc_.execution.training;
   const int L = P_ - 1;
-  std::vector<std::pair<int, double>> stages;  // (stage id, seconds per micro-batch)
+  // (stage id, seconds per micro-batch); at most three, kept off the heap (called for
+  // every block the walk tries).
+  std::array<std::pair<std::int64_t, double>, 3> stages{};
+  std::size_t count = 0;
   if (ipu == L) {
-    stages.push_back({ipu, f.stage_seconds[0][0] + f.stage_seconds[0][1]});  // the loss stage does both
+    stages[count++] = {ipu, f.stage_seconds[0][0] + f.stage_seconds[0][1]};  // the loss stage does both
   } else {
-    stages.push_back({ipu, f.stage_seconds[0][0]});
-    if (training) stages.push_back({2 * L - ipu, f.stage_seconds[0][1]});
+    stages[count++] = {ipu, f.stage_seconds[0][0]};
+    if (training) stages[count++] = {2 * L - ipu, f.stage_seconds[0][1]};
   }
-  if (ipu == 0 && !settings_.heads_on_last) stages.push_back({L, f.stage_seconds[1][0] + f.stage_seconds[1][1]});
+  if (ipu == 0 && !settings_.heads_on_last) stages[count++] = {L, f.stage_seconds[1][0] + f.stage_seconds[1][1]};
   const auto S = static_cast<std::int64_t>(S_);
   for (std::int64_t k = 0; k < 2 * (S - 1); ++k) {
     const std::int64_t c = k < S - 1 ? k : depth_ + (k - (S - 1));
     double segment = 0;
-    for (const auto& [s, t] : stages)
-      if (s <= c && c < s + depth_) segment += t;
+    for (std::size_t i = 0; i < count; ++i)
+      if (stages[i].first <= c && c < stages[i].first + depth_) segment += stages[i].second;
     ramps[static_cast<std::size_t>(k)] = std::max(ramps[static_cast<std::size_t>(k)], segment);
   }
 }
@@ -284,12 +288,15 @@ void SplitSearch::add_ramps(int ipu, const IpuFootprint& f, std::vector<double>&
 // each at least the time of the busiest IPU known so far in that step.
 void SplitSearch::add_grouped_ramps(int ipu, const IpuFootprint& f, std::vector<double>& ramps) const {
   const std::int64_t N = P_, G = depth_;
-  std::vector<std::tuple<std::int64_t, double, double>> stages{{ipu, f.stage_seconds[0][0], f.stage_seconds[0][1]}};
-  if (ipu == 0 && !settings_.heads_on_last) stages.emplace_back(N - 1, f.stage_seconds[1][0], f.stage_seconds[1][1]);
+  std::array<std::tuple<std::int64_t, double, double>, 2> stages{};  // off the heap, as add_ramps
+  std::size_t count = 0;
+  stages[count++] = {ipu, f.stage_seconds[0][0], f.stage_seconds[0][1]};
+  if (ipu == 0 && !settings_.heads_on_last) stages[count++] = {N - 1, f.stage_seconds[1][0], f.stage_seconds[1][1]};
   for (std::int64_t k = 0; k < 2 * (N - 1); ++k) {
     const std::int64_t step = k < N - 1 ? k : G + (k - (N - 1));
     double forward = 0, backward = 0;
-    for (const auto& [s, fw, bw] : stages) {
+    for (std::size_t i = 0; i < count; ++i) {
+      const auto& [s, fw, bw] = stages[i];
       if (s <= step && step <= s + G - 1) forward += fw;
       if (N - 1 - s <= step && step <= N - 2 - s + G) backward += bw;
     }
@@ -321,21 +328,28 @@ void SplitSearch::walk(int ipu, int u, double busiest, double total, double head
     const double b = std::max(busiest, o.footprint.seconds);
     const double t = total + o.footprint.seconds;
     const double h = std::min(headroom, tile_capacity_ - o.footprint.tile_bytes);
-    double ramps = -1;
+    const double fw = std::max(forward, o.footprint.forward_seconds), bw = std::max(backward, o.footprint.backward_seconds);
+    const double passes = std::max(fw, next.forward) + std::max(bw, next.backward);
+    const double least_busiest = std::max(b, next.busiest), least_total = t + next.total;
+    const double most_headroom = std::min(h, next.headroom);
+    // The bound without the fill and flush cycles first: it is never below the one with them
+    // (score_bound takes the larger step), so what it drops the full bound drops too, and the
+    // ramps (a pass over every fill and flush cycle) are summed only for what it keeps.
+    if (prune_ && !incumbents_->worth(score_bound(least_busiest, least_total, -1, passes), most_headroom, global_batch_)) {
+      ++counts_->bounded;
+      continue;
+    }
     if (ramps_ || grouped_ramps_) {
       auto& mine = ramp_[static_cast<std::size_t>(ipu) + 1];
       mine = ramp_[static_cast<std::size_t>(ipu)];
       if (ramps_) add_ramps(ipu, o.footprint, mine);
       else add_grouped_ramps(ipu, o.footprint, mine);
-      ramps = 0;
+      double ramps = 0;
       for (double r : mine) ramps += r;
-    }
-    const double fw = std::max(forward, o.footprint.forward_seconds), bw = std::max(backward, o.footprint.backward_seconds);
-    const double passes = std::max(fw, next.forward) + std::max(bw, next.backward);
-    if (prune_ && !incumbents_->worth(score_bound(std::max(b, next.busiest), t + next.total, ramps, passes),
-                                      std::min(h, next.headroom), global_batch_)) {
-      ++counts_->bounded;
-      continue;
+      if (prune_ && !incumbents_->worth(score_bound(least_busiest, least_total, ramps, passes), most_headroom, global_batch_)) {
+        ++counts_->bounded;
+        continue;
+      }
     }
     // The layers' own shared weights and inputs (those of the stem and heads are checked per block).
     const auto [first, last] = block_of(ipu, u, k);

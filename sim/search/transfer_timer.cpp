@@ -176,6 +176,23 @@ bool TransferTimer::prefetched() const {
   return ex_.prefetch_data_streams && hw_.host_link.gateway_bandwidth_bytes_per_s > 0;
 }
 
+void TransferTimer::note_host_streams(const std::vector<int>& virtual_ipus) {
+  // Once noted, not looked for again: the evaluators ask once per step or stage of every
+  // candidate, and a vector indexed by host link, not a map, since the planner does too.
+  if ((contention & kSharedHostLink) || hw_.host_link.shared_by <= 1) return;
+  std::vector<char> streaming;
+  for (int r = 0; r < replicas_; ++r)
+    for (int ipu : virtual_ipus) {
+      const auto link = static_cast<std::size_t>(physical(r, ipu) / hw_.host_link.shared_by);
+      if (link >= streaming.size()) streaming.resize(link + 1, 0);
+      if (streaming[link]) {
+        contention |= kSharedHostLink;
+        return;
+      }
+      streaming[link] = 1;
+    }
+}
+
 double TransferTimer::host_seconds(double bytes) const {
   if (prefetched()) return hw_.host_link.latency_s + bytes / hw_.host_link.gateway_bandwidth_bytes_per_s;
   return hw_.host_link.latency_s + whole(bytes) / hw_.host_link.bandwidth_bytes_per_s;
@@ -184,12 +201,16 @@ double TransferTimer::host_seconds(double bytes) const {
 double TransferTimer::step_seconds(double device, std::int64_t micro_batches) const {
   double floor = 0;
   if (prefetched() && ex_.host_io) {
-    std::map<int, double> bytes_of_link;
+    // Indexed by host link, not a map: this runs once per candidate of a search, over every
+    // replica's stages (496 of them on a POD256 of 16-IPU pipelines).
+    std::vector<double> bytes_of_link;
     for (int r = 0; r < replicas_; ++r)
-      for (const PlanStage& st : plan_.stages)
-        bytes_of_link[physical(r, st.ipu) / hw_.host_link.shared_by] +=
-            (st.host_input_bytes + st.host_output_bytes) * static_cast<double>(micro_batches);
-    for (const auto& [link, bytes] : bytes_of_link) floor = std::max(floor, bytes / hw_.host_link.bandwidth_bytes_per_s);
+      for (const PlanStage& st : plan_.stages) {
+        const auto link = static_cast<std::size_t>(physical(r, st.ipu) / hw_.host_link.shared_by);
+        if (link >= bytes_of_link.size()) bytes_of_link.resize(link + 1, 0.0);
+        bytes_of_link[link] += (st.host_input_bytes + st.host_output_bytes) * static_cast<double>(micro_batches);
+      }
+    for (double bytes : bytes_of_link) floor = std::max(floor, bytes / hw_.host_link.bandwidth_bytes_per_s);
   }
   return std::max(device, floor) + hw_.host_link.run_overhead_s;
 }

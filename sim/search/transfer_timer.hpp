@@ -87,6 +87,9 @@ public:
   // A host stream as the IPU waits for it: through the IPU-Gateway when prefetched.
   double host_seconds(double bytes) const;
   bool prefetched() const;
+  // Notes kSharedHostLink when the replicas' copies of `virtual_ipus` (IPUs streaming at once;
+  // one listed twice streams twice) sit behind one host link.
+  void note_host_streams(const std::vector<int>& virtual_ipus);
   // The step the engine ends with: no shorter than the host's legs of the prefetched streams
   // of `micro_batches` micro-batches, then the host's turn (ProgramBuilder::host_round_trip).
   double step_seconds(double device, std::int64_t micro_batches) const;
