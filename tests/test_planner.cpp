@@ -214,6 +214,18 @@ bool composed_equals_built(const Scenario& sc, const LayerStructure& layers, con
     CHECK(a.gradient == b.gradient);
     CHECK(a.bytes == b.bytes);
   }
+  // The search bounds PopART's copy phase by SplitCosts::cut_bytes: each forward copy between
+  // consecutive IPUs carries at least that much (the hidden state crosses every cut of these models).
+  const auto blocks = table.stage_blocks(c.split);
+  for (std::size_t s = 0; s + 1 < split.size(); ++s) {
+    double carried = 0;
+    for (const PlanCopy& copy : built.copies)
+      if (!copy.gradient && copy.from_stage == static_cast<int>(s)) carried = copy.bytes;
+    const double least = table.cut_bytes(heads_on_last)[static_cast<std::size_t>(blocks[s + 1].first)];
+    INFO("cut after IPU " << s);
+    CHECK(least > 0);
+    CHECK(carried >= least);
+  }
   REQUIRE(p.ipus.size() == built.ipus.size());
   for (std::size_t i = 0; i < p.ipus.size(); ++i) {
     const PlanIpu &a = p.ipus[i], &b = built.ipus[i];

@@ -45,7 +45,26 @@ SplitCosts::SplitCosts(const Scenario& sc, const LayerStructure& layers, std::in
   cost_ops(id);
   for (const auto& a : g.anchors) anchors_.push_back(id.at(a));
   sum_unit_weights(g, id);
+  sum_cut_bytes();
   weight_prefixes();
+}
+
+void SplitCosts::sum_cut_bytes() {
+  const int heads = units_ - 1;
+  for (int last = 0; last < 2; ++last) cut_bytes_[last].assign(static_cast<std::size_t>(units_) + 1, 0.0);
+  for (int t : crossing_) {
+    const TensorInfo& info = tensors_[static_cast<std::size_t>(t)];
+    if (info.kind != TensorKind::Activation || info.producer < 0) continue;
+    const int from = unit_of(static_cast<std::size_t>(info.producer));
+    int read_to = from, read_to_before_heads = from;  // the last unit reading it (other than the heads)
+    for (int c : info.consumers) {
+      const int u = unit_of(static_cast<std::size_t>(c));
+      read_to = std::max(read_to, u);
+      if (u != heads) read_to_before_heads = std::max(read_to_before_heads, u);
+    }
+    for (int v = from + 1; v <= read_to; ++v) cut_bytes_[1][static_cast<std::size_t>(v)] += info.bytes;
+    for (int v = from + 1; v <= read_to_before_heads; ++v) cut_bytes_[0][static_cast<std::size_t>(v)] += info.bytes;
+  }
 }
 
 std::map<std::string, int> SplitCosts::index_tensors(const ModelGraph& g) {
@@ -712,7 +731,7 @@ double SplitCosts::memory_bound(const Model& m, const LayerStructure& layers, st
   bytes += tensors * (sizeof(TensorInfo) + kAllocation + 2 * (kMapNode + sizeof(std::string) + 64)) +
            consumers * sizeof(int);
   bytes += 2 * U * sizeof(UnitWeights) + tensors * (sizeof(double) + sizeof(std::pair<int, double>) + 2 * kAllocation);
-  bytes += U * (3 + 2) * sizeof(double) + ops * sizeof(int) + tensors * (sizeof(int) + sizeof(std::vector<int>) + kAllocation);
+  bytes += U * (3 + 2) * sizeof(double) + 2 * ((U + 1) * sizeof(double) + kAllocation) + ops * sizeof(int) + tensors * (sizeof(int) + sizeof(std::vector<int>) + kAllocation);
   // The recomputation stashes: a block alone or with the other stage on its IPU (the heads
   // with IPU 0's block); the state's tile prefixes, by replica count.
   bytes += (U * (U + 1) / 2 + 2 * U) * (kMapNode + 32) + 4 * (U + 1) * sizeof(double) + 4 * kMapNode;
@@ -740,7 +759,7 @@ double SplitCosts::bytes_held() const {
   for (const auto* weights : {&unit_weights_, &completing_})
     for (const UnitWeights& w : *weights) bytes += vector_bytes(w.shapes) + vector_bytes(w.tensor_elements);
   bytes += vector_bytes(weight_prefix_) + vector_bytes(weight_tile_prefix_) + vector_bytes(state_bytes_prefix_);
-  bytes += vector_bytes(shared_by_units_) + vector_bytes(crossing_);
+  bytes += vector_bytes(shared_by_units_) + vector_bytes(crossing_) + vector_bytes(cut_bytes_[0]) + vector_bytes(cut_bytes_[1]);
   for (const auto& v : shared_by_units_) bytes += vector_bytes(v);
   bytes += static_cast<double>(recompute_stashes_.size()) * (kMapNode + 32);
   for (const auto& [shards, prefix] : state_tile_prefixes_) bytes += kMapNode + vector_bytes(prefix);

@@ -95,6 +95,11 @@ public:
   // The same at each of `amps` (settings.amp ignored): the part they share computed once.
   std::vector<IpuFootprint> footprints(const IpuBlocks& blocks, const MemorySettings& settings,
                                        const std::vector<int>& amps) const;
+  // Per unit boundary v (0..units): bytes that the forward copy from the IPU holding unit v-1
+  // to the next IPU, holding unit v, carries at least: the activations made before v and read
+  // from v on (with the heads on IPU 0, not those only the heads read, which may stay there).
+  // A lower bound of add_copies' copy for every split that cuts there.
+  const std::vector<double>& cut_bytes(bool heads_on_last) const { return cut_bytes_[heads_on_last ? 1 : 0]; }
   // One unit's compute per micro-batch at `amp` (forward, backward and recomputation).
   double unit_seconds(int unit, int amp, bool recompute) const;
 
@@ -157,6 +162,7 @@ private:
 
   // The constructor's steps, in order.
   std::map<std::string, int> index_tensors(const ModelGraph& g);  // tensors_; returns each tensor's id
+  void sum_cut_bytes();
   void check_layer_order();
   void cost_ops(const std::map<std::string, int>& id);
   void sum_unit_weights(const ModelGraph& g, const std::map<std::string, int>& id);
@@ -192,6 +198,7 @@ private:
   std::vector<UnitWeights> completing_;        // by the unit of a weight's earliest user: the stage completing it
   std::vector<double> weight_prefix_, weight_tile_prefix_, state_bytes_prefix_;  // by unit, cumulative
   std::vector<std::vector<int>> shared_by_units_;  // units of each weight or host input used by several
+  std::vector<double> cut_bytes_[2];           // by heads placement (0: IPU 0, 1: last), per unit boundary
   std::vector<int> crossing_;                  // non-weight tensors read outside their producer's unit, name order
   mutable std::vector<Block> blocks_;          // [first * units + last]
   mutable std::vector<BlockCost> block_costs_; // [(first * units + last) * amps + amp]

@@ -42,8 +42,10 @@ SplitSearch::SplitSearch(const Scenario& sc, const PlanSpace& space, const Split
   // Every evaluator ends the step with the host's turn, which nothing overlaps; PopART's
   // lockstep cycles each end in a sync.
   fixed_seconds_ = sc.hardware.host_link.run_overhead_s;
-  if (popart)
-    fixed_seconds_ += static_cast<double>(batches_) * static_cast<double>(depth_ + S - 1) * sc.hardware.sync_seconds(W_ * st.replicas * st.tensor_parallel);
+  if (popart) {
+    copy_cycles_ = static_cast<double>(batches_) * static_cast<double>(depth_ + S - 1);
+    fixed_seconds_ += copy_cycles_ * sc.hardware.sync_seconds(W_ * st.replicas * st.tensor_parallel);
+  }
   stash_ = stash_depths(st.schedule, P_, st.depth, training);
   memory_.recompute = st.recompute;
   memory_.state_on_chip = !st.state_off_chip;
@@ -99,7 +101,7 @@ double SplitSearch::min_work(int first, int last) const {
   return unit_prefix_[static_cast<std::size_t>(last) + 1] - unit_prefix_[static_cast<std::size_t>(first)];
 }
 
-double SplitSearch::score_bound(double busiest, double total, double ramps, double passes) const {
+double SplitSearch::score_bound(double busiest, double total, double ramps, double passes, double copies) const {
   if (objective_ == Objective::Latency) return 1 / (total * (1 - kMargin));
   // Each IPU runs every micro-batch through its stages; TensorFlow's Sequential runs one
   // stage at a time, so there every IPU's work adds up. TensorFlow's Grouped runs every stage's
@@ -117,7 +119,7 @@ double SplitSearch::score_bound(double busiest, double total, double ramps, doub
   // flush cycle at least what the IPUs known so far do in it.
   if (ramps >= 0)
     step = std::max(step, static_cast<double>(batches_) * (ramps + static_cast<double>(depth_ - S_ + 1) * busiest));
-  step += fixed_seconds_;
+  step += fixed_seconds_ + copy_cycles_ * copies;
   return samples_ / (step * (1 - kMargin));
 }
 
@@ -240,6 +242,7 @@ void SplitSearch::release() {
   std::vector<std::vector<Option>>().swap(option_cache_);
   std::vector<char>().swap(option_ready_);
   std::vector<Suffix>().swap(suffixes_);
+  std::vector<double>().swap(cut_seconds_);
 }
 
 bool SplitSearch::run(Incumbents& incumbents, SearchCounts& counts, const std::function<bool()>& stop) {
@@ -252,7 +255,10 @@ bool SplitSearch::run(Incumbents& incumbents, SearchCounts& counts, const std::f
   if (grouped_ramps_) ramp_.assign(static_cast<std::size_t>(W_) + 1, std::vector<double>(static_cast<std::size_t>(4 * (P_ - 1)), 0.0));
   ipu_of_unit_.assign(static_cast<std::size_t>(U_), -1);
   if (!settings_.heads_on_last) ipu_of_unit_.back() = 0;
-  if (solve(0, 1).feasible) walk(0, 1, 0, 0, kInfinity, 0, 0);
+  if (copy_cycles_ > 0) cut_seconds_.assign(static_cast<std::size_t>(W_) * static_cast<std::size_t>(U_ + 1), -1.0);
+  Partial none;
+  none.headroom = kInfinity;
+  if (solve(0, 1).feasible) walk(0, 1, none);
   release();
   return !stopped_;
 }
@@ -307,7 +313,7 @@ void SplitSearch::add_grouped_ramps(int ipu, const IpuFootprint& f, std::vector<
   }
 }
 
-void SplitSearch::walk(int ipu, int u, double busiest, double total, double headroom, double forward, double backward) {
+void SplitSearch::walk(int ipu, int u, const Partial& placed) {
   if (stopped_) return;
   if (++ticks_ % 256 == 0 && (*stop_)()) {
     stopped_ = true;
@@ -325,17 +331,20 @@ void SplitSearch::walk(int ipu, int u, double busiest, double total, double head
   for (const auto& [k, index] : here.moves) {
     const Option& o = options(ipu, u, k)[static_cast<std::size_t>(index)];
     const Suffix& next = solve(ipu + 1, u + k);
-    const double b = std::max(busiest, o.footprint.seconds);
-    const double t = total + o.footprint.seconds;
-    const double h = std::min(headroom, tile_capacity_ - o.footprint.tile_bytes);
-    const double fw = std::max(forward, o.footprint.forward_seconds), bw = std::max(backward, o.footprint.backward_seconds);
-    const double passes = std::max(fw, next.forward) + std::max(bw, next.backward);
-    const double least_busiest = std::max(b, next.busiest), least_total = t + next.total;
-    const double most_headroom = std::min(h, next.headroom);
+    Partial now;
+    now.busiest = std::max(placed.busiest, o.footprint.seconds);
+    now.total = placed.total + o.footprint.seconds;
+    now.headroom = std::min(placed.headroom, tile_capacity_ - o.footprint.tile_bytes);
+    now.forward = std::max(placed.forward, o.footprint.forward_seconds);
+    now.backward = std::max(placed.backward, o.footprint.backward_seconds);
+    now.copies = ipu + 1 < W_ ? std::max(placed.copies, cut_seconds(ipu, u + k)) : placed.copies;
+    const double passes = std::max(now.forward, next.forward) + std::max(now.backward, next.backward);
+    const double least_busiest = std::max(now.busiest, next.busiest), least_total = now.total + next.total;
+    const double most_headroom = std::min(now.headroom, next.headroom);
     // The bound without the fill and flush cycles first: it is never below the one with them
     // (score_bound takes the larger step), so what it drops the full bound drops too, and the
     // ramps (a pass over every fill and flush cycle) are summed only for what it keeps.
-    if (prune_ && !incumbents_->worth(score_bound(least_busiest, least_total, -1, passes), most_headroom, global_batch_)) {
+    if (prune_ && !incumbents_->worth(score_bound(least_busiest, least_total, -1, passes, now.copies), most_headroom, global_batch_)) {
       ++counts_->bounded;
       continue;
     }
@@ -346,7 +355,7 @@ void SplitSearch::walk(int ipu, int u, double busiest, double total, double head
       else add_grouped_ramps(ipu, o.footprint, mine);
       double ramps = 0;
       for (double r : mine) ramps += r;
-      if (prune_ && !incumbents_->worth(score_bound(least_busiest, least_total, ramps, passes), most_headroom, global_batch_)) {
+      if (prune_ && !incumbents_->worth(score_bound(least_busiest, least_total, ramps, passes, now.copies), most_headroom, global_batch_)) {
         ++counts_->bounded;
         continue;
       }
@@ -368,12 +377,29 @@ void SplitSearch::walk(int ipu, int u, double busiest, double total, double head
       ++counts_->refused;
     } else {
       chosen_[static_cast<std::size_t>(ipu)] = {k, index};
-      walk(ipu + 1, u + k, b, t, h, fw, bw);
+      walk(ipu + 1, u + k, now);
     }
     for (int x = first; x <= last; ++x) ipu_of_unit_[static_cast<std::size_t>(x)] = -1;
     if (!settings_.heads_on_last) ipu_of_unit_.back() = 0;
     if (stopped_) return;
   }
+}
+
+double SplitSearch::cut_seconds(int ipu, int v) {
+  if (copy_cycles_ <= 0) return 0;
+  double& cached = cut_seconds_[static_cast<std::size_t>(ipu) * static_cast<std::size_t>(U_ + 1) + static_cast<std::size_t>(v)];
+  if (cached >= 0) return cached;
+  // As TransferTimer::copy_seconds times the copy: every replica's at once, the slowest; its
+  // IPUs as TransferTimer::physical numbers them (the planner's candidates have no placement).
+  const double bytes = std::floor(table_.cut_bytes(settings_.heads_on_last)[static_cast<std::size_t>(v)]);
+  const auto group = std::max<std::int64_t>(1, settings_.tensor_parallel);
+  cached = 0;
+  if (bytes > 0)
+    for (std::int64_t r = 0; r < settings_.replicas; ++r) {
+      const auto from = static_cast<int>((r * W_ + ipu) * group), to = static_cast<int>((r * W_ + ipu + 1) * group);
+      cached = std::max(cached, routes_.path(from, to).seconds(bytes));
+    }
+  return cached;
 }
 
 void SplitSearch::leaf() {
@@ -445,7 +471,7 @@ double SplitSearch::tables_bound(int ipus, int units, std::size_t amps) {
   return cells * (sizeof(std::vector<Option>) + 1 + kAllocation) + cells * A * sizeof(Option) +
          (W + 1) * U * (sizeof(Suffix) + (U + 1) * A * sizeof(std::pair<int, int>) + kAllocation) +
          W * (U + 1) * A * (sizeof(std::pair<double, std::pair<int, int>>) + sizeof(std::pair<int, int>)) + 2 * W * kAllocation +
-         64 * 1024 + (W + 1) * 8192;
+         64 * 1024 + (W + 1) * 8192 + W * (U + 1) * sizeof(double) + kAllocation;  // the last: cut_seconds
 }
 
 double SplitSearch::bytes_held() const {
@@ -453,7 +479,8 @@ double SplitSearch::bytes_held() const {
   bytes += vector_bytes(option_cache_) + vector_bytes(option_ready_) + vector_bytes(suffixes_);
   for (const auto& options : option_cache_) bytes += vector_bytes(options);
   for (const Suffix& s : suffixes_) bytes += vector_bytes(s.moves);
-  bytes += vector_bytes(allowed_amps_) + vector_bytes(stash_) + vector_bytes(chosen_) + vector_bytes(ramp_);
+  bytes += vector_bytes(allowed_amps_) + vector_bytes(stash_) + vector_bytes(chosen_) + vector_bytes(ramp_) +
+           vector_bytes(cut_seconds_);
   for (const auto& a : allowed_amps_) bytes += vector_bytes(a);
   for (const auto& r : ramp_) bytes += vector_bytes(r);
   bytes += vector_bytes(unit_prefix_) + vector_bytes(shares_stem_) + vector_bytes(shares_heads_) + vector_bytes(ipu_of_unit_) +

@@ -56,11 +56,21 @@ private:
   // The fitting, not dominated availableMemoryProportion choices for that block, cached.
   const std::vector<Option>& options(int ipu, int u, int k);
   const Suffix& solve(int ipu, int u);
-  void walk(int ipu, int u, double busiest, double total, double headroom, double forward, double backward);
+  // What the IPUs placed so far give the bounds: the busiest IPU's and the total work per
+  // micro-batch, the least headroom, the largest forward and backward work, and PopART's
+  // copy phase at least (the slowest cut so far, cut_seconds).
+  struct Partial {
+    double busiest = 0, total = 0, headroom = 0, forward = 0, backward = 0, copies = 0;
+  };
+  void walk(int ipu, int u, const Partial& placed);
+  // PopART: the least time of the copy from IPU `ipu` to the next when that one begins at unit
+  // `v` (SplitCosts::cut_bytes on the slowest replica's route), cached; 0 for other schedules.
+  double cut_seconds(int ipu, int v);
   void leaf();
   // `ramps`: a lower bound on PopART's fill and flush cycles (their sum), or negative when none;
   // `passes`: a lower bound on the largest forward plus the largest backward work of an IPU.
-  double score_bound(double busiest, double total, double ramps = -1, double passes = 0) const;
+  // `copies`: a lower bound on PopART's copy phase, which each of its cycles ends with.
+  double score_bound(double busiest, double total, double ramps = -1, double passes = 0, double copies = 0) const;
   // PopART: the fill and flush cycles' lower bounds with IPU `ipu` holding option `o` added.
   void add_ramps(int ipu, const IpuFootprint& f, std::vector<double>& ramps) const;
   // TensorFlow's Grouped: its ramp-up and flush steps' lower bounds with IPU `ipu` holding `f`.
@@ -85,6 +95,8 @@ private:
   bool grouped_ramps_ = false;  // TensorFlow's Grouped in training: its ramp-up and flush steps too
   int S_ = 0;
   std::vector<std::vector<double>> ramp_;  // per depth of the walk: each fill and flush cycle's bound
+  double copy_cycles_ = 0;                 // PopART: cycles with a copy phase, batches x (D + S - 1)
+  std::vector<double> cut_seconds_;        // per (IPU, unit boundary): cut_seconds, negative until asked
   std::vector<int> stash_;
   std::vector<std::vector<int>> allowed_amps_;  // per IPU
   std::vector<double> unit_prefix_;             // fastest allowed amp, cumulative by unit
