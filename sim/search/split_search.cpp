@@ -338,41 +338,13 @@ void SplitSearch::walk(int ipu, int u, const Partial& placed) {
     now.forward = std::max(placed.forward, o.footprint.forward_seconds);
     now.backward = std::max(placed.backward, o.footprint.backward_seconds);
     now.copies = ipu + 1 < W_ ? std::max(placed.copies, cut_seconds(ipu, u + k)) : placed.copies;
-    const double passes = std::max(now.forward, next.forward) + std::max(now.backward, next.backward);
-    const double least_busiest = std::max(now.busiest, next.busiest), least_total = now.total + next.total;
-    const double most_headroom = std::min(now.headroom, next.headroom);
-    // The bound without the fill and flush cycles first: it is never below the one with them
-    // (score_bound takes the larger step), so what it drops the full bound drops too, and the
-    // ramps (a pass over every fill and flush cycle) are summed only for what it keeps.
-    if (prune_ && !incumbents_->worth(score_bound(least_busiest, least_total, -1, passes, now.copies), most_headroom, global_batch_)) {
+    if (!may_enter(ipu, o.footprint, now, next)) {
       ++counts_->bounded;
       continue;
     }
-    if (ramps_ || grouped_ramps_) {
-      auto& mine = ramp_[static_cast<std::size_t>(ipu) + 1];
-      mine = ramp_[static_cast<std::size_t>(ipu)];
-      if (ramps_) add_ramps(ipu, o.footprint, mine);
-      else add_grouped_ramps(ipu, o.footprint, mine);
-      double ramps = 0;
-      for (double r : mine) ramps += r;
-      if (prune_ && !incumbents_->worth(score_bound(least_busiest, least_total, ramps, passes, now.copies), most_headroom, global_batch_)) {
-        ++counts_->bounded;
-        continue;
-      }
-    }
-    // The layers' own shared weights and inputs (those of the stem and heads are checked per block).
     const auto [first, last] = block_of(ipu, u, k);
     for (int x = first; x <= last; ++x) ipu_of_unit_[static_cast<std::size_t>(x)] = ipu;
-    bool refused = false;
-    for (const auto& shared : table_.shared_units()) {
-      int where = -1;
-      for (int x : shared) {
-        const int at = ipu_of_unit_[static_cast<std::size_t>(x)];
-        if (at < 0) continue;
-        refused = refused || (where >= 0 && at != where);
-        where = at;
-      }
-    }
+    const bool refused = !shared_units_together();
     if (refused) {
       ++counts_->refused;
     } else {
@@ -383,6 +355,41 @@ void SplitSearch::walk(int ipu, int u, const Partial& placed) {
     if (!settings_.heads_on_last) ipu_of_unit_.back() = 0;
     if (stopped_) return;
   }
+}
+
+bool SplitSearch::may_enter(int ipu, const IpuFootprint& f, const Partial& now, const Suffix& next) {
+  const double passes = std::max(now.forward, next.forward) + std::max(now.backward, next.backward);
+  const double least_busiest = std::max(now.busiest, next.busiest), least_total = now.total + next.total;
+  const double most_headroom = std::min(now.headroom, next.headroom);
+  auto worth = [&](double ramps) {
+    return !prune_ ||
+           incumbents_->worth(score_bound(least_busiest, least_total, ramps, passes, now.copies), most_headroom, global_batch_);
+  };
+  // The bound without the fill and flush cycles first: it is never below the one with them
+  // (score_bound takes the larger step), so what it drops the full bound drops too, and the
+  // ramps (a pass over every fill and flush cycle) are summed only for what it keeps.
+  if (!worth(-1)) return false;
+  if (!ramps_ && !grouped_ramps_) return true;
+  auto& mine = ramp_[static_cast<std::size_t>(ipu) + 1];
+  mine = ramp_[static_cast<std::size_t>(ipu)];
+  if (ramps_) add_ramps(ipu, f, mine);
+  else add_grouped_ramps(ipu, f, mine);
+  double ramps = 0;
+  for (double r : mine) ramps += r;
+  return worth(ramps);
+}
+
+bool SplitSearch::shared_units_together() const {
+  for (const auto& shared : table_.shared_units()) {
+    int where = -1;
+    for (int x : shared) {
+      const int at = ipu_of_unit_[static_cast<std::size_t>(x)];
+      if (at < 0) continue;
+      if (where >= 0 && at != where) return false;
+      where = at;
+    }
+  }
+  return true;
 }
 
 double SplitSearch::cut_seconds(int ipu, int v) {

@@ -63,6 +63,12 @@ private:
     double busiest = 0, total = 0, headroom = 0, forward = 0, backward = 0, copies = 0;
   };
   void walk(int ipu, int u, const Partial& placed);
+  // Whether some completion of `now` (IPU `ipu` holding `f` last) by the suffix `next` could enter
+  // the answer, by the bounds; fills IPU ipu + 1's fill and flush bounds on the way.
+  bool may_enter(int ipu, const IpuFootprint& f, const Partial& now, const Suffix& next);
+  // PopART's rule on the units placed so far: no weight or input the layers share on two IPUs
+  // (those of the stem and heads are checked per block).
+  bool shared_units_together() const;
   // PopART: the least time of the copy from IPU `ipu` to the next when that one begins at unit
   // `v` (SplitCosts::cut_bytes on the slowest replica's route), cached; 0 for other schedules.
   double cut_seconds(int ipu, int v);
