@@ -492,11 +492,13 @@ void sweep(const Options& o) {
 }
 
 // `ipusim plan` over each shipped pod case's whole default space (issue 21's target: under
-// a minute of CPU for BERT-Large or GPT-2 medium on a Pod16), the engine runs included.
+// a minute of CPU for BERT-Large or GPT-2 medium on a Pod16; issue 37's: under a minute for
+// MLPerf BERT on the Bow Pod256), the engine runs included.
 void plan(const Options& o) {
   std::cout << "\n### `ipusim plan SCENARIO --quiet`, the default space\n\n| scenario | wall (CPU) | peak RSS |"
             << (o.before.empty() ? "" : " before: wall (CPU) |") << "\n|---|---|---|" << (o.before.empty() ? "" : "---|") << "\n";
-  for (const char* name : {"gpt2-medium-bow-pod16", "bert-large-pod16", "bert-large-mlperf-pod16", "bert-large-mlperf-pod64"}) {
+  for (const char* name : {"gpt2-medium-bow-pod16", "bert-large-pod16", "bert-large-mlperf-pod16", "bert-large-mlperf-pod64",
+                           "validation/mlperf-v2.0-bert-closed-pod256"}) {
     std::cerr << "plan: " << name << "\n";
     const std::vector<std::string> args{"plan", kSource + "/scenarios/" + name + ".json", "--quiet"};
     const Measure m = best_of(o.runs, [&] { return run_binary(o.ipusim, args, 900); });
