@@ -131,6 +131,74 @@ TEST_CASE("TF Interleaved: forward and backward alternate on each IPU", "[schedu
         std::vector<int>{1, 0});
 }
 
+namespace {
+
+// TensorFlow's lockstep rule stepped through one step at a time, with no folding: in step t
+// stage s runs forward (Grouped: the first N steps, then every other one; Interleaved: t - s
+// even) the next micro-batch its input is ready for, or backward likewise.
+std::vector<std::vector<LockstepTask>> lockstep_steps_one_by_one(bool grouped, int N, std::int64_t m, bool training) {
+  std::vector<std::int64_t> next_f(static_cast<std::size_t>(N), 0), next_b(static_cast<std::size_t>(N), 0);
+  std::vector<std::vector<LockstepTask>> steps;
+  for (std::int64_t t = 0; (training && next_b[0] < m) || next_f[static_cast<std::size_t>(N - 1)] < m; ++t) {
+    std::vector<LockstepTask> step;
+    for (int s = 0; s < N; ++s) {
+      const auto i = static_cast<std::size_t>(s);
+      const bool forward = !training || (grouped ? t < N || (t - N) % 2 == 1 : (t - s) % 2 == 0);
+      if (forward && next_f[i] < m && (s == 0 || next_f[i - 1] > next_f[i])) step.push_back({s, next_f[i], false});
+      const std::int64_t ready = s == N - 1 ? next_f[i] : (s + 1 < N ? next_b[i + 1] : 0);
+      if (!forward && next_b[i] < m && ready > next_b[i]) step.push_back({s, next_b[i], true});
+    }
+    for (const LockstepTask& task : step) ++(task.backward ? next_b : next_f)[static_cast<std::size_t>(task.stage)];
+    if (!step.empty()) steps.push_back(step);
+  }
+  return steps;
+}
+
+} // namespace
+
+TEST_CASE("TF lockstep runs: the folded steady state, skipped ahead, expands to the rule stepped one by one",
+          "[schedule]") {
+  // The folder takes the periods of the steady state as matched at once (O(N) steps, not O(G));
+  // expanded, its runs must be the rule's steps exactly, ramps and the end included.
+  int compared = 0;
+  for (const bool grouped : {true, false})
+    for (const bool training : {true, false})
+      for (int N = 1; N <= 5; ++N)
+        for (std::int64_t m = 1; m <= 64; ++m) {
+          const std::int64_t unit = grouped ? (training ? 2 * N : N) : N;
+          if (m < unit || m % unit != 0) continue;
+          INFO((grouped ? "grouped" : "interleaved") << " N " << N << " m " << m << (training ? " training" : ""));
+          std::vector<std::vector<LockstepTask>> expanded;
+          std::size_t runs_longer_than_two = 0;
+          for (const LockstepRun& run : tf_lockstep_runs(grouped ? "tf-grouped" : "tf-interleaved", N, m, training)) {
+            runs_longer_than_two += run.times > 2 ? 1 : 0;
+            for (std::int64_t k = 0; k < run.times; ++k)
+              for (auto step : run.body) {
+                for (LockstepTask& task : step) task.micro_batch += k;
+                expanded.push_back(step);
+              }
+          }
+          const auto want = lockstep_steps_one_by_one(grouped, N, m, training);
+          REQUIRE(expanded.size() == want.size());
+          for (std::size_t i = 0; i < want.size(); ++i) {
+            REQUIRE(expanded[i].size() == want[i].size());
+            for (std::size_t j = 0; j < want[i].size(); ++j) {
+              CHECK(expanded[i][j].stage == want[i][j].stage);
+              CHECK(expanded[i][j].micro_batch == want[i][j].micro_batch);
+              CHECK(expanded[i][j].backward == want[i][j].backward);
+            }
+          }
+          if (m >= 8 * unit) CHECK(runs_longer_than_two == 1);  // a long steady state is one run
+          ++compared;
+        }
+  // Depths up to 64 the rules allow: Grouped training 32+16+10+8+6 (multiples of 2N), Grouped
+  // inference and Interleaved either way 64+32+21+16+12 each (multiples of N): 72 + 3 x 145.
+  CHECK(compared == 507);
+  // G = 4 x 10^6, Grouped over 4 stages: a handful of runs, the steady one 4 x 10^6 - 5 periods long.
+  const auto runs = tf_lockstep_runs("tf-grouped", 4, 4000000, true);
+  CHECK(runs.size() < 20);
+}
+
 TEST_CASE("TF depth rules accept and reject the right depths", "[schedule]") {
   const Json two = chain_model({{0, 1e6}, {1, 1e6}}, 250);  // N = 2
   const Json config = zero_overhead_config(2);
