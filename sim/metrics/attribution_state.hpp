@@ -262,9 +262,11 @@ public:
         st.out.pipeline_work_s += stats.seconds;
         per_stage[u.first] += stats.seconds;
       }
+      // Stages of equal work (a V schedule's mirrored halves) go to the first: a sum's last
+      // bits, which depend on how the periods were added, do not pick one (as for the IPU below).
       double heaviest = -1;
       for (const auto& [stage, seconds] : per_stage)
-        if (seconds > heaviest) {
+        if (seconds > heaviest * (1 + 1e-12)) {
           heaviest = seconds;
           st.out.heaviest_stage = stage;
         }

@@ -141,25 +141,38 @@ void MetricsAccumulator::on_repeat(const RepeatedPeriods& r) {
     RunObserver::on_repeat(r);
     return;
   }
+  std::int64_t reported = 0;
+  for (std::int64_t stride = 1; stride <= ::ipusim::periodic::kMaxStride && reported < r.times; ++stride)
+    if (add_periods_by_stride(r, stride, reported)) break;
+  while (reported < r.times) r.replay(++reported, *this);
+}
+
+bool MetricsAccumulator::add_periods_by_stride(const RepeatedPeriods& r, std::int64_t stride, std::int64_t& reported) {
+  // `stride` of the engine's periods taken as one: what the comparisons and the jump see.
+  RepeatedPeriods every = r;
+  every.iterations *= stride;
+  every.label_shift *= stride;
+  every.period *= static_cast<double>(stride);
   attribution_.begin_marks();
   std::deque<Mark> marks;
   marks.push_back(mark());
   attribution_.mark();
-  std::int64_t k = 1;
-  for (; k <= r.times; ++k) {
-    r.replay(k, *this);
-    if (k > ::ipusim::periodic::kTries) continue;
+  bool added = false;
+  for (std::int64_t tries = 0; tries < ::ipusim::periodic::kTries && reported + stride <= r.times && !added; ++tries) {
+    for (std::int64_t k = 0; k < stride; ++k) r.replay(++reported, *this);
     marks.push_back(mark());
     attribution_.mark();
     if (marks.size() > 3) marks.pop_front();
-    const std::int64_t rest = r.times - k;
-    if (marks.size() == 3 && rest > 0 && periodic(marks, r) && attribution_.periodic(r, rest)) {
-      jump(marks, r, rest);
-      attribution_.add_periods(r, rest);
-      break;
+    const std::int64_t rest = (r.times - reported) / stride;
+    if (marks.size() == 3 && rest > 0 && periodic(marks, every) && attribution_.periodic(every, rest)) {
+      jump(marks, every, rest);
+      attribution_.add_periods(every, rest);
+      reported += rest * stride;
+      added = true;
     }
   }
   attribution_.end_marks();
+  return added;
 }
 
 MetricsAccumulator::Mark MetricsAccumulator::mark() {

@@ -125,6 +125,10 @@ private:
   };
   Mark mark();
   // The last of `marks` (three, oldest first) is the one before it a period later.
+  // Replays `r`'s periods `stride` at a time until two strides changed the metrics alike, then
+  // adds the rest of whole strides at once; `reported`: periods reported so far, moved on.
+  // False when no two matched within periodic::kTries strides.
+  bool add_periods_by_stride(const RepeatedPeriods& r, std::int64_t stride, std::int64_t& reported);
   bool periodic(const std::deque<Mark>& marks, const RepeatedPeriods& r) const;
   void jump(const std::deque<Mark>& marks, const RepeatedPeriods& r, std::int64_t periods);
 

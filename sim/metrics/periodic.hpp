@@ -12,8 +12,12 @@
 
 namespace ipusim::periodic {
 
-// Periods replayed event by event, at most, before the rest are replayed too.
+// Comparisons made, at most, for each stride before the next is tried; strides (in the
+// engine's periods) tried: the metrics of a schedule may repeat only every few of the
+// engine's periods (the zero-bubble H2 order's latencies every other one). When none
+// matches, the rest are replayed event by event.
 inline constexpr std::int64_t kTries = 12;
+inline constexpr std::int64_t kMaxStride = 4;
 
 inline double ulp(double x) {
   const double a = std::fabs(x);
