@@ -396,14 +396,14 @@ double SplitSearch::cut_seconds(int ipu, int v) {
   if (copy_cycles_ <= 0) return 0;
   double& cached = cut_seconds_[static_cast<std::size_t>(ipu) * static_cast<std::size_t>(U_ + 1) + static_cast<std::size_t>(v)];
   if (cached >= 0) return cached;
-  // As TransferTimer::copy_seconds times the copy: every replica's at once, the slowest; its
-  // IPUs as TransferTimer::physical numbers them (the planner's candidates have no placement).
+  // As TransferTimer::copy_seconds times the copy: every replica's at once, the slowest (the
+  // planner's candidates have no placement).
   const double bytes = std::floor(table_.cut_bytes(settings_.heads_on_last)[static_cast<std::size_t>(v)]);
-  const auto group = std::max<std::int64_t>(1, settings_.tensor_parallel);
   cached = 0;
   if (bytes > 0)
-    for (std::int64_t r = 0; r < settings_.replicas; ++r) {
-      const auto from = static_cast<int>((r * W_ + ipu) * group), to = static_cast<int>((r * W_ + ipu + 1) * group);
+    for (int r = 0; r < settings_.replicas; ++r) {
+      const int from = unplaced_ipu(r, ipu, W_, settings_.tensor_parallel);
+      const int to = unplaced_ipu(r, ipu + 1, W_, settings_.tensor_parallel);
       cached = std::max(cached, routes_.path(from, to).seconds(bytes));
     }
   return cached;

@@ -165,11 +165,8 @@ TransferTimer::TransferTimer(const Execution& ex, const Plan& plan, RouteTable& 
 }
 
 int TransferTimer::physical(int replica, int virtual_ipu) const {
-  const auto i = static_cast<std::size_t>(replica * width_ + virtual_ipu);
-  // With tensor parallelism a virtual IPU is a group of consecutive IPUs, named by its first
-  // (physical_ipus' rule, which the engine runs).
-  const auto group = static_cast<std::size_t>(std::max<std::int64_t>(1, ex_.tensor_parallel));
-  return ex_.placement.empty() ? static_cast<int>(i * group) : static_cast<int>(ex_.placement[i]);
+  if (!ex_.placement.empty()) return static_cast<int>(ex_.placement[static_cast<std::size_t>(replica * width_ + virtual_ipu)]);
+  return unplaced_ipu(replica, virtual_ipu, width_, ex_.tensor_parallel);
 }
 
 bool TransferTimer::prefetched() const {

@@ -5,6 +5,7 @@
 // transfers would share one, which the evaluators then do not model), and the weight-update
 // phase as ProgramBuilder::weight_updates lays it out (ring collectives across the replicas,
 // each IPU's state load, compute and store, serially or overlapped).
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -75,6 +76,14 @@ private:
   };
   std::vector<Span> busy_;  // one vector: a POD256's rings add tens of thousands a candidate
 };
+
+// The IPU that runs virtual IPU `virtual_ipu` of replica `replica` when no placement is given:
+// the replicas side by side, `width` virtual IPUs each, and with tensor parallelism a virtual
+// IPU a group of `group` consecutive IPUs named by its first (physical_ipus' rule, which the
+// engine runs).
+inline int unplaced_ipu(int replica, int virtual_ipu, int width, std::int64_t group) {
+  return static_cast<int>((static_cast<std::int64_t>(replica) * width + virtual_ipu) * std::max<std::int64_t>(1, group));
+}
 
 class TransferTimer {
 public:
