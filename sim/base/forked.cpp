@@ -1,5 +1,7 @@
 #include "sim/base/forked.hpp"
 
+#include "sim/base/heap.hpp"
+
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -83,6 +85,7 @@ void run_forked(const std::function<void(ByteWriter&)>& child, const std::functi
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (::getppid() != waiter) _exit(3);  // the parent died before prctl took effect
     ::close(fds[0]);
+    keep_freed_memory();  // the child is ipusim's own even when the parent is Python
     ByteWriter out(fds[1]);
     try {
       child(out);
