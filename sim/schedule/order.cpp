@@ -47,16 +47,13 @@ private:
   std::vector<int> device_;
 };
 
-} // namespace
-
-OrderTiming evaluate(const ScheduleOrder& o, const OpTimes& times, double hop, const std::vector<int>& ipu_of_device) {
+// The list scheduling itself: `place(device, op index, start, seconds)` for each op, in
+// placement order; throws when an op's dependency is never done.
+template <class OnPlace>
+void place_ops(const ScheduleOrder& o, const OpTimes& times, double hop, const std::vector<int>& ipu_of_device,
+               OnPlace&& place) {
   Done done(o);
   const auto D = static_cast<std::size_t>(o.devices);
-  OrderTiming t;
-  t.start.resize(D);
-  t.end.resize(D);
-  t.busy_span.assign(D, 0);
-  t.busy_seconds.assign(D, 0);
   std::vector<std::size_t> next(D, 0);
   std::vector<int> ipu(D);
   for (std::size_t d = 0; d < D; ++d) ipu[d] = ipu_of_device.empty() ? static_cast<int>(d) : ipu_of_device[d];
@@ -101,8 +98,9 @@ OrderTiming evaluate(const ScheduleOrder& o, const OpTimes& times, double hop, c
   // Each device's next op, with the time it can start (-1: waiting for a dependency); an op
   // is placed at the earliest start among them. DualPipe's pairs run F then BW: an IPU's
   // tiles compute one op at a time (on a GPU the pair overlaps one chunk's communication
-  // with the other's compute). Every device's candidate is recomputed after each placement
-  // (a handful of devices: cheaper than tracking which ones the placed op unblocked).
+  // with the other's compute). After a placement, a device's candidate can change only if it
+  // is the placed op's device, shares its IPU (whose free time moved) or was waiting (the
+  // placed op may be what it waited for): a ready op's dependency end is final.
   std::vector<double> candidate(D, -1);
   auto refresh = [&](std::size_t d) {
     candidate[d] = -1;
@@ -118,19 +116,47 @@ OrderTiming evaluate(const ScheduleOrder& o, const OpTimes& times, double hop, c
     if (best == D) break;
     const OrderOp& op = o.ops[best][next[best]];
     const double start = candidate[best], seconds = cost(static_cast<int>(best), op);
-    t.start[best].push_back(start);
-    t.end[best].push_back(start + seconds);
-    t.sequence.emplace_back(static_cast<int>(best), next[best]);
+    place(best, next[best], start, seconds);
     finish(static_cast<int>(best), op, start + seconds);
     free[static_cast<std::size_t>(ipu[best])] = start + seconds;
-    t.busy_seconds[best] += seconds;
     ++next[best];
-    for (std::size_t d = 0; d < D; ++d) refresh(d);
+    for (std::size_t d = 0; d < D; ++d)
+      if (d == best || ipu[d] == ipu[best] || candidate[d] < 0) refresh(d);
   }
-  for (std::size_t d = 0; d < D; ++d) {
+  for (std::size_t d = 0; d < D; ++d)
     if (next[d] < o.ops[d].size())
       throw std::logic_error(o.name + ": device " + std::to_string(d) + " waits forever at op " +
                              std::to_string(next[d]) + " (the order breaks a dependency)");
+}
+
+} // namespace
+
+std::vector<std::pair<int, std::size_t>> placement_sequence(const ScheduleOrder& o, const OpTimes& times, double hop,
+                                                            const std::vector<int>& ipu_of_device) {
+  std::vector<std::pair<int, std::size_t>> sequence;
+  std::size_t total_ops = 0;
+  for (const auto& ops : o.ops) total_ops += ops.size();
+  sequence.reserve(total_ops);
+  place_ops(o, times, hop, ipu_of_device, [&](std::size_t d, std::size_t i, double, double) {
+    sequence.emplace_back(static_cast<int>(d), i);
+  });
+  return sequence;
+}
+
+OrderTiming evaluate(const ScheduleOrder& o, const OpTimes& times, double hop, const std::vector<int>& ipu_of_device) {
+  const auto D = static_cast<std::size_t>(o.devices);
+  OrderTiming t;
+  t.start.resize(D);
+  t.end.resize(D);
+  t.busy_seconds.assign(D, 0);
+  place_ops(o, times, hop, ipu_of_device, [&](std::size_t d, std::size_t i, double start, double seconds) {
+    t.start[d].push_back(start);
+    t.end[d].push_back(start + seconds);
+    t.sequence.emplace_back(static_cast<int>(d), i);
+    t.busy_seconds[d] += seconds;
+  });
+  t.busy_span.assign(D, 0);
+  for (std::size_t d = 0; d < D; ++d) {
     if (!t.end[d].empty()) t.busy_span[d] = t.end[d].back() - t.start[d].front();
     t.makespan = std::max(t.makespan, t.end[d].empty() ? 0.0 : t.end[d].back());
   }

@@ -51,6 +51,7 @@ struct ScheduleOrder {
 struct OpTimes {
   std::vector<std::vector<double>> f, b, w;  // [device][chunk]
   static OpTimes uniform(int devices, int chunks, double f, double b, double w);
+  bool operator==(const OpTimes&) const = default;
 };
 
 // The order timed by list scheduling: an op starts when its device is free and what it depends
@@ -72,6 +73,9 @@ struct OrderTiming {
 };
 OrderTiming evaluate(const ScheduleOrder& order, const OpTimes& times, double hop = 0,
                      const std::vector<int>& ipu_of_device = {});
+// evaluate's `sequence` alone, without recording times (the lowering needs only the order).
+std::vector<std::pair<int, std::size_t>> placement_sequence(const ScheduleOrder& order, const OpTimes& times,
+                                                            double hop = 0, const std::vector<int>& ipu_of_device = {});
 
 // One line per device as schedule-orders-p4-m8.txt writes it ("F0.1 B0.1 (F3&BW5) ...").
 std::vector<std::string> order_lines(const ScheduleOrder& order);

@@ -15,6 +15,9 @@
 // extrapolated_order.
 #include <algorithm>
 #include <cmath>
+#include <deque>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <stdexcept>
 
@@ -41,9 +44,10 @@ namespace {
 constexpr std::int64_t kMaxUnrolledDepth = 65536;
 constexpr std::int64_t kMaxOrderDepth = 1 << 18;
 
-// The order at one depth, timed, as each IPU's program runs it.
+// The order at one depth, timed, as each IPU's program runs it. The order itself (megabytes
+// at the probe depths) is shared by the copies the extrapolation and the memo make.
 struct Sequenced {
-  ScheduleOrder order;
+  std::shared_ptr<const ScheduleOrder> order;
   std::vector<IpuOps> ipus;
 };
 
@@ -62,22 +66,65 @@ std::vector<int> plan_ipu_ids(const Plan& plan) {
 
 // The evaluator places one op at a time, so its sequence, cut by IPU, is each IPU's program
 // order; each IPU's part of it is split into warm-up, steady phase and cool-down.
-Sequenced sequence_order(const OrderScheduleInfo& schedule, const PartLayout& layout, const std::vector<int>& ipus,
-                         std::int64_t depth) {
-  auto slot = [&](int ipu) { return static_cast<std::size_t>(std::find(ipus.begin(), ipus.end(), ipu) - ipus.begin()); };
+Sequenced build_sequenced_order(const OrderScheduleInfo& schedule, const PartLayout& layout,
+                                const std::vector<int>& ipus, std::int64_t depth) {
+  std::vector<std::size_t> slot_of_device;  // the order's device's IPU's place in `ipus`
+  for (const int ipu : layout.ipu_of_device)
+    slot_of_device.push_back(static_cast<std::size_t>(std::find(ipus.begin(), ipus.end(), ipu) - ipus.begin()));
   Sequenced out;
-  out.order = schedule.generate(layout.devices, layout.chunks, depth, layout.times, layout.w_share);
-  const OrderTiming timing = evaluate(out.order, layout.times, 0, layout.ipu_of_device);
+  const auto order = std::make_shared<const ScheduleOrder>(
+      schedule.generate(layout.devices, layout.chunks, depth, layout.times, layout.w_share));
+  out.order = order;
   std::vector<std::vector<SequencedOp>> sequence(ipus.size());
-  for (const auto& [d, i] : timing.sequence)
-    sequence[slot(layout.ipu_of_device[static_cast<std::size_t>(d)])].push_back(
-        {d, out.order.ops[static_cast<std::size_t>(d)][i]});
+  std::vector<std::size_t> ops_per_slot(ipus.size(), 0);
+  for (std::size_t d = 0; d < order->ops.size(); ++d) ops_per_slot[slot_of_device[d]] += order->ops[d].size();
+  for (std::size_t i = 0; i < ipus.size(); ++i) sequence[i].reserve(ops_per_slot[i]);
+  for (const auto& [d, i] : placement_sequence(*order, layout.times, 0, layout.ipu_of_device)) {
+    const auto device = static_cast<std::size_t>(d);
+    sequence[slot_of_device[device]].push_back({d, order->ops[device][i]});
+  }
   std::vector<Period> period;
   std::vector<std::size_t> lengths;
   for (const auto& ops : sequence) period.push_back(find_period(ops)), lengths.push_back(ops.size());
   align_periods(period, lengths);
   for (std::size_t i = 0; i < sequence.size(); ++i) out.ipus.push_back(split_sequence(sequence[i], period[i]));
   return out;
+}
+
+// Everything a sequenced order is made from.
+struct SequenceKey {
+  std::string schedule;
+  int devices = 0, chunks = 0;
+  std::int64_t depth = 0;
+  OpTimes times;
+  double w_share = 0;
+  std::vector<int> ipu_of_device, ipus;
+
+  bool operator==(const SequenceKey&) const = default;
+};
+
+// build_sequenced_order, remembering the last few: a run that does not fit builds the
+// schedules of the memory advice's fixes too, and the fixes that keep the stage times (more
+// micro-batches, another replica count) order the same ops at the same probe depths again.
+// A few megabytes each at the probe depths; behind a lock, as Python may run scenarios
+// from several threads.
+Sequenced sequence_order(const OrderScheduleInfo& schedule, const PartLayout& layout, const std::vector<int>& ipus,
+                         std::int64_t depth) {
+  constexpr std::size_t kKept = 4;
+  static std::mutex lock;
+  static std::deque<std::pair<SequenceKey, Sequenced>> kept;
+  SequenceKey key{schedule.name, layout.devices, layout.chunks, depth, layout.times, layout.w_share,
+                  layout.ipu_of_device, ipus};
+  {
+    const std::lock_guard<std::mutex> hold(lock);
+    for (const auto& [k, sequenced] : kept)
+      if (k == key) return sequenced;
+  }
+  Sequenced built = build_sequenced_order(schedule, layout, ipus, depth);
+  const std::lock_guard<std::mutex> hold(lock);
+  if (kept.size() == kKept) kept.pop_front();
+  kept.emplace_back(std::move(key), built);
+  return built;
 }
 
 // Past probe_depth the order is not built at m: it is built at two depths of m's residue
@@ -89,16 +136,17 @@ Sequenced sequence_order(const OrderScheduleInfo& schedule, const PartLayout& la
 std::optional<Sequenced> extrapolated_order(const OrderScheduleInfo& schedule, const PartLayout& layout,
                                             const std::vector<int>& ipus, std::int64_t m, std::int64_t probe_depth) {
   try {
-    const Sequenced probe = sequence_order(schedule, layout, ipus, probe_depth);
+    Sequenced probe = sequence_order(schedule, layout, ipus, probe_depth);
     const std::int64_t stride = probe.ipus.front().stride;
-    const bool one_pipeline = std::all_of(probe.order.pipeline_of_micro.begin(), probe.order.pipeline_of_micro.end(),
+    const bool one_pipeline = std::all_of(probe.order->pipeline_of_micro.begin(), probe.order->pipeline_of_micro.end(),
                                           [](int pipeline) { return pipeline == 0; });
     if (!one_pipeline || stride <= 0 || stride > probe_depth) return std::nullopt;
     const std::int64_t a = probe_depth + (m - probe_depth) % stride;
     // Twice as deep: a shared IPU's list schedule can drift for hundreds of micro-batches
     // before it settles, and a pattern that held only in a transient must not be extended.
     const std::int64_t more = (a + stride - 1) / stride;
-    Sequenced shallow = sequence_order(schedule, layout, ipus, a);
+    // The probe is the shallow build when m's residue puts it at the probe's depth.
+    Sequenced shallow = a == probe_depth ? std::move(probe) : sequence_order(schedule, layout, ipus, a);
     const Sequenced deep = sequence_order(schedule, layout, ipus, a + more * stride);
     bool periodic = true;
     for (std::size_t i = 0; i < ipus.size() && periodic; ++i)
@@ -247,7 +295,7 @@ Schedule build_from_order(const ScheduleContext& ctx, std::int64_t probe_depth) 
   ProgramBuilder b(lowered_ctx, name, ctx.recompute());
   emit_batches(ctx, *lowered_order, OpEmitter(plan, layout, lowered_ctx, b), gradient_sums, b);
   // Stashes from the order, per stage and per IPU at once (order_stash.cpp).
-  OrderStash stash = stash_from_order(lowered_order->order, layout, plan.forward_stage_count);
+  OrderStash stash = stash_from_order(*lowered_order->order, layout, plan.forward_stage_count);
   Schedule schedule = b.finish(ctx.batches() * m, 0, std::move(stash.stage_depth));
   schedule.mirrors = std::move(stash.mirrors);
   schedule.stash_at_once = std::move(stash.ipu_peaks);

@@ -6,6 +6,7 @@
 // switches by the longest stage span. It takes the measured F, B, W of each stage.
 #include <algorithm>
 #include <array>
+#include <cstdint>
 #include <stdexcept>
 
 #include "sim/schedule/order.hpp"
@@ -30,11 +31,19 @@ struct Greedy {
 
   struct Result {
     std::vector<double> t;  // completion time of every node
+    // Per stage, the type of each op in the order it was put, which is its order of
+    // completion: every op costs at least one tick, so a stage's ends strictly increase.
+    std::vector<std::vector<std::uint8_t>> put_types;
     double best_time = 0;
     bool ok = true;
+    // Whether a switch decided anything on this run's way: where it did not, the run with
+    // the switch flipped takes the same way and gives the same result.
+    bool prioritize_b_decided = false, no_bubble_greedy_decided = false;
   };
 
   Result run(bool allow_bubble_before_first_b, bool prioritize_b, bool no_bubble_greedy) const;
+  // Whether the first switch changes the forwards the warm-up puts (the only place it acts).
+  bool bubble_before_first_b_decides() const;
 };
 
 // One run's state: per stage, the F, B and W put so far (f, b, w), the activations it holds (m),
@@ -53,6 +62,8 @@ struct GreedyRun {
         b(static_cast<std::size_t>(S), 0), w(static_cast<std::size_t>(S), 0), m(static_cast<std::size_t>(S), 0),
         e(static_cast<std::size_t>(S), 0), stage_bubble(static_cast<std::size_t>(S), 0) {
     r.t.assign(static_cast<std::size_t>(3 * S * M), 0);
+    r.put_types.resize(static_cast<std::size_t>(S));
+    for (auto& types : r.put_types) types.reserve(static_cast<std::size_t>(3 * M));
   }
 
   double done(int type, int stage, std::int64_t mb) const { return r.t[g.id(type, stage, mb)]; }
@@ -69,6 +80,7 @@ struct GreedyRun {
     if (f[J] > 0) stage_bubble[J] += tmp - no_bubble;
     e[J] = tmp;
     r.t[g.id(type, j, i)] = tmp;
+    r.put_types[J].push_back(static_cast<std::uint8_t>(type));
     m[J] += g.mem_of(type);
     (type == 0 ? f : type == 1 ? b : w)[J] += 1;
   }
@@ -80,6 +92,7 @@ struct GreedyRun {
     while (w[J] < b[J] && e[J] + g.cost_of(2, j) <= ready + g.comm) put(j, 2);
     if (w[J] < b[J] && e[J] < ready + g.comm) {
       if (ready + g.comm - e[J] <= max_bubble() - stage_bubble[J]) {
+        r.no_bubble_greedy_decided = true;
         if (no_bubble_greedy) put(j, 2);
       } else {
         put(j, 2);
@@ -138,7 +151,7 @@ struct GreedyRun {
 
   // A stage puts its next F only when every later stage does too, so that no stage gets
   // further ahead of the ones after it.
-  std::vector<int> stages_to_forward(bool prioritize_b) const {
+  std::vector<int> stages_to_forward(bool prioritize_b) {
     std::vector<int> need(static_cast<std::size_t>(S), 0);
     for (int j = 0; j < S; ++j) need[static_cast<std::size_t>(j)] = wants_forward(j, prioritize_b) ? 1 : 0;
     for (int j = S - 2; j >= 0; --j) {
@@ -151,12 +164,12 @@ struct GreedyRun {
   // Prioritizing B, a stage two F ahead of the next one holds its F back when it (with the W
   // that make room for it) would delay the next stage's F and B, unless the wait beats the
   // worst stage's bubble so far.
-  bool wants_forward(int j, bool prioritize_b) const {
+  bool wants_forward(int j, bool prioritize_b) {
     const auto J = static_cast<std::size_t>(j);
     if (f[J] >= M) return false;
     if (j + 1 < S && f[J] >= f[J + 1] + 2 && prioritize_b) {
       const double next_plus_fw = e[J + 1] + g.cost_of(0, j + 1) + g.cost_of(1, j + 1) + g.comm;
-      if (e[J] >= next_plus_fw) return false;
+      if (e[J] >= next_plus_fw) return held_back();
       double w_cost = 0, mem_with_w = m[J] + g.mem_of(0);
       std::int64_t w_cnt = 0;
       while (mem_with_w > g.limit && w[J] + w_cnt < b[J]) {
@@ -165,9 +178,14 @@ struct GreedyRun {
         ++w_cnt;
       }
       if (e[J] + g.cost_of(0, j) + w_cost <= next_plus_fw) return true;
-      if (next_plus_fw - e[J] <= max_bubble() - stage_bubble[J]) return false;
+      if (next_plus_fw - e[J] <= max_bubble() - stage_bubble[J]) return held_back();
     }
     return true;
+  }
+
+  bool held_back() {
+    r.prioritize_b_decided = true;
+    return false;
   }
 
   // Down the pipeline, W filling the wait for the previous stage's F; false when memory runs out.
@@ -209,6 +227,12 @@ struct GreedyRun {
   }
 };
 
+bool Greedy::bubble_before_first_b_decides() const {
+  GreedyRun s(*this, true);
+  for (int j = 0; j < S; ++j) s.put(j, 0);
+  return s.warm_up_forwards(true) != s.warm_up_forwards(false);
+}
+
 Greedy::Result Greedy::run(bool allow_bubble_before_first_b, bool prioritize_b, bool no_bubble_greedy) const {
   GreedyRun s(*this, no_bubble_greedy);
   s.warm_up(allow_bubble_before_first_b);
@@ -240,28 +264,40 @@ ScheduleOrder order_zb_h(int p, std::int64_t m, int memory_limit, const OpTimes&
     g.cost.push_back({to_ticks(times.f[S][0], longest), to_ticks(times.b[S][0], longest),
                       to_ticks(times.w[S][0], longest)});
   }
+  // The eight variants in zb.py's order, the first of equal times kept. A variant whose
+  // flipped switch decided nothing on an earlier variant's way takes that way again (same
+  // result: it cannot be strictly better), so it is not run.
   Greedy::Result best;
   bool found = false;
-  for (bool allow : {true, false})
-    for (bool prioritize : {true, false})
-      for (bool greedy : {true, false}) {
-        Greedy::Result r = g.run(allow, prioritize, greedy);
-        if (r.ok && (!found || r.best_time < best.best_time)) best = std::move(r), found = true;
-      }
+  struct Way {
+    bool prioritize_decided = true, greedy_decided = true;
+  };
+  const auto run = [&](bool allow, bool prioritize, bool greedy) {
+    Greedy::Result r = g.run(allow, prioritize, greedy);
+    const Way way{r.prioritize_b_decided, r.no_bubble_greedy_decided};
+    if (r.ok && (!found || r.best_time < best.best_time)) best = std::move(r), found = true;
+    return way;
+  };
+  const bool allow_decides = g.bubble_before_first_b_decides();
+  for (bool allow : {true, false}) {
+    if (!allow && !allow_decides) break;
+    const Way tt = run(allow, true, true);
+    const Way tf = tt.greedy_decided ? run(allow, true, false) : tt;
+    const Way ft = tt.prioritize_decided ? run(allow, false, true) : tt;
+    if (tf.prioritize_decided && ft.greedy_decided) run(allow, false, false);
+  }
   if (!found)
     throw std::invalid_argument("pipeline.zb-memory: no " + name + " order fits its memory limit of " +
                                 std::to_string(memory_limit) + " micro-batches");
-  // Each stage's ops in order of completion (stable: F, B, W, then micro-batch, on ties).
+  // Each stage's ops in order of completion, which is the order they were put; the k-th op
+  // of a type is micro-batch k's.
+  const Pass passes[] = {Pass::Forward, Pass::InputGradient, Pass::WeightGradient};  // the greedy's types 0, 1, 2
   for (int s = 0; s < p; ++s) {
-    std::vector<OrderOp> ops;
-    const Pass passes[] = {Pass::Forward, Pass::InputGradient, Pass::WeightGradient};  // the greedy's types 0, 1, 2
-    const auto type_of = [](Pass pass) { return pass == Pass::Forward ? 0 : pass == Pass::InputGradient ? 1 : 2; };
-    for (Pass pass : passes)
-      for (std::int64_t i = 0; i < m; ++i) ops.push_back({pass, i, 0});
-    std::stable_sort(ops.begin(), ops.end(), [&](const OrderOp& a, const OrderOp& b) {
-      return best.t[g.id(type_of(a.pass), s, a.micro)] < best.t[g.id(type_of(b.pass), s, b.micro)];
-    });
-    o.ops[static_cast<std::size_t>(s)] = std::move(ops);
+    const auto S = static_cast<std::size_t>(s);
+    std::vector<OrderOp>& ops = o.ops[S];
+    ops.reserve(best.put_types[S].size());
+    std::array<std::int64_t, 3> next_micro{};
+    for (const std::uint8_t type : best.put_types[S]) ops.push_back({passes[type], next_micro[type]++, 0});
   }
   return o;
 }
