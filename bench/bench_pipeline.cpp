@@ -316,13 +316,18 @@ void schedules(const Options& o) {
   }
 }
 
-// The what-if schedules on BERT-Large at G = 2048 against popart's run: the shipped scenario
-// (heads back on IPU 0) for the zero-bubble ones; the same model re-annotated as 8 stages of
-// 3 layers, stage k on IPU k mod 4 (interleaved) or min(k, 7-k) (the V), for the others.
-void what_if(const Options& o) {
+// The placements the what-if schedules run on: the shipped BERT-Large scenario (heads back on
+// IPU 0) for the zero-bubble ones; the same model re-annotated as 8 stages of 3 layers, stage
+// k on IPU k mod 4 (interleaved) or min(k, 7-k) (the V), for the others; BERT-Base with its
+// heads last for DualPipe. Empty when a model cannot be written.
+struct PlacedSchedule {
+  std::string placement, scenario, schedule;
+};
+
+std::vector<PlacedSchedule> what_if_rows(const Options& o) {
   const std::string bert = kSource + "/scenarios/bert-large-training.json";
   const std::string eight = (o.work / "bert-large-8-stages.json").string();
-  if (!make_bert(eight, "3,3,3,3,3,3,3,3")) return;
+  if (!make_bert(eight, "3,3,3,3,3,3,3,3")) return {};
   auto placed = [&](const std::string& name, int (*ipu_of_stage)(int)) {
     Json model = Json::parse(std::ifstream(eight));
     for (Json& op : model.at("ops")) {
@@ -344,26 +349,30 @@ void what_if(const Options& o) {
   // DualPipe needs one forward stage per IPU: BERT-Base with its heads last (two copies of
   // BERT-Large's weights do not fit an M2000), docs/schedules.md's DualPipe table.
   const std::string base_model = (o.work / "bert-base-heads-last-model.json").string();
-  if (!make_bert(base_model, "2,3,3,4", " --hidden 768 --heads 12")) return;
+  if (!make_bert(base_model, "2,3,3,4", " --hidden 768 --heads 12")) return {};
   const std::string base = scenario_variant(o, "bert-large-training.json", "bert-base-heads-last",
                                             [&](Json& d) { d["model"] = base_model; });
+  const std::string shipped = "shipped (heads on IPU 0)", k_mod_4 = "8 stages, k mod 4", as_v = "8 stages as a V",
+                    base_last = "BERT-Base, heads last";
+  return {{shipped, bert, "popart"},        {shipped, bert, "zb-h1"},
+          {shipped, bert, "zb-h2"},         {k_mod_4, interleaved, "popart"},
+          {k_mod_4, interleaved, "interleaved-1f1b"}, {as_v, v, "popart"},
+          {as_v, v, "zb-v"},                {as_v, v, "v-half"},
+          {as_v, v, "v-min"},               {as_v, v, "dualpipev"},
+          {base_last, base, "popart"},      {base_last, base, "dualpipe"}};
+}
+
+// The what-if schedules on BERT-Large at G = 2048 against popart's run on the same placement.
+void what_if(const Options& o) {
+  const std::vector<PlacedSchedule> rows = what_if_rows(o);
+  if (rows.empty()) return;
   std::cout << "\n### What-if schedules: BERT-Large, 4 IPUs, G = 2048, `ipusim run --mode pipelined`\n\n"
             << "| placement | schedule | steps simulated / total | wall (CPU) | peak RSS | step (simulated) |\n"
             << "|---|---|---|---|---|---|\n";
-  const struct {
-    const char* placement;
-    const std::string* scenario;
-    const char* schedule;
-  } rows[] = {{"shipped (heads on IPU 0)", &bert, "popart"},   {"shipped (heads on IPU 0)", &bert, "zb-h1"},
-              {"shipped (heads on IPU 0)", &bert, "zb-h2"},    {"8 stages, k mod 4", &interleaved, "popart"},
-              {"8 stages, k mod 4", &interleaved, "interleaved-1f1b"}, {"8 stages as a V", &v, "popart"},
-              {"8 stages as a V", &v, "zb-v"},  {"8 stages as a V", &v, "v-half"},
-              {"8 stages as a V", &v, "v-min"}, {"8 stages as a V", &v, "dualpipev"},
-              {"BERT-Base, heads last", &base, "popart"}, {"BERT-Base, heads last", &base, "dualpipe"}};
   for (const auto& row : rows) {
     std::cerr << "what-if: " << row.placement << " " << row.schedule << "\n";
-    const std::vector<std::string> sets = {"--mode", "pipelined", "--set", std::string("execution.schedule=") + row.schedule};
-    const Measure m = best_of(o.runs, [&] { return run_binary(o.ipusim, run_args(o, *row.scenario, sets), 900); });
+    const std::vector<std::string> sets = {"--mode", "pipelined", "--set", "execution.schedule=" + row.schedule};
+    const Measure m = best_of(o.runs, [&] { return run_binary(o.ipusim, run_args(o, row.scenario, sets), 900); });
     std::string step = "-";
     try {
       const Json doc = Json::parse(std::ifstream(o.work / "out.json"));
@@ -374,6 +383,54 @@ void what_if(const Options& o) {
     }
     std::cout << "| " << row.placement << " | " << row.schedule << " | " << steps_of(o) << " | " << seconds(m) << " | "
               << mib(m) << " | " << step << " |\n";
+  }
+}
+
+// Every schedule at G = 10^6 against its own G = 2048 (issue 37: within 1.5x), by CPU time,
+// the least of `runs`. TensorFlow's Grouped needs G a multiple of 2N (10 on the shipped
+// placement's 5 stages), its Interleaved of N: 2040 for both. "out of memory" sets micro-batch 64 on the shipped scenario, which does not
+// fit, so each run also evaluates the memory advice's fixes.
+void depth(const Options& o) {
+  std::vector<PlacedSchedule> rows = what_if_rows(o);
+  if (rows.empty()) return;
+  const std::string heads_last_model = (o.work / "bert-large-heads-last.json").string();
+  if (!make_bert(heads_last_model, "6,6,6,6")) return;
+  const std::string heads_last = scenario_variant(o, "bert-large-training.json", "bert-large-heads-last-scenario",
+                                                  [&](Json& d) {
+                                                    d["model"] = heads_last_model;
+                                                    d["execution"]["availableMemoryProportion"] = 0.25;
+                                                  });
+  const std::string bert = kSource + "/scenarios/bert-large-training.json";
+  for (const char* schedule : {"1f1b", "tf-grouped", "tf-sequential"})
+    rows.push_back({"shipped (heads on IPU 0)", bert, schedule});
+  for (const char* schedule : {"gpipe", "tf-interleaved"}) rows.push_back({"BERT-Large [6,6,6,6], heads last", heads_last, schedule});
+  for (const char* schedule : {"popart", "1f1b", "tf-grouped", "zb-h1", "zb-h2"})
+    rows.push_back({"shipped, out of memory", bert, schedule});
+  std::cout << "\n### Every schedule at G = 10^6 against G = 2048: BERT-Large, 4 IPUs, `ipusim run --mode pipelined`, CPU\n\n"
+            << "| placement | schedule | G = 2048 | G = 10^6 | ratio |\n|---|---|---|---|---|\n";
+  auto least_cpu = [&](const PlacedSchedule& row, long long G) {
+    std::vector<std::string> sets = {"--mode", "pipelined", "--set", "execution.schedule=" + row.schedule, "--set",
+                                     "execution.gradientAccumulation=" + std::to_string(G)};
+    if (row.placement == "shipped, out of memory") sets.insert(sets.end(), {"--set", "execution.microBatchSize=64"});
+    Measure least;
+    for (int i = 0; i < o.runs; ++i) {
+      const Measure m = run_binary(o.ipusim, run_args(o, row.scenario, sets), 900);
+      if (!m.ok) return m;
+      if (!least.ok || m.cpu < least.cpu) least = m;
+    }
+    return least;
+  };
+  for (const auto& row : rows) {
+    std::cerr << "depth: " << row.placement << " " << row.schedule << "\n";
+    const bool tensorflow_lockstep = row.schedule == "tf-grouped" || row.schedule == "tf-interleaved";
+    const long long small = tensorflow_lockstep ? 2040 : 2048;
+    const Measure shallow = least_cpu(row, small), deep = least_cpu(row, 1000000);
+    char cpu[2][32], ratio[32] = "-";
+    std::snprintf(cpu[0], sizeof cpu[0], shallow.ok ? "%.2f s" : "failed", shallow.cpu);
+    std::snprintf(cpu[1], sizeof cpu[1], deep.ok ? "%.2f s" : "refused", deep.cpu);
+    if (shallow.ok && deep.ok) std::snprintf(ratio, sizeof ratio, "%.2fx", deep.cpu / shallow.cpu);
+    std::cout << "| " << row.placement << " | " << row.schedule << (small != 2048 ? " (G 2040)" : "") << " | "
+              << cpu[0] << " | " << cpu[1] << " | " << ratio << " |\n";
   }
 }
 
@@ -592,7 +649,7 @@ int main(int argc, char** argv) {
     else if (a == "--runs" && i + 1 < argc) o.runs = std::max(1, std::atoi(argv[++i]));
     else sections.push_back(a);
   }
-  if (sections.empty()) sections = {"breakdown", "systems", "schedules", "what-if", "memory", "sweep", "plan", "baseline", "parse"};
+  if (sections.empty()) sections = {"breakdown", "systems", "schedules", "what-if", "depth", "memory", "sweep", "plan", "baseline", "parse"};
   o.work = fs::temp_directory_path() / ("ipusim-bench-" + std::to_string(::getpid()));
   fs::create_directories(o.work);
   double load[3] = {0, 0, 0};
@@ -604,6 +661,7 @@ int main(int argc, char** argv) {
       else if (s == "breakdown") breakdown(o);
       else if (s == "schedules") schedules(o);
       else if (s == "what-if") what_if(o);
+      else if (s == "depth") depth(o);
       else if (s == "memory") memory(o);
       else if (s == "sweep") sweep(o);
       else if (s == "plan") plan(o);
