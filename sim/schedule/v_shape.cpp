@@ -69,15 +69,22 @@ Stage put_w(Stage s, bool split) {
 }
 
 // Peak activations of a device (F and f hold one, W frees one; without W listed, the first
-// free slot after a B frees it); the scan stops once it passes `limit` (a trial's answer is
-// only whether the peak stays within it).
-int memory_of(const Stage& s, int limit = std::numeric_limits<int>::max()) {
+// free slot after a B frees it), scanned slot by slot from a state: the activations held and
+// the Bs whose W is still to come after the slots before `from`.
+struct Scan {
   static constexpr std::array<int, 5> kMemory{1, 1, 0, 0, -1};
-  const bool has_w = s.size() > 4;
-  const std::int64_t bound = last_slot(s);
-  std::vector<std::size_t> p(s.size(), 0);
-  int pending = 0, cur = 0, peak = 0;
-  for (std::int64_t i = 0; i <= bound; ++i) {
+  const Stage& s;
+  const bool has_w;
+  std::vector<std::size_t> p;  // per type, the ops before the slot being scanned
+  int cur = 0, pending = 0;
+
+  Scan(const Stage& stage, std::int64_t from, int held, int pending_w)
+      : s(stage), has_w(stage.size() > 4), p(stage.size(), 0), cur(held), pending(pending_w) {
+    for (std::size_t t = 0; t < s.size(); ++t)
+      p[t] = static_cast<std::size_t>(std::lower_bound(s[t].begin(), s[t].end(), from) - s[t].begin());
+  }
+  // Slot i: its op, or (without W listed) a pending B's release.
+  void step(std::int64_t i) {
     const auto [at, type] = next_of(s, p, static_cast<int>(s.size()));
     if (at == i) {
       p[static_cast<std::size_t>(type)] += 1;
@@ -87,11 +94,61 @@ int memory_of(const Stage& s, int limit = std::numeric_limits<int>::max()) {
       cur += kMemory[4];
       pending -= 1;
     }
-    peak = std::max(peak, cur);
-    if (peak > limit) break;
+  }
+};
+
+int memory_of(const Stage& s) {
+  const std::int64_t bound = last_slot(s);
+  Scan scan(s, 0, 0, 0);
+  int peak = 0;
+  for (std::int64_t i = 0; i <= bound; ++i) {
+    scan.step(i);
+    peak = std::max(peak, scan.cur);
   }
   return peak;
 }
+
+// A device's activations and pending Ws after each slot, kept while `reorder` squeezes its
+// ops, so that a trial move rescans only from the slot it tries until the scan meets the
+// kept profile again (from there on nothing differs) instead of the whole slot list.
+class MemoryProfile {
+public:
+  explicit MemoryProfile(const Stage& s) {
+    const std::int64_t bound = last_slot(s);
+    Scan scan(s, 0, 0, 0);
+    for (std::int64_t i = 0; i <= bound; ++i) {
+      scan.step(i);
+      held_.push_back(scan.cur);
+      pending_.push_back(scan.pending);
+    }
+  }
+
+  // Whether the device stays within `limit` with one op moved from slot `was` to the earlier
+  // slot it now has in `s`; kept as the device's profile when it does. The profile is within
+  // the limit before the move, and the slots before the new one are as they were.
+  bool moved_within(const Stage& s, std::int64_t now, std::int64_t was, int limit) {
+    const std::int64_t bound = last_slot(s);
+    const auto before = static_cast<std::size_t>(now);
+    Scan scan(s, now, now > 0 ? held_[before - 1] : 0, now > 0 ? pending_[before - 1] : 0);
+    trial_held_.clear();
+    trial_pending_.clear();
+    for (std::int64_t i = now; i <= bound; ++i) {
+      scan.step(i);
+      if (scan.cur > limit) return false;
+      const auto I = static_cast<std::size_t>(i);
+      if (i >= was && scan.cur == held_[I] && scan.pending == pending_[I]) break;  // as before from here
+      trial_held_.push_back(scan.cur);
+      trial_pending_.push_back(scan.pending);
+    }
+    std::copy(trial_held_.begin(), trial_held_.end(), held_.begin() + static_cast<std::ptrdiff_t>(now));
+    std::copy(trial_pending_.begin(), trial_pending_.end(), pending_.begin() + static_cast<std::ptrdiff_t>(now));
+    return true;
+  }
+
+private:
+  std::vector<int> held_, pending_;  // after each slot
+  std::vector<int> trial_held_, trial_pending_;
+};
 
 // Every op of every device in (slot, device, type, micro-batch) order: a min-heap of the lists'
 // heads (a list's next op joins when its head is visited), as a scan of all heads would pick them.
@@ -156,7 +213,8 @@ Stages reorder(Stages st, bool consider_w) {
     for (Stage& s : st) s = put_w(s, false);
   const int types = consider_w ? 5 : 4;
   int current = 0;
-  for (const Stage& s : st) current = std::max(current, memory_of(s));
+  std::vector<MemoryProfile> profiles;
+  for (const Stage& s : st) current = std::max(current, memory_of(s)), profiles.emplace_back(s);
   std::vector<std::vector<bool>> occupied;
   for (const Stage& s : st) occupied.emplace_back(static_cast<std::size_t>(last_slot(s) + 1), false);
   int phase = 0;
@@ -182,7 +240,7 @@ Stages reorder(Stages st, bool consider_w) {
     for (std::int64_t at = deps + 1; at < slot && !ok; ++at)
       if (!occupied[d][static_cast<std::size_t>(at)]) {
         st[d][T][mb] = at;
-        ok = memory_of(st[d], current) <= current;
+        ok = profiles[d].moved_within(st[d], at, slot, current);
       }
     if (!ok) st[d][T][mb] = slot;
     occupy();

@@ -31,6 +31,9 @@ struct VGreedy {
   struct Result {
     std::vector<std::vector<std::tuple<int, int, std::int64_t>>> schedule;
     double max_bubble = 0;
+    // Whether a switch decided anything on this run's way or its retries': where it did not,
+    // the run with the switch flipped takes the same ways and gives the same result.
+    bool fill_f_decided = false, fill_b_decided = false;
   };
 
   Result run(bool fill_f, bool fill_b, const std::vector<double>* approved) const;
@@ -90,13 +93,17 @@ struct VGreedyRun {
     put(2, chunk, stage);
   }
 
-  // Pending W fill the wait for `fa` (-1: none), then one more when the wait beats the bubble budget.
-  void fill(int i, std::ptrdiff_t fa, bool also) {
+  // Pending W fill the wait for `fa` (-1: none), then one more when the wait beats the bubble
+  // budget and `also` (a switch, when `decided` names it) allows it.
+  void fill(int i, std::ptrdiff_t fa, bool also, bool* decided = nullptr) {
     const auto I = static_cast<std::size_t>(i);
     while (!pending_w[I].empty() && fa >= 0 && end[static_cast<std::size_t>(fa)] + g.comm >= cur[I] + g.cost[2])
       put_w(i);
     const double fa_end = fa >= 0 ? end[static_cast<std::size_t>(fa)] : end.back();  // Python's end_time[-1]
-    if (!pending_w[I].empty() && fa_end + g.comm - cur[I] > max_stage_bubble(i) - bubble[I] && also) put_w(i);
+    if (!pending_w[I].empty() && fa_end + g.comm - cur[I] > max_stage_bubble(i) - bubble[I]) {
+      if (decided != nullptr) *decided = true;
+      if (also) put_w(i);
+    }
   }
 
   // Micro-batch 0 down the V and back to the first stage, each stage before its turn putting the
@@ -162,7 +169,8 @@ struct VGreedyRun {
       std::ptrdiff_t fa = -1;
       if (chunk == 1 && i < S - 1) fa = static_cast<std::ptrdiff_t>(g.id(1, 1, i + 1, c[3]));
       if (chunk == 0 && i > 0) fa = static_cast<std::ptrdiff_t>(g.id(1, 0, i - 1, c[2]));
-      fill(i, fa, chunk == 1 || fill_b);
+      if (chunk == 1) fill(i, fa, true);
+      else fill(i, fa, fill_b, &r.fill_b_decided);
       put(1, chunk, i);
     }
   }
@@ -189,7 +197,7 @@ struct VGreedyRun {
       std::ptrdiff_t fa = -1;
       if (item == 0 && i > 0) fa = static_cast<std::ptrdiff_t>(g.id(0, 0, i - 1, c[0]));
       if (item == 1 && i < S - 1) fa = static_cast<std::ptrdiff_t>(g.id(0, 1, i + 1, c[1]));
-      fill(i, fa, fill_f);
+      fill(i, fa, fill_f, &r.fill_f_decided);
       put(0, item, i);
     }
   }
@@ -211,7 +219,11 @@ VGreedy::Result VGreedy::run(bool fill_f, bool fill_b, const std::vector<double>
   s.r.max_bubble = s.max_stage_bubble(-1);
   if (s.max_approved < 0 || s.r.max_bubble < s.max_approved) {
     Result again = run(fill_f, fill_b, &s.bubble);
+    again.fill_f_decided = again.fill_f_decided || s.r.fill_f_decided;
+    again.fill_b_decided = again.fill_b_decided || s.r.fill_b_decided;
     if (again.max_bubble < s.r.max_bubble) return again;
+    s.r.fill_f_decided = again.fill_f_decided;
+    s.r.fill_b_decided = again.fill_b_decided;
   }
   return std::move(s.r);
 }
@@ -236,13 +248,23 @@ ScheduleOrder order_zb_v(int p, std::int64_t m, const OpTimes& times) {
   for (double& c : cost) c = to_ticks(c, longest);
   // Memory in chunk activations: F holds one, B frees none, W frees it (the F..W lifetime).
   VGreedy g{p, m, cost, {1.0, 0.0, -1.0}, kCommTicks, 2.0 * p};
+  // The four variants in zbv.py's order, the first of equal bubbles kept; one whose flipped
+  // switch decided nothing on an earlier variant's ways is that variant again and is not run.
   VGreedy::Result best;
   bool found = false;
-  for (bool fill_b : {true, false})
-    for (bool fill_f : {true, false}) {
-      VGreedy::Result r = g.run(fill_f, fill_b, nullptr);
-      if (!found || r.max_bubble < best.max_bubble) best = std::move(r), found = true;
-    }
+  struct Way {
+    bool fill_f_decided = true, fill_b_decided = true;
+  };
+  const auto run = [&](bool fill_f, bool fill_b) {
+    VGreedy::Result r = g.run(fill_f, fill_b, nullptr);
+    const Way way{r.fill_f_decided, r.fill_b_decided};
+    if (!found || r.max_bubble < best.max_bubble) best = std::move(r), found = true;
+    return way;
+  };
+  const Way both = run(true, true);
+  const Way no_fill_f = both.fill_f_decided ? run(false, true) : both;
+  const Way no_fill_b = both.fill_b_decided ? run(true, false) : both;
+  if (no_fill_f.fill_b_decided && no_fill_b.fill_f_decided) run(false, false);
   for (int d = 0; d < p; ++d)
     for (const auto& [cat, chunk, micro] : best.schedule[static_cast<std::size_t>(d)])
       o.ops[static_cast<std::size_t>(d)].push_back(
