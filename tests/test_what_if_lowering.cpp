@@ -274,11 +274,43 @@ TEST_CASE("past the probe depth a periodic order is extended, not built: the sam
       CHECK(differ == 0);
     }
   }
-  // DualPipe numbers its reverse pipeline's micro-batches after the forward one's: built in full.
-  const Lowered dual = lower(four, "dualpipe", 200);
-  const ScheduleContext ctx{dual.scenario, dual.plan, 0};
-  const Schedule a = unrolled(build_from_order(ctx, 8)), b = unrolled(build_from_order(ctx, 1 << 30));
-  for (std::size_t i = 0; i < a.programs.size(); ++i) CHECK(a.programs[i].steps.size() == b.programs[i].steps.size());
+}
+
+TEST_CASE("DualPipe's two pipelines are extended past the probe depth too: the same programs as built in full",
+          "[schedule][what-if]") {
+  // Its reverse pipeline's micro-batches are numbered from G/2, so they move with G; numbered
+  // depth-free (interleaved), the order at 96 + r and about twice that extends to G.
+  for (const int G : {200, 1000, 1002}) {
+    INFO("G = " << G);
+    const Lowered dual = lower(four, "dualpipe", G);
+    const ScheduleContext ctx{dual.scenario, dual.plan, 0};
+    const Schedule extended = build_from_order(ctx, 96);
+    const Schedule full = build_from_order(ctx, 1 << 30);
+    std::size_t looped = 0;
+    for (const Program& p : extended.programs) looped += p.steps.size();
+    std::size_t full_steps = 0;
+    for (const Program& p : full.programs) full_steps += p.steps.size();
+    CHECK(looped <= full_steps);
+    CHECK(extended.stash_depth == full.stash_depth);
+    const Schedule a = unrolled(extended), b = unrolled(full);
+    REQUIRE(a.programs.size() == b.programs.size());
+    for (std::size_t i = 0; i < a.programs.size(); ++i) {
+      REQUIRE(a.programs[i].steps.size() == b.programs[i].steps.size());
+      std::size_t differ = 0;
+      for (std::size_t k = 0; k < a.programs[i].steps.size(); ++k) {
+        const Step& x = a.programs[i].steps[k];
+        const Step& y = b.programs[i].steps[k];
+        differ += x.kind != y.kind || x.stage != y.stage || x.micro_batch != y.micro_batch || x.pass != y.pass ||
+                  x.seconds != y.seconds || x.transfers.size() != y.transfers.size();
+      }
+      CHECK(differ == 0);
+    }
+  }
+  // An order that is not extended is built in full, at most 2^18 micro-batches per step (a
+  // probe deeper than G stands in for an order with no steady phase).
+  const Lowered deep = lower(four, "dualpipe", (1 << 18) + 2);
+  const ScheduleContext deep_ctx{deep.scenario, deep.plan, 0};
+  CHECK(rule_of([&] { build_from_order(deep_ctx, 1 << 30); }) == "pipeline.what-if-depth");
 }
 
 TEST_CASE("a periodic what-if order runs at G = 10^6 in memory that does not grow with G", "[schedule][what-if]") {

@@ -36,8 +36,8 @@ namespace {
   throw InputError(ctx.scenario.file, ctx.scenario.execution_pointer("schedule"), rule, message);
 }
 
-// An order that cannot be extended (no steady phase repeating alike at kOrderProbeDepth, or
-// DualPipe's) is built in full before it is lowered (about 1.7 KiB per micro-batch on BERT's
+// An order that cannot be extended (no steady phase repeating alike at kOrderProbeDepth) is
+// built in full before it is lowered (about 1.7 KiB per micro-batch on BERT's
 // 5-stage plan with the generator's and the evaluator's work: 457 MB at 2^18); unrolled
 // programs take about 20 KiB per micro-batch on a 4-IPU plan. Refused here, in milliseconds,
 // rather than after gigabytes.
@@ -50,6 +50,27 @@ struct Sequenced {
   std::shared_ptr<const ScheduleOrder> order;
   std::vector<IpuOps> ipus;
 };
+
+// DualPipe's generator numbers its second pipeline's micro-batches after the first's (from
+// m/2), so those numbers move with the depth m. The programs number a micro-batch local index
+// x pipelines + pipeline instead (DualPipe: the forward pipeline's k-th 2k, the reverse one's
+// 2k+1): alike at any depth, so that an order's periods are found, compared and extended as
+// one pipeline's are, and micro-batches finish in about their numbers' order, as the
+// metrics' steady state expects. The pipelines must take equal runs of micro-batches.
+std::int64_t pipelines_of(const ScheduleOrder& order) {
+  const auto m = static_cast<std::int64_t>(order.pipeline_of_micro.size());
+  std::int64_t pipelines = 1;
+  for (const int pipeline : order.pipeline_of_micro) pipelines = std::max<std::int64_t>(pipelines, pipeline + 1);
+  for (std::int64_t i = 0; i < m; ++i)
+    if (m % pipelines != 0 || order.pipeline_of_micro[static_cast<std::size_t>(i)] != i / (m / pipelines))
+      throw std::logic_error(order.name + ": its pipelines do not take equal runs of micro-batches");
+  return pipelines;
+}
+
+std::int64_t depth_free_micro(std::int64_t micro, std::int64_t pipelines, std::int64_t m) {
+  const std::int64_t per_pipeline = m / pipelines;
+  return micro % per_pipeline * pipelines + micro / per_pipeline;
+}
 
 // The order unit of the scenario's schedule, by its registry entry.
 const OrderScheduleInfo& order_of(const std::string& name) {
@@ -75,13 +96,16 @@ Sequenced build_sequenced_order(const OrderScheduleInfo& schedule, const PartLay
   const auto order = std::make_shared<const ScheduleOrder>(
       schedule.generate(layout.devices, layout.chunks, depth, layout.times, layout.w_share));
   out.order = order;
+  const std::int64_t pipelines = pipelines_of(*order);
   std::vector<std::vector<SequencedOp>> sequence(ipus.size());
   std::vector<std::size_t> ops_per_slot(ipus.size(), 0);
   for (std::size_t d = 0; d < order->ops.size(); ++d) ops_per_slot[slot_of_device[d]] += order->ops[d].size();
   for (std::size_t i = 0; i < ipus.size(); ++i) sequence[i].reserve(ops_per_slot[i]);
   for (const auto& [d, i] : placement_sequence(*order, layout.times, 0, layout.ipu_of_device)) {
     const auto device = static_cast<std::size_t>(d);
-    sequence[slot_of_device[device]].push_back({d, order->ops[device][i]});
+    OrderOp op = order->ops[device][i];
+    op.micro = depth_free_micro(op.micro, pipelines, depth);
+    sequence[slot_of_device[device]].push_back({d, op});
   }
   std::vector<Period> period;
   std::vector<std::size_t> lengths;
@@ -130,17 +154,14 @@ Sequenced sequence_order(const OrderScheduleInfo& schedule, const PartLayout& la
 // Past probe_depth the order is not built at m: it is built at two depths of m's residue
 // modulo the common stride S, a >= probe_depth and about 2a, and when the deeper one is the
 // shallower one with (its depth - a) / S more periods on every IPU (checked op for op), m's
-// programs are the shallower one with (m - a) / S more: memory does not grow with G. One
-// pipeline only (DualPipe numbers the reverse pipeline's micro-batches after the forward
-// one's, so its ops move with m). Nothing when the order cannot be extended so.
+// programs are the shallower one with (m - a) / S more: memory does not grow with G.
+// Nothing when the order cannot be extended so.
 std::optional<Sequenced> extrapolated_order(const OrderScheduleInfo& schedule, const PartLayout& layout,
                                             const std::vector<int>& ipus, std::int64_t m, std::int64_t probe_depth) {
   try {
     Sequenced probe = sequence_order(schedule, layout, ipus, probe_depth);
     const std::int64_t stride = probe.ipus.front().stride;
-    const bool one_pipeline = std::all_of(probe.order->pipeline_of_micro.begin(), probe.order->pipeline_of_micro.end(),
-                                          [](int pipeline) { return pipeline == 0; });
-    if (!one_pipeline || stride <= 0 || stride > probe_depth) return std::nullopt;
+    if (stride <= 0 || stride > probe_depth) return std::nullopt;
     const std::int64_t a = probe_depth + (m - probe_depth) % stride;
     // Twice as deep: a shared IPU's list schedule can drift for hundreds of micro-batches
     // before it settles, and a pattern that held only in a transient must not be extended.
@@ -169,8 +190,8 @@ Sequenced order_at_full_depth(const ScheduleContext& ctx, const OrderScheduleInf
   const std::int64_t m = ctx.depth();
   if (m > kMaxOrderDepth)
     depth_error(ctx, "pipeline.what-if-depth",
-                name + "'s order for this plan cannot be extended from shallower builds (DualPipe's two "
-                       "pipelines, or no steady phase that repeats alike from " + std::to_string(probe_depth) +
+                name + "'s order for this plan cannot be extended from shallower builds (no steady phase "
+                       "that repeats alike from " + std::to_string(probe_depth) +
                     " micro-batches on), so it is built micro-batch by micro-batch: at most " +
                     std::to_string(kMaxOrderDepth) +
                     " micro-batches per step, this run has " + std::to_string(m) +
