@@ -97,17 +97,6 @@ struct Scan {
   }
 };
 
-int memory_of(const Stage& s) {
-  const std::int64_t bound = last_slot(s);
-  Scan scan(s, 0, 0, 0);
-  int peak = 0;
-  for (std::int64_t i = 0; i <= bound; ++i) {
-    scan.step(i);
-    peak = std::max(peak, scan.cur);
-  }
-  return peak;
-}
-
 // A device's activations and pending Ws after each slot, kept while `reorder` squeezes its
 // ops, so that a trial move rescans only from the slot it tries until the scan meets the
 // kept profile again (from there on nothing differs) instead of the whole slot list.
@@ -122,6 +111,9 @@ public:
       pending_.push_back(scan.pending);
     }
   }
+
+  // The device's peak activations (none before its first op).
+  int peak() const { return std::max(0, *std::max_element(held_.begin(), held_.end())); }
 
   // Whether the device stays within `limit` with one op moved from slot `was` to the earlier
   // slot it now has in `s`; kept as the device's profile when it does. The profile is within
@@ -214,7 +206,7 @@ Stages reorder(Stages st, bool consider_w) {
   const int types = consider_w ? 5 : 4;
   int current = 0;
   std::vector<MemoryProfile> profiles;
-  for (const Stage& s : st) current = std::max(current, memory_of(s)), profiles.emplace_back(s);
+  for (const Stage& s : st) current = std::max(current, profiles.emplace_back(s).peak());
   std::vector<std::vector<bool>> occupied;
   for (const Stage& s : st) occupied.emplace_back(static_cast<std::size_t>(last_slot(s) + 1), false);
   int phase = 0;
