@@ -289,13 +289,19 @@ ScheduleOrder order_zb_h(int p, std::int64_t m, int memory_limit, const OpTimes&
   if (!found)
     throw std::invalid_argument("pipeline.zb-memory: no " + name + " order fits its memory limit of " +
                                 std::to_string(memory_limit) + " micro-batches");
-  // Each stage's ops in order of completion, which is the order they were put; the k-th op
-  // of a type is micro-batch k's.
+  // Each stage's ops in order of completion (zb.py sorts every node by its end time, stable
+  // on ties). An op the greedy put ends after a tick at least, in the order it was put (the
+  // k-th of a type is micro-batch k's); one it never put (a short run can leave forwards out)
+  // keeps the end time 0 and so comes first, in F, B, W and micro-batch order.
   const Pass passes[] = {Pass::Forward, Pass::InputGradient, Pass::WeightGradient};  // the greedy's types 0, 1, 2
   for (int s = 0; s < p; ++s) {
     const auto S = static_cast<std::size_t>(s);
     std::vector<OrderOp>& ops = o.ops[S];
-    ops.reserve(best.put_types[S].size());
+    ops.reserve(static_cast<std::size_t>(3 * m));
+    std::array<std::int64_t, 3> put{};
+    for (const std::uint8_t type : best.put_types[S]) ++put[type];
+    for (std::size_t type = 0; type < 3; ++type)
+      for (std::int64_t i = put[type]; i < m; ++i) ops.push_back({passes[type], i, 0});
     std::array<std::int64_t, 3> next_micro{};
     for (const std::uint8_t type : best.put_types[S]) ops.push_back({passes[type], next_micro[type]++, 0});
   }
