@@ -268,6 +268,18 @@ bool make_bert(const std::string& path, const std::string& layers, const std::st
   return false;
 }
 
+// The shipped BERT-Large scenario with its model as 6,6,6,6 layers and the heads on the last
+// IPU, so that the GPU-style schedules (GPipe, TensorFlow's) accept it; empty when the model
+// cannot be written.
+std::string bert_heads_last(const Options& o) {
+  const std::string model = (o.work / "bert-large-heads-last.json").string();
+  if (!make_bert(model, "6,6,6,6")) return "";
+  return scenario_variant(o, "bert-large-training.json", "bert-large-heads-last-scenario", [&](Json& d) {
+    d["model"] = model;
+    d["execution"]["availableMemoryProportion"] = 0.25;
+  });
+}
+
 void schedules(const Options& o) {
   std::cout << "\n### The seed MLP's training step by schedule and G, `ipusim run --mode pipelined`\n\n"
             << "| schedule | G | steps simulated / total | steady state: wall (CPU) | peak RSS | `--exact-full` |"
@@ -292,13 +304,8 @@ void schedules(const Options& o) {
       std::cout << "\n";
     }
 
-  // BERT-Large with its heads on the last IPU, so that GPU-style schedules accept it.
-  const std::string model = (o.work / "bert-large-heads-last.json").string();
-  if (!make_bert(model, "6,6,6,6")) return;
-  const std::string scenario = scenario_variant(o, "bert-large-training.json", "bert-large-heads-last-scenario", [&](Json& d) {
-    d["model"] = model;
-    d["execution"]["availableMemoryProportion"] = 0.25;
-  });
+  const std::string scenario = bert_heads_last(o);
+  if (scenario.empty()) return;
   std::cout << "\n### BERT-Large (6,6,6,6, heads on the last IPU) at G = 65,536, `ipusim run --mode pipelined`\n\n"
             << "| schedule | steps simulated / total | steady state: wall (CPU) | peak RSS | `--exact-full` | peak RSS |\n"
             << "|---|---|---|---|---|---|\n";
@@ -393,13 +400,8 @@ void what_if(const Options& o) {
 void depth(const Options& o) {
   std::vector<PlacedSchedule> rows = what_if_rows(o);
   if (rows.empty()) return;
-  const std::string heads_last_model = (o.work / "bert-large-heads-last.json").string();
-  if (!make_bert(heads_last_model, "6,6,6,6")) return;
-  const std::string heads_last = scenario_variant(o, "bert-large-training.json", "bert-large-heads-last-scenario",
-                                                  [&](Json& d) {
-                                                    d["model"] = heads_last_model;
-                                                    d["execution"]["availableMemoryProportion"] = 0.25;
-                                                  });
+  const std::string heads_last = bert_heads_last(o);
+  if (heads_last.empty()) return;
   const std::string bert = kSource + "/scenarios/bert-large-training.json";
   for (const char* schedule : {"1f1b", "tf-grouped", "tf-sequential"})
     rows.push_back({"shipped (heads on IPU 0)", bert, schedule});
