@@ -277,8 +277,8 @@ TEST_CASE("past the probe depth a periodic order is extended, not built: the sam
     for (OpTiming& t : l.plan.op_timings) t.backward.weight_gradient_cycles = t.backward.compute_cycles / 3;
     for (PlanStage& st : l.plan.stages) st.weight_gradient_seconds = st.backward_seconds / 3;
     const ScheduleContext ctx{l.scenario, l.plan, 0};
-    // G = 1000 against a probe depth of 96: built at a = 96 + (1000 - 96) mod S and about 2a, and
-    // extended where the two agree. (1F1B with the head back on IPU 0 drifts until micro-batch
+    // G = 1000 against a probe depth of 96 (extended past 3 x 96): built at a = 96 + (1000 - 96)
+    // mod S and about 2a, and extended where the two agree. (1F1B with the head back on IPU 0 drifts until micro-batch
     // ~170 here: its 2a disagrees, and it is built in full.)
     const Schedule extended = build_from_order(ctx, 96);
     const Schedule full = build_from_order(ctx, 1 << 30);
@@ -289,12 +289,13 @@ TEST_CASE("past the probe depth a periodic order is extended, not built: the sam
 TEST_CASE("DualPipe's two pipelines are extended past the probe depth too: the same programs as built in full",
           "[schedule][what-if]") {
   // Its reverse pipeline's micro-batches are numbered from G/2, so they move with G; numbered
-  // depth-free (interleaved), the order at 96 + r and about twice that extends to G.
+  // depth-free (interleaved), the order at 64 + r and about twice that extends to G (past
+  // three probe depths: 192).
   for (const int G : {200, 1000, 1002}) {
     INFO("G = " << G);
     const Lowered dual = lower(four, "dualpipe", G);
     const ScheduleContext ctx{dual.scenario, dual.plan, 0};
-    const Schedule extended = build_from_order(ctx, 96);
+    const Schedule extended = build_from_order(ctx, 64);
     const Schedule full = build_from_order(ctx, 1 << 30);
     check_same_programs(extended, full);
   }

@@ -11,7 +11,7 @@
 // Where an IPU's sequence repeats itself one or more micro-batches further (a 1F1B-like steady
 // phase, found on the sequence and checked op for op), the program is its warm-up, a loop of one
 // period and its cool-down, so the engine skips the periods of the steady state; elsewhere it
-// is unrolled. Deeper than kOrderProbeDepth, a periodic order is not built at G: see
+// is unrolled. Deeper than 3 x kOrderProbeDepth, a periodic order is not built at G: see
 // extrapolated_order.
 #include <algorithm>
 #include <cmath>
@@ -151,7 +151,7 @@ Sequenced sequence_order(const OrderScheduleInfo& schedule, const PartLayout& la
   return built;
 }
 
-// Past probe_depth the order is not built at m: it is built at two depths of m's residue
+// Past three probe depths the order is not built at m: it is built at two depths of m's residue
 // modulo the common stride S, a >= probe_depth and about 2a, and when the deeper one is the
 // shallower one with (its depth - a) / S more periods on every IPU (checked op for op), m's
 // programs are the shallower one with (m - a) / S more: memory does not grow with G.
@@ -303,7 +303,9 @@ Schedule build_from_order(const ScheduleContext& ctx, std::int64_t probe_depth) 
   const std::int64_t m = ctx.depth();
   const std::vector<int> ipus = plan_ipu_ids(plan);
   std::optional<Sequenced> lowered_order;
-  if (m > probe_depth) lowered_order = extrapolated_order(unit, layout, ipus, m, probe_depth);
+  // The extension builds at about the probe depth and twice it (and a third when G's residue
+  // is not the probe's): below three probe depths building at G costs less.
+  if (m > 3 * probe_depth) lowered_order = extrapolated_order(unit, layout, ipus, m, probe_depth);
   if (!lowered_order) lowered_order = order_at_full_depth(ctx, unit, layout, ipus, probe_depth);
   check_unrolled_size(ctx, *lowered_order);
 

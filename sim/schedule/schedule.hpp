@@ -149,9 +149,11 @@ void check_tensorflow_pipeline(const std::string& schedule, const Plan& plan, st
 bool is_what_if_schedule(const std::string& name);
 // The what-if schedules run from an order (sim/schedule/order.hpp; order_lowering.cpp).
 Schedule build_from_order(const ScheduleContext& context);
-// Past `probe_depth` micro-batches a periodic order is built at two depths near it and
-// extended to G, its memory flat in G (build_from_order's is kOrderProbeDepth).
-inline constexpr std::int64_t kOrderProbeDepth = 4096;
+// Past 3 x `probe_depth` micro-batches (where building at G would cost more) a periodic order
+// is built at two depths, about `probe_depth` and twice it, and extended to G, its memory flat
+// in G (build_from_order's is kOrderProbeDepth). The orders of BERT-Large's placements settle
+// within 64 micro-batches, the slowest known (1F1B, head back on IPU 0, unequal costs) near 170.
+inline constexpr std::int64_t kOrderProbeDepth = 1024;
 Schedule build_from_order(const ScheduleContext& context, std::int64_t probe_depth);
 
 // The physical IPU of entry r*width+v (virtual IPU v of replica r): the scenario's placement,
