@@ -203,7 +203,7 @@ TEST_CASE("sharded and pipelined runs of a phased model keep virtualGraph and sa
   const Scenario sc = make_scenario(four_phases({0, 1, 0, 1}), phased_config(2), inference(4, 2));
   const Simulation sim = simulate(sc, {Mode::Sharded});
   CHECK_FALSE(sim.plan.phased);
-  const auto warning = unused_phases_warning(sc.model, sim.graph);
+  const auto warning = unused_phases_warning(sc.model, build_graph(sc.model));
   REQUIRE(warning);
   CHECK(warning->find("4 phases") != std::string::npos);
   CHECK(warning->find("--mode phased") != std::string::npos);

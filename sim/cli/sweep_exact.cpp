@@ -58,11 +58,10 @@ std::optional<nlohmann::json> exact_run(Mode mode, const Scenario& sc, const Pla
 std::optional<nlohmann::json> report_of(const Scenario& sc, const ModelGraph& graph, const std::string& modes,
                                         const std::vector<Override>& overrides) {
   Simulation sim;  // what `run` knows before it simulates; no runs
-  sim.graph = graph;
   // A run that would print a warning is left to the engine, which records it.
-  if (missing_loss_warning(sc, sim.graph)) return std::nullopt;
+  if (missing_loss_warning(sc, graph)) return std::nullopt;
   const std::vector<Mode> run_modes = modes_of(sc, modes);
-  sim.plan = make_plan(sc, sim.graph, run_modes);
+  sim.plan = make_plan(sc, graph, run_modes);
   check_connected(sc.hardware);
   sim.estimate = estimate_run(sc, sim.plan, run_modes, false);
   nlohmann::json runs = nlohmann::json::array();

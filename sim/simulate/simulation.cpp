@@ -2,6 +2,7 @@
 #include "sim/simulate/simulation.hpp"
 
 #include <algorithm>
+#include <optional>
 #include <ostream>
 
 #include "sim/base/forked.hpp"
@@ -128,15 +129,16 @@ constexpr double kNoteSeconds = 60;
 
 Simulation simulate(const Scenario& scenario, const std::vector<Mode>& modes, const SimulateOptions& options) {
   Simulation sim;
-  sim.graph = options.graph != nullptr ? *options.graph : build_graph(scenario.model);
-  sim.plan = options.plan != nullptr ? *options.plan : make_plan(scenario, sim.graph, modes);
+  std::optional<ModelGraph> built;
+  const ModelGraph& graph = options.graph != nullptr ? *options.graph : built.emplace(build_graph(scenario.model));
+  sim.plan = options.plan != nullptr ? *options.plan : make_plan(scenario, graph, modes);
   check_connected(scenario.hardware);  // a disconnected system is bad input, reported before simulating
   sim.estimate = estimate_run(scenario, sim.plan, modes, options.keep_log);
   if (options.notes != nullptr) {
     say_import_warnings(scenario.model, *options.notes);
-    if (const auto warning = missing_loss_warning(scenario, sim.graph))
+    if (const auto warning = missing_loss_warning(scenario, graph))
       *options.notes << "ipusim: warning: " << scenario.file << ": " << *warning << "\n" << std::flush;
-    const auto warning = sim.plan.phased ? std::nullopt : unused_phases_warning(scenario.model, sim.graph);
+    const auto warning = sim.plan.phased ? std::nullopt : unused_phases_warning(scenario.model, graph);
     if (warning)
       *options.notes << "ipusim: warning: " << scenario.model.file << ": " << *warning << "\n" << std::flush;
     if (const auto optimizer = missing_optimizer_warning(scenario))

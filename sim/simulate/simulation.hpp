@@ -20,8 +20,9 @@ struct ModeRun {
   RunMetrics metrics;
 };
 
+// The model's graph is not kept: the plan holds what the outputs read of it, and a caller that
+// runs one model many times lends its own (SimulateOptions::graph) rather than a copy per run.
 struct Simulation {
-  ModelGraph graph;
   Plan plan;
   RunEstimate estimate;
   std::vector<ModeRun> runs;  // in the order of the modes asked for
