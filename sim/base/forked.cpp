@@ -14,6 +14,7 @@
 #include <cstring>
 #include <exception>
 #include <iostream>
+#include <thread>
 
 
 namespace ipusim {
@@ -68,7 +69,7 @@ char ByteReader::tag() {
 }
 
 void run_forked(const std::function<void(ByteWriter&)>& child, const std::function<void(ByteReader&)>& parent,
-                const std::string& what) {
+                const std::string& what, ChildHeap heap) {
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) throw ChildProcessError(std::string("cannot create a pipe: ") + std::strerror(errno));
   std::cout.flush();  // what is buffered here must not come out of the child too
@@ -87,13 +88,17 @@ void run_forked(const std::function<void(ByteWriter&)>& child, const std::functi
     ::close(fds[0]);
     keep_freed_memory();  // the child is ipusim's own even when the parent is Python
     ByteWriter out(fds[1]);
-    try {
-      child(out);
-    } catch (const std::exception& e) {
-      out.discard();
-      out.record('X');
-      out.text(e.what());
-    }
+    auto work = [&] {
+      try {
+        child(out);
+      } catch (const std::exception& e) {
+        out.discard();
+        out.record('X');
+        out.text(e.what());
+      }
+    };
+    if (heap == ChildHeap::Fresh) std::thread(work).join();  // its own malloc arena (forked.hpp)
+    else work();
     out.flush();
     ::close(fds[1]);
     _exit(0);

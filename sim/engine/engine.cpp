@@ -370,6 +370,10 @@ void prepare_engine_for_forks() {
   if (!simgrid::s4u::Engine::is_initialized()) start_engine();  // kept for the forked processes
 }
 
+ChildHeap simulation_child_heap() {
+  return simgrid::s4u::Engine::is_initialized() ? ChildHeap::Inherited : ChildHeap::Fresh;
+}
+
 RunSummary run_engine_in_process(const Schedule& schedule, const HardwareConfig& hw, RunObserver& observer,
                                  const EngineOptions& options) {
   // An engine prepared before forking is this process's own copy; otherwise this run owns one.

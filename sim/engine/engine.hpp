@@ -128,6 +128,10 @@ RunSummary run_engine_in_process(const Schedule& schedule, const HardwareConfig&
 // each runs its one simulation sooner. This process must not simulate itself.
 void prepare_engine_for_forks();
 
+// The heap a simulation forked from this process allocates on (sim/base/forked.hpp): a
+// fresh one, unless prepare_engine_for_forks started SimGrid's engine here.
+ChildHeap simulation_child_heap();
+
 // Runs the simulation in a forked child process and returns its whole log, so callers
 // may simulate as often as they like (tests, tools; `ipusim run` uses sim/simulate).
 RunLog run_engine(const Schedule& schedule, const HardwareConfig& hardware, const EngineOptions& options = {});

@@ -21,7 +21,8 @@ RunLog run_engine(const Schedule& schedule, const HardwareConfig& hardware, cons
           else throw EngineError("the simulation process sent an unreadable result");
         }
         summary = receive_summary(in);
-      });
+      },
+      "the simulation process", simulation_child_heap());
   return make_log(std::move(events), std::move(transfers), summary);
 }
 

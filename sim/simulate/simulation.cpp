@@ -115,7 +115,8 @@ ModeRun run_mode(Mode mode, Schedule schedule, const Scenario& sc, const Simulat
           else throw EngineError("the simulation process sent an unreadable result");
         }
         summary = receive_summary(in);
-      });
+      },
+      "the simulation process", simulation_child_heap());
   run.log = make_log(std::move(events), std::move(transfers), summary);
   run.schedule = std::move(schedule);
   return run;
