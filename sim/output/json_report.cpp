@@ -29,7 +29,7 @@ Json plan_json(const Scenario& sc, const Plan& plan) {
                       {"backwardSeconds", s.backward_seconds},
                       {"hostInputBytes", s.host_input_bytes},
                       {"hostOutputBytes", s.host_output_bytes},
-                      {"ops", ops}});
+                      {"ops", std::move(ops)}});
   }
   Json copies = Json::array();
   for (const PlanCopy& c : plan.copies)
@@ -44,7 +44,10 @@ Json plan_json(const Scenario& sc, const Plan& plan) {
   for (const PlanIpu& i : plan.ipus)
     ipus.push_back({{"virtualIpu", i.id}, {"stages", i.stages}, {"weightBytes", i.weight_bytes},
                     {"weightUpdateSeconds", i.update_seconds}});
-  Json out = {{"forwardStages", plan.forward_stage_count}, {"stages", stages}, {"copies", copies}, {"ipus", ipus}};
+  Json out = {{"forwardStages", plan.forward_stage_count},
+              {"stages", std::move(stages)},
+              {"copies", std::move(copies)},
+              {"ipus", std::move(ipus)}};
   // Only for models that run sharded only, so other documents keep their shape.
   if (const auto& refused = plan.pipelining_refused)
     out["pipeliningRefused"] = {{"rule", refused->rule()}, {"pointer", refused->pointer()},
@@ -160,10 +163,10 @@ Json run_json(const RunMetrics& r) {
               {"allreduceShare", r.step_time_s > 0 ? r.allreduce_s / r.step_time_s : 0.0},
               {"cycles", r.cycles},
               {"syncSeconds", r.sync_seconds},
-              {"ipus", ipus},
+              {"ipus", std::move(ipus)},
               {"timeShares", time_shares_json(r)},
               {"bottleneck", bottleneck_json(r)},
-              {"links", links},
+              {"links", std::move(links)},
               {"simulation", simulation_json(r.simulation)},
               {"memory", memory_json(r.memory, ipus_placed(r))}};
   // Only on what-if runs, so other documents keep their shape.
@@ -189,7 +192,7 @@ Json modes_json(const std::vector<Mode>& modes) {
 
 } // namespace
 
-Json report_json(const Scenario& sc, const Simulation& sim, const Json* plan_document) {
+Json report_json(const Scenario& sc, const Simulation& sim, Json* plan_document) {
   Json runs = Json::array();
   const RunMetrics* sharded = nullptr;
   const RunMetrics* pipelined = nullptr;
@@ -242,12 +245,12 @@ Json report_json(const Scenario& sc, const Simulation& sim, const Json* plan_doc
               {"modelHash", sc.model_hash},
               {"configFile", source_file(sc.hardware.file)},
               {"configHash", sc.config_hash},
-              {"plan", plan_document != nullptr ? *plan_document : plan_json(sc, sim.plan)},
+              {"plan", plan_document != nullptr ? std::move(*plan_document) : plan_json(sc, sim.plan)},
               {"estimate",
                {{"peakBytes", sim.estimate.peak_bytes},
                 {"seconds", sim.estimate.seconds},
                 {"programSteps", sim.estimate.steps}}},
-              {"runs", runs}};
+              {"runs", std::move(runs)}};
   doc["modelFigures"] = model_figures_json(model);
   if (sc.hardware.price_per_ipu_hour > 0) doc["pricePerIpuHour"] = sc.hardware.price_per_ipu_hour;
   if (sim.plan.phased) {
@@ -271,7 +274,7 @@ void add_provenance(Json& document, const Provenance& provenance) {
   document["ipusimVersion"] = IPUSIM_VERSION;
 }
 
-Json run_document(const Scenario& sc, const Simulation& sim, const Provenance& provenance, const Json* plan_document) {
+Json run_document(const Scenario& sc, const Simulation& sim, const Provenance& provenance, Json* plan_document) {
   Json document = report_json(sc, sim, plan_document);
   add_provenance(document, provenance);
   return document;

@@ -16,9 +16,11 @@ nlohmann::json run_json(const RunMetrics& run);
 // An IPU's idle seconds by cause ({"fill_flush_s": ..., ...}), as in runs[].ipus[].idle.
 nlohmann::json idle_json(const IdleBreakdown& idle);
 // `plan_document`: plan_json(scenario, simulation.plan) when the caller kept it from an
-// earlier run of the same plan (the Python API); none: made here.
+// earlier run of the same plan (the Python API), lent: moved into the document's "plan",
+// where the caller takes it back (BERT-Large's is 32 KB of op names, too much to copy per
+// call); none: made here.
 nlohmann::json report_json(const Scenario& scenario, const Simulation& simulation,
-                           const nlohmann::json* plan_document = nullptr);
+                           nlohmann::json* plan_document = nullptr);
 
 // What reruns a document (`run --from`): the --set flags as given, the command line (none from
 // Python or a sweep's point), and the version that wrote it.
@@ -29,6 +31,6 @@ struct Provenance {
 void add_provenance(nlohmann::json& document, const Provenance& provenance);
 // The run document (`run --json`, Python's run, a sweep point's record): report_json and its provenance.
 nlohmann::json run_document(const Scenario& scenario, const Simulation& simulation, const Provenance& provenance,
-                            const nlohmann::json* plan_document = nullptr);
+                            nlohmann::json* plan_document = nullptr);
 
 } // namespace ipusim

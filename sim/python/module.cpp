@@ -143,6 +143,19 @@ private:
     options.notes = &std::cerr;
     options.graph = &graph;
     Kept* entry = plan_key != nullptr ? &kept(*plan_key, scenario, graph, modes) : nullptr;
+    if (entry == nullptr) return run_text(scenario, modes, overrides, options, nullptr);
+    // The kept plan and plan document are lent to the run and taken back after it; a run that
+    // throws loses them, so its entry is forgotten.
+    try {
+      return run_text(scenario, modes, overrides, options, entry);
+    } catch (...) {
+      std::erase_if(kept_, [&](const auto& k) { return &k.second == entry; });
+      throw;
+    }
+  }
+
+  std::string run_text(const Scenario& scenario, const std::vector<Mode>& modes, const std::vector<std::string>& overrides,
+                       SimulateOptions options, Kept* entry) {
     if (entry != nullptr) {
       options.plan = &entry->plan;
       if (!entry->memory.empty()) options.memory = &entry->memory;
@@ -153,9 +166,13 @@ private:
     for (ModeRun& r : sim.runs)
       if (!r.metrics.memory.fits) r.metrics.memory.fixes = memory_fixes(scenario, r.metrics.mode);
     if (entry != nullptr && entry->plan_document.is_null()) entry->plan_document = plan_json(scenario, sim.plan);
-    const nlohmann::json document =
-        run_document(scenario, sim, {overrides}, entry != nullptr ? &entry->plan_document : nullptr);
-    return document.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    nlohmann::json document = run_document(scenario, sim, {overrides}, entry != nullptr ? &entry->plan_document : nullptr);
+    std::string text = document.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    if (entry != nullptr) {
+      entry->plan = std::move(sim.plan);
+      entry->plan_document = std::move(document["plan"]);
+    }
+    return text;
   }
 
   Scenario scenario_;

@@ -132,7 +132,7 @@ Simulation simulate(const Scenario& scenario, const std::vector<Mode>& modes, co
   Simulation sim;
   std::optional<ModelGraph> built;
   const ModelGraph& graph = options.graph != nullptr ? *options.graph : built.emplace(build_graph(scenario.model));
-  sim.plan = options.plan != nullptr ? *options.plan : make_plan(scenario, graph, modes);
+  sim.plan = options.plan != nullptr ? std::move(*options.plan) : make_plan(scenario, graph, modes);
   check_connected(scenario.hardware);  // a disconnected system is bad input, reported before simulating
   sim.estimate = estimate_run(scenario, sim.plan, modes, options.keep_log);
   if (options.notes != nullptr) {

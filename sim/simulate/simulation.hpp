@@ -47,8 +47,10 @@ struct SimulateOptions {
   // Python API) has built it once; none: built here.
   const ModelGraph* graph = nullptr;
   // The plan make_plan gives for this scenario and these modes, when such a caller kept it from
-  // an earlier run of the same scenario with the same execution; none: made here.
-  const Plan* plan = nullptr;
+  // an earlier run of the same scenario with the same execution; none: made here. Lent: moved
+  // into Simulation::plan, where the caller takes it back (a copy per run cost a Python call
+  // more than the plan's use); lost if simulate throws.
+  Plan* plan = nullptr;
   // With `plan`: each mode's memory report (estimate_memory) from that earlier run, in the
   // order of the modes; none: estimated here.
   const std::vector<MemoryReport>* memory = nullptr;

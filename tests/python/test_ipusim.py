@@ -85,6 +85,22 @@ def test_a_run_again_with_the_same_execution_reuses_its_plan_and_memory_and_answ
     assert documents[5]["runs"][0]["memory"]["fixes"] == documents[3]["runs"][0]["memory"]["fixes"] != []
 
 
+def test_a_run_that_fails_after_its_plan_was_lent_fails_alike_again():
+    # The kept plan is moved into the run and taken back after it (module.cpp): a run refused
+    # inside simulate (too many program steps, checked after the plan) must not leave an
+    # emptied plan behind for the next call with the same execution.
+    scenario = ipusim.Scenario("scenarios/mlp-training.json")
+    huge = {"gradientAccumulation": 10 ** 8, "batchesPerStep": 4}
+    messages = []
+    for _ in range(2):
+        with pytest.raises(ipusim.InputError) as error:
+            scenario.run(execution=huge, mode="pipelined")
+        assert error.value.rule == "scenario.too-large"
+        messages.append(str(error.value))
+    assert messages[0] == messages[1]
+    assert scenario.run(mode="pipelined") == cli_document("scenarios/mlp-training.json", "--mode", "pipelined")
+
+
 def test_a_loaded_scenario_is_reused_and_left_as_loaded():
     scenario = ipusim.Scenario("scenarios/mlp-training.json")
     first = scenario.run(mode="pipelined")
