@@ -5,8 +5,7 @@
 namespace ipusim {
 
 RunLog run_engine(const Schedule& schedule, const HardwareConfig& hardware, const EngineOptions& options) {
-  std::vector<Event> events;
-  std::vector<TransferRecord> transfers;
+  LogCollector log;
   RunSummary summary;
   run_forked(
       [&](ByteWriter& out) {
@@ -14,16 +13,8 @@ RunLog run_engine(const Schedule& schedule, const HardwareConfig& hardware, cons
         const RunSummary s = run_engine_in_process(schedule, hardware, sender, options);
         send_summary(out, s);
       },
-      [&](ByteReader& in) {
-        for (char tag = in.tag(); tag != 'S'; tag = in.tag()) {
-          if (tag == 'E') events.push_back(receive_event(in));
-          else if (tag == 'T') transfers.push_back(receive_transfer(in));
-          else throw EngineError("the simulation process sent an unreadable result");
-        }
-        summary = receive_summary(in);
-      },
-      "the simulation process", simulation_child_heap());
-  return make_log(std::move(events), std::move(transfers), summary);
+      [&](ByteReader& in) { summary = receive_log(in, log); }, "the simulation process", simulation_child_heap());
+  return make_log(std::move(log.events), std::move(log.transfers), summary);
 }
 
 } // namespace ipusim

@@ -21,20 +21,22 @@ void send_summary(ByteWriter& out, const RunSummary& s) {
   summary_fields(w, s);
 }
 
-Event receive_event(ByteReader& in) { return in.value<Event>(); }
-
-TransferRecord receive_transfer(ByteReader& in) {
-  TransferRecord t;
+RunSummary receive_log(ByteReader& in, LogCollector& log, const OtherRecord& other) {
+  for (char tag = in.tag(); tag != 'S'; tag = in.tag()) {
+    if (tag == 'E') {
+      log.events.push_back(in.value<Event>());
+    } else if (tag == 'T') {
+      TransferRecord& t = log.transfers.emplace_back();
+      Reading r{in};
+      transfer_fields(r, t);
+    } else if (!other || !other(tag, in)) {
+      throw EngineError("the simulation process sent an unreadable result");
+    }
+  }
+  RunSummary summary;
   Reading r{in};
-  transfer_fields(r, t);
-  return t;
-}
-
-RunSummary receive_summary(ByteReader& in) {
-  RunSummary s;
-  Reading r{in};
-  summary_fields(r, s);
-  return s;
+  summary_fields(r, summary);
+  return summary;
 }
 
 RunLog make_log(std::vector<Event> events, std::vector<TransferRecord> transfers, const RunSummary& summary) {

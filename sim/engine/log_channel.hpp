@@ -4,6 +4,8 @@
 #include "sim/engine/engine.hpp"
 #include "sim/base/forked.hpp"
 
+#include <functional>
+
 namespace ipusim {
 
 class LogSender : public RunObserver {
@@ -43,11 +45,6 @@ template <class Wire, class Summary> void summary_fields(Wire& w, Summary& s) {
   w.list(s.not_periodic, [&](auto& name) { w(name); });
 }
 
-// The parent side. Reads the fields of a record whose tag was just read.
-Event receive_event(ByteReader& in);
-TransferRecord receive_transfer(ByteReader& in);
-RunSummary receive_summary(ByteReader& in);
-
 // Keeps everything, in this process.
 class LogCollector : public RunObserver {
 public:
@@ -56,6 +53,12 @@ public:
   std::vector<Event> events;
   std::vector<TransferRecord> transfers;
 };
+
+// The parent side: the records up to the summary, events and transfers into `log`, a record of
+// another tag to `other` (which reads its fields and says whether it knew the tag); an unknown
+// tag is an EngineError. Returns the summary.
+using OtherRecord = std::function<bool(char tag, ByteReader& in)>;
+RunSummary receive_log(ByteReader& in, LogCollector& log, const OtherRecord& other = {});
 
 // RunLog's order: events as they came (per IPU in program order), transfers grouped by
 // the IPU that recorded them.

@@ -94,8 +94,7 @@ ModeRun run_mode_here(Mode mode, Schedule schedule, const Scenario& sc, const Si
 // the events and transfers as they happen when the log is kept.
 ModeRun run_mode(Mode mode, Schedule schedule, const Scenario& sc, const SimulateOptions& options) {
   ModeRun run;
-  std::vector<Event> events;
-  std::vector<TransferRecord> transfers;
+  LogCollector log;
   RunSummary summary;
   run.metrics = schedule_metrics(mode, schedule, sc.execution);  // the parent's share
   run_forked(
@@ -108,16 +107,13 @@ ModeRun run_mode(Mode mode, Schedule schedule, const Scenario& sc, const Simulat
         send_summary(out, s);
       },
       [&](ByteReader& in) {
-        for (char tag = in.tag(); tag != 'S'; tag = in.tag()) {
-          if (tag == 'E') events.push_back(receive_event(in));
-          else if (tag == 'T') transfers.push_back(receive_transfer(in));
-          else if (tag == 'M') receive_metrics(in, run.metrics);
-          else throw EngineError("the simulation process sent an unreadable result");
-        }
-        summary = receive_summary(in);
+        summary = receive_log(in, log, [&](char tag, ByteReader& record) {
+          if (tag == 'M') receive_metrics(record, run.metrics);
+          return tag == 'M';
+        });
       },
       "the simulation process", simulation_child_heap());
-  run.log = make_log(std::move(events), std::move(transfers), summary);
+  run.log = make_log(std::move(log.events), std::move(log.transfers), summary);
   run.schedule = std::move(schedule);
   return run;
 }
