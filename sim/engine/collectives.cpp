@@ -7,6 +7,8 @@
 // instance (the copies' own order); the steady state compares how many each member began.
 #include "sim/engine/engine_run.hpp"
 
+#include <algorithm>
+
 namespace ipusim::engine_detail {
 
 bool Run::run_collective_block(ActorState& st, std::size_t a) {
@@ -31,7 +33,7 @@ bool Run::run_collective_block(ActorState& st, std::size_t a) {
   if (++instance.joined < group.members.size()) {
     instance.go->acquire();
   } else {
-    group.evaluate(instance.entries, instance.times);
+    time_collective(group, state, instance);
     for (std::size_t i = 1; i < group.members.size(); ++i) instance.go->release();
   }
   const double exit = instance.times.end[m].back();
@@ -45,6 +47,34 @@ bool Run::run_collective_block(ActorState& st, std::size_t a) {
   st.doing = Doing::Nothing;
   if (++instance.left == group.members.size()) state.open.erase(ordinal);
   return true;
+}
+
+// The dataflow depends only on when the members arrive relative to one another, and they
+// mostly arrive alike every time (a data-parallel step's replicas all at once, at each weight
+// update): such a run's times are the last run's moved to its earliest entry, not every
+// transfer replayed again (on ResNet-50's Bow Pod256, 256 members and 67,584 transfers a run).
+// Entries within a factor of two of the earliest come back exactly (Sterbenz).
+void Run::time_collective(const CollectiveGroup& group, GroupState& state, CollectiveInstance& instance) {
+  const double base = *std::min_element(instance.entries.begin(), instance.entries.end());
+  std::vector<double> relative(instance.entries.size());
+  for (std::size_t m = 0; m < relative.size(); ++m) relative[m] = instance.entries[m] - base;
+  if (relative != state.last.entries) {
+    group.evaluate(relative, state.last.times);
+    state.last.entries = std::move(relative);
+  }
+  const CollectiveTimes& last = state.last.times;
+  CollectiveTimes& times = instance.times;
+  auto moved = [base](const std::vector<double>& from, std::vector<double>& to) {
+    to.resize(from.size());
+    for (std::size_t i = 0; i < from.size(); ++i) to[i] = base + from[i];
+  };
+  times.start.resize(last.start.size());
+  times.end.resize(last.end.size());
+  for (std::size_t m = 0; m < last.start.size(); ++m) {
+    moved(last.start[m], times.start[m]);
+    moved(last.end[m], times.end[m]);
+  }
+  moved(last.arrival, times.arrival);
 }
 
 // The block's steps as run_exchange reports them: each send's transfer, then the step's event.

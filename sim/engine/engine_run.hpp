@@ -186,11 +186,19 @@ private:
     sg4::SemaphorePtr go;  // released for the members that wait once the last arrives
     CollectiveTimes times;
   };
+  // The last run a group's dataflow timed, from its earliest entry: the entries and the times
+  // less that entry.
+  struct RelativeRun {
+    std::vector<double> entries;
+    CollectiveTimes times;
+  };
   struct GroupState {
     std::vector<std::int64_t> joins;                 // per member: blocks begun; the n-th joins instance n
     std::map<std::int64_t, CollectiveInstance> open;  // instances some member has begun and not all left
+    RelativeRun last;
   };
   std::vector<GroupState> group_states_;
+  void time_collective(const CollectiveGroup& group, GroupState& state, CollectiveInstance& instance);
 
   // Steady state.
   std::vector<bool> every_program_loops_;  // by loop id: every program has a Repeat of it

@@ -178,28 +178,32 @@ bool order_steps(const CollectiveGroup& group, StepOrder& order) {
 }
 
 // Whether every member's last step waits (through the others) for every member's arrival.
+// Per (member, step), as bits over the members: whose arrival its end waits for.
 bool all_wait_for_all(const CollectiveGroup& group, const StepOrder& order) {
   const std::size_t n = group.members.size(), words = (n + 63) / 64;
-  using Bits = std::vector<std::uint64_t>;
-  std::vector<std::vector<Bits>> end(n);
-  for (std::size_t m = 0; m < n; ++m) end[m].resize(group.members[m].steps.size());
-  auto start_of = [&](std::size_t m, std::size_t k) {
-    if (k > 0) return end[m][k - 1];
-    Bits own(words, 0);
-    own[m / 64] |= std::uint64_t{1} << (m % 64);
-    return own;
+  std::vector<std::size_t> first(n + 1, 0);  // a member's first step among all, in words
+  for (std::size_t m = 0; m < n; ++m) first[m + 1] = first[m] + group.members[m].steps.size() * words;
+  std::vector<std::uint64_t> end(first[n], 0);
+  auto end_of = [&](std::size_t m, std::size_t k) { return end.data() + first[m] + k * words; };
+  // What a step's start waits for: its member's previous step's end, or its member's arrival.
+  auto start_of = [&](std::size_t m, std::size_t k, std::uint64_t* into) {
+    if (k > 0) {
+      const std::uint64_t* previous = end_of(m, k - 1);
+      for (std::size_t w = 0; w < words; ++w) into[w] |= previous[w];
+    } else {
+      into[m / 64] |= std::uint64_t{1} << (m % 64);
+    }
   };
   for (const auto& [m, k] : order) {
-    Bits bits = start_of(m, k);
-    for (const DataflowReceive& r : group.members[m].steps[k].receives) {
-      const Bits from = start_of(r.member, r.step);
-      for (std::size_t w = 0; w < words; ++w) bits[w] |= from[w];
-    }
-    end[m][k] = std::move(bits);
+    std::uint64_t* bits = end_of(m, k);
+    start_of(m, k, bits);
+    for (const DataflowReceive& r : group.members[m].steps[k].receives) start_of(r.member, r.step, bits);
   }
-  for (std::size_t m = 0; m < n; ++m)
+  for (std::size_t m = 0; m < n; ++m) {
+    const std::uint64_t* last = end_of(m, group.members[m].steps.size() - 1);
     for (std::size_t i = 0; i < n; ++i)
-      if ((end[m].back()[i / 64] >> (i % 64) & 1u) == 0) return false;
+      if ((last[i / 64] >> (i % 64) & 1u) == 0) return false;
+  }
   return true;
 }
 
@@ -226,6 +230,7 @@ public:
       g.members.push_back(std::move(member));
     }
     link_ids_.resize(result.groups.size());
+    route_ids_.resize(result.groups.size());
   }
 
   void add_sends() {
@@ -279,12 +284,27 @@ private:
     const RoutePath& path = routes_.path(x.src_ipu, x.dst_ipu);
     s.latency = path.latency;
     s.bandwidth = path.bandwidth;
-    for (int slot : path.slots) {
-      const auto [it, fresh] = link_ids_[g].emplace(slot, static_cast<int>(link_ids_[g].size()));
-      if (fresh) result_.groups[g].link_bandwidth.push_back(hw_.links[static_cast<std::size_t>(slot / 2)].bandwidth_bytes_per_s);
-      s.links.push_back(it->second);
-    }
+    s.route = route(g, x.src_ipu, x.dst_ipu, path);
     return s;
+  }
+
+  // The group's route from `src` to `dst` (its links numbered in the group), added the first time.
+  std::size_t route(std::size_t g, int src, int dst, const RoutePath& path) {
+    CollectiveGroup& group = result_.groups[g];
+    const auto [found, fresh] = route_ids_[g].emplace(std::make_pair(src, dst), group.routes.size());
+    if (!fresh) return found->second;
+    std::vector<int>& ids = link_ids_[g];
+    if (ids.empty()) ids.assign(2 * hw_.links.size(), -1);  // per directed link slot
+    std::vector<int>& links = group.routes.emplace_back();
+    for (int slot : path.slots) {
+      int& id = ids[static_cast<std::size_t>(slot)];
+      if (id < 0) {
+        id = static_cast<int>(group.link_bandwidth.size());
+        group.link_bandwidth.push_back(hw_.links[static_cast<std::size_t>(slot / 2)].bandwidth_bytes_per_s);
+      }
+      links.push_back(id);
+    }
+    return found->second;
   }
 
   const Schedule& schedule_;
@@ -293,7 +313,8 @@ private:
   PathTable& routes_;
   CollectiveBlocks& result_;
   std::vector<std::pair<std::size_t, std::size_t>> place_;  // (group, member) per block
-  std::vector<std::map<int, int>> link_ids_;                // per group: directed link slot -> group link
+  std::vector<std::vector<int>> link_ids_;  // per group: directed link slot -> group link, or -1
+  std::vector<std::map<std::pair<int, int>, std::size_t>> route_ids_;  // per group: (src, dst) -> route
   // Per block step (first_step_[block] + step), per transfer: its index among the step's sends.
   std::vector<std::vector<std::size_t>> send_index_;
   std::vector<std::size_t> first_step_;

@@ -30,7 +30,7 @@ namespace ipusim {
 struct DataflowSend {
   std::size_t transfer = 0;              // index into Step::transfers
   std::size_t to_member = 0, to_step = 0;  // who receives it, in which of its steps
-  std::vector<int> links;                // the group's links along its route
+  std::size_t route = 0;                 // its route: CollectiveGroup::routes[route]
   double latency = 0;                    // the route's, summed
   double bandwidth = 0;                  // its narrowest link's
   double bytes = 0;                      // whole bytes, as SimGrid moves them
@@ -61,8 +61,12 @@ struct CollectiveTimes {
 
 struct CollectiveGroup {
   std::vector<CollectiveMember> members;
-  std::vector<double> link_bandwidth;  // per group link (DataflowSend::links)
-  std::size_t flows = 0;               // transfers of one run
+  std::vector<double> link_bandwidth;  // per group link
+  // Per route its sends take (a ring step's send takes its member's route every step): the
+  // group links along it.
+  std::vector<std::vector<int>> routes;
+  std::size_t flows = 0;  // transfers of one run
+  const std::vector<int>& links(const DataflowSend& send) const { return routes[send.route]; }
   // The times of every member's steps when member m arrives at its block at entries[m].
   void evaluate(const std::vector<double>& entries, CollectiveTimes& times) const;
 };

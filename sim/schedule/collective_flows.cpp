@@ -103,14 +103,14 @@ private:
 
   void latency_over(std::size_t id, double now) {
     Flow& f = flows_[id];
-    if (f.remaining <= 0 || f.send->links.empty()) {
+    if (f.remaining <= 0 || group_.links(*f.send).empty()) {
       arrive(id, now);
       return;
     }
     f.sharing = true;
     f.last = now;
-    for (int l : f.send->links) on_link_[static_cast<std::size_t>(l)].push_back(id);
-    reshare(f.send->links, now);
+    for (int l : group_.links(*f.send)) on_link_[static_cast<std::size_t>(l)].push_back(id);
+    reshare(group_.links(*f.send), now);
   }
 
   void arrive(std::size_t id, double now) {
@@ -119,12 +119,12 @@ private:
     times_.arrival[id] = now;
     if (f.sharing) {
       f.sharing = false;
-      for (int l : f.send->links) {
+      for (int l : group_.links(*f.send)) {
         auto& on = on_link_[static_cast<std::size_t>(l)];
         const auto found = std::find(on.begin(), on.end(), id);
         if (found != on.end()) on.erase(found);  // a route crosses a link once: always found
       }
-      reshare(f.send->links, now);
+      reshare(group_.links(*f.send), now);
     }
     for (const auto& [m, k] : {std::make_pair(f.member, f.step), std::make_pair(f.send->to_member, f.send->to_step)})
       if (--outstanding_[m][k] == 0 && started(m, k)) complete_step(m, k, now);
@@ -173,7 +173,7 @@ void FlowReplay::reshare(const std::vector<int>& links, double now) {
       if (flow_mark_[id] == visit_) continue;
       flow_mark_[id] = visit_;
       flows.push_back(id);
-      for (int l : flows_[id].send->links)
+      for (int l : group_.links(*flows_[id].send))
         if (link_mark_[static_cast<std::size_t>(l)] != visit_) {
           link_mark_[static_cast<std::size_t>(l)] = visit_;
           component.push_back(l);
@@ -192,7 +192,7 @@ void FlowReplay::reshare(const std::vector<int>& links, double now) {
     unfixed_[static_cast<std::size_t>(l)] = 0;
   }
   for (std::size_t id : flows)
-    for (int l : flows_[id].send->links) {
+    for (int l : group_.links(*flows_[id].send)) {
       usage_[static_cast<std::size_t>(l)] += 1.0 / flows_[id].penalty();
       ++unfixed_[static_cast<std::size_t>(l)];
     }
@@ -205,7 +205,7 @@ void FlowReplay::reshare(const std::vector<int>& links, double now) {
       if (unfixed_[static_cast<std::size_t>(l)] > 0)
         level = std::min(level, capacity_[static_cast<std::size_t>(l)] / usage_[static_cast<std::size_t>(l)]);
     auto saturating = [&](std::size_t id) {
-      for (int l : flows_[id].send->links) {
+      for (int l : group_.links(*flows_[id].send)) {
         const auto i = static_cast<std::size_t>(l);
         if (unfixed_[i] > 0 && capacity_[i] / usage_[i] <= level * (1 + 1e-12)) return true;
       }
@@ -225,7 +225,7 @@ void FlowReplay::reshare(const std::vector<int>& links, double now) {
         continue;
       }
       f.rate = bounded ? f.send->bandwidth : std::min(f.send->bandwidth, level / f.penalty());
-      for (int l : f.send->links) {
+      for (int l : group_.links(*f.send)) {
         const auto i = static_cast<std::size_t>(l);
         capacity_[i] = std::max(0.0, capacity_[i] - f.rate);
         usage_[i] -= 1.0 / f.penalty();
