@@ -246,12 +246,13 @@ TEST_CASE("a failing point is recorded with its error and the others complete", 
 
 TEST_CASE("a sweep killed with SIGKILL resumes with every point exactly once", "[sweep]") {
   TempDir tmp;
-  // The last point simulates 30,000 micro-batches of GPipe, whose unequal stages it runs
-  // nearly in full (about half a second; the steady state skips PopART's): the sweep is
-  // still running when the first batch of point files (kBatchMilliseconds) appears.
+  // The last two points simulate 30,000 micro-batches of GPipe, whose unequal stages it runs
+  // nearly in full (about half a second each; the steady state skips PopART's). They run
+  // first (longest first), one after the other: the sweep is still running the second when
+  // the first's file appears (kBatchMilliseconds after its record).
   const Json def = {{"scenario", scenario("mlp-inference.json")},
                     {"set", {{"execution.schedule", "gpipe"}}},
-                    {"axes", {{{"path", "execution.batchesPerStep"}, {"values", {2, 4, 8, 30000}}}}}};
+                    {"axes", {{{"path", "execution.batchesPerStep"}, {"values", {2, 4, 8, 30000, 30001}}}}}};
   write_text(tmp / "kill.json", def.dump());
   const std::string out = tmp / "out";
 
@@ -280,7 +281,7 @@ TEST_CASE("a sweep killed with SIGKILL resumes with every point exactly once", "
 
   const std::set<std::string> before = point_files(out);
   REQUIRE(!before.empty());
-  REQUIRE(before.size() < 4);
+  REQUIRE(before.size() < 5);
   std::map<std::string, std::string> contents;
   for (const auto& name : before) contents[name] = read_text(out + "/points/" + name);
   // Whatever results.jsonl the kill left is whole: every line parses.
@@ -290,21 +291,22 @@ TEST_CASE("a sweep killed with SIGKILL resumes with every point exactly once", "
   INFO(resumed.err);
   REQUIRE(resumed.code == 0);
   CHECK(resumed.err.find(std::to_string(before.size()) + " already done") != std::string::npos);
-  CHECK(resumed.err.find("ran " + std::to_string(4 - before.size()) + " in") != std::string::npos);
+  CHECK(resumed.err.find("ran " + std::to_string(5 - before.size()) + " in") != std::string::npos);
   for (const auto& [name, text] : contents) CHECK(read_text(out + "/points/" + name) == text);  // not rerun
 
   const auto lines = read_jsonl(out + "/results.jsonl");
-  REQUIRE(lines.size() == 4);
+  REQUIRE(lines.size() == 5);
   std::set<std::string> ids;
-  for (std::size_t i = 0; i < 4; ++i) {
+  for (std::size_t i = 0; i < 5; ++i) {
     CHECK(lines[i].at("point") == i);
     CHECK(lines[i].at("status") == "ok");
     ids.insert(lines[i].at("id").get<std::string>());
   }
-  CHECK(ids.size() == 4);
-  CHECK(point_files(out).size() == 4);
-  CHECK(read_csv(out + "/results.csv").size() == 4);
+  CHECK(ids.size() == 5);
+  CHECK(point_files(out).size() == 5);
+  CHECK(read_csv(out + "/results.csv").size() == 5);
   CHECK(lines[3].at("report").at("execution").at("batchesPerStep") == 30000);
+  CHECK(lines[4].at("report").at("execution").at("batchesPerStep") == 30001);
 }
 
 TEST_CASE("bad sweep files exit 2 naming the JSON pointer and write nothing", "[sweep]") {
@@ -754,6 +756,49 @@ TEST_CASE("a sweep killed with SIGKILL leaves no process behind: its runs and si
   while (group_alive(pid) && std::chrono::steady_clock::now() < gone_by)
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   CHECK(!group_alive(pid));
+  ::kill(-pid, SIGKILL);
+}
+
+// The processes `pid` started that are still alive.
+std::vector<pid_t> children_of(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/task/" + std::to_string(pid) + "/children");
+  std::vector<pid_t> children;
+  for (pid_t child = 0; in >> child;) children.push_back(child);
+  return children;
+}
+
+TEST_CASE("a point whose process dies is recorded as failed, and the rest of that process's points run in a new one",
+          "[sweep]") {
+  TempDir tmp;
+  // 8 points, -j2: each process takes a share of two, the longest first, so the slow point's
+  // process holds one more point, which can only run after it.
+  write_text(tmp / "slow.json", slow_sweep({1000000, 2, 3, 4, 5, 6, 7, 8}).dump());
+  const std::string out = tmp / "out";
+  const pid_t pid = start_sweep(tmp / "slow.json", out);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while ((point_files(out).size() < 6 || children_of(pid).size() != 1) && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  REQUIRE(point_files(out).size() == 6);
+  const std::vector<pid_t> running = children_of(pid);
+  REQUIRE(running.size() == 1);  // the slow point's process, its other point not begun
+  ::kill(running[0], SIGSEGV);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 4);  // every point has a record, one of them an error
+  const auto lines = read_jsonl(out + "/results.jsonl");
+  REQUIRE(lines.size() == 8);
+  for (const Json& line : lines) {
+    const int depth = line.at("axes").at("execution.gradientAccumulation").get<int>();
+    INFO("G = " << depth);
+    if (depth == 1000000) {
+      CHECK(line.at("status") == "error");
+      CHECK(line.at("error").get<std::string>().find("killed by signal 11 (SIGSEGV)") != std::string::npos);
+    } else {
+      CHECK(line.at("status") == "ok");
+    }
+  }
+  CHECK(point_files(out).size() == 8);
   ::kill(-pid, SIGKILL);
 }
 

@@ -34,8 +34,8 @@ Command add_compare_command(CLI::App& app);
 // The whole command line, as main() runs it; a sweep runs its points through it too.
 int run_cli(int argc, char** argv);
 // Set in a sweep's point process, which runs one command and exits: `run` simulates its
-// last mode in that process (SimulateOptions::last_in_process).
-extern bool simulate_last_in_process;
+// modes in that process (SimulateOptions::in_process).
+extern bool simulate_in_process;
 // The command line as given (argv), recorded in run documents so that they can be rerun.
 extern std::vector<std::string> command_line;
 

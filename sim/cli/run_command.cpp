@@ -23,7 +23,7 @@
 
 namespace ipusim::cli {
 
-bool simulate_last_in_process = false;
+bool simulate_in_process = false;
 
 namespace {
 
@@ -185,7 +185,7 @@ int run(const RunOptions& o) {
   SimulateOptions options;
   options.keep_log = !o.trace.empty();
   options.exact_full = o.exact_full;
-  options.last_in_process = simulate_last_in_process;
+  options.in_process = simulate_in_process;
   options.notes = &std::cerr;
   Simulation sim = simulate(sc, rerun ? rerun->modes : modes_for(sc, o.mode), options);
   // What would make a run that does not fit fit: the memory model tries each setting.

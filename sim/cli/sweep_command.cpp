@@ -96,9 +96,10 @@ Command add_sweep_command(CLI::App& app) {
       std::vector<char*> argv;
       for (std::string& s : strings) argv.push_back(s.data());
       argv.push_back(nullptr);
-      simulate_last_in_process = true;
+      simulate_in_process = true;
       return run_cli(static_cast<int>(strings.size()), argv.data());
     };
+    o.can_run_another_point = [] { return engine_can_simulate_again(); };
     const auto evaluator = std::make_shared<ExactPointEvaluator>();
     o.exact_point = [evaluator](const std::string& scenario, const std::string& modes,
                                 const std::vector<Override>& overrides) { return (*evaluator)(scenario, modes, overrides); };

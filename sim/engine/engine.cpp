@@ -1,5 +1,7 @@
 #include "sim/engine/engine.hpp"
 
+#include <dlfcn.h>
+
 #include <algorithm>
 #include <memory>
 #include <set>
@@ -26,12 +28,28 @@ namespace engine_detail {
 
 namespace {
 
+// SimGrid's signals keep their callbacks for the life of the process: one, registered once,
+// serves every run of a process that simulates several times.
+bool deadlock_seen = false;
+
 std::size_t copy_count(const Schedule& schedule) {
   int copies = 0;
   for (const Program& p : schedule.programs)
     for (const Step& s : p.steps)
       for (const Transfer& t : s.transfers) copies = std::max(copies, t.copy + 1);
   return static_cast<std::size_t>(copies);
+}
+
+// Runs SimGrid until nothing is left to do; true when its actors were left blocked.
+bool run_engine_to_the_end() {
+  static const bool registered = [] {
+    sg4::Engine::on_deadlock_cb([] { deadlock_seen = true; });
+    return true;
+  }();
+  (void)registered;
+  deadlock_seen = false;
+  sg4::Engine::get_instance()->run();
+  return deadlock_seen;
 }
 
 } // namespace
@@ -73,9 +91,7 @@ RunSummary Run::run() {
     for (const Step& s : p.steps)
       for (const Transfer& t : s.transfers) arrivals_.connect(t.copy, platform_.ipus.at(t.src_ipu), platform_.ipus.at(t.dst_ipu));
 
-  bool deadlocked = false;
-  sg4::Engine::on_deadlock_cb([&deadlocked] { deadlocked = true; });
-  sg4::Engine::get_instance()->run();
+  const bool deadlocked = run_engine_to_the_end();
 
   std::string stuck;
   for (const ActorState& st : actors_)
@@ -366,6 +382,41 @@ void Run::actor_main(std::size_t a) {
 
 } // namespace engine_detail
 
+namespace {
+
+// SimGrid has no call that sets its clock back, and an engine cannot be started twice in one
+// process. The clock is simgrid::kernel::EngineImpl::now_ (SimGrid 3.32,
+// src/kernel/EngineImpl.cpp), private to s4u but a symbol libsimgrid exports; found at run
+// time, so that a SimGrid without it only loses the reuse. A run that starts at 0 with no
+// activity left from the last one computes exactly what it would in a fresh process: SimGrid's
+// models keep no time of their own between activities.
+double* simgrid_clock() {
+  static double* const clock =
+      static_cast<double*>(::dlsym(RTLD_DEFAULT, "_ZN7simgrid6kernel10EngineImpl4now_E"));
+  return clock;
+}
+
+enum class EngineUse { Fresh, Used, Spoiled };
+EngineUse engine_use = EngineUse::Fresh;
+
+// Sets SimGrid's clock back to 0 after a run, or says why the engine cannot run again.
+void rewind_engine() {
+  if (engine_use == EngineUse::Fresh) return;
+  if (engine_use == EngineUse::Spoiled)
+    throw EngineError("SimGrid's engine in this process stopped in a failed simulation and cannot simulate again");
+  double* clock = simgrid_clock();
+  if (clock == nullptr) throw EngineError("this SimGrid does not let a process simulate twice (its clock is not found)");
+  *clock = 0;
+  if (simgrid::s4u::Engine::get_clock() != 0)
+    throw EngineError("SimGrid's clock did not go back to 0: this process cannot simulate twice");
+}
+
+} // namespace
+
+bool engine_can_simulate_again() {
+  return simgrid::s4u::Engine::is_initialized() && simgrid_clock() != nullptr && engine_use != EngineUse::Spoiled;
+}
+
 void prepare_engine_for_forks() {
   if (!simgrid::s4u::Engine::is_initialized()) start_engine();  // kept for the forked processes
 }
@@ -379,8 +430,12 @@ RunSummary run_engine_in_process(const Schedule& schedule, const HardwareConfig&
   // An engine prepared before forking is this process's own copy; otherwise this run owns one.
   std::unique_ptr<simgrid::s4u::Engine> owned;
   if (!simgrid::s4u::Engine::is_initialized()) owned.reset(start_engine());
+  rewind_engine();
+  engine_use = EngineUse::Spoiled;  // until the run ends well
   engine_detail::Run run(schedule, hw, observer, options);
-  return run.run();
+  RunSummary summary = run.run();
+  engine_use = owned ? EngineUse::Spoiled : EngineUse::Used;  // an engine of its own ends with the run
+  return summary;
 }
 
 } // namespace ipusim

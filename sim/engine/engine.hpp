@@ -118,8 +118,10 @@ struct RunSummary {
 // A simulation that cannot finish (deadlock, inconsistent programs) is an internal fault.
 using EngineError = ChildProcessError;  // the engine runs in a forked child (sim/base/forked.hpp)
 
-// Runs the simulation in this process, telling `observer` what happens. SimGrid allows
-// one simulation per process: call it once, in a process of its own (run_forked).
+// Runs the simulation in this process, telling `observer` what happens. SimGrid allows one
+// engine per process: call it once, in a process of its own (run_forked), or, after
+// prepare_engine_for_forks where engine_can_simulate_again, as often as needed; a run that
+// failed ends the process's simulations (EngineError after it).
 RunSummary run_engine_in_process(const Schedule& schedule, const HardwareConfig& hardware, RunObserver& observer,
                                  const EngineOptions& options = {});
 
@@ -127,6 +129,11 @@ RunSummary run_engine_in_process(const Schedule& schedule, const HardwareConfig&
 // process forked from it afterwards (a sweep's points) starts with the engine ready and
 // each runs its one simulation sooner. This process must not simulate itself.
 void prepare_engine_for_forks();
+
+// Whether this process may simulate again after a simulation: it needs SimGrid's engine
+// started before the first (prepare_engine_for_forks) and a SimGrid whose clock can be set
+// back (sim/engine/engine.cpp). A run then computes exactly what it would in a fresh process.
+bool engine_can_simulate_again();
 
 // The heap a simulation forked from this process allocates on (sim/base/forked.hpp): a
 // fresh one, unless prepare_engine_for_forks started SimGrid's engine here.

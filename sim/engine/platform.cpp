@@ -1,5 +1,6 @@
 #include "sim/engine/platform.hpp"
 
+#include <simgrid/kernel/routing/NetZoneImpl.hpp>
 #include <xbt/log.h>
 
 #include <set>
@@ -41,18 +42,42 @@ sg4::Engine* start_engine() {
   return engine;
 }
 
+namespace {
+
+// The zone of a run's platform. The first run of a process makes the root zone, which sets
+// up SimGrid's models; a later run (a process that simulates several times, sim/engine/engine.hpp)
+// gets a zone of its own beside it, on the root's models, its resources' names made unique
+// by a prefix (SimGrid refuses a second host or link of one name; the names reach no output).
+sg4::NetZone* new_platform_zone(std::string& prefix) {
+  static int built = 0;
+  if (built++ == 0) return sg4::create_full_zone("system");
+  prefix = "run" + std::to_string(built) + ".";
+  auto* zone = sg4::create_full_zone(prefix + "system");
+  const auto* root = sg4::Engine::get_instance()->get_netzone_root()->get_impl();
+  auto* impl = zone->get_impl();
+  impl->set_network_model(root->get_network_model());
+  impl->set_cpu_pm_model(root->get_cpu_pm_model());
+  impl->set_cpu_vm_model(root->get_cpu_vm_model());
+  impl->set_disk_model(root->get_disk_model());
+  impl->set_host_model(root->get_host_model());
+  return zone;
+}
+
+} // namespace
+
 Platform build_platform(const HardwareConfig& hw, const Schedule& schedule) {
   Platform p;
   p.stride = hw.ipu_count + 1;
-  auto* zone = sg4::create_full_zone("system");
+  std::string prefix;
+  auto* zone = new_platform_zone(prefix);
   for (const Program& program : schedule.programs)
-    p.ipus.emplace(program.ipu, zone->create_host("ipu" + std::to_string(program.ipu), kHostSpeed));
-  p.host = zone->create_host("host", kHostSpeed);
+    p.ipus.emplace(program.ipu, zone->create_host(prefix + "ipu" + std::to_string(program.ipu), kHostSpeed));
+  p.host = zone->create_host(prefix + "host", kHostSpeed);
 
   std::vector<sg4::SplitDuplexLink*> links;
   for (std::size_t i = 0; i < hw.links.size(); ++i) {
     const LinkSpec& spec = hw.links[i];
-    auto* link = zone->create_split_duplex_link("link" + std::to_string(i), spec.bandwidth_bytes_per_s);
+    auto* link = zone->create_split_duplex_link(prefix + "link" + std::to_string(i), spec.bandwidth_bytes_per_s);
     link->set_latency(spec.latency_s)->seal();
     links.push_back(link);
     p.link_names.push_back(directed_link_name(hw, {static_cast<int>(i), true}));
@@ -90,7 +115,7 @@ Platform build_platform(const HardwareConfig& hw, const Schedule& schedule) {
     const int g = i / group;
     sg4::SplitDuplexLink*& link = host_links[g];
     if (link == nullptr) {
-      link = zone->create_split_duplex_link("host" + std::to_string(g), hw.host_link.bandwidth_bytes_per_s);
+      link = zone->create_split_duplex_link(prefix + "host" + std::to_string(g), hw.host_link.bandwidth_bytes_per_s);
       link->set_latency(hw.host_link.latency_s)->seal();
     }
     zone->add_route(p.host->get_netpoint(), ipu->get_netpoint(), nullptr, nullptr,
@@ -115,8 +140,8 @@ Platform build_platform(const HardwareConfig& hw, const Schedule& schedule) {
       const int g = i / per;
       auto& [memory, channel] = memories[g];
       if (memory == nullptr) {
-        memory = zone->create_host("memory" + std::to_string(g), kHostSpeed);
-        channel = zone->create_link("memory-channel" + std::to_string(g), hw.streaming_memory.bandwidth_bytes_per_s)
+        memory = zone->create_host(prefix + "memory" + std::to_string(g), kHostSpeed);
+        channel = zone->create_link(prefix + "memory-channel" + std::to_string(g), hw.streaming_memory.bandwidth_bytes_per_s)
                       ->set_latency(hw.streaming_memory.latency_s)
                       ->seal();
       }
@@ -125,6 +150,11 @@ Platform build_platform(const HardwareConfig& hw, const Schedule& schedule) {
       p.memory_slots_of_ipu[i] = {memory_slot0 + g};
     }
   }
+  // SimGrid seals a zone's hosts by looking them up from the root zone, which does not hold a
+  // later run's zone: its hosts are sealed here (sealing twice does nothing).
+  for (const auto& [_, ipu] : p.ipus) ipu->seal();
+  p.host->seal();
+  for (const auto& [_, memory] : p.memory_of_ipu) memory->seal();
   zone->seal();
   return p;
 }

@@ -157,7 +157,7 @@ Simulation simulate(const Scenario& scenario, const std::vector<Mode>& modes, co
                    << " is a what-if schedule (from the GPU literature): no IPU framework runs it ("
                    << framework_schedules() << ")\n" << std::flush;
   for (std::size_t i = 0; i < modes.size(); ++i) {
-    const bool here = options.last_in_process && i + 1 == modes.size();
+    const bool here = options.in_process && (i + 1 == modes.size() || engine_can_simulate_again());
     ModeRun run = (here ? run_mode_here : run_mode)(modes[i], std::move(schedules[i]), scenario, options);
     run.metrics.memory = options.memory != nullptr ? options.memory->at(i)
                                                    : estimate_memory(scenario, sim.plan, run.schedule.stash_depth,

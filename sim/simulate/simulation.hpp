@@ -36,10 +36,11 @@ struct SimulateOptions {
   // transfer of the gradient collectives instead of replaying them apart (the figures are
   // the same; this is the check, and the baseline for benchmarks).
   bool exact_full = false;
-  // This process simulates nothing else (a sweep's point): the last mode runs here rather
-  // than in a forked child, sparing a process. A failure of SimGrid itself then ends this
-  // process instead of being reported.
-  bool last_in_process = false;
+  // This process simulates nothing else (a sweep's point): the modes run here rather than in
+  // forked children, sparing a process each; all of them where the engine can simulate
+  // again (engine_can_simulate_again), else the last. A failure of SimGrid itself then ends
+  // this process instead of being reported.
+  bool in_process = false;
   // Where a run estimated at over 1 GiB, or over a minute with exact_full, is announced
   // before it starts (none: not announced).
   std::ostream* notes = nullptr;

@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstring>
 #include <cstdlib>
+#include <deque>
 #include <exception>
 #include <filesystem>
 #include <fstream>
@@ -41,6 +42,9 @@ namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
 namespace {
+
+// The most points one process runs (Sweep::batch_size).
+constexpr std::size_t kPointsPerProcess = 64;
 
 constexpr int kResultsMilliseconds = 250;
 
@@ -279,29 +283,45 @@ public:
 private:
   std::string point_file(const Point& p) const { return (fs::path(dir_) / "points" / (p.id + ".json")).string(); }
 
-  // One thread keeps up to jobs_ points running, each a child forked from this process
-  // (so forking is safe: nothing else runs here), and takes in each record as it ends.
+  // Points a new process takes: a share of those left, fewer as the end nears so that the -j
+  // processes end together, at most kPointsPerProcess (the platforms a process's simulations
+  // built stay until it exits); one where a process cannot run another.
+  std::size_t batch_size(std::size_t left) const {
+    if (!o_.can_run_another_point) return 1;
+    return std::clamp<std::size_t>(left / (2 * jobs_), 1, kPointsPerProcess);
+  }
+
+  // A process running points, and how far the sweep has read its output.
+  struct Running {
+    std::vector<std::size_t> points;  // in the order it runs them
+    sweep::ChildProcess child;
+    std::size_t taken = 0;        // points whose record the sweep has stored
+    std::size_t read = 0;         // bytes of its output consumed (two lines a point: its record, its file's temporary name)
+    bool record_waiting = false;  // a record has arrived without its file's name
+    // It takes one of the -j slots until its last point's record arrives; the durable write
+    // of that record overlaps the next points.
+    bool computing() const { return taken + (record_waiting ? 1 : 0) < points.size(); }
+  };
+
+  // One thread keeps up to jobs_ processes running, each a child forked from this process
+  // (so forking is safe: nothing else runs here), and takes in each record as it arrives.
   void run_points() {
-    struct Running {
-      std::size_t index;
-      sweep::ChildProcess child;
-      bool computing = true;  // until its record line arrives; then it only writes the record durably
-    };
-    std::list<Running> running;  // erased from the middle as points end
-    std::size_t next = 0;
+    std::list<Running> running;  // erased from the middle as processes end
+    std::deque<std::size_t> queue(todo_.begin(), todo_.end());
     std::vector<pollfd> fds;
     auto last_draw = Clock::now();
-    while (next < todo_.size() || !running.empty()) {
-      // A point takes one of the -j slots while it computes; its durable write overlaps the next points.
+    while (!queue.empty() || !running.empty()) {
       const auto computing = [&] {
-        return static_cast<std::size_t>(std::count_if(running.begin(), running.end(), [](const Running& r) { return r.computing; }));
+        return static_cast<std::size_t>(std::count_if(running.begin(), running.end(), [](const Running& r) { return r.computing(); }));
       };
-      while (computing() < jobs_ && next < todo_.size()) {
-        const std::size_t index = todo_[next++];
-        const std::vector<std::string> args = run_arguments(spec_, points_[index]);
-        sweep::ChildProcess child("", "ipusim", args,
-                                  [this, index](const std::vector<std::string>& a) { return run_point(index, a); });
-        running.push_back({index, std::move(child), true});
+      while (computing() < jobs_ && !queue.empty()) {
+        std::vector<std::size_t> batch;
+        for (std::size_t n = batch_size(queue.size()); n > 0 && !queue.empty(); --n) {
+          batch.push_back(queue.front());
+          queue.pop_front();
+        }
+        sweep::ChildProcess child("", "ipusim", {}, [this, batch](const std::vector<std::string>&) { return run_batch(batch); });
+        running.push_back({std::move(batch), std::move(child)});
       }
       fds.clear();
       for (const Running& r : running) r.child.poll_fds(fds);
@@ -313,12 +333,12 @@ private:
         throw std::runtime_error(std::string("poll: ") + std::strerror(errno));
       for (auto r = running.begin(); r != running.end();) {
         r->child.read_ready(fds);
-        if (r->computing && r->child.output().find('\n') != std::string::npos) r->computing = false;
+        take_records(*r);
         if (!r->child.output_closed()) {
           ++r;
           continue;
         }
-        take(points_[r->index], r->child.finish());
+        end_process(*r, r->child.finish(), queue);
         r = running.erase(r);
       }
       if (!batch_.empty() && (batch_.size() >= kBatchPoints || Clock::now() - batch_since_ >= std::chrono::milliseconds(kBatchMilliseconds)))
@@ -330,6 +350,43 @@ private:
     }
   }
 
+  // Stores the points whose record and temporary file name have both arrived.
+  void take_records(Running& r) {
+    const std::string& out = r.child.output();
+    for (;;) {
+      const std::size_t record_end = out.find('\n', r.read);
+      r.record_waiting = record_end != std::string::npos;
+      if (!r.record_waiting) return;
+      const std::size_t name_end = out.find('\n', record_end + 1);
+      if (name_end == std::string::npos) return;
+      const Point& p = points_[r.points[r.taken++]];
+      store(p, Json::parse(out.substr(r.read, record_end - r.read)), out.substr(record_end + 1, name_end - record_end - 1));
+      r.read = name_end + 1;
+    }
+  }
+
+  // A process ended: the point it was running when it died gets its record, and the points it
+  // did not reach (it stopped early, or died) go back to the queue for a new process.
+  void end_process(Running& r, const sweep::ChildResult& child, std::deque<std::size_t>& queue) {
+    take_records(r);
+    if (r.taken == r.points.size()) return;
+    const Point& p = points_[r.points[r.taken]];
+    if (interrupted(child)) {
+      interrupted_ += r.points.size() - r.taken;
+      return;
+    }
+    if (child.signal != 0) {  // the point's process died before it could record it
+      store(p, point_record(p, command_of(p), child));
+      ++r.taken;
+    } else if (child.exit_code != 0) {
+      throw InputError(point_file(p), "", "output.unwritable",
+                       "cannot record the point: " + (child.err.empty() ? "its process exited with code " +
+                                                                              std::to_string(child.exit_code)
+                                                                        : child.err));
+    }
+    for (std::size_t i = r.points.size(); i-- > r.taken;) queue.push_front(r.points[i]);
+  }
+
   std::vector<std::string> command_of(const Point& p) const {
     std::vector<std::string> command = {"ipusim"};
     const std::vector<std::string> args = run_arguments(spec_, p);
@@ -337,32 +394,54 @@ private:
     return command;
   }
 
-  // In the point's own process: runs it with what it prints captured and hands its record
-  // to the sweep on standard output (one line), which stores it. Exits 2 when the record
-  // cannot be handed over; the sweep counts the point only once this process has exited 0.
+  // In a forked process: runs its points one after another, as long as it can run another.
+  int run_batch(const std::vector<std::size_t>& batch) {
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+      if (i > 0 && !o_.can_run_another_point()) return 0;  // the sweep gives the rest to a new process
+      const int code = run_point(batch[i], run_arguments(spec_, points_[batch[i]]));
+      if (code != 0) return code;
+    }
+    return 0;
+  }
+
+  // In a point's process: runs it with what it prints captured and hands its record to the
+  // sweep on standard output (a line, then its file's temporary name), which stores it.
+  // Returns 2 when the record cannot be handed over; the sweep counts the point once both
+  // lines have arrived.
   int run_point(std::size_t index, const std::vector<std::string>& args) {
     const Point& p = points_[index];
     const int to_sweep = ::dup(1);
     const int saved_err = ::dup(2);
     const int out = ::memfd_create("ipusim-out", 0), err = ::memfd_create("ipusim-err", 0);
-    if (to_sweep < 0 || saved_err < 0 || out < 0 || err < 0 || ::dup2(out, 1) < 0 || ::dup2(err, 2) < 0) return 2;
+    const auto close_all = [&] {
+      for (int fd : {to_sweep, saved_err, out, err})
+        if (fd >= 0) ::close(fd);
+    };
+    if (to_sweep < 0 || saved_err < 0 || out < 0 || err < 0 || ::dup2(out, 1) < 0 || ::dup2(err, 2) < 0) {
+      close_all();
+      return 2;
+    }
     const auto start = Clock::now();
     sweep::ChildResult result;
     result.exit_code = o_.run_point(args);
     std::cout.flush();
     std::cerr.flush();
     std::fflush(nullptr);
+    std::cout.clear();
+    std::cerr.clear();
     result.seconds = std::chrono::duration<double>(Clock::now() - start).count();
     result.out = read_back(out);
     result.err = read_back(err);
-    ::dup2(saved_err, 2);
+    const bool restored = ::dup2(to_sweep, 1) >= 0 && ::dup2(saved_err, 2) >= 0;
+    close_all();
+    if (!restored) return 2;
     try {
       const Json record = point_record(p, command_of(p), result);
-      if (!send(to_sweep, record.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n")) return 2;
+      if (!send(1, record.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n")) return 2;
       // The point's file beside its place; the sweep makes its batch durable (one syncfs)
       // and renames it into points/.
       const std::string text = record.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
-      if (!send(to_sweep, write_temp_file(point_file(p), [&](std::ostream& file) { file << text; }, /*durable=*/false) + "\n")) return 2;
+      if (!send(1, write_temp_file(point_file(p), [&](std::ostream& file) { file << text; }, /*durable=*/false) + "\n")) return 2;
     } catch (const std::exception& e) {
       std::cerr << e.what() << std::flush;
       return 2;
@@ -391,30 +470,6 @@ private:
       at += n;
     }
     return text;
-  }
-
-  void take(const Point& p, const sweep::ChildResult& child) {
-    if (interrupted(child)) {
-      ++interrupted_;
-      return;
-    }
-    Json record;
-    if (child.signal != 0) {  // the point's process died before it could record anything
-      record = point_record(p, command_of(p), child);
-    } else if (child.exit_code != 0) {
-      throw InputError(point_file(p), "", "output.unwritable",
-                       "cannot record the point: " + (child.err.empty() ? "its process exited with code " +
-                                                                              std::to_string(child.exit_code)
-                                                                        : child.err));
-    } else {  // its record, then its file's temporary name
-      const std::size_t end = child.out.find('\n');
-      record = Json::parse(child.out.substr(0, end));
-      std::string temp = child.out.substr(end + 1);
-      if (!temp.empty() && temp.back() == '\n') temp.pop_back();
-      store(p, record, temp);
-      return;
-    }
-    store(p, record);
   }
 
   // The point's file beside its place (`temp`, or written now), to be renamed there with its batch.

@@ -1,8 +1,9 @@
 #pragma once
-// `ipusim sweep`: runs every point of a sweep in its own process (SimGrid allows one
-// simulation per process), several at once, into an output folder it can resume. Each
-// point's process is forked from the sweep's, which has loaded everything already, and
-// runs the point without exec'ing a new program (no start-up per point):
+// `ipusim sweep`: runs the points of a sweep in processes of their own, several at once,
+// into an output folder it can resume. Each process is forked from the sweep's, which has
+// loaded everything already, and runs its points one after another without exec'ing a new
+// program (no start-up per point); a process per point where SimGrid cannot simulate twice
+// in one (Options::can_run_another_point):
 //   DIR/sweep.json          a byte copy of the sweep file as run
 //   DIR/points/<id>.json    one record per finished point, written atomically, made
 //                           durable in batches (kBatchPoints or kBatchMilliseconds)
@@ -65,6 +66,9 @@ struct Options {
   // Runs `ipusim ARGS` (the point's `run` command) in the forked child, returning its exit
   // code; what it prints is the point's output.
   InProcess run_point;
+  // Whether the forked child that ran a point may run another (its simulations leave nothing
+  // behind that the next would see). Unset: a process per point.
+  std::function<bool()> can_run_another_point;
   // --fast: points the exact evaluators answer are answered in the sweep's process by
   // `exact_point` (the point's report, or nullopt: the engine runs it).
   bool fast = false;
