@@ -60,7 +60,7 @@ double memory_budget_bytes() {
   return 0.75 * physical;
 }
 
-RunEstimate estimate_run(const Scenario& sc, const Plan& plan, const std::vector<Mode>& modes, bool trace) {
+void check_run_size(const Scenario& sc, const Plan& plan) {
   const Execution& ex = sc.execution;
   const double depth = static_cast<double>(ex.training ? ex.gradient_accumulation : ex.batches_per_step);
   const double batches = static_cast<double>(ex.training ? ex.batches_per_step : 1);
@@ -83,13 +83,16 @@ RunEstimate estimate_run(const Scenario& sc, const Plan& plan, const std::vector
     throw InputError(sc.file, sc.execution_pointer("microBatchSize"), "scenario.too-large",
                      "a copy, host stream or gradient all-reduce of this run moves " + format_bytes(largest_transfer) +
                          " at once, more than the 2^60 bytes ipusim counts; use a smaller microBatchSize or model");
+}
 
+RunEstimate estimate_schedules(const Scenario& sc, const std::vector<Mode>& modes, const std::vector<Schedule>& schedules,
+                               bool trace) {
+  const Execution& ex = sc.execution;
   RunEstimate e;
   double largest_run = 0;
-  for (Mode mode : modes) {
-    // Programs are compact (a template with repeats): built in time and memory O(stages +
-    // IPUs), and counted without being expanded.
-    const Schedule schedule = make_schedule(mode, sc, plan);
+  for (std::size_t i = 0; i < modes.size(); ++i) {
+    const Mode mode = modes[i];
+    const Schedule& schedule = schedules.at(i);
     double steps = 0, transfers = 0, template_steps = 0;
     for (const Program& p : schedule.programs) {
       steps += static_cast<double>(executed_steps(p));
@@ -125,6 +128,15 @@ RunEstimate estimate_run(const Scenario& sc, const Plan& plan, const std::vector
                       format_bytes(budget) + " this machine can give it (" + count_text(static_cast<double>(e.steps)) +
                       " program steps)");
   return e;
+}
+
+RunEstimate estimate_run(const Scenario& sc, const Plan& plan, const std::vector<Mode>& modes, bool trace) {
+  check_run_size(sc, plan);
+  // Programs are compact (a template with repeats): built in time and memory O(stages + IPUs),
+  // and counted without being expanded.
+  std::vector<Schedule> schedules;
+  for (Mode mode : modes) schedules.push_back(make_schedule(mode, sc, plan));
+  return estimate_schedules(sc, modes, schedules, trace);
 }
 
 std::string describe_estimate(const RunEstimate& e) {

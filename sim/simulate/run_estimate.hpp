@@ -10,6 +10,7 @@
 
 #include "sim/io/scenario.hpp"
 #include "sim/plan/plan.hpp"
+#include "sim/schedule/program.hpp"
 
 namespace ipusim {
 
@@ -24,8 +25,16 @@ struct RunEstimate {
 };
 
 // Refuses (InputError scenario.too-large, pointing at the field that makes the run large)
-// when the run would need more memory than the machine has.
+// when the run would need more memory than the machine has: check_run_size, then the modes'
+// schedules built and estimate_schedules.
 RunEstimate estimate_run(const Scenario& scenario, const Plan& plan, const std::vector<Mode>& modes, bool trace);
+// The refusals made before any schedule is built: a step of more micro-batches than can be
+// simulated, a transfer larger than the engine counts.
+void check_run_size(const Scenario& scenario, const Plan& plan);
+// The estimate of schedules already built, one per mode in the same order (a run builds them
+// once, for this and the simulation).
+RunEstimate estimate_schedules(const Scenario& scenario, const std::vector<Mode>& modes,
+                               const std::vector<Schedule>& schedules, bool trace);
 
 // "about 45 MiB and 0.2 s"
 std::string describe_estimate(const RunEstimate& estimate);

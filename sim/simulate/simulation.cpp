@@ -130,7 +130,10 @@ Simulation simulate(const Scenario& scenario, const std::vector<Mode>& modes, co
   const ModelGraph& graph = options.graph != nullptr ? *options.graph : built.emplace(build_graph(scenario.model));
   sim.plan = options.plan != nullptr ? std::move(*options.plan) : make_plan(scenario, graph, modes);
   check_connected(scenario.hardware);  // a disconnected system is bad input, reported before simulating
-  sim.estimate = estimate_run(scenario, sim.plan, modes, options.keep_log);
+  check_run_size(scenario, sim.plan);
+  std::vector<Schedule> schedules;
+  for (Mode mode : modes) schedules.push_back(make_schedule(mode, scenario, sim.plan));
+  sim.estimate = estimate_schedules(scenario, modes, schedules, options.keep_log);
   if (options.notes != nullptr) {
     say_import_warnings(scenario.model, *options.notes);
     if (const auto warning = missing_loss_warning(scenario, graph))
@@ -149,8 +152,6 @@ Simulation simulate(const Scenario& scenario, const std::vector<Mode>& modes, co
   if (options.notes != nullptr &&
       (sim.estimate.peak_bytes > kNoteBytes || (options.exact_full && sim.estimate.seconds > kNoteSeconds)))
     *options.notes << "ipusim: note: this run needs " << describe_estimate(sim.estimate) << "\n" << std::flush;
-  std::vector<Schedule> schedules;
-  for (Mode mode : modes) schedules.push_back(make_schedule(mode, scenario, sim.plan));
   if (options.notes != nullptr && is_what_if_schedule(scenario.execution.schedule) &&
       std::find(modes.begin(), modes.end(), Mode::Pipelined) != modes.end())
     *options.notes << "ipusim: note: " << scenario.execution.schedule

@@ -45,6 +45,9 @@ namespace {
 
 // The most points one process runs (Sweep::batch_size).
 constexpr std::size_t kPointsPerProcess = 64;
+// A point process's exit code when it stopped before its share's end because it cannot run
+// another point (Options::can_run_another_point): the rest go to a new process.
+constexpr int kStoppedEarly = 75;
 
 constexpr int kResultsMilliseconds = 250;
 
@@ -366,7 +369,8 @@ private:
   }
 
   // A process ended: the point it was running when it died gets its record, and the points it
-  // did not reach (it stopped early, or died) go back to the queue for a new process.
+  // did not reach (it stopped early, or died) go back to the queue for a new process. One that
+  // exited otherwise without a point's record stops the sweep (its output cannot be trusted).
   void end_process(Running& r, const sweep::ChildResult& child, std::deque<std::size_t>& queue) {
     take_records(r);
     if (r.taken == r.points.size()) return;
@@ -378,7 +382,7 @@ private:
     if (child.signal != 0) {  // the point's process died before it could record it
       store(p, point_record(p, command_of(p), child));
       ++r.taken;
-    } else if (child.exit_code != 0) {
+    } else if (child.exit_code != kStoppedEarly || r.taken == 0) {
       throw InputError(point_file(p), "", "output.unwritable",
                        "cannot record the point: " + (child.err.empty() ? "its process exited with code " +
                                                                               std::to_string(child.exit_code)
@@ -397,7 +401,7 @@ private:
   // In a forked process: runs its points one after another, as long as it can run another.
   int run_batch(const std::vector<std::size_t>& batch) {
     for (std::size_t i = 0; i < batch.size(); ++i) {
-      if (i > 0 && !o_.can_run_another_point()) return 0;  // the sweep gives the rest to a new process
+      if (i > 0 && !o_.can_run_another_point()) return kStoppedEarly;
       const int code = run_point(batch[i], run_arguments(spec_, points_[batch[i]]));
       if (code != 0) return code;
     }
