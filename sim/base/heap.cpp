@@ -1,6 +1,9 @@
 #include "sim/base/heap.hpp"
 
 #include <malloc.h>
+#include <unistd.h>
+
+#include <fstream>
 
 namespace ipusim {
 
@@ -11,6 +14,21 @@ void keep_freed_memory() {
   // which change speed only, never a result.
   mallopt(M_MMAP_THRESHOLD, kMmapThreshold);
   mallopt(M_TRIM_THRESHOLD, kTrimThreshold);
+}
+
+double resident_bytes() {
+  std::ifstream statm("/proc/self/statm");
+  double pages = 0, resident = 0;
+  if (!(statm >> pages >> resident)) return 0;
+  return resident * static_cast<double>(::sysconf(_SC_PAGESIZE));
+}
+
+ProcessGrowth::ProcessGrowth() : start_(resident_bytes()) {}
+
+bool ProcessGrowth::settle() {
+  if (resident_bytes() - start_ <= kTrimAboveBytes) return true;
+  ::malloc_trim(0);
+  return resident_bytes() - start_ <= kStopAboveBytes;
 }
 
 } // namespace ipusim

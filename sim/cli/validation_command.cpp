@@ -4,7 +4,10 @@
 #include <iostream>
 #include <memory>
 
+#include "sim/base/forked.hpp"
+#include "sim/base/heap.hpp"
 #include "sim/cli/commands.hpp"
+#include "sim/engine/engine.hpp"
 #include "sim/io/input_error.hpp"
 #include "sim/output/output_file.hpp"
 #include "sim/validation/published.hpp"
@@ -39,6 +42,72 @@ std::string published_list_path() {
                    "program (" + program.string() + "); name it: ipusim validation PATH/" + kPublishedList);
 }
 
+// A row's figures across the pipe from a worker (its entry is the next the parent expects).
+void send_row(ByteWriter& out, const ValidationRow& row) {
+  out.record('R');
+  out.value(row.predicted);
+  out.value(row.error);
+  out.value(row.step_time_s);
+  out.value(row.fits);
+  out.text(row.failure);
+  out.value(row.bad_input);
+  out.value(row.split.has_value());
+  if (row.split) out.value(*row.split);
+}
+
+ValidationRow receive_row(ByteReader& in, const PublishedResult& entry) {
+  ValidationRow row;
+  row.entry = &entry;
+  row.predicted = in.value<double>();
+  row.error = in.value<double>();
+  row.step_time_s = in.value<double>();
+  row.fits = in.value<bool>();
+  row.failure = in.text();
+  row.bad_input = in.value<bool>();
+  if (in.value<bool>()) row.split = in.value<StepSplit>();
+  return row;
+}
+
+// The entries' simulations run one after another in a worker process forked from here, which
+// starts SimGrid's engine once and sets its clock back between runs (sim/engine/engine.hpp),
+// instead of a process per simulation. A worker whose engine cannot run again (a failed
+// simulation) or that has grown too much (ProcessGrowth) stops, and the next entries go to a
+// new one; an entry whose worker died is failed.
+ValidationReport run_in_workers(const PublishedList& list, const std::vector<std::string>& only,
+                                const std::vector<Override>& overrides, bool decompose) {
+  const std::vector<const PublishedResult*> entries = selected_entries(list, only);
+  std::vector<ValidationRow> rows;
+  while (rows.size() < entries.size()) {
+    const std::size_t first = rows.size();
+    try {
+      run_forked(
+          [&](ByteWriter& out) {
+            prepare_engine_for_forks();
+            SimulateOptions options;
+            options.in_process = true;
+            ProcessGrowth growth;
+            for (std::size_t i = first; i < entries.size(); ++i) {
+              send_row(out, evaluate_entry(*entries[i], overrides, decompose, options));
+              if (!engine_can_simulate_again() || !growth.settle()) break;
+            }
+            out.record('E');
+          },
+          [&](ByteReader& in) {
+            while (in.tag() == 'R') rows.push_back(receive_row(in, *entries[rows.size()]));
+          },
+          "the validation's simulation process");
+    } catch (const ChildProcessError& e) {
+      if (rows.size() < entries.size()) {
+        ValidationRow failed;
+        failed.entry = entries[rows.size()];
+        failed.failure = e.what();
+        rows.push_back(failed);
+      }
+    }
+  }
+  return summarise_validation(list, only, std::move(rows));
+}
+
 } // namespace
 
 Command add_validation_command(CLI::App& app) {
@@ -60,7 +129,7 @@ Command add_validation_command(CLI::App& app) {
   return [o] {
     if (!o->output.empty()) check_output(o->output, o->force);  // before the table's minutes of work
     const PublishedList list = load_published_list(o->list.empty() ? published_list_path() : o->list);
-    const ValidationReport report = run_validation(list, o->only, parse_overrides(o->sets), o->decompose);
+    const ValidationReport report = run_in_workers(list, o->only, parse_overrides(o->sets), o->decompose);
     const std::string text = o->json       ? render_validation_json(list, report)
                              : o->markdown ? render_validation_markdown(list, report)
                                            : render_validation_table(list, report);

@@ -1,7 +1,6 @@
 #include "sim/sweep/sweep_runner.hpp"
 
 #include <fcntl.h>
-#include <malloc.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -28,6 +27,7 @@
 #include <utility>
 #include <vector>
 
+#include "sim/base/heap.hpp"
 #include "sim/io/input_error.hpp"
 #include "sim/io/input_file.hpp"
 #include "sim/io/json_reader.hpp"
@@ -46,23 +46,11 @@ namespace {
 
 // The most points one process runs (Sweep::batch_size).
 constexpr std::size_t kPointsPerProcess = 64;
-// A point process takes no further point once its resident memory has grown this much since
-// its first: what a simulation leaves (its SimGrid platform, the heap's fragments) stays until
-// the process exits, about 20 MiB a point on a Pod256 (docs/sweeps.md).
-constexpr double kGrowthPerProcessBytes = 256.0 * (1 << 20);
-// ... and gives the heap its points freed back to the system once grown this much.
-constexpr double kTrimAboveBytes = 64.0 * (1 << 20);
 // A point process's exit code when it stopped before its share's end (it cannot run another
-// point, Options::can_run_another_point, or it has grown too much): the rest go to a new process.
+// point, Options::can_run_another_point, or it has grown too much, ProcessGrowth): the rest go
+// to a new process.
 constexpr int kStoppedEarly = 75;
 
-// This process's resident memory (/proc/self/statm), 0 when unknown.
-double resident_bytes() {
-  std::ifstream statm("/proc/self/statm");
-  double pages = 0, resident = 0;
-  if (!(statm >> pages >> resident)) return 0;
-  return resident * static_cast<double>(::sysconf(_SC_PAGESIZE));
-}
 
 constexpr int kResultsMilliseconds = 250;
 
@@ -415,15 +403,12 @@ private:
 
   // In a forked process: runs its points one after another, as long as it can run another.
   int run_batch(const std::vector<std::size_t>& batch) {
-    const double start = resident_bytes();
+    ProcessGrowth growth;
     for (std::size_t i = 0; i < batch.size(); ++i) {
-      if (i > 0 && (!o_.can_run_another_point() || resident_bytes() - start > kGrowthPerProcessBytes))
-        return kStoppedEarly;
+      if (i > 0 && !o_.can_run_another_point()) return kStoppedEarly;
       const int code = run_point(batch[i], run_arguments(spec_, points_[batch[i]]));
       if (code != 0) return code;
-      // The heap a large point freed goes back to the system before the next (a Pod256 point
-      // leaves about 100 MiB otherwise); small points' is kept, trimming them would cost more.
-      if (resident_bytes() - start > kTrimAboveBytes) ::malloc_trim(0);
+      if (!growth.settle() && i + 1 < batch.size()) return kStoppedEarly;
     }
     return 0;
   }

@@ -92,14 +92,14 @@ namespace {
 
 // ipusim's split of `sc`'s step (`m`, its run) from a run at twice the micro-batches per step.
 StepSplit split_step(const Scenario& sc, const RunMetrics& m, const std::vector<Override>& overrides,
-                     const PublishedResult& e) {
+                     const PublishedResult& e, const SimulateOptions& options) {
   std::vector<Override> doubled = overrides;
   if (sc.execution.training)
     doubled.push_back({"execution.gradientAccumulation", 2 * sc.execution.gradient_accumulation});
   else
     doubled.push_back({"execution.batchesPerStep", 2 * sc.execution.batches_per_step});
   const Scenario twice = load_scenario(e.scenario, doubled);
-  const Simulation run_twice = simulate(twice, {twice.execution.modes.back()});
+  const Simulation run_twice = simulate(twice, {twice.execution.modes.back()}, options);
   const RunMetrics& m2 = run_twice.runs.back().metrics;
   StepSplit s;
   s.micro_batches = static_cast<double>(m.micro_batches);
@@ -112,36 +112,53 @@ StepSplit split_step(const Scenario& sc, const RunMetrics& m, const std::vector<
 
 } // namespace
 
-ValidationReport run_validation(const PublishedList& list, const std::vector<std::string>& only,
-                                const std::vector<Override>& overrides, bool decompose) {
+std::vector<const PublishedResult*> selected_entries(const PublishedList& list, const std::vector<std::string>& only) {
   for (const std::string& id : only)
     if (std::none_of(list.entries.begin(), list.entries.end(), [&](const PublishedResult& e) { return e.id == id; }))
       throw InputError("--only", "", "validation.unknown-entry",
                        "no entry \"" + id + "\" in " + list.file + "; use one of the ids `ipusim validation` lists");
-  ValidationReport report;
-  for (const PublishedResult& e : list.entries) {
-    if (!only.empty() && std::find(only.begin(), only.end(), e.id) == only.end()) continue;
-    ValidationRow row;
-    row.entry = &e;
-    try {
-      const Scenario sc = load_scenario(e.scenario, overrides);
-      // A scenario of both modes is validated by its pipelined run.
-      const Simulation sim = simulate(sc, {sc.execution.modes.back()});
-      const RunMetrics& m = sim.runs.back().metrics;
-      row.predicted = m.throughput_sequences_per_s;
-      row.step_time_s = m.step_time_s;
-      row.fits = m.memory.fits;
-      row.error = (row.predicted - e.published) / e.published;
-      if (decompose) row.split = split_step(sc, m, overrides, e);
-      ++report.simulated;
-    } catch (const InputError& error) {
-      row.failure = std::string("bad input: ") + error.what();
-      row.bad_input = true;
-    } catch (const std::exception& error) {
-      row.failure = error.what();
-    }
-    report.rows.push_back(row);
+  std::vector<const PublishedResult*> entries;
+  for (const PublishedResult& e : list.entries)
+    if (only.empty() || std::find(only.begin(), only.end(), e.id) != only.end()) entries.push_back(&e);
+  return entries;
+}
+
+ValidationRow evaluate_entry(const PublishedResult& e, const std::vector<Override>& overrides, bool decompose,
+                             const SimulateOptions& options) {
+  ValidationRow row;
+  row.entry = &e;
+  try {
+    const Scenario sc = load_scenario(e.scenario, overrides);
+    // A scenario of both modes is validated by its pipelined run.
+    const Simulation sim = simulate(sc, {sc.execution.modes.back()}, options);
+    const RunMetrics& m = sim.runs.back().metrics;
+    row.predicted = m.throughput_sequences_per_s;
+    row.step_time_s = m.step_time_s;
+    row.fits = m.memory.fits;
+    row.error = (row.predicted - e.published) / e.published;
+    if (decompose) row.split = split_step(sc, m, overrides, e, options);
+  } catch (const InputError& error) {
+    row.failure = std::string("bad input: ") + error.what();
+    row.bad_input = true;
+  } catch (const std::exception& error) {
+    row.failure = error.what();
   }
+  return row;
+}
+
+ValidationReport run_validation(const PublishedList& list, const std::vector<std::string>& only,
+                                const std::vector<Override>& overrides, bool decompose) {
+  std::vector<ValidationRow> rows;
+  for (const PublishedResult* e : selected_entries(list, only)) rows.push_back(evaluate_entry(*e, overrides, decompose));
+  return summarise_validation(list, only, std::move(rows));
+}
+
+ValidationReport summarise_validation(const PublishedList& list, const std::vector<std::string>& only,
+                                      std::vector<ValidationRow> rows) {
+  ValidationReport report;
+  report.rows = std::move(rows);
+  for (const ValidationRow& row : report.rows)
+    if (row.failure.empty()) ++report.simulated;
   double sum = 0;
   for (std::size_t i = 0; i < report.rows.size(); ++i) {
     const ValidationRow& row = report.rows[i];

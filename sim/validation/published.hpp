@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "sim/io/overrides.hpp"
+#include "sim/simulate/simulation.hpp"
 
 namespace ipusim {
 
@@ -83,9 +84,18 @@ struct ValidationReport {
 
 // `only`: entry ids to run (empty: all; an id not in the list is an InputError). Each entry's
 // scenario is loaded with `overrides` applied (--set execution.costModel=tile compares models).
-// `decompose`: also split each step (a second run per entry).
+// `decompose`: also split each step (a second run per entry). selected_entries, then
+// evaluate_entry for each, then summarise_validation.
 ValidationReport run_validation(const PublishedList& list, const std::vector<std::string>& only,
                                 const std::vector<Override>& overrides = {}, bool decompose = false);
+// The entries `only` names, in the list's order (all when empty); an unknown id is an InputError.
+std::vector<const PublishedResult*> selected_entries(const PublishedList& list, const std::vector<std::string>& only);
+// One entry simulated (its failure, if any, in the row); `options` as for simulate.
+ValidationRow evaluate_entry(const PublishedResult& entry, const std::vector<Override>& overrides, bool decompose,
+                             const SimulateOptions& options = {});
+// The report of the rows of selected_entries: the mean absolute error, the worst, the ratios.
+ValidationReport summarise_validation(const PublishedList& list, const std::vector<std::string>& only,
+                                      std::vector<ValidationRow> rows);
 
 std::string render_validation_table(const PublishedList& list, const ValidationReport& report);
 std::string render_validation_markdown(const PublishedList& list, const ValidationReport& report);
