@@ -43,28 +43,31 @@ std::string published_list_path() {
 }
 
 // A row's figures across the pipe from a worker (its entry is the next the parent expects).
+template <class Wire, class Row> void row_fields(Wire& w, Row& row) {
+  w(row.predicted);
+  w(row.error);
+  w(row.step_time_s);
+  w(row.fits);
+  w(row.failure);
+  w(row.bad_input);
+}
+
 void send_row(ByteWriter& out, const ValidationRow& row) {
   out.record('R');
-  out.value(row.predicted);
-  out.value(row.error);
-  out.value(row.step_time_s);
-  out.value(row.fits);
-  out.text(row.failure);
-  out.value(row.bad_input);
-  out.value(row.split.has_value());
-  if (row.split) out.value(*row.split);
+  Writing w{out};
+  row_fields(w, row);
+  w(row.split.has_value());
+  if (row.split) w(*row.split);
 }
 
 ValidationRow receive_row(ByteReader& in, const PublishedResult& entry) {
   ValidationRow row;
   row.entry = &entry;
-  row.predicted = in.value<double>();
-  row.error = in.value<double>();
-  row.step_time_s = in.value<double>();
-  row.fits = in.value<bool>();
-  row.failure = in.text();
-  row.bad_input = in.value<bool>();
-  if (in.value<bool>()) row.split = in.value<StepSplit>();
+  Reading r{in};
+  row_fields(r, row);
+  bool split = false;
+  r(split);
+  if (split) r(row.split.emplace());
   return row;
 }
 
