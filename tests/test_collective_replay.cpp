@@ -118,3 +118,37 @@ TEST_CASE("the ring of every replica's IPU forms one group; a shared link with o
   CHECK(find_collective_blocks(bert_sim.runs.at(0).schedule, bert.hardware).not_timed ==
         stats.collectives_simulated_because);
 }
+
+TEST_CASE("a timed all-reduce block reported as one event gives the figures its steps give",
+          "[collectives]") {
+  // The metrics take a replica's 30 ring steps as one exchange event (they follow one another
+  // without a gap); a trace (the log) still gets every step. Same step, exchange and all-reduce
+  // time, link bytes and counts either way.
+  const Scenario resnet = load_scenario(std::string(IPUSIM_SOURCE_DIR) +
+                                        "/scenarios/validation/mlperf-v2.0-resnet50-pod16.json",
+                                        {parse_override("execution.batchesPerStep=2")});
+  SimulateOptions lean;
+  lean.keep_log = false;
+  SimulateOptions traced;
+  traced.keep_log = true;
+  const Simulation whole = simulate(resnet, {Mode::Pipelined}, lean);
+  const Simulation stepwise = simulate(resnet, {Mode::Pipelined}, traced);
+  const RunMetrics& a = whole.runs.at(0).metrics;
+  const RunMetrics& b = stepwise.runs.at(0).metrics;
+  REQUIRE(a.simulation.collective_groups == 1);
+  CHECK(a.step_time_s == b.step_time_s);
+  CHECK(a.allreduce_s == Approx(b.allreduce_s).epsilon(1e-12));
+  CHECK(a.allreduce_s > 0);
+  CHECK(a.activities == b.activities);
+  CHECK(a.simulation.steps_simulated == b.simulation.steps_simulated);
+  REQUIRE(a.ipus.size() == b.ipus.size());
+  for (std::size_t i = 0; i < a.ipus.size(); ++i)
+    CHECK(a.ipus[i].exchange_s == Approx(b.ipus[i].exchange_s).epsilon(1e-12));
+  REQUIRE(a.links.size() == b.links.size());
+  for (std::size_t i = 0; i < a.links.size(); ++i) CHECK(a.links[i].bytes == Approx(b.links[i].bytes).epsilon(1e-12));
+  // The log has every ring step: 2 weight updates x 2 x 15 all-reduce exchanges on IPU 0.
+  std::size_t ring_steps = 0;
+  for (const Event& e : stepwise.runs.at(0).log.events)
+    if (e.ipu == 0 && e.kind == EventKind::Exchange && e.pass == Pass::AllReduce) ++ring_steps;
+  CHECK(ring_steps == 2 * 30);
+}

@@ -42,7 +42,12 @@ bool Run::run_collective_block(ActorState& st, std::size_t a) {
     st.timed_start = now();
     sg4::this_actor::sleep_until(exit);
   }
-  report_collective_steps(st, group.members[m], instance.times, m);
+  if (every_step_wanted_ || transfers_wanted_) {
+    report_collective_steps(st, group.members[m], instance.times, m);
+  } else {
+    if (state.traffic.empty()) state.traffic.resize(group.members.size());
+    report_collective_block(st, group.members[m], instance.times, m, state.traffic[m]);
+  }
   st.running = false;
   st.doing = Doing::Nothing;
   if (++instance.left == group.members.size()) state.open.erase(ordinal);
@@ -77,20 +82,32 @@ void Run::time_collective(const CollectiveGroup& group, GroupState& state, Colle
   moved(last.arrival, times.arrival);
 }
 
-// The block's steps as run_exchange reports them: each send's transfer, then the step's event.
+namespace {
+
+// The event of the exchange step the actor is at, from `start` to `end` (no bytes yet).
+Event exchange_event(const ActorState& st, double start, double end) {
+  const Step& step = st.cursor.step();
+  Event e;
+  e.ipu = st.program->ipu;
+  e.kind = EventKind::Exchange;
+  e.stage = step.stage;
+  e.micro_batch = st.cursor.micro_batch();
+  e.pass = step.pass;
+  e.start = start;
+  e.end = end;
+  return e;
+}
+
+} // namespace
+
+// The block's steps as run_exchange reports them: each send's transfer, then the step's event;
+// or, for observers that only add times up, the whole block as one event and its bytes a route.
 void Run::report_collective_steps(ActorState& st, const CollectiveMember& member, const CollectiveTimes& times,
                                   std::size_t m) {
   for (std::size_t k = 0; k < member.steps.size(); ++k) {
     const Step& step = st.cursor.step();
-    Event e;
-    e.ipu = st.program->ipu;
-    e.kind = EventKind::Exchange;
-    e.stage = step.stage;
-    e.micro_batch = st.cursor.micro_batch();
-    e.pass = step.pass;
+    Event e = exchange_event(st, times.start[m][k], times.end[m][k]);
     e.bytes = step.bytes;
-    e.start = times.start[m][k];
-    e.end = times.end[m][k];
     const DataflowStep& timed = member.steps[k];
     for (std::size_t i = 0; i < timed.sends.size(); ++i) {
       const Transfer& t = step.transfers[timed.sends[i].transfer];
@@ -106,6 +123,54 @@ void Run::report_collective_steps(ActorState& st, const CollectiveMember& member
     ++st.executed;
     st.cursor.advance();
   }
+}
+
+// A block's steps each begin where the one before ended (CollectiveGroup::evaluate), so one
+// event from the first's start to the last's end carries the same exchange time; the links
+// get each route's bytes summed over the block. Counts (steps, activities) are the steps'.
+void Run::report_collective_block(ActorState& st, const CollectiveMember& member, const CollectiveTimes& times,
+                                  std::size_t m, MemberTraffic& traffic) {
+  if (traffic.notes.empty()) traffic = member_traffic(member);
+  Event e = exchange_event(st, times.start[m].front(), times.end[m].back());
+  for (TransferNote& note : traffic.notes) note.bytes = 0;
+  std::size_t next = 0;
+  for (const DataflowStep& timed : member.steps) {
+    const Step& step = st.cursor.step();
+    e.bytes += step.bytes;
+    for (const DataflowSend& send : timed.sends) {
+      const double bytes = step.transfers[send.transfer].bytes;
+      e.bytes += bytes;
+      traffic.notes[traffic.note_of_send[next++]].bytes += bytes;
+    }
+    activities_ += timed.sends.size() + (step.seconds > 0 ? 1 : 0);
+    ++st.executed;
+    st.cursor.advance();
+  }
+  for (TransferNote note : traffic.notes) {
+    note.start = e.start + offset_;
+    note.end = e.end + offset_;
+    deliver(note, true);
+  }
+  emit(e);
+}
+
+// The member's routes, a note each, and which of them each of its sends takes (in step order).
+Run::MemberTraffic Run::member_traffic(const CollectiveMember& member) const {
+  MemberTraffic traffic;
+  std::vector<std::pair<std::size_t, std::size_t>> seen;  // (group route, note)
+  const Program& program = schedule_.programs[member.program];
+  for (std::size_t k = 0; k < member.steps.size(); ++k)
+    for (const DataflowSend& send : member.steps[k].sends) {
+      auto found = std::find_if(seen.begin(), seen.end(), [&](const auto& r) { return r.first == send.route; });
+      if (found == seen.end()) {
+        const Transfer& t = program.steps[member.first + k].transfers[send.transfer];
+        seen.emplace_back(send.route, traffic.notes.size());
+        traffic.notes.push_back({t.src_ipu, t.dst_ipu, -1, 0, 0, 0, &platform_.slots(t.src_ipu, t.dst_ipu)});
+        found = seen.end() - 1;
+      }
+      traffic.note_of_send.push_back(found->second);
+    }
+  return traffic;
 }
 
 } // namespace ipusim::engine_detail

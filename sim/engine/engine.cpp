@@ -56,6 +56,7 @@ bool run_engine_to_the_end() {
 
 Run::Run(const Schedule& schedule, const HardwareConfig& hw, RunObserver& observer, const EngineOptions& options)
     : schedule_(schedule), observer_(observer), options_(options), transfers_wanted_(observer.wants_transfers()),
+      every_step_wanted_(observer.wants_every_step()),
       platform_(build_platform(hw, schedule)), arrivals_(copy_count(schedule)), host_link_(hw.host_link) {
   actors_.reserve(schedule.programs.size());
   for (const Program& p : schedule.programs) actors_.emplace_back(p);

@@ -78,6 +78,10 @@ public:
   virtual void on_transfer(const TransferRecord& transfer) = 0;
   // Observers that ignore transfers spare the engine building their records.
   virtual bool wants_transfers() const { return true; }
+  // Observers that only add up each IPU's times (not a trace) take a timed collective block,
+  // whose steps follow one another without a gap, as one event spanning them all: on a Bow
+  // Pod256 that is one event per replica and weight update instead of 132.
+  virtual bool wants_every_step() const { return true; }
   // Skipped periods. By default each repeat is reported event by event (a trace needs
   // them all); observers that can add one period's contribution times the number of
   // periods override it, so that a run's cost does not grow with its length.

@@ -146,6 +146,14 @@ private:
   bool run_collective_block(ActorState& st, std::size_t a);
   void report_collective_steps(ActorState& st, const CollectiveMember& member, const CollectiveTimes& times,
                                std::size_t m);
+  // A member's routes in a block, a note each, and the note each of its sends (in step order) adds to.
+  struct MemberTraffic {
+    std::vector<TransferNote> notes;
+    std::vector<std::size_t> note_of_send;
+  };
+  MemberTraffic member_traffic(const CollectiveMember& member) const;
+  void report_collective_block(ActorState& st, const CollectiveMember& member, const CollectiveTimes& times,
+                               std::size_t m, MemberTraffic& traffic);
 
   // steady_state.cpp
   // Actor `a` began iterations of loops; the first actor inside a loop takes its snapshots.
@@ -168,6 +176,7 @@ private:
   RunObserver& observer_;
   const EngineOptions options_;
   const bool transfers_wanted_;
+  const bool every_step_wanted_;
   Platform platform_;
   std::vector<ActorState> actors_;
   CopyArrivals arrivals_;
@@ -196,6 +205,7 @@ private:
     std::vector<std::int64_t> joins;                 // per member: blocks begun; the n-th joins instance n
     std::map<std::int64_t, CollectiveInstance> open;  // instances some member has begun and not all left
     RelativeRun last;
+    std::vector<MemberTraffic> traffic;  // per member, once a block was reported whole
   };
   std::vector<GroupState> group_states_;
   void time_collective(const CollectiveGroup& group, GroupState& state, CollectiveInstance& instance);

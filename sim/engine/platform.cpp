@@ -3,7 +3,7 @@
 #include <simgrid/kernel/routing/NetZoneImpl.hpp>
 #include <xbt/log.h>
 
-#include <set>
+#include <algorithm>
 #include <utility>
 
 #include "sim/plan/routes.hpp"
@@ -74,27 +74,37 @@ Platform build_platform(const HardwareConfig& hw, const Schedule& schedule) {
     p.ipus.emplace(program.ipu, zone->create_host(prefix + "ipu" + std::to_string(program.ipu), kHostSpeed));
   p.host = zone->create_host(prefix + "host", kHostSpeed);
 
-  std::vector<sg4::SplitDuplexLink*> links;
+  // Every IPU-Link is named in the log; only those a route takes are built.
+  std::vector<sg4::SplitDuplexLink*> links(hw.links.size(), nullptr);
   for (std::size_t i = 0; i < hw.links.size(); ++i) {
-    const LinkSpec& spec = hw.links[i];
-    auto* link = zone->create_split_duplex_link(prefix + "link" + std::to_string(i), spec.bandwidth_bytes_per_s);
-    link->set_latency(spec.latency_s)->seal();
-    links.push_back(link);
     p.link_names.push_back(directed_link_name(hw, {static_cast<int>(i), true}));
     p.link_names.push_back(directed_link_name(hw, {static_cast<int>(i), false}));
   }
+  auto link_of = [&](int i) {
+    sg4::SplitDuplexLink*& link = links[static_cast<std::size_t>(i)];
+    if (link == nullptr) {
+      const LinkSpec& spec = hw.links[static_cast<std::size_t>(i)];
+      link = zone->create_split_duplex_link(prefix + "link" + std::to_string(i), spec.bandwidth_bytes_per_s);
+      link->set_latency(spec.latency_s)->seal();
+    }
+    return link;
+  };
   RouteFinder finder(hw);
-  std::set<std::pair<int, int>> pairs;
+  // The pairs that exchange data (a ring's steps name the same few neighbours many times).
+  std::vector<std::pair<int, int>> pairs;
   for (const Program& program : schedule.programs)
     for (const Step& step : program.steps)
-      for (const Transfer& t : step.transfers) pairs.insert({t.src_ipu, t.dst_ipu});
+      for (const Transfer& t : step.transfers)
+        if (pairs.empty() || pairs.back() != std::make_pair(t.src_ipu, t.dst_ipu)) pairs.emplace_back(t.src_ipu, t.dst_ipu);
+  std::sort(pairs.begin(), pairs.end());
+  pairs.erase(std::unique(pairs.begin(), pairs.end()), pairs.end());
   for (const auto& [a, b] : pairs) {
     if (a == b) continue;
     std::vector<sg4::LinkInRoute> path;
     std::vector<int> slots;
     for (const Hop& hop : finder.route(a, b)) {
-      path.emplace_back(links[hop.link], hop.forward ? sg4::LinkInRoute::Direction::UP
-                                                     : sg4::LinkInRoute::Direction::DOWN);
+      path.emplace_back(link_of(hop.link), hop.forward ? sg4::LinkInRoute::Direction::UP
+                                                       : sg4::LinkInRoute::Direction::DOWN);
       slots.push_back(2 * hop.link + (hop.forward ? 0 : 1));
     }
     zone->add_route(p.ipus.at(a)->get_netpoint(), p.ipus.at(b)->get_netpoint(), nullptr, nullptr, path, false);

@@ -96,6 +96,7 @@ public:
   void on_event(const Event& e) override;
   void on_transfer(const TransferRecord& t) override { attribution_.on_transfer(t); }
   bool wants_transfers() const override { return attribution_.wants_transfers(); }
+  bool wants_every_step() const override { return false; }
   // Replays periods until two changed the metrics and the attribution alike, then adds the
   // rest as that period's contribution times their number (periodic.hpp); periods that
   // never settle are replayed to the end.

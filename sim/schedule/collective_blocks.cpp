@@ -214,8 +214,12 @@ public:
                std::vector<std::size_t>& parent, PathTable& routes, CollectiveBlocks& result)
       : schedule_(schedule), hw_(hw), blocks_(blocks), routes_(routes), result_(result), place_(blocks.size()) {
     for (const Block& b : blocks) {
-      first_step_.push_back(send_index_.size());
-      send_index_.resize(send_index_.size() + b.length);
+      first_step_.push_back(step_first_transfer_.size());
+      const Program& program = schedule.programs[b.program];
+      for (std::size_t k = b.first; k < b.first + b.length; ++k) {
+        step_first_transfer_.push_back(send_index_.size());
+        send_index_.resize(send_index_.size() + program.steps[k].transfers.size());
+      }
     }
     std::map<std::size_t, std::size_t> group_of_root;
     for (std::size_t b = 0; b < blocks.size(); ++b) {
@@ -242,8 +246,11 @@ public:
         const Step& step = program.steps[blocks_[b].first + k];
         DataflowStep& out = group.members[m].steps[k];
         out.seconds = step.seconds;
-        std::vector<std::size_t>& index = send_index_[first_step_[b] + k];
-        index.assign(step.transfers.size(), 0);
+        std::size_t* index = send_index_.data() + step_first_transfer_[first_step_[b] + k];
+        std::size_t sends = 0;
+        for (const Transfer& t : step.transfers) sends += t.src_ipu == program.ipu ? 1 : 0;
+        out.sends.reserve(sends);
+        out.receives.reserve(step.transfers.size() - sends);
         for (std::size_t t = 0; t < step.transfers.size(); ++t)
           if (step.transfers[t].src_ipu == program.ipu) {
             index[t] = out.sends.size();
@@ -266,7 +273,7 @@ public:
         const auto& [rb, rk, rt] = use.receives[n];
         const auto& [sb, sk, st] = use.sends[n];
         CollectiveGroup& group = result_.groups[place_[rb].first];
-        const std::size_t index = send_index_[first_step_[sb] + sk][st];
+        const std::size_t index = send_index_[step_first_transfer_[first_step_[sb] + sk] + st];
         DataflowSend& s = group.members[place_[sb].second].steps[sk].sends[index];
         s.to_member = place_[rb].second;
         s.to_step = rk;
@@ -315,9 +322,9 @@ private:
   std::vector<std::pair<std::size_t, std::size_t>> place_;  // (group, member) per block
   std::vector<std::vector<int>> link_ids_;  // per group: directed link slot -> group link, or -1
   std::vector<std::map<std::pair<int, int>, std::size_t>> route_ids_;  // per group: (src, dst) -> route
-  // Per block step (first_step_[block] + step), per transfer: its index among the step's sends.
-  std::vector<std::vector<std::size_t>> send_index_;
-  std::vector<std::size_t> first_step_;
+  // Per block step (first_step_[block] + step) its first transfer in send_index_; there, per
+  // transfer, its index among the step's sends.
+  std::vector<std::size_t> first_step_, step_first_transfer_, send_index_;
 };
 
 } // namespace

@@ -38,6 +38,7 @@ void ProgramBuilder::ring_step(int virtual_ipu, const std::vector<int>& members,
     Step s;
     s.kind = StepKind::Exchange;
     s.pass = Pass::AllReduce;
+    s.transfers.reserve(4);
     const int me = physical_of(r, virtual_ipu);
     s.transfers.push_back({mailbox(r, 0), me, physical_of(next, virtual_ipu), half});
     s.transfers.push_back({mailbox(r, 1), me, physical_of(previous, virtual_ipu), half});

@@ -28,6 +28,7 @@ public:
     if (b_) b_->on_transfer(t);
   }
   bool wants_transfers() const override { return a_.wants_transfers() || b_; }
+  bool wants_every_step() const override { return a_.wants_every_step() || b_; }
   // Each its own way: the metrics add the periods up, the log takes every event.
   void on_repeat(const RepeatedPeriods& r) override {
     a_.on_repeat(r);
