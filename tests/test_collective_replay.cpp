@@ -16,12 +16,10 @@ namespace {
 
 constexpr double us = 1e-6;
 
-DataflowSend send_to(std::size_t member, std::size_t route, double latency, double bytes) {
+DataflowSend send_to(std::uint32_t member, std::uint32_t route, double bytes) {
   DataflowSend s;
   s.to_member = member;
   s.route = route;
-  s.latency = latency;
-  s.bandwidth = 1e9;
   s.bytes = bytes;
   return s;
 }
@@ -32,10 +30,12 @@ CollectiveGroup two_flows(double a_bytes, double b_bytes) {
   CollectiveGroup g;
   g.link_bandwidth = {1e9, 1e9};
   g.routes = {{0}, {0, 1}};
+  g.route_latency = {1 * us, 2 * us};
+  g.route_bandwidth = {1e9, 1e9};
   g.members.resize(2);
   for (std::size_t m = 0; m < 2; ++m) g.members[m].steps.resize(1);
-  g.members[0].steps[0].sends = {send_to(1, 0, 1 * us, a_bytes)};
-  g.members[1].steps[0].sends = {send_to(0, 1, 2 * us, b_bytes)};
+  g.members[0].steps[0].sends = {send_to(1, 0, a_bytes)};
+  g.members[1].steps[0].sends = {send_to(0, 1, b_bytes)};
   g.members[0].steps[0].receives = {{1, 0, 0}};
   g.members[1].steps[0].receives = {{0, 0, 0}};
   g.members[1].steps[0].first_flow = 1;

@@ -4,7 +4,9 @@
 #include <cstdint>
 #include <numeric>
 #include <set>
+#include <stdexcept>
 #include <tuple>
+#include <unordered_map>
 
 #include "sim/plan/routes.hpp"
 #include "sim/schedule/collective_dataflow.hpp"
@@ -207,6 +209,12 @@ bool all_wait_for_all(const CollectiveGroup& group, const StepOrder& order) {
   return true;
 }
 
+// Indices into a group's members, steps and sends, kept in 32 bits (collective_dataflow.hpp).
+std::uint32_t narrow(std::size_t i) {
+  if (i > UINT32_MAX) throw std::length_error("an all-reduce block with over 2^32 steps, members or transfers");
+  return static_cast<std::uint32_t>(i);
+}
+
 // Builds the groups' members and sends (route, latency, narrowest link, whole bytes).
 class GroupBuilder {
 public:
@@ -275,9 +283,10 @@ public:
         CollectiveGroup& group = result_.groups[place_[rb].first];
         const std::size_t index = send_index_[step_first_transfer_[first_step_[sb] + sk] + st];
         DataflowSend& s = group.members[place_[sb].second].steps[sk].sends[index];
-        s.to_member = place_[rb].second;
-        s.to_step = rk;
-        group.members[place_[rb].second].steps[rk].receives.push_back({place_[sb].second, sk, index});
+        s.to_member = narrow(place_[rb].second);
+        s.to_step = narrow(rk);
+        group.members[place_[rb].second].steps[rk].receives.push_back(
+            {narrow(place_[sb].second), narrow(sk), narrow(index)});
       }
   }
 
@@ -286,20 +295,21 @@ public:
 private:
   DataflowSend send(std::size_t g, std::size_t t, const Transfer& x) {
     DataflowSend s;
-    s.transfer = t;
+    s.transfer = narrow(t);
     s.bytes = std::floor(x.bytes);  // Comm::sendto_async takes an integer size
-    const RoutePath& path = routes_.path(x.src_ipu, x.dst_ipu);
-    s.latency = path.latency;
-    s.bandwidth = path.bandwidth;
-    s.route = route(g, x.src_ipu, x.dst_ipu, path);
+    s.route = narrow(route(g, x.src_ipu, x.dst_ipu));
     return s;
   }
 
   // The group's route from `src` to `dst` (its links numbered in the group), added the first time.
-  std::size_t route(std::size_t g, int src, int dst, const RoutePath& path) {
+  std::size_t route(std::size_t g, int src, int dst) {
     CollectiveGroup& group = result_.groups[g];
-    const auto [found, fresh] = route_ids_[g].emplace(std::make_pair(src, dst), group.routes.size());
+    const std::int64_t key = static_cast<std::int64_t>(src) * (hw_.ipu_count + 1) + dst;
+    const auto [found, fresh] = route_ids_[g].emplace(key, group.routes.size());
     if (!fresh) return found->second;
+    const RoutePath& path = routes_.path(src, dst);
+    group.route_latency.push_back(path.latency);
+    group.route_bandwidth.push_back(path.bandwidth);
     std::vector<int>& ids = link_ids_[g];
     if (ids.empty()) ids.assign(2 * hw_.links.size(), -1);  // per directed link slot
     std::vector<int>& links = group.routes.emplace_back();
@@ -321,7 +331,7 @@ private:
   CollectiveBlocks& result_;
   std::vector<std::pair<std::size_t, std::size_t>> place_;  // (group, member) per block
   std::vector<std::vector<int>> link_ids_;  // per group: directed link slot -> group link, or -1
-  std::vector<std::map<std::pair<int, int>, std::size_t>> route_ids_;  // per group: (src, dst) -> route
+  std::vector<std::unordered_map<std::int64_t, std::size_t>> route_ids_;  // per group: (src, dst) -> route
   // Per block step (first_step_[block] + step) its first transfer in send_index_; there, per
   // transfer, its index among the step's sends.
   std::vector<std::size_t> first_step_, step_first_transfer_, send_index_;

@@ -26,18 +26,16 @@
 
 namespace ipusim {
 
-// A transfer a member sends in a step.
+// A transfer a member sends in a step (a Pod256's rings have 67,584 a run: kept small).
 struct DataflowSend {
-  std::size_t transfer = 0;              // index into Step::transfers
-  std::size_t to_member = 0, to_step = 0;  // who receives it, in which of its steps
-  std::size_t route = 0;                 // its route: CollectiveGroup::routes[route]
-  double latency = 0;                    // the route's, summed
-  double bandwidth = 0;                  // its narrowest link's
-  double bytes = 0;                      // whole bytes, as SimGrid moves them
+  std::uint32_t transfer = 0;               // index into Step::transfers
+  std::uint32_t to_member = 0, to_step = 0;  // who receives it, in which of its steps
+  std::uint32_t route = 0;                  // its route: CollectiveGroup::routes[route]
+  double bytes = 0;                         // whole bytes, as SimGrid moves them
 };
 // A transfer a member receives in a step: the sending member, its step, and which of its sends.
 struct DataflowReceive {
-  std::size_t member = 0, step = 0, send = 0;
+  std::uint32_t member = 0, step = 0, send = 0;
 };
 struct DataflowStep {
   std::vector<DataflowSend> sends;
@@ -65,6 +63,8 @@ struct CollectiveGroup {
   // Per route its sends take (a ring step's send takes its member's route every step): the
   // group links along it.
   std::vector<std::vector<int>> routes;
+  std::vector<double> route_latency;    // per route: its links' latencies summed
+  std::vector<double> route_bandwidth;  // per route: its narrowest link's
   std::size_t flows = 0;  // transfers of one run
   const std::vector<int>& links(const DataflowSend& send) const { return routes[send.route]; }
   // The times of every member's steps when member m arrives at its block at entries[m].

@@ -46,6 +46,8 @@ public:
         for (std::size_t i = 0; i < steps[k].sends.size(); ++i) {
           Flow& f = flows_[steps[k].first_flow + i];
           f.send = &steps[k].sends[i];
+          f.latency = group.route_latency[f.send->route];
+          f.bandwidth = group.route_bandwidth[f.send->route];
           f.member = m;
           f.step = k;
         }
@@ -82,7 +84,8 @@ private:
     double remaining = 0, rate = 0, last = 0;  // bytes left as of `last`, moving at `rate`
     bool sharing = false, done = false;
     std::size_t version = 0;  // of its scheduled arrival: a change of rate reschedules it
-    double penalty() const { return send->latency > 0 ? send->latency : 1.0; }
+    double latency = 0, bandwidth = 0;  // its route's
+    double penalty() const { return latency > 0 ? latency : 1.0; }
   };
 
   void schedule(double time, Happening::Kind kind, std::size_t first, std::size_t second) {
@@ -96,7 +99,7 @@ private:
     for (std::size_t i = 0; i < step.sends.size(); ++i) {
       Flow& f = flows_[step.first_flow + i];
       f.remaining = f.send->bytes;
-      schedule(now + f.send->latency, Happening::LatencyOver, step.first_flow + i, 0);
+      schedule(now + f.latency, Happening::LatencyOver, step.first_flow + i, 0);
     }
     if (outstanding_[m][k] == 0) complete_step(m, k, now);
   }
@@ -126,7 +129,7 @@ private:
       }
       reshare(group_.links(*f.send), now);
     }
-    for (const auto& [m, k] : {std::make_pair(f.member, f.step), std::make_pair(f.send->to_member, f.send->to_step)})
+    for (const auto& [m, k] : {std::make_pair(f.member, f.step), std::pair<std::size_t, std::size_t>(f.send->to_member, f.send->to_step)})
       if (--outstanding_[m][k] == 0 && started(m, k)) complete_step(m, k, now);
   }
 
@@ -213,18 +216,18 @@ void FlowReplay::reshare(const std::vector<int>& links, double now) {
     };
     double bound_level = std::numeric_limits<double>::infinity();
     for (std::size_t id : open)
-      if (saturating(id)) bound_level = std::min(bound_level, flows_[id].send->bandwidth * flows_[id].penalty());
+      if (saturating(id)) bound_level = std::min(bound_level, flows_[id].bandwidth * flows_[id].penalty());
     const bool bounded = bound_level < level;
     still_open.clear();
     for (std::size_t id : open) {
       Flow& f = flows_[id];
-      const double at_bound = f.send->bandwidth * f.penalty();
+      const double at_bound = f.bandwidth * f.penalty();
       const bool fix = saturating(id) && (!bounded || at_bound <= bound_level * (1 + 1e-12));
       if (!fix) {
         still_open.push_back(id);
         continue;
       }
-      f.rate = bounded ? f.send->bandwidth : std::min(f.send->bandwidth, level / f.penalty());
+      f.rate = bounded ? f.bandwidth : std::min(f.bandwidth, level / f.penalty());
       for (int l : group_.links(*f.send)) {
         const auto i = static_cast<std::size_t>(l);
         capacity_[i] = std::max(0.0, capacity_[i] - f.rate);

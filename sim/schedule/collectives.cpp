@@ -48,10 +48,21 @@ void ProgramBuilder::ring_step(int virtual_ipu, const std::vector<int>& members,
   }
 }
 
+// Room in every replica's program for a reduce-scatter's or all-gather's ring steps (a
+// replica takes part in its rack's ring and in the racks' ring of its position).
+void ProgramBuilder::reserve_ring_steps(int virtual_ipu, const std::vector<std::vector<int>>& racks) {
+  const std::size_t steps = racks.front().size() - 1 + (racks.size() >= 2 ? racks.size() - 1 : 0);
+  for (int r = 0; r < replicas_; ++r) {
+    std::vector<Step>& program = schedule_.programs[index_.at(physical_of(r, virtual_ipu))].steps;
+    program.reserve(program.size() + steps);
+  }
+}
+
 void ProgramBuilder::reduce_scatter(int virtual_ipu, double bytes) {
   if (replicas_ < 2 || bytes <= 0) return;
   const auto racks = racks_of(virtual_ipu);
   const auto in_rack = static_cast<int>(racks.front().size());
+  reserve_ring_steps(virtual_ipu, racks);
   for (const auto& members : racks)
     for (int step = 0; step + 1 < in_rack; ++step) ring_step(virtual_ipu, members, 0, bytes / in_rack);
   if (racks.size() < 2) return;
@@ -69,6 +80,7 @@ void ProgramBuilder::all_gather(int virtual_ipu, double bytes) {
   if (replicas_ < 2 || bytes <= 0) return;
   const auto racks = racks_of(virtual_ipu);
   const auto in_rack = static_cast<int>(racks.front().size());
+  reserve_ring_steps(virtual_ipu, racks);
   if (racks.size() >= 2) {
     const auto across = static_cast<int>(racks.size());
     for (int i = 0; i < in_rack; ++i) {

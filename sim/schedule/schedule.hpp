@@ -223,6 +223,7 @@ private:
   // One ring step over `members` (replica indices, in ring order): each sends `chunk` to the
   // next; `level` keeps the mailboxes of a rack's ring apart from those of the racks' ring.
   void ring_step(int virtual_ipu, const std::vector<int>& members, int level, double chunk);
+  void reserve_ring_steps(int virtual_ipu, const std::vector<std::vector<int>>& racks);
   // The latency of the collectives PopART issues for `ipu`'s weights beyond the one ring the
   // bandwidth is simulated on: one per tensor (collectives.cpp), as a timed step on each replica.
   void per_tensor_collectives(const PlanIpu& ipu, bool sharded_state);
