@@ -125,15 +125,19 @@ std::size_t find_root(std::vector<std::size_t>& parent, std::size_t i) {
   return i;
 }
 
-// Blocks joined by a copy or by a link their transfers share; "" or why they cannot be timed apart.
+// Blocks joined by a copy or by a link their transfers share (of the system's `slots` directed
+// links); "" or why they cannot be timed apart.
 std::string join_blocks(const Schedule& schedule, const std::vector<Block>& blocks,
                         const std::map<CopyKey, CopyUse>& uses,
-                        const std::set<int>& outside_slots, PathTable& routes, std::vector<std::size_t>& parent) {
+                        const std::set<int>& outside_slots, PathTable& routes, std::size_t slots,
+                        std::vector<std::size_t>& parent) {
   parent.resize(blocks.size());
   std::iota(parent.begin(), parent.end(), std::size_t{0});
   auto join = [&](std::size_t a, std::size_t b) { parent[find_root(parent, a)] = find_root(parent, b); };
   for (const auto& [copy, use] : uses) join(std::get<0>(use.sends.front()), std::get<0>(use.receives.front()));
-  std::map<int, std::size_t> block_on_slot;
+  // Per directed link slot: the first block whose transfers take it, or none.
+  constexpr std::size_t kNone = static_cast<std::size_t>(-1);
+  std::vector<std::size_t> block_on_slot(slots, kNone);
   for (std::size_t b = 0; b < blocks.size(); ++b) {
     const Program& program = schedule.programs[blocks[b].program];
     for (std::size_t k = blocks[b].first; k < blocks[b].first + blocks[b].length; ++k)
@@ -142,13 +146,16 @@ std::string join_blocks(const Schedule& schedule, const std::vector<Block>& bloc
         for (int slot : routes.path(t.src_ipu, t.dst_ipu).slots) {
           if (outside_slots.count(slot) != 0)
             return "a link carries both a collective's and other copies (the pipeline's)";
-          const auto [it, fresh] = block_on_slot.emplace(slot, b);
-          if (fresh) continue;
+          std::size_t& first = block_on_slot[static_cast<std::size_t>(slot)];
+          if (first == kNone) {
+            first = b;
+            continue;
+          }
           // Blocks at one step of their programs run together; others (a reduce-scatter and
           // its all-gather) may overlap where members run apart, and would need timing together.
-          if (blocks[it->second].first != blocks[b].first)
+          if (blocks[first].first != blocks[b].first)
             return "two collectives at different steps of a program (a reduce-scatter and its all-gather) share a link";
-          join(it->second, b);
+          join(first, b);
         }
       }
   }
@@ -356,7 +363,8 @@ CollectiveBlocks find_collective_blocks(const Schedule& schedule, const Hardware
   std::map<CopyKey, CopyUse> uses;
   if (std::string why = use_copies(schedule, blocks, outside_copies, uses); !why.empty()) return refuse(why);
   std::vector<std::size_t> parent;
-  if (std::string why = join_blocks(schedule, blocks, uses, outside_slots, routes, parent); !why.empty())
+  const std::size_t slots = 2 * hw.links.size();  // directed: two per IPU-Link
+  if (std::string why = join_blocks(schedule, blocks, uses, outside_slots, routes, slots, parent); !why.empty())
     return refuse(why);
 
   GroupBuilder builder(schedule, hw, blocks, parent, routes, result);
