@@ -6,8 +6,10 @@
 
 #include <algorithm>
 
+#include "cli_runner.hpp"
 #include "temp_dir.hpp"
 
+using ipusim::test::children_of;
 using ipusim::test::TempDir;
 
 #include <fcntl.h>
@@ -757,14 +759,6 @@ TEST_CASE("a sweep killed with SIGKILL leaves no process behind: its runs and si
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   CHECK(!group_alive(pid));
   ::kill(-pid, SIGKILL);
-}
-
-// The processes `pid` started that are still alive.
-std::vector<pid_t> children_of(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/task/" + std::to_string(pid) + "/children");
-  std::vector<pid_t> children;
-  for (pid_t child = 0; in >> child;) children.push_back(child);
-  return children;
 }
 
 TEST_CASE("a point whose process dies is recorded as failed, and the rest of that process's points run in a new one",

@@ -1,13 +1,19 @@
 // ipusim validation: the published-results list, its checks, and the comparison it prints.
 #include <catch2/catch.hpp>
 
+#include <fcntl.h>
 #include <sys/wait.h>
 
+#include <chrono>
+#include <csignal>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <sstream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
 
 #include "sim/io/input_error.hpp"
 #include "sim/io/scenario_loader.hpp"
@@ -193,4 +199,63 @@ TEST_CASE("docs/validation.md's per-micro-batch split is what ipusim validation 
     ++rows;
   }
   CHECK(rows == only.size());
+}
+
+namespace {
+
+std::string entry_of(const std::string& id, const fs::path& scenario) {
+  return R"({"id": ")" + id + R"(", "workload": "MLP", "system": "IPU-M2000", "framework": "PopART", "sdk": "-",
+             "published": 1000, "unit": "samples/s", "source": "a test", "configuration": "the shipped MLP",
+             "scenario": ")" + scenario.string() + R"("})";
+}
+
+} // namespace
+
+TEST_CASE("a validation entry whose worker process dies is failed, and the next entries run in a new worker",
+          "[validation][cli]") {
+  TempDir dir;
+  // GPipe's two unequal stages at G = 10^6 are simulated nearly in full (many seconds): the
+  // first entry is still running when its worker is killed. The MLP's own scenario follows twice.
+  const std::string models = (kSource / "models/mlp.json").string(), config = (kSource / "configs/ipu-m2000.json").string();
+  write(dir.root() / "slow.json", R"({"model": ")" + models + R"(", "config": ")" + config +
+                                      R"(", "execution": {"mode": "pipelined", "schedule": "gpipe", "training": true,
+                                      "microBatchSize": 16, "gradientAccumulation": 1000000}})");
+  write(dir.root() / "list.json", R"({"entries": [)" + entry_of("slow", dir.root() / "slow.json") + "," +
+                                      entry_of("first", kSource / "scenarios/mlp-training.json") + "," +
+                                      entry_of("second", kSource / "scenarios/mlp-training.json") + R"(], "ratios": []})");
+  const std::string out = (dir.root() / "out.json").string();
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    const int null_fd = ::open("/dev/null", O_WRONLY);
+    ::dup2(null_fd, 1);
+    ::dup2(null_fd, 2);
+    const std::string list = (dir.root() / "list.json").string();
+    ::execl(IPUSIM_BINARY, "ipusim", "validation", list.c_str(), "--json", "-o", out.c_str(), nullptr);
+    ::_exit(127);
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (children_of(pid).empty() && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // into the slow entry's simulation
+  const std::vector<pid_t> workers = children_of(pid);
+  REQUIRE(workers.size() == 1);
+  // A signal no handler takes (SimGrid's and AddressSanitizer's take SIGSEGV): the worker dies of it.
+  ::kill(workers[0], SIGUSR1);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 3);  // an entry failed, not for its input
+  std::ifstream in(out);
+  const nlohmann::json doc = nlohmann::json::parse(in);
+  const auto& rows = doc.at("entries");
+  REQUIRE(rows.size() == 3);
+  CHECK(rows[0].at("id") == "slow");
+  CHECK_THAT(rows[0].at("failure").get<std::string>(), Catch::Matchers::Contains("died with signal " + std::to_string(SIGUSR1)));
+  for (std::size_t i = 1; i < 3; ++i) {
+    INFO(rows[i].dump());
+    CHECK(rows[i].contains("predicted"));
+    CHECK(!rows[i].contains("failure"));
+  }
+  CHECK(rows[1].at("predicted") == rows[2].at("predicted"));
 }
