@@ -22,7 +22,6 @@
 #include "temp_dir.hpp"
 
 using namespace ipusim::test;
-using Json = nlohmann::json;
 namespace fs = std::filesystem;
 
 namespace {
