@@ -4,6 +4,7 @@
 // tests/test_steady_state.cpp compares the replay with SimGrid's transfers on real pods.
 #include <catch2/catch.hpp>
 
+#include "sim/io/hardware_loader.hpp"
 #include "sim/plan/routes.hpp"
 #include "sim/schedule/collective_dataflow.hpp"
 #include "sim/simulate/simulation.hpp"
@@ -43,7 +44,70 @@ CollectiveGroup two_flows(double a_bytes, double b_bytes) {
   return g;
 }
 
+// Three IPUs in a ring (every pair linked, 1 GB/s, no latency), each running one all-reduce
+// block of `steps` steps: at step k IPU i sends 1 MB to IPU i + 1 as copy i (one copy serves
+// every step of its sender's block, as a ring's neighbour copy does) and receives copy i - 1.
+Schedule ring_blocks(int steps) {
+  Schedule s;
+  s.name = "ring";
+  for (int ipu = 0; ipu < 3; ++ipu) {
+    std::vector<Step> block(static_cast<std::size_t>(steps));
+    for (Step& step : block) {
+      step.kind = StepKind::Exchange;
+      step.pass = Pass::AllReduce;
+      step.transfers = {{ipu, ipu, (ipu + 1) % 3, 1e6}, {(ipu + 2) % 3, (ipu + 2) % 3, ipu, 1e6}};
+    }
+    s.programs.push_back(Program{ipu, std::move(block)});
+  }
+  return s;
+}
+
 } // namespace
+
+TEST_CASE("a ring's blocks are matched copy by copy into one group, and bad copies say why",
+          "[collectives]") {
+  const HardwareConfig hw = hardware_from_json(zero_overhead_config(3), "c.json");
+  // 10 steps: each copy has 20 ends, and IPU 0 receives copy 2 from a block listed after its own.
+  const CollectiveBlocks blocks = find_collective_blocks(ring_blocks(10), hw);
+  REQUIRE(blocks.not_timed.empty());
+  REQUIRE(blocks.groups.size() == 1);
+  const CollectiveGroup& group = blocks.groups[0];
+  REQUIRE(group.members.size() == 3);
+  CHECK(group.flows == 30);
+  for (std::uint32_t m = 0; m < 3; ++m) {
+    REQUIRE(group.members[m].steps.size() == 10);
+    for (std::uint32_t k = 0; k < 10; ++k) {
+      const DataflowStep& step = group.members[m].steps[k];
+      REQUIRE(step.sends.size() == 1);
+      REQUIRE(step.receives.size() == 1);
+      CHECK(step.sends[0].to_member == (m + 1) % 3);
+      CHECK(step.sends[0].to_step == k);  // the n-th receive of a copy takes its n-th send
+      CHECK(step.receives[0].member == (m + 2) % 3);
+      CHECK(step.receives[0].step == k);
+    }
+  }
+  // Each step moves 1 MB over a link of its own at 1 GB/s: 1 ms a step, 10 ms the block.
+  CollectiveTimes times;
+  group.evaluate({0.0, 0.0, 0.0}, times);
+  for (std::size_t m = 0; m < 3; ++m) CHECK(times.end[m].back() == Approx(10e-3).epsilon(1e-12));
+
+  Schedule unsent = ring_blocks(10);  // IPU 0 no longer sends its last copy; IPU 1 still receives it
+  unsent.programs[0].steps.back().transfers.erase(unsent.programs[0].steps.back().transfers.begin());
+  CHECK(find_collective_blocks(unsent, hw).not_timed ==
+        "an all-reduce copy is sent and received a different number of times");
+  Schedule two_receivers = ring_blocks(10);  // IPU 0's last send of copy 0 goes to IPU 2 instead
+  two_receivers.programs[0].steps.back().transfers[0].dst_ipu = 2;
+  two_receivers.programs[1].steps.back().transfers.pop_back();
+  two_receivers.programs[2].steps.back().transfers.push_back({0, 0, 2, 1e6});
+  CHECK(find_collective_blocks(two_receivers, hw).not_timed == "an all-reduce copy has two receivers");
+  Schedule outside = ring_blocks(10);  // copy 0 also carried by an exchange after the block
+  Step after;
+  after.kind = StepKind::Exchange;
+  after.transfers = {{0, 0, 1, 1e6}};
+  outside.programs[0].steps.push_back(after);
+  outside.programs[1].steps.push_back(after);
+  CHECK(find_collective_blocks(outside, hw).not_timed == "an all-reduce copy is also sent outside the all-reduce steps");
+}
 
 TEST_CASE("a collective's transfers share a link in proportion to the inverse of their routes' latency",
           "[collectives]") {

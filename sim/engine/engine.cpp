@@ -32,14 +32,6 @@ namespace {
 // serves every run of a process that simulates several times.
 bool deadlock_seen = false;
 
-std::size_t copy_count(const Schedule& schedule) {
-  int copies = 0;
-  for (const Program& p : schedule.programs)
-    for (const Step& s : p.steps)
-      for (const Transfer& t : s.transfers) copies = std::max(copies, t.copy + 1);
-  return static_cast<std::size_t>(copies);
-}
-
 // Runs SimGrid until nothing is left to do; true when its actors were left blocked.
 bool run_engine_to_the_end() {
   static const bool registered = [] {

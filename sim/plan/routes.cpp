@@ -92,12 +92,19 @@ const RoutePath& PathTable::path(int src, int dst) {
   const std::size_t key = static_cast<std::size_t>(src) * n + static_cast<std::size_t>(dst);
   if (hw_.ipu_count > kDenseIpus) {
     auto found = sparse_.find(static_cast<std::int64_t>(key));
-    if (found == sparse_.end()) found = sparse_.emplace(static_cast<std::int64_t>(key), find(src, dst)).first;
-    return found->second;
+    if (found == sparse_.end()) {
+      found_.push_back(find(src, dst));
+      found = sparse_.emplace(static_cast<std::int64_t>(key), found_.size() - 1).first;
+    }
+    return found_[found->second];
   }
-  if (dense_.empty()) dense_.resize(n * n), found_.assign(n * n, 0);
-  if (!found_[key]) dense_[key] = find(src, dst), found_[key] = 1;
-  return dense_[key];
+  if (dense_.empty()) dense_.assign(n * n, -1);
+  std::int32_t& index = dense_[key];
+  if (index < 0) {
+    found_.push_back(find(src, dst));
+    index = static_cast<std::int32_t>(found_.size() - 1);
+  }
+  return found_[static_cast<std::size_t>(index)];
 }
 
 std::vector<std::vector<Route>> compute_routes(const HardwareConfig& hw) {

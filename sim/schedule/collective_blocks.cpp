@@ -21,18 +21,28 @@ struct Block {
   std::size_t program = 0, first = 0, length = 0;
 };
 
-// (block, step within it, transfer within the step)
-using Place = std::tuple<std::size_t, std::size_t, std::size_t>;
-
-// Where a copy is sent and received inside blocks, in program order.
-struct CopyUse {
-  std::vector<Place> sends, receives;
+// Where a copy is sent or received inside a block: the block, the step within it, the
+// transfer within the step.
+struct CopyEnd {
+  std::uint32_t block = 0, step = 0, transfer = 0;
+  bool send = false;
 };
 // A copy may serve several blocks of one program (a reduce-scatter and, after the update, its
 // all-gather): its uses are told apart by the blocks' first step, which must be the same step
 // in the sender's and the receiver's programs, their loops alike, so that the n-th run of
-// one block meets the n-th run of the other.
-using CopyKey = std::pair<int, std::size_t>;  // (copy, the blocks' first template step)
+// one block meets the n-th run of the other. A use's `count` sends and as many receives, each
+// in program order, are at `sends` and `receives` in CopyUses::ends.
+struct CopyUse {
+  std::size_t sends = 0, receives = 0, count = 0;
+};
+// Every use of the blocks' copies, by copy and the blocks' first step: flat, because a
+// Pod256's rings have 67,584 copies a run (a map of lists was a tenth of its run).
+struct CopyUses {
+  std::vector<CopyEnd> ends;
+  std::vector<CopyUse> uses;
+  const CopyEnd& send(const CopyUse& use, std::size_t n) const { return ends[use.sends + n]; }
+  const CopyEnd& receive(const CopyUse& use, std::size_t n) const { return ends[use.receives + n]; }
+};
 
 bool same_loops(const Program& a, const Program& b) {
   if (a.repeats.size() != b.repeats.size()) return false;
@@ -44,7 +54,6 @@ bool same_loops(const Program& a, const Program& b) {
 }
 
 
-// Routes asked for many times (every ring step of every replica), found once each.
 // Maximal runs of all-reduce exchanges holding transfers; "" or why they cannot be timed apart.
 std::string find_blocks(const Schedule& schedule, std::vector<Block>& blocks) {
   for (std::size_t p = 0; p < schedule.programs.size(); ++p) {
@@ -68,9 +77,10 @@ std::string find_blocks(const Schedule& schedule, std::vector<Block>& blocks) {
   return "";
 }
 
-// The directed links that transfers outside the blocks use, and the copies they carry.
+// The directed links that transfers outside the blocks use, and the copies they carry
+// (flags by slot and by copy id).
 void outside_traffic(const Schedule& schedule, const std::vector<Block>& blocks, PathTable& routes,
-                     std::set<int>& slots, std::set<int>& copies) {
+                     std::vector<char>& slots, std::vector<char>& copies) {
   std::vector<std::vector<char>> inside(schedule.programs.size());
   for (std::size_t p = 0; p < schedule.programs.size(); ++p) inside[p].assign(schedule.programs[p].steps.size(), 0);
   for (const Block& b : blocks)
@@ -80,41 +90,102 @@ void outside_traffic(const Schedule& schedule, const std::vector<Block>& blocks,
     for (std::size_t s = 0; s < program.steps.size(); ++s) {
       if (inside[p][s] != 0) continue;
       for (const Transfer& t : program.steps[s].transfers) {
-        copies.insert(t.copy);
+        copies[static_cast<std::size_t>(t.copy)] = 1;
         if (t.src_ipu == t.dst_ipu) continue;
-        for (int slot : routes.path(t.src_ipu, t.dst_ipu).slots) slots.insert(slot);
+        for (int slot : routes.path(t.src_ipu, t.dst_ipu).slots) slots[static_cast<std::size_t>(slot)] = 1;
       }
     }
   }
 }
 
-// Copies used by the blocks, checked: each sent by one block and received by another, as
-// often, and by nothing else. "" or why not.
-std::string use_copies(const Schedule& schedule, const std::vector<Block>& blocks, const std::set<int>& outside,
-                       std::map<CopyKey, CopyUse>& uses) {
+// Calls f(block, step within it, transfer within the step, transfer) for every transfer of the blocks.
+template <class F>
+void for_each_block_transfer(const Schedule& schedule, const std::vector<Block>& blocks, F&& f) {
   for (std::size_t b = 0; b < blocks.size(); ++b) {
     const Program& program = schedule.programs[blocks[b].program];
     for (std::size_t k = 0; k < blocks[b].length; ++k) {
       const auto& transfers = program.steps[blocks[b].first + k].transfers;
-      for (std::size_t t = 0; t < transfers.size(); ++t) {
-        const Transfer& x = transfers[t];
-        if (x.src_ipu == x.dst_ipu || (x.src_ipu != program.ipu && x.dst_ipu != program.ipu))
-          return "an all-reduce step of IPU " + std::to_string(program.ipu) + " lists another pair's transfer";
-        if (outside.count(x.copy) != 0) return "an all-reduce copy is also sent outside the all-reduce steps";
-        CopyUse& use = uses[{x.copy, blocks[b].first}];
-        (x.src_ipu == program.ipu ? use.sends : use.receives).emplace_back(b, k, t);
-      }
+      for (std::size_t t = 0; t < transfers.size(); ++t) f(b, k, t, transfers[t]);
     }
   }
-  for (const auto& [copy, use] : uses) {
-    if (use.sends.size() != use.receives.size() || use.sends.empty())
-      return "an all-reduce copy is sent and received a different number of times";
-    for (const Place& s : use.sends)
-      if (std::get<0>(s) != std::get<0>(use.sends.front())) return "an all-reduce copy has two senders";
-    for (const Place& r : use.receives)
-      if (std::get<0>(r) != std::get<0>(use.receives.front())) return "an all-reduce copy has two receivers";
-    if (!same_loops(schedule.programs[blocks[std::get<0>(use.sends.front())].program],
-                    schedule.programs[blocks[std::get<0>(use.receives.front())].program]))
+}
+
+// Indices into a group's members, steps and sends, kept in 32 bits (collective_dataflow.hpp).
+std::uint32_t narrow(std::size_t i) {
+  if (i > UINT32_MAX) throw std::length_error("an all-reduce block with over 2^32 steps, members or transfers");
+  return static_cast<std::uint32_t>(i);
+}
+
+// The blocks' copy ends grouped by copy (a counting sort, which keeps program order), then
+// within a copy by the blocks' first step, sends before receives, keeping program order (a
+// ring member's copy to its neighbour serves every step of its block: hundreds of ends). "" or why the blocks' transfers cannot be timed apart.
+std::string sort_copy_ends(const Schedule& schedule, const std::vector<Block>& blocks,
+                           const std::vector<char>& outside, std::vector<CopyEnd>& ends,
+                           std::vector<std::size_t>& copy_start) {
+  std::string why;
+  copy_start.assign(outside.size() + 1, 0);
+  for_each_block_transfer(schedule, blocks, [&](std::size_t b, std::size_t, std::size_t, const Transfer& x) {
+    const int ipu = schedule.programs[blocks[b].program].ipu;
+    if (!why.empty()) return;
+    if (x.src_ipu == x.dst_ipu || (x.src_ipu != ipu && x.dst_ipu != ipu))
+      why = "an all-reduce step of IPU " + std::to_string(ipu) + " lists another pair's transfer";
+    else if (outside[static_cast<std::size_t>(x.copy)] != 0)
+      why = "an all-reduce copy is also sent outside the all-reduce steps";
+    else
+      ++copy_start[static_cast<std::size_t>(x.copy) + 1];
+  });
+  if (!why.empty()) return why;
+  std::partial_sum(copy_start.begin(), copy_start.end(), copy_start.begin());
+  ends.resize(copy_start.back());
+  std::vector<std::size_t> next(copy_start.begin(), copy_start.end() - 1);
+  for_each_block_transfer(schedule, blocks, [&](std::size_t b, std::size_t k, std::size_t t, const Transfer& x) {
+    const bool send = x.src_ipu == schedule.programs[blocks[b].program].ipu;
+    ends[next[static_cast<std::size_t>(x.copy)]++] = {narrow(b), narrow(k), narrow(t), send};
+  });
+  auto before = [&](const CopyEnd& a, const CopyEnd& b) {
+    const std::size_t fa = blocks[a.block].first, fb = blocks[b.block].first;
+    return fa != fb ? fa < fb : a.send && !b.send;
+  };
+  for (std::size_t c = 0; c + 1 < copy_start.size(); ++c) {
+    const auto first = ends.begin() + static_cast<std::ptrdiff_t>(copy_start[c]);
+    const auto last = ends.begin() + static_cast<std::ptrdiff_t>(copy_start[c + 1]);
+    if (last - first > 16) {
+      std::stable_sort(first, last, before);
+      continue;
+    }
+    for (auto i = first; i != last; ++i)
+      for (auto j = i; j != first && before(*j, *(j - 1)); --j) std::iter_swap(j, j - 1);
+  }
+  return "";
+}
+
+// Copies used by the blocks, checked: each sent by one block and received by another, as
+// often, and by nothing else. "" or why not.
+std::string use_copies(const Schedule& schedule, const std::vector<Block>& blocks, const std::vector<char>& outside,
+                       CopyUses& copies) {
+  std::vector<std::size_t> copy_start;
+  if (std::string why = sort_copy_ends(schedule, blocks, outside, copies.ends, copy_start); !why.empty()) return why;
+  const std::vector<CopyEnd>& ends = copies.ends;
+  for (std::size_t c = 0; c + 1 < copy_start.size(); ++c)
+    for (std::size_t i = copy_start[c]; i < copy_start[c + 1];) {
+      const std::size_t first = blocks[ends[i].block].first;
+      std::size_t receives = i, end = i;
+      while (receives < copy_start[c + 1] && blocks[ends[receives].block].first == first && ends[receives].send)
+        ++receives;
+      end = receives;
+      while (end < copy_start[c + 1] && blocks[ends[end].block].first == first) ++end;
+      if (receives - i != end - receives || receives == i)
+        return "an all-reduce copy is sent and received a different number of times";
+      copies.uses.push_back({i, receives, receives - i});
+      i = end;
+    }
+  for (const CopyUse& use : copies.uses) {
+    for (std::size_t n = 0; n < use.count; ++n) {
+      if (copies.send(use, n).block != copies.send(use, 0).block) return "an all-reduce copy has two senders";
+      if (copies.receive(use, n).block != copies.receive(use, 0).block) return "an all-reduce copy has two receivers";
+    }
+    if (!same_loops(schedule.programs[blocks[copies.send(use, 0).block].program],
+                    schedule.programs[blocks[copies.receive(use, 0).block].program]))
       return "an all-reduce copy joins programs with different loops";
   }
   return "";
@@ -127,24 +198,25 @@ std::size_t find_root(std::vector<std::size_t>& parent, std::size_t i) {
 
 // Blocks joined by a copy or by a link their transfers share (of the system's `slots` directed
 // links); "" or why they cannot be timed apart.
-std::string join_blocks(const Schedule& schedule, const std::vector<Block>& blocks,
-                        const std::map<CopyKey, CopyUse>& uses,
-                        const std::set<int>& outside_slots, PathTable& routes, std::size_t slots,
-                        std::vector<std::size_t>& parent) {
+std::string join_blocks(const Schedule& schedule, const std::vector<Block>& blocks, const CopyUses& copies,
+                        const std::vector<char>& outside_slots, PathTable& routes, std::vector<std::size_t>& parent) {
   parent.resize(blocks.size());
   std::iota(parent.begin(), parent.end(), std::size_t{0});
   auto join = [&](std::size_t a, std::size_t b) { parent[find_root(parent, a)] = find_root(parent, b); };
-  for (const auto& [copy, use] : uses) join(std::get<0>(use.sends.front()), std::get<0>(use.receives.front()));
+  for (const CopyUse& use : copies.uses) join(copies.send(use, 0).block, copies.receive(use, 0).block);
   // Per directed link slot: the first block whose transfers take it, or none.
   constexpr std::size_t kNone = static_cast<std::size_t>(-1);
-  std::vector<std::size_t> block_on_slot(slots, kNone);
+  std::vector<std::size_t> block_on_slot(outside_slots.size(), kNone);
   for (std::size_t b = 0; b < blocks.size(); ++b) {
     const Program& program = schedule.programs[blocks[b].program];
+    const RoutePath* path = nullptr;  // a ring member sends to the same neighbour at every step
+    int path_dst = -1;
     for (std::size_t k = blocks[b].first; k < blocks[b].first + blocks[b].length; ++k)
       for (const Transfer& t : program.steps[k].transfers) {
         if (t.src_ipu != program.ipu) continue;
-        for (int slot : routes.path(t.src_ipu, t.dst_ipu).slots) {
-          if (outside_slots.count(slot) != 0)
+        if (path == nullptr || t.dst_ipu != path_dst) path = &routes.path(t.src_ipu, t.dst_ipu), path_dst = t.dst_ipu;
+        for (int slot : path->slots) {
+          if (outside_slots[static_cast<std::size_t>(slot)] != 0)
             return "a link carries both a collective's and other copies (the pipeline's)";
           std::size_t& first = block_on_slot[static_cast<std::size_t>(slot)];
           if (first == kNone) {
@@ -216,18 +288,20 @@ bool all_wait_for_all(const CollectiveGroup& group, const StepOrder& order) {
   return true;
 }
 
-// Indices into a group's members, steps and sends, kept in 32 bits (collective_dataflow.hpp).
-std::uint32_t narrow(std::size_t i) {
-  if (i > UINT32_MAX) throw std::length_error("an all-reduce block with over 2^32 steps, members or transfers");
-  return static_cast<std::uint32_t>(i);
-}
-
 // Builds the groups' members and sends (route, latency, narrowest link, whole bytes).
 class GroupBuilder {
 public:
   GroupBuilder(const Schedule& schedule, const HardwareConfig& hw, const std::vector<Block>& blocks,
                std::vector<std::size_t>& parent, PathTable& routes, CollectiveBlocks& result)
       : schedule_(schedule), hw_(hw), blocks_(blocks), routes_(routes), result_(result), place_(blocks.size()) {
+    std::size_t steps = 0, transfers = 0;
+    for (const Block& b : blocks) {
+      steps += b.length;
+      for (std::size_t k = b.first; k < b.first + b.length; ++k) transfers += schedule.programs[b.program].steps[k].transfers.size();
+    }
+    first_step_.reserve(blocks.size());
+    step_first_transfer_.reserve(steps);
+    send_index_.reserve(transfers);
     for (const Block& b : blocks) {
       first_step_.push_back(step_first_transfer_.size());
       const Program& program = schedule.programs[b.program];
@@ -282,18 +356,18 @@ public:
   }
 
   // The n-th receive of a copy takes its n-th send; both ends learn of each other.
-  void match(const std::map<CopyKey, CopyUse>& uses) {
-    for (const auto& [copy, use] : uses)
-      for (std::size_t n = 0; n < use.receives.size(); ++n) {
-        const auto& [rb, rk, rt] = use.receives[n];
-        const auto& [sb, sk, st] = use.sends[n];
-        CollectiveGroup& group = result_.groups[place_[rb].first];
-        const std::size_t index = send_index_[step_first_transfer_[first_step_[sb] + sk] + st];
-        DataflowSend& s = group.members[place_[sb].second].steps[sk].sends[index];
-        s.to_member = narrow(place_[rb].second);
-        s.to_step = narrow(rk);
-        group.members[place_[rb].second].steps[rk].receives.push_back(
-            {narrow(place_[sb].second), narrow(sk), narrow(index)});
+  void match(const CopyUses& copies) {
+    for (const CopyUse& use : copies.uses)
+      for (std::size_t n = 0; n < use.count; ++n) {
+        const CopyEnd& r = copies.receive(use, n);
+        const CopyEnd& s = copies.send(use, n);
+        CollectiveGroup& group = result_.groups[place_[r.block].first];
+        const std::size_t index = send_index_[step_first_transfer_[first_step_[s.block] + s.step] + s.transfer];
+        DataflowSend& sent = group.members[place_[s.block].second].steps[s.step].sends[index];
+        sent.to_member = narrow(place_[r.block].second);
+        sent.to_step = r.step;
+        group.members[place_[r.block].second].steps[r.step].receives.push_back(
+            {narrow(place_[s.block].second), s.step, narrow(index)});
       }
   }
 
@@ -312,8 +386,10 @@ private:
   std::size_t route(std::size_t g, int src, int dst) {
     CollectiveGroup& group = result_.groups[g];
     const std::int64_t key = static_cast<std::int64_t>(src) * (hw_.ipu_count + 1) + dst;
-    const auto [found, fresh] = route_ids_[g].emplace(key, group.routes.size());
-    if (!fresh) return found->second;
+    auto& ids_of_routes = route_ids_[g];
+    if (const auto found = ids_of_routes.find(key); found != ids_of_routes.end()) return found->second;  // no node built
+    const std::size_t id_of_route = group.routes.size();
+    ids_of_routes.emplace(key, id_of_route);
     const RoutePath& path = routes_.path(src, dst);
     group.route_latency.push_back(path.latency);
     group.route_bandwidth.push_back(path.bandwidth);
@@ -328,7 +404,7 @@ private:
       }
       links.push_back(id);
     }
-    return found->second;
+    return id_of_route;
   }
 
   const Schedule& schedule_;
@@ -358,18 +434,18 @@ CollectiveBlocks find_collective_blocks(const Schedule& schedule, const Hardware
   if (std::string why = find_blocks(schedule, blocks); !why.empty()) return refuse(why);
   if (blocks.empty()) return refuse(kNoCollectiveCopies);
   PathTable routes(hw);
-  std::set<int> outside_slots, outside_copies;
+  std::vector<char> outside_slots(2 * hw.links.size(), 0);  // directed: two per IPU-Link
+  std::vector<char> outside_copies(copy_count(schedule), 0);
   outside_traffic(schedule, blocks, routes, outside_slots, outside_copies);
-  std::map<CopyKey, CopyUse> uses;
-  if (std::string why = use_copies(schedule, blocks, outside_copies, uses); !why.empty()) return refuse(why);
+  CopyUses copies;
+  if (std::string why = use_copies(schedule, blocks, outside_copies, copies); !why.empty()) return refuse(why);
   std::vector<std::size_t> parent;
-  const std::size_t slots = 2 * hw.links.size();  // directed: two per IPU-Link
-  if (std::string why = join_blocks(schedule, blocks, uses, outside_slots, routes, slots, parent); !why.empty())
+  if (std::string why = join_blocks(schedule, blocks, copies, outside_slots, routes, parent); !why.empty())
     return refuse(why);
 
   GroupBuilder builder(schedule, hw, blocks, parent, routes, result);
   builder.add_sends();
-  builder.match(uses);
+  builder.match(copies);
   for (CollectiveGroup& g : result.groups) {
     StepOrder order;
     if (!order_steps(g, order)) return refuse("the all-reduce steps wait for each other in a cycle");

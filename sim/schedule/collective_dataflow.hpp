@@ -14,6 +14,8 @@
 // also checks that every member's last step waits for every member's first, so that the
 // whole block's times are known once the last member arrives. Where a check fails it says
 // why, and the engine simulates the collectives' transfers in SimGrid.
+#include <boost/container/small_vector.hpp>
+
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -37,9 +39,11 @@ struct DataflowSend {
 struct DataflowReceive {
   std::uint32_t member = 0, step = 0, send = 0;
 };
+// A ring step sends one transfer and receives one: kept inside the step, not allocated (a
+// Pod256's rings have 67,584 steps a run).
 struct DataflowStep {
-  std::vector<DataflowSend> sends;
-  std::vector<DataflowReceive> receives;
+  boost::container::small_vector<DataflowSend, 1> sends;
+  boost::container::small_vector<DataflowReceive, 1> receives;
   double seconds = 0;  // paid after the transfers (Step::seconds)
   std::size_t first_flow = 0;  // its sends' index among the group's transfers
 };

@@ -10,6 +10,7 @@
 // Programs are compact: `steps` is a template and `repeats` mark ranges of it that run
 // many times (a schedule's main cycle, one per micro-batch), so a program's size does
 // not grow with the number of micro-batches. ProgramCursor walks the executed steps.
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -95,5 +96,14 @@ struct Schedule {
   bool recompute = false;  // backward stages re-run their forward: stashes hold what crosses an IPU boundary
   bool one_stage_at_a_time = false;  // sharded and tf-sequential: an IPU waits while another runs its stage
 };
+
+// The copy ids a schedule's transfers use are 0 .. copy_count - 1.
+inline std::size_t copy_count(const Schedule& schedule) {
+  int copies = 0;
+  for (const Program& p : schedule.programs)
+    for (const Step& s : p.steps)
+      for (const Transfer& t : s.transfers) copies = copies > t.copy + 1 ? copies : t.copy + 1;
+  return static_cast<std::size_t>(copies);
+}
 
 } // namespace ipusim
