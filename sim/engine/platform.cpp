@@ -97,12 +97,19 @@ Platform build_platform(const HardwareConfig& hw, const Schedule& schedule) {
     return link;
   };
   RouteFinder finder(hw);
-  // The pairs that exchange data (a ring's steps name the same few neighbours many times).
+  // The pairs that exchange data. A ring's steps name the same few neighbours many times (a
+  // bidirectional ring step four pairs): each program's pairs are kept once while they are few.
   std::vector<std::pair<int, int>> pairs;
-  for (const Program& program : schedule.programs)
+  for (const Program& program : schedule.programs) {
+    const std::size_t mine = pairs.size();
     for (const Step& step : program.steps)
-      for (const Transfer& t : step.transfers)
-        if (pairs.empty() || pairs.back() != std::make_pair(t.src_ipu, t.dst_ipu)) pairs.emplace_back(t.src_ipu, t.dst_ipu);
+      for (const Transfer& t : step.transfers) {
+        const std::pair<int, int> pair(t.src_ipu, t.dst_ipu);
+        constexpr std::size_t kFew = 16;
+        const auto from = pairs.begin() + static_cast<std::ptrdiff_t>(mine);
+        if (pairs.size() - mine > kFew || std::find(from, pairs.end(), pair) == pairs.end()) pairs.push_back(pair);
+      }
+  }
   std::sort(pairs.begin(), pairs.end());
   pairs.erase(std::unique(pairs.begin(), pairs.end()), pairs.end());
   for (const auto& [a, b] : pairs) {

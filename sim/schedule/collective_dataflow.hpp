@@ -39,11 +39,12 @@ struct DataflowSend {
 struct DataflowReceive {
   std::uint32_t member = 0, step = 0, send = 0;
 };
-// A ring step sends one transfer and receives one: kept inside the step, not allocated (a
-// Pod256's rings have 67,584 steps a run).
+// A ring step sends a transfer each way round and receives one from each side
+// (ProgramBuilder::ring_step): kept inside the step, not allocated (a Pod256's rings have
+// 33,792 steps a run).
 struct DataflowStep {
-  boost::container::small_vector<DataflowSend, 1> sends;
-  boost::container::small_vector<DataflowReceive, 1> receives;
+  boost::container::small_vector<DataflowSend, 2> sends;
+  boost::container::small_vector<DataflowReceive, 2> receives;
   double seconds = 0;  // paid after the transfers (Step::seconds)
   std::size_t first_flow = 0;  // its sends' index among the group's transfers
 };

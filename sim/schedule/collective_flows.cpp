@@ -48,8 +48,8 @@ public:
           f.send = &steps[k].sends[i];
           f.latency = group.route_latency[f.send->route];
           f.bandwidth = group.route_bandwidth[f.send->route];
-          f.member = m;
-          f.step = k;
+          f.member = static_cast<std::uint32_t>(m);  // members and steps fit: collective_blocks.cpp narrows them
+          f.step = static_cast<std::uint32_t>(k);
         }
       }
     }
@@ -78,12 +78,13 @@ public:
   }
 
 private:
+  // 64 bytes: a Pod256's rings have 33,792 flows a run.
   struct Flow {
     const DataflowSend* send = nullptr;
-    std::size_t member = 0, step = 0;
+    std::uint32_t member = 0, step = 0;
     double remaining = 0, rate = 0, last = 0;  // bytes left as of `last`, moving at `rate`
+    std::uint32_t version = 0;  // of its scheduled arrival: a change of rate reschedules it
     bool sharing = false, done = false;
-    std::size_t version = 0;  // of its scheduled arrival: a change of rate reschedules it
     double latency = 0, bandwidth = 0;  // its route's
     double penalty() const { return latency > 0 ? latency : 1.0; }
   };
@@ -129,7 +130,7 @@ private:
       }
       reshare(group_.links(*f.send), now);
     }
-    for (const auto& [m, k] : {std::make_pair(f.member, f.step), std::pair<std::size_t, std::size_t>(f.send->to_member, f.send->to_step)})
+    for (const auto& [m, k] : {std::pair<std::size_t, std::size_t>(f.member, f.step), std::pair<std::size_t, std::size_t>(f.send->to_member, f.send->to_step)})
       if (--outstanding_[m][k] == 0 && started(m, k)) complete_step(m, k, now);
   }
 
