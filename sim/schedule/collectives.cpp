@@ -49,12 +49,17 @@ void ProgramBuilder::ring_step(int virtual_ipu, const std::vector<int>& members,
 }
 
 // Room in every replica's program for a reduce-scatter's or all-gather's ring steps (a
-// replica takes part in its rack's ring and in the racks' ring of its position).
+// replica takes part in its rack's ring and in the racks' ring of its position) and the few
+// steps after them (the all-gather that follows, the syncs, the update), growing by at least
+// half again: room for exactly the ring moved the whole program at every collective and at
+// the sync after it (2 % of a Pod256 run).
 void ProgramBuilder::reserve_ring_steps(int virtual_ipu, const std::vector<std::vector<int>>& racks) {
   const std::size_t steps = racks.front().size() - 1 + (racks.size() >= 2 ? racks.size() - 1 : 0);
+  constexpr std::size_t kStepsAfter = 8;
   for (int r = 0; r < replicas_; ++r) {
     std::vector<Step>& program = schedule_.programs[index_.at(physical_of(r, virtual_ipu))].steps;
-    program.reserve(program.size() + steps);
+    const std::size_t needed = program.size() + steps + kStepsAfter;
+    if (program.capacity() < needed) program.reserve(std::max(needed, program.capacity() + program.capacity() / 2));
   }
 }
 
