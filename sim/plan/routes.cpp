@@ -94,17 +94,17 @@ const RoutePath& PathTable::path(int src, int dst) {
     auto found = sparse_.find(static_cast<std::int64_t>(key));
     if (found == sparse_.end()) {
       found_.push_back(find(src, dst));
-      found = sparse_.emplace(static_cast<std::int64_t>(key), found_.size() - 1).first;
+      found = sparse_.emplace(static_cast<std::int64_t>(key), &found_.back()).first;
     }
-    return found_[found->second];
+    return *found->second;
   }
-  if (dense_.empty()) dense_.assign(n * n, -1);
-  std::int32_t& index = dense_[key];
-  if (index < 0) {
+  if (dense_.empty()) dense_.assign(n * n, nullptr);
+  const RoutePath*& path = dense_[key];
+  if (path == nullptr) {
     found_.push_back(find(src, dst));
-    index = static_cast<std::int32_t>(found_.size() - 1);
+    path = &found_.back();
   }
-  return found_[static_cast<std::size_t>(index)];
+  return *path;
 }
 
 std::vector<std::vector<Route>> compute_routes(const HardwareConfig& hw) {

@@ -53,9 +53,9 @@ inline int directed_link_slot(const Hop& hop) { return 2 * hop.link + (hop.forwa
 
 // Paths by (source, destination), found when first asked for: the all-reduce rings of a POD256
 // ask for thousands (a map's lookups were half of the planner's time there), so systems up to
-// kDenseIpus IPUs index them by a dense src x IPUs + dst table of 32-bit indices (a run uses
-// a few hundred of the POD256's 65,536 pairs: a table of whole paths was 2.6 MB to clear and
-// fault in); larger ones in a hash map. A path's reference stays valid for the table's life.
+// kDenseIpus IPUs find them by a dense src x IPUs + dst table of pointers (a run uses a few
+// hundred of the POD256's 65,536 pairs: a table of whole paths was 2.6 MB to clear and fault
+// in); larger ones by a hash map. A path's reference stays valid for the table's life.
 class PathTable {
 public:
   explicit PathTable(const HardwareConfig& hardware);  // kept by reference: it must outlive the table
@@ -68,9 +68,9 @@ private:
 
   const HardwareConfig& hw_;
   RouteFinder finder_;
-  std::deque<RoutePath> found_;
-  std::vector<std::int32_t> dense_;  // per (src, dst): index into found_, or -1
-  std::unordered_map<std::int64_t, std::size_t> sparse_;
+  std::deque<RoutePath> found_;  // never moved: dense_ and sparse_ point into it
+  std::vector<const RoutePath*> dense_;  // per (src, dst), or null
+  std::unordered_map<std::int64_t, const RoutePath*> sparse_;
 };
 
 // routes[a][b] for every pair (n x n: for tests and small systems). Throws like check_connected.
