@@ -118,7 +118,8 @@ std::uint32_t narrow(std::size_t i) {
 
 // The blocks' copy ends grouped by copy (a counting sort, which keeps program order), then
 // within a copy by the blocks' first step, sends before receives, keeping program order (a
-// ring member's copy to its neighbour serves every step of its block: hundreds of ends). "" or why the blocks' transfers cannot be timed apart.
+// ring member's copy to its neighbour serves every step of its block: hundreds of ends).
+// "" or why the blocks' transfers cannot be timed apart.
 std::string sort_copy_ends(const Schedule& schedule, const std::vector<Block>& blocks,
                            const std::vector<char>& outside, std::vector<CopyEnd>& ends,
                            std::vector<std::size_t>& copy_start) {
@@ -169,25 +170,23 @@ std::string use_copies(const Schedule& schedule, const std::vector<Block>& block
   for (std::size_t c = 0; c + 1 < copy_start.size(); ++c)
     for (std::size_t i = copy_start[c]; i < copy_start[c + 1];) {
       const std::size_t first = blocks[ends[i].block].first;
-      std::size_t receives = i, end = i;
+      std::size_t receives = i;
       while (receives < copy_start[c + 1] && blocks[ends[receives].block].first == first && ends[receives].send)
         ++receives;
-      end = receives;
+      std::size_t end = receives;
       while (end < copy_start[c + 1] && blocks[ends[end].block].first == first) ++end;
       if (receives - i != end - receives || receives == i)
         return "an all-reduce copy is sent and received a different number of times";
-      copies.uses.push_back({i, receives, receives - i});
+      const CopyUse& use = copies.uses.emplace_back(CopyUse{i, receives, receives - i});
+      for (std::size_t n = 0; n < use.count; ++n) {
+        if (copies.send(use, n).block != copies.send(use, 0).block) return "an all-reduce copy has two senders";
+        if (copies.receive(use, n).block != copies.receive(use, 0).block) return "an all-reduce copy has two receivers";
+      }
+      if (!same_loops(schedule.programs[blocks[copies.send(use, 0).block].program],
+                      schedule.programs[blocks[copies.receive(use, 0).block].program]))
+        return "an all-reduce copy joins programs with different loops";
       i = end;
     }
-  for (const CopyUse& use : copies.uses) {
-    for (std::size_t n = 0; n < use.count; ++n) {
-      if (copies.send(use, n).block != copies.send(use, 0).block) return "an all-reduce copy has two senders";
-      if (copies.receive(use, n).block != copies.receive(use, 0).block) return "an all-reduce copy has two receivers";
-    }
-    if (!same_loops(schedule.programs[blocks[copies.send(use, 0).block].program],
-                    schedule.programs[blocks[copies.receive(use, 0).block].program]))
-      return "an all-reduce copy joins programs with different loops";
-  }
   return "";
 }
 
