@@ -8,6 +8,7 @@
 #include "sim/engine/engine_run.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 namespace ipusim::engine_detail {
 
@@ -26,15 +27,24 @@ bool Run::run_collective_block(ActorState& st, std::size_t a) {
     instance.go = sg4::Semaphore::create(0);
   }
   instance.entries[m] = now();
+  // Its mirrors arrive with it (sim/schedule/replica_mirrors.hpp).
+  const std::vector<std::uint32_t>* mirrored =
+      mirrors_.member_mirrors.empty() || mirrors_.member_mirrors[g].empty() ? nullptr : &mirrors_.member_mirrors[g][m];
+  if (mirrored != nullptr)
+    for (std::uint32_t mm : *mirrored) {
+      ++state.joins[mm];
+      instance.entries[mm] = now();
+    }
+  const std::size_t arrived = 1 + (mirrored != nullptr ? mirrored->size() : 0);
   st.current = Event{};
   st.current.start = now();
   st.running = true;
   st.doing = Doing::Collective;
-  if (++instance.joined < group.members.size()) {
+  if ((instance.joined += arrived) < group.members.size()) {
     instance.go->acquire();
   } else {
     time_collective(group, state, instance);
-    for (std::size_t i = 1; i < group.members.size(); ++i) instance.go->release();
+    for (std::size_t i = 1; i < simulated_members_[g]; ++i) instance.go->release();
   }
   const double exit = instance.times.end[m].back();
   if (exit > now()) {
@@ -46,12 +56,32 @@ bool Run::run_collective_block(ActorState& st, std::size_t a) {
     report_collective_steps(st, group.members[m], instance.times, m);
   } else {
     if (state.traffic.empty()) state.traffic.resize(group.members.size());
+    if (mirrored != nullptr) report_mirrored_members(g, state, instance.times, m, st.cursor.micro_batch());
     report_collective_block(st, group.members[m], instance.times, m, state.traffic[m]);
   }
   st.running = false;
   st.doing = Doing::Nothing;
-  if (++instance.left == group.members.size()) state.open.erase(ordinal);
+  if ((instance.left += arrived) == group.members.size()) state.open.erase(ordinal);
   return true;
+}
+
+// A mirror is exact while it leaves each block when its source does (it then runs on as the
+// source does); 1e-9 of the block apart keeps every figure within 1e-9 of the full run's.
+void Run::report_mirrored_members(std::size_t g, GroupState& state, const CollectiveTimes& times, std::size_t m,
+                                  std::int64_t micro_batch) {
+  const CollectiveGroup& group = collectives_.groups[g];
+  const double exit = times.end[m].back();
+  const double block = exit - times.start[m].front();
+  for (std::uint32_t mm : mirrors_.member_mirrors[g][m]) {
+    const double apart = std::fabs(times.end[mm].back() - exit);
+    if (apart > 1e-9 * block && mirrors_diverged_.empty()) {
+      const CollectiveMember& member = group.members[mm];
+      mirrors_diverged_ = "IPU " + std::to_string(schedule_.programs[member.program].ipu) + " left a collective " +
+                          std::to_string(apart) + " s apart from IPU " +
+                          std::to_string(schedule_.programs[group.members[m].program].ipu) + ", the IPU it mirrors";
+    }
+    emit(collective_block_event(group.members[mm], times, mm, state.traffic[mm], micro_batch));
+  }
 }
 
 // The dataflow depends only on when the members arrive relative to one another, and they
@@ -130,12 +160,33 @@ void Run::report_collective_steps(ActorState& st, const CollectiveMember& member
 // get each route's bytes summed over the block. Counts (steps, activities) are the steps'.
 void Run::report_collective_block(ActorState& st, const CollectiveMember& member, const CollectiveTimes& times,
                                   std::size_t m, MemberTraffic& traffic) {
+  const Event e = collective_block_event(member, times, m, traffic, st.cursor.micro_batch());
+  for (std::size_t k = 0; k < member.steps.size(); ++k) {
+    ++st.executed;
+    st.cursor.advance();
+  }
+  emit(e);
+}
+
+// The block's steps are its program's template steps from `first` on, one after another.
+Event Run::collective_block_event(const CollectiveMember& member, const CollectiveTimes& times, std::size_t m,
+                                  MemberTraffic& traffic, std::int64_t micro_batch) {
   if (traffic.notes.empty()) traffic = member_traffic(member);
-  Event e = exchange_event(st, times.start[m].front(), times.end[m].back());
+  const Program& program = schedule_.programs[member.program];
+  const Step& first = program.steps[member.first];
+  Event e;
+  e.ipu = program.ipu;
+  e.kind = EventKind::Exchange;
+  e.stage = first.stage;
+  e.micro_batch = micro_batch;
+  e.pass = first.pass;
+  e.start = times.start[m].front();
+  e.end = times.end[m].back();
   for (TransferNote& note : traffic.notes) note.bytes = 0;
   std::size_t next = 0;
-  for (const DataflowStep& timed : member.steps) {
-    const Step& step = st.cursor.step();
+  for (std::size_t k = 0; k < member.steps.size(); ++k) {
+    const DataflowStep& timed = member.steps[k];
+    const Step& step = program.steps[member.first + k];
     e.bytes += step.bytes;
     for (const DataflowSend& send : timed.sends) {
       const double bytes = step.transfers[send.transfer].bytes;
@@ -143,15 +194,13 @@ void Run::report_collective_block(ActorState& st, const CollectiveMember& member
       traffic.notes[traffic.note_of_send[next++]].bytes += bytes;
     }
     activities_ += timed.sends.size() + (step.seconds > 0 ? 1 : 0);
-    ++st.executed;
-    st.cursor.advance();
   }
   for (TransferNote note : traffic.notes) {
     note.start = e.start + offset_;
     note.end = e.end + offset_;
     deliver(note, true);
   }
-  emit(e);
+  return e;
 }
 
 // The member's routes, a note each, and which of them each of its sends takes (in step order).

@@ -50,10 +50,7 @@ Run::Run(const Schedule& schedule, const HardwareConfig& hw, RunObserver& observ
     : schedule_(schedule), observer_(observer), options_(options), transfers_wanted_(observer.wants_transfers()),
       every_step_wanted_(observer.wants_every_step()),
       platform_(build_platform(hw, schedule)), arrivals_(copy_count(schedule)), host_link_(hw.host_link) {
-  actors_.reserve(schedule.programs.size());
-  for (const Program& p : schedule.programs) actors_.emplace_back(p);
   link_bytes_.assign(platform_.link_names.size(), 0.0);
-  barrier_ = sg4::Barrier::create(static_cast<unsigned>(schedule.programs.size()));
   if (options.collectives_by_dataflow) {
     collectives_ = find_collective_blocks(schedule, hw);
     group_states_.resize(collectives_.groups.size());
@@ -62,6 +59,19 @@ Run::Run(const Schedule& schedule, const HardwareConfig& hw, RunObserver& observ
   } else {
     collectives_.not_timed = "the full simulation (--exact-full) simulates every transfer";
   }
+  // A trace needs every IPU's steps as SimGrid ran them, and the copies' own ids: no mirrors.
+  if (options.mirror_replicas && !every_step_wanted_ && !transfers_wanted_)
+    mirrors_ = find_replica_mirrors(schedule, hw, collectives_);
+  else
+    mirrors_.programs_per_unit = schedule.programs.size();
+  activity_weight_ = mirrors_.units;
+  simulated_members_.assign(collectives_.groups.size(), 0);
+  for (std::size_t g = 0; g < collectives_.groups.size(); ++g)
+    for (const CollectiveMember& member : collectives_.groups[g].members)
+      if (member.program < mirrors_.programs_per_unit) ++simulated_members_[g];
+  actors_.reserve(mirrors_.programs_per_unit);
+  for (std::size_t p = 0; p < mirrors_.programs_per_unit; ++p) actors_.emplace_back(schedule.programs[p]);
+  barrier_ = sg4::Barrier::create(static_cast<unsigned>(actors_.size()));
 
   int loops = static_cast<int>(schedule.loops.size());
   for (const Program& p : schedule.programs)
@@ -80,8 +90,8 @@ RunSummary Run::run() {
     const int ipu = actors_[a].program->ipu;
     sg4::Actor::create("ipu" + std::to_string(ipu), platform_.ipus.at(ipu), [this, a] { actor_main(a); });
   }
-  for (const Program& p : schedule_.programs)
-    for (const Step& s : p.steps)
+  for (const ActorState& st : actors_)
+    for (const Step& s : st.program->steps)
       for (const Transfer& t : s.transfers) arrivals_.connect(t.copy, platform_.ipus.at(t.src_ipu), platform_.ipus.at(t.dst_ipu));
 
   const bool deadlocked = run_engine_to_the_end();
@@ -93,6 +103,7 @@ RunSummary Run::run() {
                std::to_string(executed_steps(*st.program)) + ";";
   if (deadlocked || !stuck.empty())
     throw EngineError("the simulation deadlocked in schedule \"" + schedule_.name + "\":" + stuck);
+  if (!mirrors_diverged_.empty()) throw MirrorsDiverged(mirrors_diverged_);
   for (std::size_t c = 0; c < arrivals_.size(); ++c)
     if (arrivals_.sent()[c] != arrivals_.taken()[c])
       throw EngineError("schedule \"" + schedule_.name + "\" sent copy " + std::to_string(c) + " " +
@@ -107,10 +118,9 @@ RunSummary Run::run() {
   summary.activities = activities_;
   summary.collective_groups = collectives_.groups.size();
   summary.collectives_not_timed = collectives_.not_timed;
-  for (const ActorState& st : actors_) {
-    summary.steps_total += executed_steps(*st.program);
-    summary.steps_simulated += st.executed;
-  }
+  for (const Program& p : schedule_.programs) summary.steps_total += executed_steps(p);
+  for (const ActorState& st : actors_) summary.steps_simulated += st.executed;
+  summary.ipus_simulated = static_cast<std::int64_t>(actors_.size());
   for (const Instance& i : instances_) {
     // Loops shorter than this gain little from skipping: not worth a note.
     constexpr std::int64_t kWorthSkipping = 16;
@@ -133,6 +143,17 @@ void Run::emit(const Event& raw) {
   deliver(e, true);
 }
 
+void Run::emit_with_mirrors(const Event& raw) {
+  emit(raw);
+  Event e = raw;
+  e.start += offset_;
+  e.end += offset_;
+  for (std::size_t k = 1; k < mirrors_.units; ++k) {
+    e.ipu = raw.ipu + static_cast<int>(k) * mirrors_.ipus_per_unit;
+    deliver(e, true);
+  }
+}
+
 void Run::deliver(const Event& e, bool keep) {
   observer_.on_event(e);
   if (keep && keeping_notes()) notes_.emplace_back(e);
@@ -145,11 +166,19 @@ void Run::deliver(const TransferNote& t, bool keep) {
 }
 
 void Run::report(const Pending& p) {
-  ++activities_;
-  deliver(TransferNote{p.src, p.dst, p.copy, p.comm->get_start_time() + offset_ + p.shift,
-                       p.comm->get_finish_time() + offset_ + p.shift,
-                       p.bytes, p.slots},
-          true);
+  activities_ += activity_weight_;
+  TransferNote note{p.src, p.dst, p.copy, p.comm->get_start_time() + offset_ + p.shift,
+                    p.comm->get_finish_time() + offset_ + p.shift, p.bytes, p.slots};
+  deliver(note, true);
+  // A mirror's transfer is its source's between its own IPUs, its host link or its memory.
+  for (std::size_t k = 1; k < mirrors_.units; ++k) {
+    const int shift = static_cast<int>(k) * mirrors_.ipus_per_unit;
+    note.src = p.src >= 0 ? p.src + shift : p.src;
+    note.dst = p.dst >= 0 ? p.dst + shift : p.dst;
+    note.slots = p.src == -2 || p.dst == -2 ? &platform_.memory_slots_of_ipu.at(p.src == -2 ? note.dst : note.src)
+                                            : &platform_.slots(note.src, note.dst);
+    deliver(note, true);
+  }
 }
 
 void Run::wait_for(ActorState& st, const Pending& p) {
@@ -188,7 +217,7 @@ void Run::finish_streams(ActorState& st, const Event& next) {
   wait.stage = -1;
   wait.micro_batch = -1;
   wait.bytes = 0;
-  if (wait.end > wait.start) emit(wait);
+  if (wait.end > wait.start) emit_with_mirrors(wait);
 }
 
 // The steps of execute, one per kind of step; each sets the kind of the step's event. Inline:
@@ -198,7 +227,7 @@ inline void Run::sleep_timed(ActorState& st, double seconds) {
   st.doing = Doing::Timed;
   st.timed_start = now();
   sg4::this_actor::sleep_for(seconds);
-  ++activities_;
+  activities_ += activity_weight_;
 }
 
 inline void Run::carry_or_wait(ActorState& st, Pending&& p, bool overlapped) {
@@ -216,7 +245,7 @@ inline void Run::run_compute(ActorState& st, const Step& step) {
     st.doing = Doing::Timed;
     st.timed_start = now();
     sg4::this_actor::execute(step.seconds * kHostSpeed);
-    ++activities_;
+    activities_ += activity_weight_;
   }
 }
 
@@ -356,7 +385,7 @@ void Run::actor_main(std::size_t a) {
     e.end = now();
     st.running = false;
     st.doing = Doing::Nothing;
-    emit(e);
+    emit_with_mirrors(e);
     ++st.executed;
     cursor.advance();
   }
@@ -426,9 +455,17 @@ RunSummary run_engine_in_process(const Schedule& schedule, const HardwareConfig&
   rewind_engine();
   engine_use = EngineUse::Spoiled;  // until the run ends well
   engine_detail::Run run(schedule, hw, observer, options);
-  RunSummary summary = run.run();
-  engine_use = owned ? EngineUse::Spoiled : EngineUse::Used;  // an engine of its own ends with the run
-  return summary;
+  try {
+    RunSummary summary = run.run();
+    engine_use = owned ? EngineUse::Spoiled : EngineUse::Used;  // an engine of its own ends with the run
+    return summary;
+  } catch (const MirrorsDiverged&) {
+    // It ran to its end, so the engine is sound: kept for the run made again without mirrors
+    // (SimGrid cannot start a second engine in this process, nor in a child forked from it).
+    (void)owned.release();
+    engine_use = EngineUse::Used;
+    throw;
+  }
 }
 
 } // namespace ipusim

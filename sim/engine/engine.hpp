@@ -102,6 +102,12 @@ struct EngineOptions {
   // routes (sim/schedule/collective_dataflow.hpp): the same times as SimGrid's transfers,
   // without simulating them. false: always simulated (tests compare the two).
   bool collectives_by_dataflow = true;
+  // Units of IPUs that run unit 0's programs on routes alike (sim/schedule/replica_mirrors.hpp)
+  // reported from unit 0's simulation instead of simulated, where the observer only adds
+  // times up (no trace) and the collectives are timed by their dataflow. Each member's exit
+  // from each collective is checked against its source's; where one differs by more than
+  // 1e-9 of the block, the run ends in MirrorsDiverged and must be made again without.
+  bool mirror_replicas = true;
 };
 
 struct RunSummary {
@@ -110,6 +116,8 @@ struct RunSummary {
   std::uint64_t activities = 0;    // SimGrid activities of the full simulation (periods skipped included)
   std::int64_t steps_total = 0;      // program steps of the run, all IPUs
   std::int64_t steps_simulated = 0;  // of those, the ones SimGrid ran (the rest came from periods)
+  // IPUs SimGrid ran (the first unit's when the others mirror it, EngineOptions::mirror_replicas).
+  std::int64_t ipus_simulated = 0;
   // Loops long enough to skip periods of whose state did not repeat for most of their
   // iterations (contention that does not settle, IPUs at different rates): simulated in
   // full, or all but fewer than half their iterations. By name, without repeats.
@@ -121,6 +129,13 @@ struct RunSummary {
 
 // A simulation that cannot finish (deadlock, inconsistent programs) is an internal fault.
 using EngineError = ChildProcessError;  // the engine runs in a forked child (sim/base/forked.hpp)
+
+// A run whose mirrored units did not leave a collective when their source did
+// (EngineOptions::mirror_replicas): what it reported is not the full simulation's.
+class MirrorsDiverged : public EngineError {
+public:
+  using EngineError::EngineError;
+};
 
 // Runs the simulation in this process, telling `observer` what happens. SimGrid allows one
 // engine per process: call it once, in a process of its own (run_forked), or, after

@@ -15,6 +15,7 @@
 #include "sim/engine/platform.hpp"
 #include "sim/schedule/collective_dataflow.hpp"
 #include "sim/schedule/program_cursor.hpp"
+#include "sim/schedule/replica_mirrors.hpp"
 
 namespace ipusim::engine_detail {
 
@@ -132,10 +133,11 @@ private:
   // A transfer the I/O tiles carry (`overlapped`: waited for at the next sync), else waited for now.
   void carry_or_wait(ActorState& st, Pending&& p, bool overlapped);
   void reap(ActorState& st);  // reports the transfers of `st` that have finished, oldest first
-  void report(const Pending& p);
+  void report(const Pending& p);  // and its mirrors' (ReplicaMirrors)
   void wait_for(ActorState& st, const Pending& p);  // a blocking transfer: wait, then report it
   void finish_streams(ActorState& st, const Event& next);
   void emit(const Event& raw);
+  void emit_with_mirrors(const Event& raw);  // the step's event, then its mirrors' (ReplicaMirrors)
   void deliver(const Event& e, bool keep);
   void deliver(const TransferNote& t, bool keep);
   double now() const { return sg4::Engine::get_clock(); }
@@ -154,6 +156,10 @@ private:
   MemberTraffic member_traffic(const CollectiveMember& member) const;
   void report_collective_block(ActorState& st, const CollectiveMember& member, const CollectiveTimes& times,
                                std::size_t m, MemberTraffic& traffic);
+  // Member m's block as one event from `times`, its routes' notes delivered; `micro_batch`
+  // is the block's (its source's cursor, for a mirrored member).
+  Event collective_block_event(const CollectiveMember& member, const CollectiveTimes& times, std::size_t m,
+                               MemberTraffic& traffic, std::int64_t micro_batch);
 
   // steady_state.cpp
   // Actor `a` began iterations of loops; the first actor inside a loop takes its snapshots.
@@ -209,6 +215,14 @@ private:
   };
   std::vector<GroupState> group_states_;
   void time_collective(const CollectiveGroup& group, GroupState& state, CollectiveInstance& instance);
+  // Units reported from unit 0's simulation (EngineOptions::mirror_replicas).
+  ReplicaMirrors mirrors_;
+  std::uint64_t activity_weight_ = 1;          // an activity of unit 0 stands for this many
+  std::vector<std::size_t> simulated_members_;  // per group: its members in unit 0
+  std::string mirrors_diverged_;                // the first member that left a block apart from its source
+  // Member m's mirrors leave the block: each checked against m and reported from its own times.
+  void report_mirrored_members(std::size_t g, GroupState& state, const CollectiveTimes& times, std::size_t m,
+                               std::int64_t micro_batch);
 
   // Steady state.
   std::vector<bool> every_program_loops_;  // by loop id: every program has a Repeat of it

@@ -41,6 +41,7 @@ template <class Wire, class Summary> void summary_fields(Wire& w, Summary& s) {
   w(s.activities);
   w(s.steps_total);
   w(s.steps_simulated);
+  w(s.ipus_simulated);
   link_traffic_fields(w, s.links);
   w.list(s.not_periodic, [&](auto& name) { w(name); });
 }

@@ -32,8 +32,8 @@ namespace {
 
 // Snapshots kept per loop: periods of up to this many iterations minus one are found.
 constexpr std::size_t kSnapshotsKept = 5;
-// Notes kept while looking for a period, per IPU simulated (a period's notes grow with the
-// IPUs: a Pod256's 256 replicas note about 600 each per iteration of ResNet-50's loop, its
+// Notes kept while looking for a period, per IPU (a period's notes grow with the IPUs,
+// mirrored ones included: a Pod256's 256 replicas note about 600 each per iteration of ResNet-50's loop, its
 // ring all-reduce included); past it the oldest snapshots are dropped. A fixed 65,536 left
 // that loop simulated in full (10.9 s of CPU instead of 2.3 s, every figure the same).
 constexpr std::size_t kNotesPerIpu = 4096;
@@ -304,7 +304,7 @@ void Run::trim_notes() {
     return mark;
   };
   // Bounded memory: a period longer than the notes kept is not looked for.
-  const std::size_t max_notes = std::max(kMinNotes, kNotesPerIpu * actors_.size());
+  const std::size_t max_notes = std::max(kMinNotes, kNotesPerIpu * schedule_.programs.size());
   while (notes_.size() > max_notes && !snapshots_.empty()) {
     auto oldest = snapshots_.begin();
     for (auto i = snapshots_.begin(); i != snapshots_.end(); ++i)

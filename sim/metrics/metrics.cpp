@@ -267,7 +267,7 @@ RunMetrics MetricsAccumulator::finish(const RunSummary& summary) {
     r.bubble_fraction = idle / (r.step_time_s * static_cast<double>(ipus_.size()));
   for (const LinkTraffic& l : summary.links)
     if (l.bytes > 0) r.links.push_back(l);
-  r.simulation = {summary.steps_total, summary.steps_simulated, summary.not_periodic,
+  r.simulation = {summary.steps_total, summary.steps_simulated, summary.ipus_simulated, summary.not_periodic,
                   static_cast<std::int64_t>(summary.collective_groups), summary.collectives_not_timed};
   return r;
 }

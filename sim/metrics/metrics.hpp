@@ -42,6 +42,9 @@ struct LatencyStats {
 struct SimulationStats {
   std::int64_t steps_total = 0;      // program steps of the step, all IPUs
   std::int64_t steps_simulated = 0;  // of those, simulated; the rest repeat a simulated period exactly
+  // IPUs simulated: all, or the first unit's where the other units of replicas run alike
+  // (sim/schedule/replica_mirrors.hpp) and are reported from it.
+  std::int64_t ipus_simulated = 0;
   std::vector<std::string> not_periodic;  // long loops whose state never repeated: simulated in full
   // Groups of gradient collectives replayed apart from the network simulation (same times,
   // sim/schedule/collective_dataflow.hpp), or, when none, why their transfers were simulated.

@@ -120,11 +120,12 @@ Json bottleneck_json(const RunMetrics& r) {
 }
 
 // How the engine ran the step: its program steps, those it simulated (the rest repeat a
-// period), the loops simulated in full, and the gradient collectives replayed apart
+// period), the IPUs it simulated (the rest mirror them), the loops simulated in full, and the gradient collectives replayed apart
 // (collective_dataflow.hpp) or why they were simulated.
 static Json simulation_json(const SimulationStats& s) {
   Json out = {{"programSteps", s.steps_total},
               {"simulatedSteps", s.steps_simulated},
+              {"simulatedIpus", s.ipus_simulated},
               {"simulatedInFull", s.not_periodic},
               {"collectiveGroupsReplayed", s.collective_groups}};
   if (s.collective_groups == 0 && s.collectives_simulated_because != kNoCollectiveCopies)

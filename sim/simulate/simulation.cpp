@@ -56,6 +56,7 @@ template <class Wire, class Metrics> void measured_fields(Wire& w, Metrics& m) {
   link_traffic_fields(w, m.links);
   w(m.simulation.steps_total);
   w(m.simulation.steps_simulated);
+  w(m.simulation.ipus_simulated);
   w.list(m.simulation.not_periodic, [&](auto& name) { w(name); });
   w(m.simulation.collective_groups);
   w(m.simulation.collectives_simulated_because);
@@ -72,19 +73,30 @@ void receive_metrics(ByteReader& in, RunMetrics& m) {
   measured_fields(r, m);
 }
 
-EngineOptions engine_options(const SimulateOptions& options) {
+// `mirrors`: units of replicas reported from the first one's simulation where they run alike
+// (EngineOptions::mirror_replicas); a run where one did not is made again without.
+EngineOptions engine_options(const SimulateOptions& options, bool mirrors) {
   EngineOptions engine;
   engine.steady_state = !options.exact_full;
   engine.collectives_by_dataflow = !options.exact_full;
+  engine.mirror_replicas = mirrors && !options.exact_full;
   return engine;
 }
 
-ModeRun run_mode_here(Mode mode, Schedule schedule, const Scenario& sc, const SimulateOptions& options) {
+ModeRun run_mode(Mode mode, Schedule schedule, const Scenario& sc, const SimulateOptions& options, bool mirrors = true);
+
+ModeRun run_mode_here(Mode mode, Schedule schedule, const Scenario& sc, const SimulateOptions& options,
+                      bool mirrors = true) {
   ModeRun run;
   MetricsAccumulator metrics(mode, schedule, sc.execution);
   LogCollector log;
   Tee both(metrics, options.keep_log ? &log : nullptr);
-  const RunSummary summary = run_engine_in_process(schedule, sc.hardware, both, engine_options(options));
+  RunSummary summary;
+  try {
+    summary = run_engine_in_process(schedule, sc.hardware, both, engine_options(options, mirrors));
+  } catch (const MirrorsDiverged&) {
+    return (engine_can_simulate_again() ? run_mode_here : run_mode)(mode, std::move(schedule), sc, options, false);
+  }
   run.metrics = metrics.finish(summary);
   run.log = make_log(std::move(log.events), std::move(log.transfers), summary);
   run.schedule = std::move(schedule);
@@ -93,27 +105,35 @@ ModeRun run_mode_here(Mode mode, Schedule schedule, const Scenario& sc, const Si
 
 // Simulates in a forked child that computes the metrics itself and sends them back, with
 // the events and transfers as they happen when the log is kept.
-ModeRun run_mode(Mode mode, Schedule schedule, const Scenario& sc, const SimulateOptions& options) {
+ModeRun run_mode(Mode mode, Schedule schedule, const Scenario& sc, const SimulateOptions& options, bool mirrors) {
   ModeRun run;
   LogCollector log;
   RunSummary summary;
+  bool diverged = false;
   run.metrics = schedule_metrics(mode, schedule, sc.execution);  // the parent's share
   run_forked(
       [&](ByteWriter& out) {
         MetricsAccumulator metrics(mode, schedule, sc.execution);
         LogSender sender(out);
         Tee both(metrics, options.keep_log ? &sender : nullptr);
-        const RunSummary s = run_engine_in_process(schedule, sc.hardware, both, engine_options(options));
-        send_metrics(out, metrics.finish(s));
-        send_summary(out, s);
+        try {
+          const RunSummary s = run_engine_in_process(schedule, sc.hardware, both, engine_options(options, mirrors));
+          send_metrics(out, metrics.finish(s));
+          send_summary(out, s);
+        } catch (const MirrorsDiverged&) {
+          out.record('D');  // nothing it reported holds: the parent simulates again
+          send_summary(out, RunSummary{});
+        }
       },
       [&](ByteReader& in) {
         summary = receive_log(in, log, [&](char tag, ByteReader& record) {
           if (tag == 'M') receive_metrics(record, run.metrics);
-          return tag == 'M';
+          if (tag == 'D') diverged = true;
+          return tag == 'M' || tag == 'D';
         });
       },
       "the simulation process", simulation_child_heap());
+  if (diverged) return run_mode(mode, std::move(schedule), sc, options, false);
   run.log = make_log(std::move(log.events), std::move(log.transfers), summary);
   run.schedule = std::move(schedule);
   return run;
@@ -160,7 +180,7 @@ Simulation simulate(const Scenario& scenario, const std::vector<Mode>& modes, co
                    << framework_schedules() << ")\n" << std::flush;
   for (std::size_t i = 0; i < modes.size(); ++i) {
     const bool here = options.in_process && (i + 1 == modes.size() || engine_can_simulate_again());
-    ModeRun run = (here ? run_mode_here : run_mode)(modes[i], std::move(schedules[i]), scenario, options);
+    ModeRun run = (here ? run_mode_here : run_mode)(modes[i], std::move(schedules[i]), scenario, options, true);
     run.metrics.memory = options.memory != nullptr ? options.memory->at(i)
                                                    : estimate_memory(scenario, sim.plan, run.schedule.stash_depth,
                                                                      run.schedule.recompute, run.schedule.mirrors,
