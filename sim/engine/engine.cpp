@@ -49,8 +49,7 @@ bool run_engine_to_the_end() {
 Run::Run(const Schedule& schedule, const HardwareConfig& hw, RunObserver& observer, const EngineOptions& options)
     : schedule_(schedule), observer_(observer), options_(options), transfers_wanted_(observer.wants_transfers()),
       every_step_wanted_(observer.wants_every_step()),
-      platform_(build_platform(hw, schedule)), arrivals_(copy_count(schedule)), host_link_(hw.host_link) {
-  link_bytes_.assign(platform_.link_names.size(), 0.0);
+      arrivals_(copy_count(schedule)), host_link_(hw.host_link) {
   if (options.collectives_by_dataflow) {
     collectives_ = find_collective_blocks(schedule, hw);
     group_states_.resize(collectives_.groups.size());
@@ -72,6 +71,14 @@ Run::Run(const Schedule& schedule, const HardwareConfig& hw, RunObserver& observ
   actors_.reserve(mirrors_.programs_per_unit);
   for (std::size_t p = 0; p < mirrors_.programs_per_unit; ++p) actors_.emplace_back(schedule.programs[p]);
   barrier_ = sg4::Barrier::create(static_cast<unsigned>(actors_.size()));
+  PlatformNeeds needs;
+  needs.simulated_ipu.assign(static_cast<std::size_t>(hw.ipu_count), 0);
+  for (const ActorState& st : actors_) needs.simulated_ipu[static_cast<std::size_t>(st.program->ipu)] = 1;
+  for_each_simulated_transfer([&](const Transfer& t) { needs.transfer_pairs.emplace_back(t.src_ipu, t.dst_ipu); });
+  std::sort(needs.transfer_pairs.begin(), needs.transfer_pairs.end());
+  needs.transfer_pairs.erase(std::unique(needs.transfer_pairs.begin(), needs.transfer_pairs.end()), needs.transfer_pairs.end());
+  platform_ = build_platform(hw, schedule, &needs);
+  link_bytes_.assign(platform_.link_names.size(), 0.0);
 
   int loops = static_cast<int>(schedule.loops.size());
   for (const Program& p : schedule.programs)
@@ -90,9 +97,9 @@ RunSummary Run::run() {
     const int ipu = actors_[a].program->ipu;
     sg4::Actor::create("ipu" + std::to_string(ipu), platform_.ipus.at(ipu), [this, a] { actor_main(a); });
   }
-  for (const ActorState& st : actors_)
-    for (const Step& s : st.program->steps)
-      for (const Transfer& t : s.transfers) arrivals_.connect(t.copy, platform_.ipus.at(t.src_ipu), platform_.ipus.at(t.dst_ipu));
+  for_each_simulated_transfer([this](const Transfer& t) {
+    arrivals_.connect(t.copy, platform_.ipus.at(t.src_ipu), platform_.ipus.at(t.dst_ipu));
+  });
 
   const bool deadlocked = run_engine_to_the_end();
 
@@ -134,6 +141,20 @@ RunSummary Run::run() {
       summary.not_periodic.push_back(name);
   }
   return summary;
+}
+
+// The transfers of the simulated programs outside the collective blocks timed by their dataflow.
+void Run::for_each_simulated_transfer(const std::function<void(const Transfer&)>& visit) const {
+  for (std::size_t a = 0; a < actors_.size(); ++a) {
+    const auto blocks = collectives_.ranges(a);
+    const std::vector<Step>& steps = actors_[a].program->steps;
+    std::size_t next = 0;  // the first block not ended before step s
+    for (std::size_t s = 0; s < steps.size(); ++s) {
+      while (next < blocks.size() && blocks[next].second <= s) ++next;
+      if (next < blocks.size() && s >= blocks[next].first) continue;
+      for (const Transfer& t : steps[s].transfers) visit(t);
+    }
+  }
 }
 
 void Run::emit(const Event& raw) {

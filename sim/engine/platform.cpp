@@ -72,13 +72,18 @@ sg4::NetZone* new_platform_zone(std::string& prefix) {
 
 } // namespace
 
-Platform build_platform(const HardwareConfig& hw, const Schedule& schedule) {
+Platform build_platform(const HardwareConfig& hw, const Schedule& schedule, const PlatformNeeds* needs) {
   Platform p;
   p.stride = hw.ipu_count + 1;
   std::string prefix;
   auto* zone = new_platform_zone(prefix);
+  auto simulated = [needs](int ipu) { return needs == nullptr || needs->simulated_ipu[static_cast<std::size_t>(ipu)] != 0; };
+  auto moved = [needs](const std::pair<int, int>& pair) {
+    return needs == nullptr || std::binary_search(needs->transfer_pairs.begin(), needs->transfer_pairs.end(), pair);
+  };
   for (const Program& program : schedule.programs)
-    p.ipus.emplace(program.ipu, zone->create_host(prefix + "ipu" + std::to_string(program.ipu), kHostSpeed));
+    if (simulated(program.ipu))
+      p.ipus.emplace(program.ipu, zone->create_host(prefix + "ipu" + std::to_string(program.ipu), kHostSpeed));
   p.host = zone->create_host(prefix + "host", kHostSpeed);
 
   // Every IPU-Link is named in the log; only those a route takes are built.
@@ -112,17 +117,19 @@ Platform build_platform(const HardwareConfig& hw, const Schedule& schedule) {
   }
   std::sort(pairs.begin(), pairs.end());
   pairs.erase(std::unique(pairs.begin(), pairs.end()), pairs.end());
-  for (const auto& [a, b] : pairs) {
+  for (const auto& pair : pairs) {
+    const auto [a, b] = pair;
     if (a == b) continue;
-    std::vector<sg4::LinkInRoute> path;
+    const Route route = finder.route(a, b);
     std::vector<int> slots;
-    for (const Hop& hop : finder.route(a, b)) {
+    for (const Hop& hop : route) slots.push_back(directed_link_slot(hop));
+    p.route_slots[p.key(a, b)] = std::move(slots);
+    if (!moved(pair)) continue;
+    std::vector<sg4::LinkInRoute> path;
+    for (const Hop& hop : route)
       path.emplace_back(link_of(hop.link), hop.forward ? sg4::LinkInRoute::Direction::UP
                                                        : sg4::LinkInRoute::Direction::DOWN);
-      slots.push_back(2 * hop.link + (hop.forward ? 0 : 1));
-    }
     zone->add_route(p.ipus.at(a)->get_netpoint(), p.ipus.at(b)->get_netpoint(), nullptr, nullptr, path, false);
-    p.route_slots[p.key(a, b)] = slots;
   }
   // One host link per group of `shared_by` IPUs (an M2000's IPU-Gateway): their streams share it.
   // Every group gets its link (and its name in the log), used or not, as the config lists them.
@@ -135,8 +142,12 @@ Platform build_platform(const HardwareConfig& hw, const Schedule& schedule) {
     p.link_names.push_back("host->" + who);
     p.link_names.push_back(who + "->host");
   }
-  for (const auto& [i, ipu] : p.ipus) {
-    const int g = i / group;
+  for (const Program& program : schedule.programs) {
+    const int i = program.ipu, g = i / group;
+    p.route_slots[p.key(-1, i)] = {host_slot0 + 2 * g};
+    p.route_slots[p.key(i, -1)] = {host_slot0 + 2 * g + 1};
+    if (!simulated(i)) continue;
+    sg4::Host* ipu = p.ipus.at(i);
     sg4::SplitDuplexLink*& link = host_links[g];
     if (link == nullptr) {
       link = zone->create_split_duplex_link(prefix + "host" + std::to_string(g), hw.host_link.bandwidth_bytes_per_s);
@@ -146,8 +157,6 @@ Platform build_platform(const HardwareConfig& hw, const Schedule& schedule) {
                     {{link, sg4::LinkInRoute::Direction::UP}}, false);
     zone->add_route(ipu->get_netpoint(), p.host->get_netpoint(), nullptr, nullptr,
                     {{link, sg4::LinkInRoute::Direction::DOWN}}, false);
-    p.route_slots[p.key(-1, i)] = {host_slot0 + 2 * g};
-    p.route_slots[p.key(i, -1)] = {host_slot0 + 2 * g + 1};
   }
   // One Streaming Memory per group of `shared_by` IPUs: reads and writes share its bandwidth.
   if (hw.streaming_memory.present) {
@@ -160,8 +169,11 @@ Platform build_platform(const HardwareConfig& hw, const Schedule& schedule) {
       p.link_names.push_back("streaming-memory(" + who + ")");
     }
     std::map<int, std::pair<sg4::Host*, sg4::Link*>> memories;
-    for (const auto& [i, ipu] : p.ipus) {
-      const int g = i / per;
+    for (const Program& program : schedule.programs) {
+      const int i = program.ipu, g = i / per;
+      p.memory_slots_of_ipu[i] = {memory_slot0 + g};
+      if (!simulated(i)) continue;
+      sg4::Host* ipu = p.ipus.at(i);
       auto& [memory, channel] = memories[g];
       if (memory == nullptr) {
         memory = zone->create_host(prefix + "memory" + std::to_string(g), kHostSpeed);
@@ -171,7 +183,6 @@ Platform build_platform(const HardwareConfig& hw, const Schedule& schedule) {
       }
       zone->add_route(memory->get_netpoint(), ipu->get_netpoint(), nullptr, nullptr, {sg4::LinkInRoute(channel)}, true);
       p.memory_of_ipu[i] = memory;
-      p.memory_slots_of_ipu[i] = {memory_slot0 + g};
     }
   }
   // SimGrid seals a zone's hosts by looking them up from the root zone, which does not hold a

@@ -9,6 +9,7 @@
 #include <map>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "sim/io/hardware.hpp"
@@ -23,10 +24,10 @@ constexpr double kHostSpeed = 1e12;
 // Only what the schedule uses is built: a SimGrid host per IPU that runs a program and a
 // route per pair of IPUs that exchange data, so a large system costs what a run touches.
 struct Platform {
-  std::map<int, simgrid::s4u::Host*> ipus;  // by IPU id, the IPUs with programs
+  std::map<int, simgrid::s4u::Host*> ipus;  // by IPU id, the IPUs SimGrid runs programs on
   simgrid::s4u::Host* host = nullptr;
   std::map<int, simgrid::s4u::Host*> memory_of_ipu;       // the Streaming Memory behind each IPU with a program
-  std::map<int, std::vector<int>> memory_slots_of_ipu;    // its traffic slot (one), as a route
+  std::map<int, std::vector<int>> memory_slots_of_ipu;    // per IPU with a program: its memory's traffic slot (one), as a route
   std::vector<std::string> link_names;  // directed: 2 per IPU-Link, then 2 per host link, then memories
   // Directed link slots along the route from src to dst; the host is -1.
   std::unordered_map<std::int64_t, std::vector<int>> route_slots;
@@ -40,6 +41,15 @@ struct Platform {
 // own stack switching).
 simgrid::s4u::Engine* start_engine();
 
-Platform build_platform(const HardwareConfig& hardware, const Schedule& schedule);
+// What SimGrid itself must run, when not the whole schedule: hosts for the IPUs whose programs
+// it runs, routes for the pairs whose copies it moves. Every other IPU, pair, host link and
+// memory the schedule uses gets its link slots only, for the traffic reported on its behalf
+// (collectives timed by their dataflow, units mirroring the first: sim/engine/engine.hpp).
+struct PlatformNeeds {
+  std::vector<char> simulated_ipu;                 // by IPU id
+  std::vector<std::pair<int, int>> transfer_pairs;  // sorted, unique
+};
+
+Platform build_platform(const HardwareConfig& hardware, const Schedule& schedule, const PlatformNeeds* needs = nullptr);
 
 } // namespace ipusim

@@ -421,6 +421,14 @@ private:
 
 } // namespace
 
+std::vector<std::pair<std::size_t, std::size_t>> CollectiveBlocks::ranges(std::size_t program) const {
+  std::vector<std::pair<std::size_t, std::size_t>> out;
+  if (starts.empty()) return out;
+  for (const auto& [first, at] : starts[program])
+    out.emplace_back(first, first + groups[at.first].members[at.second].steps.size());
+  return out;
+}
+
 CollectiveBlocks find_collective_blocks(const Schedule& schedule, const HardwareConfig& hw) {
   CollectiveBlocks result;
   auto refuse = [&](std::string why) {

@@ -82,6 +82,8 @@ struct CollectiveBlocks {
   std::vector<std::map<std::size_t, std::pair<std::size_t, std::size_t>>> starts;
   // Why the collectives are left to the network simulation; empty when `groups` time them.
   std::string not_timed;
+  // The template steps of a program's blocks, as [first, end) ranges, ascending.
+  std::vector<std::pair<std::size_t, std::size_t>> ranges(std::size_t program) const;
 };
 
 // The reason when the schedule has no collective copies at all (nothing to replay).

@@ -13,15 +13,6 @@ namespace ipusim {
 
 namespace {
 
-// The template steps of a program's collective blocks, as [first, end) ranges by first.
-std::vector<std::pair<std::size_t, std::size_t>> block_ranges(const CollectiveBlocks& blocks, std::size_t program) {
-  std::vector<std::pair<std::size_t, std::size_t>> ranges;
-  if (blocks.starts.empty()) return ranges;
-  for (const auto& [first, at] : blocks.starts[program])
-    ranges.emplace_back(first, first + blocks.groups[at.first].members[at.second].steps.size());
-  return ranges;
-}
-
 bool same_step_apart_from_transfers(const Step& a, const Step& b) {
   return a.kind == b.kind && a.seconds == b.seconds && a.bytes == b.bytes && a.stage == b.stage &&
          a.micro_batch == b.micro_batch && a.pass == b.pass && a.overlapped == b.overlapped &&
@@ -45,7 +36,7 @@ public:
     const std::size_t n = mirrors_.programs_per_unit;
     for (std::size_t a = 0; a < n; ++a) {
       const Program& source = schedule_.programs[a];
-      const auto ranges = block_ranges(blocks_, a);
+      const auto ranges = blocks_.ranges(a);
       for (std::size_t k = 1; k < mirrors_.units; ++k) {
         const Program& mirror = schedule_.programs[a + k * n];
         const int shift = static_cast<int>(k) * mirrors_.ipus_per_unit;
@@ -84,24 +75,29 @@ private:
   std::string compare_steps(const Program& source, const Program& mirror,
                             const std::vector<std::pair<std::size_t, std::size_t>>& ranges, std::size_t k) {
     const int shift = static_cast<int>(k) * mirrors_.ipus_per_unit;
+    // `ranges` ascend by first step and do not overlap: the one that may hold step s is the next.
+    std::size_t next_range = 0;
     auto in_block = [&](std::size_t s) {
-      return std::any_of(ranges.begin(), ranges.end(), [s](const auto& r) { return s >= r.first && s < r.second; });
+      while (next_range < ranges.size() && ranges[next_range].second <= s) ++next_range;
+      return next_range < ranges.size() && s >= ranges[next_range].first;
     };
     for (std::size_t s = 0; s < source.steps.size(); ++s) {
       const Step& a = source.steps[s];
       const Step& b = mirror.steps[s];
-      const std::string where = "step " + std::to_string(s) + " of IPU " + std::to_string(mirror.ipu);
-      if (!same_step_apart_from_transfers(a, b)) return where + " differs from IPU " + std::to_string(source.ipu) + "'s";
+      auto differs = [&](const char* how) {
+        return "step " + std::to_string(s) + " of IPU " + std::to_string(mirror.ipu) + how + std::to_string(source.ipu) + "'s";
+      };
+      if (!same_step_apart_from_transfers(a, b)) return differs(" differs from IPU ");
       const bool block = in_block(s);
       for (std::size_t t = 0; t < a.transfers.size(); ++t) {
         const Transfer& x = a.transfers[t];
         const Transfer& y = b.transfers[t];
-        if (x.bytes != y.bytes) return where + " moves other bytes than IPU " + std::to_string(source.ipu) + "'s";
+        if (x.bytes != y.bytes) return differs(" moves other bytes than IPU ");
         if (block) continue;  // the group's dataflow times it, member by member
         if (!inside_unit0(x.src_ipu) || !inside_unit0(x.dst_ipu))
           return "copy " + std::to_string(x.copy) + " leaves its unit outside a timed collective";
         if (y.src_ipu != x.src_ipu + shift || y.dst_ipu != x.dst_ipu + shift)
-          return where + " copies between other IPUs than IPU " + std::to_string(source.ipu) + "'s";
+          return differs(" copies between other IPUs than IPU ");
         if (std::string why = compare_route(x.src_ipu, x.dst_ipu, k); !why.empty()) return why;
       }
     }
