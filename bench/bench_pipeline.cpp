@@ -550,6 +550,33 @@ void sweep(const Options& o) {
   }
 }
 
+// ResNet-50 as MLPerf v2.0 ran it, one IPU per replica, Pod16 to Pod256 (issue 37's target: the
+// Pod256 within 2x the CPU of the Pod16): the replicas' cost, with the IPUs simulated.
+void replicas(const Options& o) {
+  std::cout << "\n### ResNet-50, `ipusim run scenarios/validation/mlperf-v2.0-resnet50-podN.json`\n\n"
+            << "| system | wall (CPU) | CPU / Pod16's | IPUs simulated | steps simulated / total |"
+            << (o.before.empty() ? "" : " before: wall (CPU) |") << "\n|---|---|---|---|---|" << (o.before.empty() ? "" : "---|")
+            << "\n";
+  double pod16 = 0;
+  for (int n : {16, 64, 128, 256}) {
+    const std::string name = "mlperf-v2.0-resnet50-pod" + std::to_string(n);
+    std::cerr << "replicas: " << name << "\n";
+    const std::vector<std::string> args = run_args(o, kSource + "/scenarios/validation/" + name + ".json", {});
+    const Measure m = best_of(o.runs, [&] { return run_binary(o.ipusim, args, 900); });
+    if (n == 16) pod16 = m.cpu;
+    std::string ipus = "-";
+    try {
+      ipus = std::to_string(Json::parse(std::ifstream(o.work / "out.json")).at("runs").at(0).at("simulation").at("simulatedIpus").get<long long>());
+    } catch (const std::exception&) {
+    }
+    char ratio[32];
+    std::snprintf(ratio, sizeof ratio, "%.2fx", pod16 > 0 ? m.cpu / pod16 : 0.0);
+    std::cout << "| Bow Pod" << n << " | " << seconds(m) << " | " << ratio << " | " << ipus << " | " << steps_of(o) << " |";
+    if (!o.before.empty()) std::cout << " " << seconds(best_of(o.runs, [&] { return run_binary(o.before, args, 900); })) << " |";
+    std::cout << "\n";
+  }
+}
+
 // `ipusim plan` over each shipped pod case's whole default space (issue 21's target: under
 // a minute of CPU for BERT-Large or GPT-2 medium on a Pod16; issue 37's: under a minute for
 // MLPerf BERT on the Bow Pod256), the engine runs included.
@@ -651,7 +678,8 @@ int main(int argc, char** argv) {
     else if (a == "--runs" && i + 1 < argc) o.runs = std::max(1, std::atoi(argv[++i]));
     else sections.push_back(a);
   }
-  if (sections.empty()) sections = {"breakdown", "systems", "schedules", "what-if", "depth", "memory", "sweep", "plan", "baseline", "parse"};
+  if (sections.empty())
+    sections = {"breakdown", "systems", "replicas", "schedules", "what-if", "depth", "memory", "sweep", "plan", "baseline", "parse"};
   o.work = fs::temp_directory_path() / ("ipusim-bench-" + std::to_string(::getpid()));
   fs::create_directories(o.work);
   double load[3] = {0, 0, 0};
@@ -661,6 +689,7 @@ int main(int argc, char** argv) {
     for (const std::string& s : sections) {
       if (s == "systems") systems(o);
       else if (s == "breakdown") breakdown(o);
+      else if (s == "replicas") replicas(o);
       else if (s == "schedules") schedules(o);
       else if (s == "what-if") what_if(o);
       else if (s == "depth") depth(o);
