@@ -151,17 +151,21 @@ std::vector<std::string> run_args(const Options& o, const std::string& scenario,
   return args;
 }
 
-// Simulated and total steps of the last run's first mode (from its JSON report).
-std::string steps_of(const Options& o) {
+// Fields of the last run's first mode's `simulation` (from its JSON report), joined by " / ".
+std::string simulated_of(const Options& o, std::initializer_list<const char*> fields) {
   try {
     const Json doc = Json::parse(std::ifstream(o.work / "out.json"));
     const Json& s = doc.at("runs").at(0).at("simulation");
-    return std::to_string(s.at("simulatedSteps").get<long long>()) + " / " +
-           std::to_string(s.at("programSteps").get<long long>());
+    std::string out;
+    for (const char* field : fields) out += (out.empty() ? "" : " / ") + std::to_string(s.at(field).get<long long>());
+    return out;
   } catch (const std::exception&) {
     return "-";
   }
 }
+
+// Simulated and total steps of the last run's first mode.
+std::string steps_of(const Options& o) { return simulated_of(o, {"simulatedSteps", "programSteps"}); }
 
 void systems(const Options& o) {
   struct System {
@@ -564,14 +568,10 @@ void replicas(const Options& o) {
     const std::vector<std::string> args = run_args(o, kSource + "/scenarios/validation/" + name + ".json", {});
     const Measure m = best_of(o.runs, [&] { return run_binary(o.ipusim, args, 900); });
     if (n == 16) pod16 = m.cpu;
-    std::string ipus = "-";
-    try {
-      ipus = std::to_string(Json::parse(std::ifstream(o.work / "out.json")).at("runs").at(0).at("simulation").at("simulatedIpus").get<long long>());
-    } catch (const std::exception&) {
-    }
     char ratio[32];
     std::snprintf(ratio, sizeof ratio, "%.2fx", pod16 > 0 ? m.cpu / pod16 : 0.0);
-    std::cout << "| Bow Pod" << n << " | " << seconds(m) << " | " << ratio << " | " << ipus << " | " << steps_of(o) << " |";
+    std::cout << "| Bow Pod" << n << " | " << seconds(m) << " | " << ratio << " | " << simulated_of(o, {"simulatedIpus"}) << " | "
+              << steps_of(o) << " |";
     if (!o.before.empty()) std::cout << " " << seconds(best_of(o.runs, [&] { return run_binary(o.before, args, 900); })) << " |";
     std::cout << "\n";
   }

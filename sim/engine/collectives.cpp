@@ -114,14 +114,13 @@ void Run::time_collective(const CollectiveGroup& group, GroupState& state, Colle
 
 namespace {
 
-// The event of the exchange step the actor is at, from `start` to `end` (no bytes yet).
-Event exchange_event(const ActorState& st, double start, double end) {
-  const Step& step = st.cursor.step();
+// The event of an exchange step of IPU `ipu`, from `start` to `end` (no bytes yet).
+Event exchange_event(int ipu, const Step& step, std::int64_t micro_batch, double start, double end) {
   Event e;
-  e.ipu = st.program->ipu;
+  e.ipu = ipu;
   e.kind = EventKind::Exchange;
   e.stage = step.stage;
-  e.micro_batch = st.cursor.micro_batch();
+  e.micro_batch = micro_batch;
   e.pass = step.pass;
   e.start = start;
   e.end = end;
@@ -136,7 +135,7 @@ void Run::report_collective_steps(ActorState& st, const CollectiveMember& member
                                   std::size_t m) {
   for (std::size_t k = 0; k < member.steps.size(); ++k) {
     const Step& step = st.cursor.step();
-    Event e = exchange_event(st, times.start[m][k], times.end[m][k]);
+    Event e = exchange_event(st.program->ipu, step, st.cursor.micro_batch(), times.start[m][k], times.end[m][k]);
     e.bytes = step.bytes;
     const DataflowStep& timed = member.steps[k];
     for (std::size_t i = 0; i < timed.sends.size(); ++i) {
@@ -173,15 +172,8 @@ Event Run::collective_block_event(const CollectiveMember& member, const Collecti
                                   MemberTraffic& traffic, std::int64_t micro_batch) {
   if (traffic.notes.empty()) traffic = member_traffic(member);
   const Program& program = schedule_.programs[member.program];
-  const Step& first = program.steps[member.first];
-  Event e;
-  e.ipu = program.ipu;
-  e.kind = EventKind::Exchange;
-  e.stage = first.stage;
-  e.micro_batch = micro_batch;
-  e.pass = first.pass;
-  e.start = times.start[m].front();
-  e.end = times.end[m].back();
+  Event e = exchange_event(program.ipu, program.steps[member.first], micro_batch, times.start[m].front(),
+                           times.end[m].back());
   for (TransferNote& note : traffic.notes) note.bytes = 0;
   std::size_t next = 0;
   for (std::size_t k = 0; k < member.steps.size(); ++k) {

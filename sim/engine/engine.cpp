@@ -58,19 +58,7 @@ Run::Run(const Schedule& schedule, const HardwareConfig& hw, RunObserver& observ
   } else {
     collectives_.not_timed = "the full simulation (--exact-full) simulates every transfer";
   }
-  // A trace needs every IPU's steps as SimGrid ran them, and the copies' own ids: no mirrors.
-  if (options.mirror_replicas && !every_step_wanted_ && !transfers_wanted_)
-    mirrors_ = find_replica_mirrors(schedule, hw, collectives_);
-  else
-    mirrors_.programs_per_unit = schedule.programs.size();
-  activity_weight_ = mirrors_.units;
-  simulated_members_.assign(collectives_.groups.size(), 0);
-  for (std::size_t g = 0; g < collectives_.groups.size(); ++g)
-    for (const CollectiveMember& member : collectives_.groups[g].members)
-      if (member.program < mirrors_.programs_per_unit) ++simulated_members_[g];
-  actors_.reserve(mirrors_.programs_per_unit);
-  for (std::size_t p = 0; p < mirrors_.programs_per_unit; ++p) actors_.emplace_back(schedule.programs[p]);
-  barrier_ = sg4::Barrier::create(static_cast<unsigned>(actors_.size()));
+  set_up_actors(hw);
   PlatformNeeds needs;
   needs.simulated_ipu.assign(static_cast<std::size_t>(hw.ipu_count), 0);
   for (const ActorState& st : actors_) needs.simulated_ipu[static_cast<std::size_t>(st.program->ipu)] = 1;
@@ -90,6 +78,23 @@ Run::Run(const Schedule& schedule, const HardwareConfig& hw, RunObserver& observ
     for (int l : mine) ++programs_with[static_cast<std::size_t>(l)];
   }
   for (std::size_t count : programs_with) every_program_loops_.push_back(count == schedule.programs.size());
+}
+
+// An actor per program SimGrid runs: every program's, or the first unit's where the others
+// mirror it (a trace needs every IPU's steps as SimGrid ran them, and the copies' own ids).
+void Run::set_up_actors(const HardwareConfig& hw) {
+  if (options_.mirror_replicas && !every_step_wanted_ && !transfers_wanted_)
+    mirrors_ = find_replica_mirrors(schedule_, hw, collectives_);
+  else
+    mirrors_.programs_per_unit = schedule_.programs.size();
+  activity_weight_ = mirrors_.units;
+  simulated_members_.assign(collectives_.groups.size(), 0);
+  for (std::size_t g = 0; g < collectives_.groups.size(); ++g)
+    for (const CollectiveMember& member : collectives_.groups[g].members)
+      if (member.program < mirrors_.programs_per_unit) ++simulated_members_[g];
+  actors_.reserve(mirrors_.programs_per_unit);
+  for (std::size_t p = 0; p < mirrors_.programs_per_unit; ++p) actors_.emplace_back(schedule_.programs[p]);
+  barrier_ = sg4::Barrier::create(static_cast<unsigned>(actors_.size()));
 }
 
 RunSummary Run::run() {

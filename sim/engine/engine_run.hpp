@@ -137,6 +137,7 @@ private:
   void report(const Pending& p);  // and its mirrors' (ReplicaMirrors)
   void wait_for(ActorState& st, const Pending& p);  // a blocking transfer: wait, then report it
   void finish_streams(ActorState& st, const Event& next);
+  void set_up_actors(const HardwareConfig& hw);
   void for_each_simulated_transfer(const std::function<void(const Transfer&)>& visit) const;
   void emit(const Event& raw);
   void emit_with_mirrors(const Event& raw);  // the step's event, then its mirrors' (ReplicaMirrors)

@@ -27,7 +27,8 @@ struct Platform {
   std::map<int, simgrid::s4u::Host*> ipus;  // by IPU id, the IPUs SimGrid runs programs on
   simgrid::s4u::Host* host = nullptr;
   std::map<int, simgrid::s4u::Host*> memory_of_ipu;       // the Streaming Memory behind each IPU with a program
-  std::map<int, std::vector<int>> memory_slots_of_ipu;    // per IPU with a program: its memory's traffic slot (one), as a route
+  // Per IPU with a program: its memory's traffic slot (one), as a route.
+  std::map<int, std::vector<int>> memory_slots_of_ipu;
   std::vector<std::string> link_names;  // directed: 2 per IPU-Link, then 2 per host link, then memories
   // Directed link slots along the route from src to dst; the host is -1.
   std::unordered_map<std::int64_t, std::vector<int>> route_slots;

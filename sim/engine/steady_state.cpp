@@ -33,8 +33,8 @@ namespace {
 // Snapshots kept per loop: periods of up to this many iterations minus one are found.
 constexpr std::size_t kSnapshotsKept = 5;
 // Notes kept while looking for a period, per IPU (a period's notes grow with the IPUs,
-// mirrored ones included: a Pod256's 256 replicas note about 600 each per iteration of ResNet-50's loop, its
-// ring all-reduce included); past it the oldest snapshots are dropped. A fixed 65,536 left
+// mirrored ones included: a Pod256's 256 replicas note about 600 each per iteration of
+// ResNet-50's loop, its ring all-reduce included); past it the oldest snapshots are dropped. A fixed 65,536 left
 // that loop simulated in full (10.9 s of CPU instead of 2.3 s, every figure the same).
 constexpr std::size_t kNotesPerIpu = 4096;
 constexpr std::size_t kMinNotes = 1 << 16;
