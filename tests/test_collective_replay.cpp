@@ -34,12 +34,14 @@ CollectiveGroup two_flows(double a_bytes, double b_bytes) {
   g.route_latency = {1 * us, 2 * us};
   g.route_bandwidth = {1e9, 1e9};
   g.members.resize(2);
-  for (std::size_t m = 0; m < 2; ++m) g.members[m].steps.resize(1);
-  g.members[0].steps[0].sends = {send_to(1, 0, a_bytes)};
-  g.members[1].steps[0].sends = {send_to(0, 1, b_bytes)};
-  g.members[0].steps[0].receives = {{1, 0, 0}};
-  g.members[1].steps[0].receives = {{0, 0, 0}};
-  g.members[1].steps[0].first_flow = 1;
+  g.send_store = {send_to(1, 0, a_bytes), send_to(0, 1, b_bytes)};
+  g.receive_store = {{1, 0, 0}, {0, 0, 0}};
+  for (std::size_t m = 0; m < 2; ++m) {
+    DataflowStep& step = g.members[m].steps.emplace_back();
+    step.sends = {&g.send_store[m], 1};
+    step.receives = {&g.receive_store[m], 1};
+    step.first_flow = m;
+  }
   g.flows = 2;
   return g;
 }

@@ -180,7 +180,7 @@ TEST_CASE("units of IPUs that run the first one's programs mirror it; what diffe
   const HardwareConfig one_unit = hardware_from_json(one_gateway, "one.json");
   CHECK(find_replica_mirrors(alike, one_unit, find_collective_blocks(alike, one_unit)).not_mirrored ==
         "no unit of 12 IPUs repeats the first one's programs");
-  CollectiveBlocks simulated = blocks;
+  CollectiveBlocks simulated = find_collective_blocks(alike, hw);  // blocks, as above (a group is not copied)
   simulated.not_timed = "an all-reduce copy has two receivers";
   CHECK(find_replica_mirrors(alike, hw, simulated).not_mirrored ==
         "the collectives are simulated transfer by transfer (an all-reduce copy has two receivers)");

@@ -325,27 +325,34 @@ public:
     route_ids_.resize(result.groups.size());
   }
 
+  // Each step's sends, and room for its receives (match fills it), in its group's stores.
   void add_sends() {
-    for (std::size_t b = 0; b < blocks_.size(); ++b) {
-      const Program& program = schedule_.programs[blocks_[b].program];
-      const auto [g, m] = place_[b];
-      CollectiveGroup& group = result_.groups[g];
-      for (std::size_t k = 0; k < blocks_[b].length; ++k) {
-        const Step& step = program.steps[blocks_[b].first + k];
-        DataflowStep& out = group.members[m].steps[k];
-        out.seconds = step.seconds;
-        std::size_t* index = send_index_.data() + step_first_transfer_[first_step_[b] + k];
-        std::size_t sends = 0;
-        for (const Transfer& t : step.transfers) sends += t.src_ipu == program.ipu ? 1 : 0;
-        out.sends.reserve(sends);
-        out.receives.reserve(step.transfers.size() - sends);
-        for (std::size_t t = 0; t < step.transfers.size(); ++t)
-          if (step.transfers[t].src_ipu == program.ipu) {
-            index[t] = out.sends.size();
-            out.sends.push_back(send(g, t, step.transfers[t]));
-          }
-      }
+    std::vector<std::size_t> sends_of(result_.groups.size(), 0), receives_of(result_.groups.size(), 0);
+    for_each_block_step([&](std::size_t g, std::size_t, const Program& program, const Step& step, DataflowStep&) {
+      const std::size_t sends = sends_in(program, step);
+      sends_of[g] += sends;
+      receives_of[g] += step.transfers.size() - sends;
+    });
+    for (std::size_t g = 0; g < result_.groups.size(); ++g) {
+      result_.groups[g].send_store.resize(sends_of[g]);
+      result_.groups[g].receive_store.resize(receives_of[g]);
+      sends_of[g] = receives_of[g] = 0;  // from here on, each store's next free place
     }
+    for_each_block_step([&](std::size_t g, std::size_t step_at, const Program& program, const Step& step, DataflowStep& out) {
+      CollectiveGroup& group = result_.groups[g];
+      const std::size_t sends = sends_in(program, step);
+      out.seconds = step.seconds;
+      out.sends = {group.send_store.data() + sends_of[g], sends};
+      out.receives = {group.receive_store.data() + receives_of[g], 0};  // grows as match finds them
+      sends_of[g] += sends;
+      receives_of[g] += step.transfers.size() - sends;
+      std::size_t* index = send_index_.data() + step_first_transfer_[step_at];
+      for (std::size_t t = 0, next = 0; t < step.transfers.size(); ++t)
+        if (step.transfers[t].src_ipu == program.ipu) {
+          index[t] = next;
+          out.sends[next++] = send(g, t, step.transfers[t]);
+        }
+    });
     for (CollectiveGroup& group : result_.groups)
       for (CollectiveMember& member : group.members)
         for (DataflowStep& step : member.steps) {
@@ -365,14 +372,34 @@ public:
         DataflowSend& sent = group.members[place_[s.block].second].steps[s.step].sends[index];
         sent.to_member = narrow(place_[r.block].second);
         sent.to_step = r.step;
-        group.members[place_[r.block].second].steps[r.step].receives.push_back(
-            {narrow(place_[s.block].second), s.step, narrow(index)});
+        // Its step has room for every transfer it receives (add_sends).
+        std::span<DataflowReceive>& receives = group.members[place_[r.block].second].steps[r.step].receives;
+        receives = {receives.data(), receives.size() + 1};
+        receives.back() = {narrow(place_[s.block].second), s.step, narrow(index)};
       }
   }
 
   const std::vector<std::pair<std::size_t, std::size_t>>& places() const { return place_; }
 
 private:
+  static std::size_t sends_in(const Program& program, const Step& step) {
+    std::size_t sends = 0;
+    for (const Transfer& t : step.transfers) sends += t.src_ipu == program.ipu ? 1 : 0;
+    return sends;
+  }
+
+  // Calls f(group, the step's index among all blocks' steps, program, template step, its
+  // dataflow step) for every step of every block, in block order.
+  template <class F>
+  void for_each_block_step(F&& f) {
+    for (std::size_t b = 0; b < blocks_.size(); ++b) {
+      const Program& program = schedule_.programs[blocks_[b].program];
+      const auto [g, m] = place_[b];
+      for (std::size_t k = 0; k < blocks_[b].length; ++k)
+        f(g, first_step_[b] + k, program, program.steps[blocks_[b].first + k], result_.groups[g].members[m].steps[k]);
+    }
+  }
+
   DataflowSend send(std::size_t g, std::size_t t, const Transfer& x) {
     DataflowSend s;
     s.transfer = narrow(t);
@@ -435,7 +462,7 @@ CollectiveBlocks find_collective_blocks(const Schedule& schedule, const Hardware
     result.groups.clear();
     result.starts.clear();
     result.not_timed = std::move(why);
-    return result;
+    return std::move(result);  // the caller returns it at once
   };
   std::vector<Block> blocks;
   if (std::string why = find_blocks(schedule, blocks); !why.empty()) return refuse(why);
@@ -444,23 +471,27 @@ CollectiveBlocks find_collective_blocks(const Schedule& schedule, const Hardware
   std::vector<char> outside_slots(2 * hw.links.size(), 0);  // directed: two per IPU-Link
   std::vector<char> outside_copies(copy_count(schedule), 0);
   outside_traffic(schedule, blocks, routes, outside_slots, outside_copies);
-  CopyUses copies;
-  if (std::string why = use_copies(schedule, blocks, outside_copies, copies); !why.empty()) return refuse(why);
-  std::vector<std::size_t> parent;
-  if (std::string why = join_blocks(schedule, blocks, copies, outside_slots, routes, parent); !why.empty())
-    return refuse(why);
-
-  GroupBuilder builder(schedule, hw, blocks, parent, routes, result);
-  builder.add_sends();
-  builder.match(copies);
+  std::vector<std::pair<std::size_t, std::size_t>> places;
+  // The copies' ends and the builder's indices are freed before the checks below allocate: on
+  // a Pod256 they are megabytes, and fresh pages are what this costs most (a fault each).
+  {
+    CopyUses copies;
+    if (std::string why = use_copies(schedule, blocks, outside_copies, copies); !why.empty()) return refuse(why);
+    std::vector<std::size_t> parent;
+    if (std::string why = join_blocks(schedule, blocks, copies, outside_slots, routes, parent); !why.empty())
+      return refuse(why);
+    GroupBuilder builder(schedule, hw, blocks, parent, routes, result);
+    builder.add_sends();
+    builder.match(copies);
+    places = builder.places();
+  }
   for (CollectiveGroup& g : result.groups) {
     StepOrder order;
     if (!order_steps(g, order)) return refuse("the all-reduce steps wait for each other in a cycle");
     if (!all_wait_for_all(g, order)) return refuse("some IPU leaves its all-reduce steps before another has begun them");
   }
   result.starts.resize(schedule.programs.size());
-  for (std::size_t b = 0; b < blocks.size(); ++b)
-    result.starts[blocks[b].program][blocks[b].first] = builder.places()[b];
+  for (std::size_t b = 0; b < blocks.size(); ++b) result.starts[blocks[b].program][blocks[b].first] = places[b];
   return result;
 }
 

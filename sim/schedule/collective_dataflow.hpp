@@ -14,11 +14,10 @@
 // also checks that every member's last step waits for every member's first, so that the
 // whole block's times are known once the last member arrives. Where a check fails it says
 // why, and the engine simulates the collectives' transfers in SimGrid.
-#include <boost/container/small_vector.hpp>
-
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -39,12 +38,12 @@ struct DataflowSend {
 struct DataflowReceive {
   std::uint32_t member = 0, step = 0, send = 0;
 };
-// A ring step sends a transfer each way round and receives one from each side
-// (ProgramBuilder::ring_step): kept inside the step, not allocated (a Pod256's rings have
-// 33,792 steps a run).
+// A step's sends and receives, held flat by its group (CollectiveGroup::send_store and
+// receive_store): 48 bytes a step, where two inline vectors took 136 (a Pod256's rings have
+// 33,792 steps a run, each page of them a fault in the simulation's process).
 struct DataflowStep {
-  boost::container::small_vector<DataflowSend, 2> sends;
-  boost::container::small_vector<DataflowReceive, 2> receives;
+  std::span<DataflowSend> sends;
+  std::span<DataflowReceive> receives;
   double seconds = 0;  // paid after the transfers (Step::seconds)
   std::size_t first_flow = 0;  // its sends' index among the group's transfers
 };
@@ -63,7 +62,16 @@ struct CollectiveTimes {
 };
 
 struct CollectiveGroup {
+  CollectiveGroup() = default;
+  CollectiveGroup(CollectiveGroup&&) noexcept = default;  // moving keeps the stores the steps' spans see
+  CollectiveGroup& operator=(CollectiveGroup&&) noexcept = default;
+  CollectiveGroup(const CollectiveGroup&) = delete;  // a copy's steps would see the original's
+  CollectiveGroup& operator=(const CollectiveGroup&) = delete;
+
   std::vector<CollectiveMember> members;
+  // Every step's sends and receives, member by member and step by step: DataflowStep's spans.
+  std::vector<DataflowSend> send_store;
+  std::vector<DataflowReceive> receive_store;
   std::vector<double> link_bandwidth;  // per group link
   // Per route its sends take (a ring step's send takes its member's route every step): the
   // group links along it.
