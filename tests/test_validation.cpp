@@ -180,12 +180,17 @@ TEST_CASE("docs/validation.md shows what ipusim validation prints today", "[vali
 
 TEST_CASE("docs/validation.md's per-micro-batch split is what ipusim validation --decompose prints today",
           "[validation]") {
-  // The BERT entries of up to 128 IPUs (seconds to simulate twice); the release and the
-  // sanitizer suites alike. The page holds every entry's row (build/ipusim validation --decompose --markdown).
+  // The BERT entries of up to 128 IPUs (seconds to simulate twice). Under AddressSanitizer the
+  // Pod128 entry (its 32 replicas' rings share links with the pipeline copies, so each is simulated)
+  // is left to the release suite: the entries of up to 64 IPUs take the same code paths. The page
+  // holds every entry's row (build/ipusim validation --decompose --markdown).
   const PublishedList l = load_published_list((kSource / "scenarios/validation/published.json").string());
-  const std::vector<std::string> only{"bert-large-sl512-packed-bow-pod16", "bert-large-sl512-packed-bow-pod64",
-                                      "mlperf-v2.0-bert-closed-pod64",     "mlperf-v2.0-bert-closed-pod128",
-                                      "mlperf-v1.1-bert-closed-pod16",     "mlperf-v1.1-bert-closed-pod64"};
+  std::vector<std::string> only{"bert-large-sl512-packed-bow-pod16", "bert-large-sl512-packed-bow-pod64",
+                                "mlperf-v2.0-bert-closed-pod64",     "mlperf-v2.0-bert-closed-pod128",
+                                "mlperf-v1.1-bert-closed-pod16",     "mlperf-v1.1-bert-closed-pod64"};
+#ifdef IPUSIM_TEST_ASAN
+  std::erase(only, "mlperf-v2.0-bert-closed-pod128");
+#endif
   const ValidationReport r = run_validation(l, only, {}, true);
   const std::string table = render_validation_markdown(l, r);
   std::ifstream in(kSource / "docs/validation.md");
