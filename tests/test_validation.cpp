@@ -181,7 +181,7 @@ TEST_CASE("docs/validation.md shows what ipusim validation prints today", "[vali
 TEST_CASE("docs/validation.md's per-micro-batch split is what ipusim validation --decompose prints today",
           "[validation]") {
   // The BERT entries of up to 128 IPUs (seconds to simulate twice). Under AddressSanitizer the
-  // Pod128 entry (its 32 replicas' rings share links with the pipeline copies, so each is simulated)
+  // Pod128 entry (its 16 replicas' rings share links with the pipeline copies, so each is simulated)
   // is left to the release suite: the entries of up to 64 IPUs take the same code paths. The page
   // holds every entry's row (build/ipusim validation --decompose --markdown).
   const PublishedList l = load_published_list((kSource / "scenarios/validation/published.json").string());

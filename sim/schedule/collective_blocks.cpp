@@ -336,12 +336,14 @@ public:
     for (std::size_t g = 0; g < result_.groups.size(); ++g) {
       result_.groups[g].send_store.resize(sends_of[g]);
       result_.groups[g].receive_store.resize(receives_of[g]);
+      result_.groups[g].flows = sends_of[g];  // a flow per send, numbered as the store holds them
       sends_of[g] = receives_of[g] = 0;  // from here on, each store's next free place
     }
     for_each_block_step([&](std::size_t g, std::size_t step_at, const Program& program, const Step& step, DataflowStep& out) {
       CollectiveGroup& group = result_.groups[g];
       const std::size_t sends = sends_in(program, step);
       out.seconds = step.seconds;
+      out.first_flow = sends_of[g];
       out.sends = {group.send_store.data() + sends_of[g], sends};
       out.receives = {group.receive_store.data() + receives_of[g], 0};  // grows as match finds them
       sends_of[g] += sends;
@@ -353,12 +355,6 @@ public:
           out.sends[next++] = send(g, t, step.transfers[t]);
         }
     });
-    for (CollectiveGroup& group : result_.groups)
-      for (CollectiveMember& member : group.members)
-        for (DataflowStep& step : member.steps) {
-          step.first_flow = group.flows;
-          group.flows += step.sends.size();
-        }
   }
 
   // The n-th receive of a copy takes its n-th send; both ends learn of each other.
