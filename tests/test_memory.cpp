@@ -185,3 +185,20 @@ TEST_CASE("with recomputation a stage also stashes the tensors it sends to anoth
     CHECK(stash_of(m, "pipeline").first == std::vector<std::string>{"x"});
   }
 }
+
+TEST_CASE("GPipe's stash of G slots is G times one slot, on the IPU and on its fullest tile, at any G", "[memory]") {
+  // GPipe stashes every micro-batch of the batch (stash depth G) before the first backward.
+  // A slot is x for two samples, 2000 B, spread over 3 tiles (grain 1 float): 2000/3 B on the
+  // fullest tile, a fraction, so the tile's share is the product G x 2000/3, not a sum of G terms.
+  Json config = zero_overhead_config(2);
+  config["ipu"]["tiles"] = 3;
+  config["ipu"]["minElementsPerTile"] = 1;
+  const std::int64_t G = 100'000'000;  // the most G may be; a sum slot by slot took seconds, the product does not
+  const Json execution = {{"training", true}, {"gradientAccumulation", G}, {"microBatchSize", 2}, {"hostIo", false},
+                          {"costModel", "compute"}, {"schedule", "gpipe"}};
+  const MemoryReport r = memory_of(config, execution);
+  const MemoryCategory& stash = category(r.ipus[0], "stash");
+  CHECK(stash.bytes == static_cast<double>(G) * 2000);
+  CHECK(stash.tile_bytes == static_cast<double>(G) * (2000.0 / 3));
+  CHECK_FALSE(r.fits);
+}

@@ -13,8 +13,10 @@ class Ledger {
 public:
   Ledger(const IpuSpec& ipu, const Model& model) : ipu_(ipu), model_(model) {}
 
-  void add_tensor(const std::string& category, const std::string& tensor, double bytes) {
-    add(category, bytes, tile0_share(bytes, dtype_bytes(model_.tensor(tensor).dtype), ipu_));
+  // `copies` of the tensor, each laid out on its own (a stash's slots): one product, not a
+  // sum per copy, so that a stash of G slots costs no more than one of two.
+  void add_tensor(const std::string& category, const std::string& tensor, double bytes, double copies = 1) {
+    add(category, copies * bytes, copies * tile0_share(bytes, dtype_bytes(model_.tensor(tensor).dtype), ipu_));
   }
   void add(const std::string& category, double bytes, double tile_bytes) {
     auto& c = entry(category);

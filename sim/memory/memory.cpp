@@ -199,7 +199,7 @@ MemoryReport estimate_memory(const Scenario& sc, const Plan& plan, const std::ve
     for (const auto& [s, depth] : stashed) report.stashes.push_back({s, ipu.id, depth, slot_bytes(s)});
     for (const auto& [s, depth] : held_at_once(ipu.id, stashed, at_once, slot_bytes))
       for (const auto& t : stash_tensors(s))
-        for (int d = 0; d < depth; ++d) ledger.add_tensor("stash", t, m.tensor(t).bytes_per_micro_batch(ex.micro_batch_size));
+        ledger.add_tensor("stash", t, m.tensor(t).bytes_per_micro_batch(ex.micro_batch_size), depth);
 
     add_host_stream_buffers(ledger, sc, plan, stages);
     add_code(ledger, sc, plan, stages);
