@@ -137,6 +137,20 @@ TEST_CASE("Evaluator: a hand-computed lockstep step", "[planner]") {
         Approx(1001 * (1e-3 + 1e-6 + 1e-6)).epsilon(1e-12));
 }
 
+TEST_CASE("Evaluator: GPipe in closed form, a slower second stage at 10^8 micro-batches", "[planner]") {
+  // Two IPUs, inference: IPU 0 streams a micro-batch in (1 us) and computes 1e6 FLOPs (1 ms),
+  // IPU 1 computes 2e6 (2 ms) and streams out (1 us), the copy between them takes 1 us. IPU 1
+  // never waits after the first: the batch ends after (1 ms + 1 us) + 1 us + D (2 ms + 1 us).
+  const Json model = chain_model({{0, 1e6}, {1, 2e6}}, 250);
+  const double D = 1e8;  // the most batchesPerStep may be; played task by task, seconds of CPU
+  const Scenario sc = make_scenario(model, zero_overhead_config(2),
+                                    {{"mode", "pipelined"}, {"costModel", "compute"}, {"schedule", "gpipe"},
+                                     {"batchesPerStep", static_cast<std::int64_t>(D)}});
+  const StepEstimate e = estimate_step(sc, make_plan(sc, build_graph(sc.model)));
+  CHECK(e.step_seconds == Approx((1e-3 + 1e-6) + 1e-6 + D * (2e-3 + 1e-6)).epsilon(1e-12));
+  CHECK(e.exact());
+}
+
 TEST_CASE("Planner: contiguous splits are the compositions of the layers", "[planner]") {
   CHECK(contiguous_splits(24, 4).size() == 1771);  // C(23, 3)
   CHECK(contiguous_splits(4, 2) == std::vector<std::vector<int>>{{1, 3}, {2, 2}, {3, 1}});

@@ -130,12 +130,38 @@ public:
     }
   }
 
+  // GPipe's batch in closed form where each stage takes its copies from the stage before it
+  // alone and no two copies share a link; false (nothing set) otherwise, and play() is needed.
+  bool play_gpipe();
+
   double makespan() const { return *std::max_element(clock_.begin(), clock_.end()); }
   double busiest() const { return *std::max_element(busy_.begin(), busy_.end()); }
   // The first micro-batch's way through the pipeline.
   double first_start = 0, first_end = 0;
 
 private:
+  // Whether every copy into stage s's forward (or backward) comes from the stage before it in
+  // that pass, and its longest transfer then.
+  bool chained(int s, bool forward, double& longest) const {
+    longest = 0;
+    for (const PlanCopy* c : step_.in[2 * static_cast<std::size_t>(s) + (forward ? 0 : 1)]) {
+      const int from = forward ? c->from_stage : 2 * step_.L - c->from_stage;
+      if (from != (forward ? s - 1 : s + 1) || !shared_slots_[static_cast<std::size_t>(c->id)].empty()) return false;
+      longest = std::max(longest, duration_[static_cast<std::size_t>(c->id)]);
+    }
+    const bool first = forward ? s == 0 : s == step_.L;
+    return first == step_.in[2 * static_cast<std::size_t>(s) + (forward ? 0 : 1)].empty();
+  }
+
+  // A copy of this pass from stage s still moving when the next micro-batch's is sent: its
+  // sends `spacing` apart (the least gap between two of them) share its link.
+  void note_backlog(int s, bool forward, double first_send, double spacing) {
+    if (step_.m < 2) return;
+    for (const PlanCopy* c : step_.out[2 * static_cast<std::size_t>(s) + (forward ? 0 : 1)])
+      if (first_send + spacing < first_send + duration_[static_cast<std::size_t>(c->id)])
+        timer_.contention |= kSharedCopyLinks;
+  }
+
   // Stage s's next task, once its inputs have all arrived; false while one is missing.
   bool run_next_task(int s) {
     const auto si = static_cast<std::size_t>(s);
@@ -205,6 +231,64 @@ private:
   std::vector<double> clock_, busy_;                   // per stage
 };
 
+// Each task waits for its own stage's previous task and for its input copies, so a task's end
+// is the longest path to it through the grid of (stage, micro-batch) tasks. Forwards: every
+// micro-batch is there at the start, so the path to stage s's i-th forward visits each stage
+// once (its forward and the copy out of it) and spends its i other tasks on the slowest stage
+// so far: F(s, i) = sum_{l<=s} f_l + sum_{l<s} d_l + i max_{l<=s} f_l. Backwards (training,
+// micro-batches in order): a path enters at stage k's first backward after its last forward,
+// F(k, m-1), and goes down to stage s: B(s, i) = max_{k=s..L} F(k, m-1) + sum_{l=s..k} b_l +
+// sum_{l=s..k-1} e_l + i max_{l=s..k} b_l. Each is linear or a maximum of lines in i, so the
+// least gap between two sends of a copy is the first one.
+bool ReplicaPlay::play_gpipe() {
+  const int p = step_.p, L = step_.L;
+  if (step_.one_f_one_b && step_.training) return false;
+  if (step_.training && L != p - 1) return false;
+  std::vector<double> f(static_cast<std::size_t>(p)), d(f.size()), b(f.size()), e(f.size());
+  for (int s = 0; s < p; ++s) {
+    const auto si = static_cast<std::size_t>(s);
+    if (!chained(s, true, d[si])) return false;
+    if (step_.training && !chained(s, false, e[si])) return false;
+    f[si] = task_seconds({true, 0}, s);
+    b[si] = step_.training ? task_seconds({false, 0}, s) : 0.0;
+  }
+  const double m = static_cast<double>(step_.m);
+  // F(s, 0) and the slowest forward up to s.
+  std::vector<double> first_forward(f.size()), slowest(f.size());
+  for (int s = 0; s < p; ++s) {
+    const auto si = static_cast<std::size_t>(s);
+    first_forward[si] = (s == 0 ? 0.0 : first_forward[si - 1] + d[si]) + f[si];
+    slowest[si] = std::max(s == 0 ? 0.0 : slowest[si - 1], f[si]);
+    note_backlog(s, true, first_forward[si], slowest[si]);
+  }
+  auto last_forward = [&](std::size_t s) { return first_forward[s] + (m - 1) * slowest[s]; };
+  first_start = 0;
+  if (!step_.training) {
+    for (std::size_t s = 0; s < f.size(); ++s) clock_[s] = last_forward(s), busy_[s] = m * f[s];
+    first_end = first_forward.back();
+    return true;
+  }
+  for (int s = L; s >= 0; --s) {
+    const auto si = static_cast<std::size_t>(s);
+    // Over the entry stage k: the first and the second backward's ends, and the last's.
+    double first = -kNever, second = -kNever, last = -kNever, down = 0, slow = 0;
+    for (int k = s; k <= L; ++k) {
+      const auto ki = static_cast<std::size_t>(k);
+      down += b[ki] + (k > s ? e[ki - 1] : 0.0);
+      slow = std::max(slow, b[ki]);
+      const double enter = last_forward(ki) + down;
+      first = std::max(first, enter);
+      second = std::max(second, enter + slow);
+      last = std::max(last, enter + (m - 1) * slow);
+    }
+    clock_[si] = last;
+    busy_[si] = m * (f[si] + b[si]);
+    if (s > 0) note_backlog(s, false, first, second - first);
+    if (s == 0) first_end = first;
+  }
+  return true;
+}
+
 // Streams of IPUs behind one host link share it (unless prefetched through the gateway).
 void note_shared_host_link(const Execution& ex, const Plan& plan, const HardwareConfig& hw, TransferTimer& timer) {
   if (!ex.host_io || hw.host_link.shared_by <= 1 || timer.prefetched()) return;
@@ -228,7 +312,7 @@ StepEstimate estimate_async_step(const Execution& ex, const Plan& plan, RouteTab
   double makespan = 0, busiest = 0, first_start = 0, first_end = 0;
   for (int r = 0; r < timer.replicas(); ++r) {
     ReplicaPlay replica(step, timer, shared_slots[static_cast<std::size_t>(r)], r);
-    replica.play();
+    if (!replica.play_gpipe()) replica.play();
     makespan = std::max(makespan, replica.makespan());
     busiest = std::max(busiest, replica.busiest());
     if (r == 0) first_start = replica.first_start, first_end = replica.first_end;
