@@ -94,7 +94,8 @@ void Run::time_collective(const CollectiveGroup& group, GroupState& state, Colle
   std::vector<double> relative(instance.entries.size());
   for (std::size_t m = 0; m < relative.size(); ++m) relative[m] = instance.entries[m] - base;
   if (relative != state.last.entries) {
-    group.evaluate(relative, state.last.times);
+    // Observers that take a block as one event need only when each member's block begins and ends.
+    group.evaluate(relative, state.last.times, every_step_wanted_ || transfers_wanted_);
     state.last.entries = std::move(relative);
   }
   const CollectiveTimes& last = state.last.times;

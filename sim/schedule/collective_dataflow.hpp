@@ -55,7 +55,9 @@ struct CollectiveMember {
 };
 
 // One run of a group's blocks, in the caller's clock: per member and step its start and
-// end; per transfer (DataflowStep::first_flow + send) when it arrived.
+// end; per transfer (DataflowStep::first_flow + send) when it arrived. Timed for whole blocks
+// only (CollectiveGroup::evaluate's `every_step` false), each member has one start, its
+// first step's, and one end, its last step's, and no transfer is listed.
 struct CollectiveTimes {
   std::vector<std::vector<double>> start, end;
   std::vector<double> arrival;
@@ -80,8 +82,9 @@ struct CollectiveGroup {
   std::vector<double> route_bandwidth;  // per route: its narrowest link's
   std::size_t flows = 0;  // transfers of one run
   const std::vector<int>& links(const DataflowSend& send) const { return routes[send.route]; }
-  // The times of every member's steps when member m arrives at its block at entries[m].
-  void evaluate(const std::vector<double>& entries, CollectiveTimes& times) const;
+  // The times of every member's steps when member m arrives at its block at entries[m]; with
+  // `every_step` false, only when each member's block begins and ends (see CollectiveTimes).
+  void evaluate(const std::vector<double>& entries, CollectiveTimes& times, bool every_step = true) const;
 };
 
 struct CollectiveBlocks {

@@ -28,7 +28,8 @@ struct Happening {
 
 class FlowReplay {
 public:
-  FlowReplay(const CollectiveGroup& group, CollectiveTimes& times) : group_(group), times_(times) {
+  FlowReplay(const CollectiveGroup& group, CollectiveTimes& times, bool every_step)
+      : group_(group), times_(times), every_step_(every_step) {
     flows_.resize(group.flows);
     on_link_.resize(group.link_bandwidth.size());
     capacity_.resize(group.link_bandwidth.size());
@@ -56,10 +57,12 @@ public:
     times_.start.resize(group.members.size());
     times_.end.resize(group.members.size());
     for (std::size_t m = 0; m < group.members.size(); ++m) {
-      times_.start[m].assign(group.members[m].steps.size(), 0.0);
-      times_.end[m].assign(group.members[m].steps.size(), 0.0);
+      const std::size_t kept = every_step ? group.members[m].steps.size() : 1;
+      times_.start[m].assign(kept, 0.0);
+      times_.end[m].assign(kept, 0.0);
     }
-    times_.arrival.assign(group.flows, 0.0);
+    if (every_step) times_.arrival.assign(group.flows, 0.0);
+    else times_.arrival.clear();
   }
 
   void run(const std::vector<double>& entries) {
@@ -94,7 +97,7 @@ private:
   }
 
   void start_step(std::size_t m, std::size_t k, double now) {
-    times_.start[m][k] = now;
+    if (every_step_ || k == 0) times_.start[m][every_step_ ? k : 0] = now;
     started_[m][k] = 1;
     const DataflowStep& step = group_.members[m].steps[k];
     for (std::size_t i = 0; i < step.sends.size(); ++i) {
@@ -120,7 +123,7 @@ private:
   void arrive(std::size_t id, double now) {
     Flow& f = flows_[id];
     f.done = true;
-    times_.arrival[id] = now;
+    if (every_step_) times_.arrival[id] = now;
     if (f.sharing) {
       f.sharing = false;
       for (int l : group_.links(*f.send)) {
@@ -139,8 +142,9 @@ private:
   void complete_step(std::size_t m, std::size_t k, double now) {
     const DataflowStep& step = group_.members[m].steps[k];
     const double end = step.seconds > 0 ? now + step.seconds : now;
-    times_.end[m][k] = end;
-    if (k + 1 < group_.members[m].steps.size()) schedule(end, Happening::StepStart, m, k + 1);
+    const bool last = k + 1 == group_.members[m].steps.size();
+    if (every_step_ || last) times_.end[m][every_step_ ? k : 0] = end;
+    if (!last) schedule(end, Happening::StepStart, m, k + 1);
   }
 
   // The flows sharing links, transitively, with `links`: their bytes moved so far counted, their
@@ -149,6 +153,7 @@ private:
 
   const CollectiveGroup& group_;
   CollectiveTimes& times_;
+  const bool every_step_;  // every step's times and every arrival kept, or each block's ends only
   std::vector<Flow> flows_;
   std::vector<std::vector<std::size_t>> on_link_;  // per group link: the flows sharing it
   std::vector<std::vector<std::size_t>> outstanding_;  // per member and step: transfers not yet arrived
@@ -248,8 +253,8 @@ void FlowReplay::reshare(const std::vector<int>& links, double now) {
 
 } // namespace
 
-void CollectiveGroup::evaluate(const std::vector<double>& entries, CollectiveTimes& times) const {
-  FlowReplay replay(*this, times);
+void CollectiveGroup::evaluate(const std::vector<double>& entries, CollectiveTimes& times, bool every_step) const {
+  FlowReplay replay(*this, times, every_step);
   replay.run(entries);
 }
 
