@@ -143,18 +143,20 @@ private:
   // Whether every copy into stage s's forward (or backward) comes from the stage before it in
   // that pass, and its longest transfer then.
   bool chained(int s, bool forward, double& longest) const {
+    const std::vector<const PlanCopy*>& inputs = step_.in[2 * static_cast<std::size_t>(s) + (forward ? 0 : 1)];
     longest = 0;
-    for (const PlanCopy* c : step_.in[2 * static_cast<std::size_t>(s) + (forward ? 0 : 1)]) {
+    for (const PlanCopy* c : inputs) {
       const int from = forward ? c->from_stage : 2 * step_.L - c->from_stage;
       if (from != (forward ? s - 1 : s + 1) || !shared_slots_[static_cast<std::size_t>(c->id)].empty()) return false;
       longest = std::max(longest, duration_[static_cast<std::size_t>(c->id)]);
     }
     const bool first = forward ? s == 0 : s == step_.L;
-    return first == step_.in[2 * static_cast<std::size_t>(s) + (forward ? 0 : 1)].empty();
+    return first == inputs.empty();
   }
 
   // A copy of this pass from stage s still moving when the next micro-batch's is sent: its
-  // sends `spacing` apart (the least gap between two of them) share its link.
+  // sends `spacing` apart (the least gap between two of them) share its link. Compared as
+  // send() compares a send with the previous one's end, so both flag the same runs.
   void note_backlog(int s, bool forward, double first_send, double spacing) {
     if (step_.m < 2) return;
     for (const PlanCopy* c : step_.out[2 * static_cast<std::size_t>(s) + (forward ? 0 : 1)])
