@@ -111,6 +111,43 @@ TEST_CASE("a ring's blocks are matched copy by copy into one group, and bad copi
   CHECK(find_collective_blocks(outside, hw).not_timed == "an all-reduce copy is also sent outside the all-reduce steps");
 }
 
+TEST_CASE("a ring replayed one member a class times every member as the whole ring does; classes that could "
+          "run apart are refused",
+          "[collectives]") {
+  const HardwareConfig hw = hardware_from_json(zero_overhead_config(3), "c.json");
+  const CollectiveBlocks blocks = find_collective_blocks(ring_blocks(10), hw);
+  REQUIRE(blocks.groups.size() == 1);
+  const CollectiveGroup& ring = blocks.groups[0];
+  // One class of all three IPUs: each link carries one 1 GB/s transfer at a time.
+  CollectiveQuotient one;
+  REQUIRE(quotient_of(ring, {0, 0, 0}, one) == "");
+  REQUIRE(one.group.members.size() == 1);
+  CHECK(one.member_class == std::vector<std::uint32_t>{0, 0, 0});
+  CHECK(one.group.flows == 10);
+  // Member 0 receives at step k the transfer of its own class's step k, one of them.
+  CHECK(one.group.settles == std::vector<std::uint32_t>(10, 1));
+  CollectiveTimes classes, whole;
+  one.group.evaluate({0.0}, classes, false);
+  ring.evaluate({0.0, 0.0, 0.0}, whole, false);
+  CHECK(classes.end[0][0] == Approx(10e-3).epsilon(1e-12));  // 1 MB at 1 GB/s, ten steps
+  for (std::size_t m = 0; m < 3; ++m) CHECK(whole.end[m][0] == classes.end[0][0]);
+
+  // Classes must cover the members with representatives of their own.
+  CHECK(quotient_of(ring, {0, 0}, one) == "the classes do not cover the group's members");
+  CHECK(quotient_of(ring, {1, 0, 0}, one) == "member 0 has no representative of its class");
+  // IPU 2's link to IPU 0 at a tenth of the speed: IPU 2 sends otherwise than IPU 0.
+  Json slow = zero_overhead_config(3);
+  for (Json& link : slow["links"])
+    if (link["ipus"][0] == 0 && link["ipus"][1] == 2) link["bandwidthBytesPerSecond"] = 1e8;
+  const HardwareConfig slow_hw = hardware_from_json(slow, "slow.json");
+  const CollectiveBlocks slow_blocks = find_collective_blocks(ring_blocks(10), slow_hw);
+  REQUIRE(slow_blocks.groups.size() == 1);
+  CHECK(quotient_of(slow_blocks.groups[0], {0, 0, 0}, one) == "member 2 step 0 sends otherwise than its class");
+  // Two transfers that may share a link (two_flows' link 0) could slow each other: refused.
+  const CollectiveGroup shared = two_flows(3000, 2000);
+  CHECK(quotient_of(shared, {0, 1}, one) == "group link 0 could be asked for 2e+09 B/s, above its 1e+09");
+}
+
 TEST_CASE("a collective's transfers share a link in proportion to the inverse of their routes' latency",
           "[collectives]") {
   // A runs alone at 1 GB/s from 1 to 2 us (1,000 of its 3,000 bytes). From 2 us B shares link 0:

@@ -43,7 +43,7 @@ bool Run::run_collective_block(ActorState& st, std::size_t a) {
   if ((instance.joined += arrived) < group.members.size()) {
     instance.go->acquire();
   } else {
-    time_collective(group, state, instance);
+    time_collective(g, state, instance);
     for (std::size_t i = 1; i < simulated_members_[g]; ++i) instance.go->release();
   }
   const double exit = instance.times.end[m].back();
@@ -89,13 +89,14 @@ void Run::report_mirrored_members(std::size_t g, GroupState& state, const Collec
 // update): such a run's times are the last run's moved to its earliest entry, not every
 // transfer replayed again (on ResNet-50's Bow Pod256, 256 members and 67,584 transfers a run).
 // Entries within a factor of two of the earliest come back exactly (Sterbenz).
-void Run::time_collective(const CollectiveGroup& group, GroupState& state, CollectiveInstance& instance) {
+void Run::time_collective(std::size_t g, GroupState& state, CollectiveInstance& instance) {
   const double base = *std::min_element(instance.entries.begin(), instance.entries.end());
   std::vector<double> relative(instance.entries.size());
   for (std::size_t m = 0; m < relative.size(); ++m) relative[m] = instance.entries[m] - base;
   if (relative != state.last.entries) {
     // Observers that take a block as one event need only when each member's block begins and ends.
-    group.evaluate(relative, state.last.times, every_step_wanted_ || transfers_wanted_);
+    if (!time_by_classes(g, relative, state.last.times))
+      collectives_.groups[g].evaluate(relative, state.last.times, every_step_wanted_ || transfers_wanted_);
     state.last.entries = std::move(relative);
   }
   const CollectiveTimes& last = state.last.times;
@@ -111,6 +112,29 @@ void Run::time_collective(const CollectiveGroup& group, GroupState& state, Colle
     moved(last.end[m], times.end[m]);
   }
   moved(last.arrival, times.arrival);
+}
+
+// Mirrors arrive with their sources (run_collective_block), so a class enters as one: its
+// representative replayed stands for every member (collective_dataflow.hpp, CollectiveQuotient).
+bool Run::time_by_classes(std::size_t g, const std::vector<double>& relative, CollectiveTimes& times) const {
+  const CollectiveQuotient& quotient = quotients_[g];
+  if (quotient.group.members.empty() || every_step_wanted_ || transfers_wanted_) return false;
+  std::vector<double> entries(quotient.group.members.size(), -1.0);
+  for (std::size_t m = 0; m < relative.size(); ++m) {
+    double& entry = entries[quotient.member_class[m]];
+    if (entry >= 0 && entry != relative[m]) return false;
+    entry = relative[m];
+  }
+  CollectiveTimes classes;
+  quotient.group.evaluate(entries, classes, false);
+  times.start.resize(relative.size());
+  times.end.resize(relative.size());
+  times.arrival.clear();
+  for (std::size_t m = 0; m < relative.size(); ++m) {
+    times.start[m] = classes.start[quotient.member_class[m]];
+    times.end[m] = classes.end[quotient.member_class[m]];
+  }
+  return true;
 }
 
 namespace {
@@ -171,23 +195,12 @@ void Run::report_collective_block(ActorState& st, const CollectiveMember& member
 // The block's steps are its program's template steps from `first` on, one after another.
 Event Run::collective_block_event(const CollectiveMember& member, const CollectiveTimes& times, std::size_t m,
                                   MemberTraffic& traffic, std::int64_t micro_batch) {
-  if (traffic.notes.empty()) traffic = member_traffic(member);
+  if (!traffic.ready) traffic = member_traffic(member);
   const Program& program = schedule_.programs[member.program];
   Event e = exchange_event(program.ipu, program.steps[member.first], micro_batch, times.start[m].front(),
                            times.end[m].back());
-  for (TransferNote& note : traffic.notes) note.bytes = 0;
-  std::size_t next = 0;
-  for (std::size_t k = 0; k < member.steps.size(); ++k) {
-    const DataflowStep& timed = member.steps[k];
-    const Step& step = program.steps[member.first + k];
-    e.bytes += step.bytes;
-    for (const DataflowSend& send : timed.sends) {
-      const double bytes = step.transfers[send.transfer].bytes;
-      e.bytes += bytes;
-      traffic.notes[traffic.note_of_send[next++]].bytes += bytes;
-    }
-    activities_ += timed.sends.size() + (step.seconds > 0 ? 1 : 0);
-  }
+  e.bytes = traffic.bytes;
+  activities_ += traffic.activities;
   for (TransferNote note : traffic.notes) {
     note.start = e.start + offset_;
     note.end = e.end + offset_;
@@ -196,22 +209,28 @@ Event Run::collective_block_event(const CollectiveMember& member, const Collecti
   return e;
 }
 
-// The member's routes, a note each, and which of them each of its sends takes (in step order).
+// The member's routes, a note each with the bytes its block sends on it, and the block's bytes and activities.
 Run::MemberTraffic Run::member_traffic(const CollectiveMember& member) const {
   MemberTraffic traffic;
+  traffic.ready = true;
   std::vector<std::pair<std::size_t, std::size_t>> seen;  // (group route, note)
   const Program& program = schedule_.programs[member.program];
-  for (std::size_t k = 0; k < member.steps.size(); ++k)
+  for (std::size_t k = 0; k < member.steps.size(); ++k) {
+    const Step& step = program.steps[member.first + k];
+    traffic.bytes += step.bytes;
     for (const DataflowSend& send : member.steps[k].sends) {
       auto found = std::find_if(seen.begin(), seen.end(), [&](const auto& r) { return r.first == send.route; });
+      const Transfer& t = step.transfers[send.transfer];
       if (found == seen.end()) {
-        const Transfer& t = program.steps[member.first + k].transfers[send.transfer];
         seen.emplace_back(send.route, traffic.notes.size());
         traffic.notes.push_back({t.src_ipu, t.dst_ipu, -1, 0, 0, 0, &platform_.slots(t.src_ipu, t.dst_ipu)});
         found = seen.end() - 1;
       }
-      traffic.note_of_send.push_back(found->second);
+      traffic.bytes += t.bytes;
+      traffic.notes[found->second].bytes += t.bytes;
     }
+    traffic.activities += member.steps[k].sends.size() + (step.seconds > 0 ? 1 : 0);
+  }
   return traffic;
 }
 

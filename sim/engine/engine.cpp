@@ -88,6 +88,7 @@ void Run::set_up_actors(const HardwareConfig& hw) {
   else
     mirrors_.programs_per_unit = schedule_.programs.size();
   activity_weight_ = mirrors_.units;
+  find_quotients();
   simulated_members_.assign(collectives_.groups.size(), 0);
   for (std::size_t g = 0; g < collectives_.groups.size(); ++g)
     for (const CollectiveMember& member : collectives_.groups[g].members)
@@ -95,6 +96,25 @@ void Run::set_up_actors(const HardwareConfig& hw) {
   actors_.reserve(mirrors_.programs_per_unit);
   for (std::size_t p = 0; p < mirrors_.programs_per_unit; ++p) actors_.emplace_back(schedule_.programs[p]);
   barrier_ = sg4::Barrier::create(static_cast<unsigned>(actors_.size()));
+}
+
+// A mirrored group's classes, each a unit 0 member and the members mirroring it, where they
+// can stand for their members (quotient_of); the others are replayed whole.
+void Run::find_quotients() {
+  quotients_.clear();
+  quotients_.resize(collectives_.groups.size());
+  if (!mirrors_.mirrored()) return;
+  for (std::size_t g = 0; g < collectives_.groups.size(); ++g) {
+    if (mirrors_.member_mirrors[g].empty()) continue;
+    const std::size_t members = collectives_.groups[g].members.size();
+    std::vector<std::uint32_t> representative(members, static_cast<std::uint32_t>(members));  // none yet
+    for (std::size_t m = 0; m < mirrors_.member_mirrors[g].size(); ++m) {
+      if (collectives_.groups[g].members[m].program >= mirrors_.programs_per_unit) continue;
+      representative[m] = static_cast<std::uint32_t>(m);
+      for (std::uint32_t mm : mirrors_.member_mirrors[g][m]) representative[mm] = static_cast<std::uint32_t>(m);
+    }
+    if (!quotient_of(collectives_.groups[g], representative, quotients_[g]).empty()) quotients_[g] = CollectiveQuotient{};
+  }
 }
 
 RunSummary Run::run() {

@@ -151,10 +151,12 @@ private:
   bool run_collective_block(ActorState& st, std::size_t a);
   void report_collective_steps(ActorState& st, const CollectiveMember& member, const CollectiveTimes& times,
                                std::size_t m);
-  // A member's routes in a block, a note each, and the note each of its sends (in step order) adds to.
+  // A member's block as every run of it reports it: the same steps and bytes each time.
   struct MemberTraffic {
-    std::vector<TransferNote> notes;
-    std::vector<std::size_t> note_of_send;
+    bool ready = false;
+    std::vector<TransferNote> notes;  // per route it sends on, with the block's bytes on it
+    double bytes = 0;                 // the block's, as its steps' events would sum them
+    std::uint64_t activities = 0;     // its sends and its steps that take seconds
   };
   MemberTraffic member_traffic(const CollectiveMember& member) const;
   void report_collective_block(ActorState& st, const CollectiveMember& member, const CollectiveTimes& times,
@@ -217,9 +219,16 @@ private:
     std::vector<MemberTraffic> traffic;  // per member, once a block was reported whole
   };
   std::vector<GroupState> group_states_;
-  void time_collective(const CollectiveGroup& group, GroupState& state, CollectiveInstance& instance);
+  void time_collective(std::size_t g, GroupState& state, CollectiveInstance& instance);
+  // The group's times from its quotient where its classes enter as one; false where they do not.
+  bool time_by_classes(std::size_t g, const std::vector<double>& relative, CollectiveTimes& times) const;
   // Units reported from unit 0's simulation (EngineOptions::mirror_replicas).
   ReplicaMirrors mirrors_;
+  // Per group: its members replayed one a class, each unit 0 member standing for its mirrors
+  // (collective_dataflow.hpp, CollectiveQuotient); no members where the classes cannot stand
+  // for them, and the group is replayed whole.
+  std::vector<CollectiveQuotient> quotients_;
+  void find_quotients();
   std::uint64_t activity_weight_ = 1;          // an activity of unit 0 stands for this many
   std::vector<std::size_t> simulated_members_;  // per group: its members in unit 0
   std::string mirrors_diverged_;                // the first member that left a block apart from its source

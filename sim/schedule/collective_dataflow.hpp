@@ -81,6 +81,9 @@ struct CollectiveGroup {
   std::vector<double> route_latency;    // per route: its links' latencies summed
   std::vector<double> route_bandwidth;  // per route: its narrowest link's
   std::size_t flows = 0;  // transfers of one run
+  // A quotient's only (CollectiveQuotient), empty in a group of the schedule's own transfers
+  // where each is 1: per transfer, how many of its receiver's receives its arrival settles.
+  std::vector<std::uint32_t> settles;
   const std::vector<int>& links(const DataflowSend& send) const { return routes[send.route]; }
   // The times of every member's steps when member m arrives at its block at entries[m]; with
   // `every_step` false, only when each member's block begins and ends (see CollectiveTimes).
@@ -96,6 +99,29 @@ struct CollectiveBlocks {
   // The template steps of a program's blocks, as [first, end) ranges, ascending.
   std::vector<std::pair<std::size_t, std::size_t>> ranges(std::size_t program) const;
 };
+
+// A group whose members fall into classes that run alike (a member and the members mirroring
+// it, sim/schedule/replica_mirrors.hpp), replayed with one member a class. quotient_of accepts
+// the classes where (1) every member has its class representative's steps, seconds, bytes and
+// route latencies and bandwidths, sends to the same classes at the same steps and receives
+// from them as many transfers, and (2) no link can be asked for more than it carries: for each
+// link, its bandwidth is at least the sum over the members sending across it of the most a
+// step of theirs sends across it (each route's narrowest bandwidth; a member's steps follow one
+// another, their transfers never in flight together). Then every transfer moves at its route's
+// narrowest bandwidth from its latency's end, whoever else is in flight, and a class's members
+// begin and end each step together: the representatives, replayed over their own routes alone
+// (each receive settled by its sender class's transfer, CollectiveGroup::settles), time them
+// all. Where a link could be oversubscribed, link sharing might tell the members apart, and
+// the group is replayed whole.
+struct CollectiveQuotient {
+  CollectiveGroup group;
+  std::vector<std::uint32_t> member_class;  // per member of the whole group: its member of `group`
+};
+
+// `representative[m]`: the member whose class m belongs to (itself for a representative). ""
+// and `out` filled, or why the classes cannot stand for their members.
+std::string quotient_of(const CollectiveGroup& group, const std::vector<std::uint32_t>& representative,
+                        CollectiveQuotient& out);
 
 // The reason when the schedule has no collective copies at all (nothing to replay).
 inline constexpr const char* kNoCollectiveCopies = "no all-reduce copies";

@@ -133,8 +133,10 @@ private:
       }
       reshare(group_.links(*f.send), now);
     }
-    for (const auto& [m, k] : {std::pair<std::size_t, std::size_t>(f.member, f.step), std::pair<std::size_t, std::size_t>(f.send->to_member, f.send->to_step)})
-      if (--outstanding_[m][k] == 0 && started(m, k)) complete_step(m, k, now);
+    if (--outstanding_[f.member][f.step] == 0 && started(f.member, f.step)) complete_step(f.member, f.step, now);
+    const std::size_t to = f.send->to_member, at = f.send->to_step;
+    if ((outstanding_[to][at] -= group_.settles.empty() ? 1 : group_.settles[id]) == 0 && started(to, at))
+      complete_step(to, at, now);
   }
 
   bool started(std::size_t m, std::size_t k) const { return started_[m][k] != 0; }
