@@ -30,6 +30,9 @@ struct Segment {
   int period = 0;             // weight-update phases before it: fill and flush are counted per batch
 };
 
+// A step every IPU waits at: the segments' boundaries.
+inline bool is_barrier(const Step& step) { return step.kind == StepKind::Sync || step.kind == StepKind::HostRoundTrip; }
+
 inline void mark(Segment& s, const Step& step) {
   switch (step.kind) {
   case StepKind::Sync:
@@ -55,12 +58,15 @@ inline void mark(Segment& s, const Step& step) {
 class SegmentStream {
 public:
   explicit SegmentStream(const Schedule& schedule) {
+    std::vector<std::size_t> barriers_before;  // per step of a program: the barriers before it
     for (const Program& p : schedule.programs) {
       cursors_.emplace_back(p);
+      barriers_before.assign(p.steps.size() + 1, 0);
+      for (std::size_t i = 0; i < p.steps.size(); ++i)
+        barriers_before[i + 1] = barriers_before[i] + (is_barrier(p.steps[i]) ? 1 : 0);
       std::vector<char> free(p.repeats.size(), 1);
       for (std::size_t r = 0; r < p.repeats.size(); ++r)
-        for (std::size_t i = p.repeats[r].first; i < p.repeats[r].first + p.repeats[r].length; ++i)
-          if (p.steps[i].kind == StepKind::Sync || p.steps[i].kind == StepKind::HostRoundTrip) free[r] = 0;
+        if (barriers_before[p.repeats[r].first + p.repeats[r].length] != barriers_before[p.repeats[r].first]) free[r] = 0;
       barrier_free_.push_back(std::move(free));
     }
   }
@@ -84,7 +90,7 @@ public:
       for (ProgramCursor& c = cursors_[i]; !c.done();) {
         const Step& step = c.step();
         c.advance();
-        if (step.kind == StepKind::Sync || step.kind == StepKind::HostRoundTrip) {
+        if (is_barrier(step)) {
           another_ = true;  // the stretch after a barrier exists even when it holds nothing
           break;
         }
