@@ -1,5 +1,7 @@
 #include "sim/io/field_ranges.hpp"
 
+#include <map>
+
 #include <cmath>
 #include <cstdio>
 
@@ -112,18 +114,63 @@ std::string number_text(double v) {
 
 } // namespace
 
+namespace {
+
+// `pointer` with each array index as "*" (as the patterns write them); whether it had any.
+std::string indices_starred(const std::string& pointer, bool& had_index) {
+  std::string out;
+  had_index = false;
+  for (std::size_t at = 0; at < pointer.size();) {
+    const std::size_t end = std::min(pointer.find('/', at + 1), pointer.size());
+    const bool index = end > at + 1 && pointer.find_first_not_of("0123456789", at + 1) >= end;
+    had_index |= index;
+    out += index ? std::string("/*") : pointer.substr(at, end - at);
+    at = end;
+  }
+  return out;
+}
+
+// `pointer` as the key of every pointer a pattern matches alike, or "" where some pattern
+// names an index itself (then each pointer is matched against the table anew).
+std::string index_free(const std::string& pointer) {
+  static const bool patterns_name_no_index = [] {
+    bool had_index = false;
+    for (const FieldRange& r : field_ranges())
+      if (indices_starred(r.pointer, had_index); had_index) return false;
+    return true;
+  }();
+  bool had_index = false;
+  return patterns_name_no_index ? indices_starred(pointer, had_index) : "";
+}
+
+} // namespace
+
+// A system's links are thousands of fields of a few patterns: each pattern is looked up once.
 const FieldRange* find_field_range(Format format, const std::string& pointer) {
+  thread_local std::map<std::pair<Format, std::string>, const FieldRange*> found;
+  const std::string key = index_free(pointer);
+  if (!key.empty())
+    if (const auto at = found.find({format, key}); at != found.end()) return at->second;
+  const FieldRange* range = nullptr;
   for (const FieldRange& r : field_ranges())
-    if (r.format == format && pointer_pattern_matches(r.pointer, pointer)) return &r;
-  return nullptr;
+    if (r.format == format && pointer_pattern_matches(r.pointer, pointer)) {
+      range = &r;
+      break;
+    }
+  if (!key.empty()) found.emplace(std::pair{format, key}, range);
+  return range;
+}
+
+bool in_field_range(const FieldRange& range, double value) {
+  const bool zero_ok = range.lower == Lower::ZeroOrClosed && value == 0;
+  const bool below = !zero_ok && (range.lower == Lower::Open ? !(value > range.min) : !(value >= range.min));
+  return !below && value <= range.max;
 }
 
 void check_field_range(const FieldRange& range, double value, const std::string& written, const std::string& file,
                        const std::string& pointer) {
-  const bool zero_ok = range.lower == Lower::ZeroOrClosed && value == 0;
-  const bool below = !zero_ok && (range.lower == Lower::Open ? !(value > range.min) : !(value >= range.min));
+  if (in_field_range(range, value)) return;
   const bool above = !(value <= range.max);
-  if (!below && !above) return;
   const std::string unit = *range.unit ? std::string(" ") + range.unit : "";
   const std::string bounds = std::string(range.lower == Lower::ZeroOrClosed ? "0 or [" : "") +
                              (range.lower == Lower::Open ? "(" : range.lower == Lower::Closed ? "[" : "") +

@@ -43,6 +43,9 @@ std::string range_text(const FieldRange& range);
 // prints it: a Markdown row per line of field_ranges(), in its order.
 std::string field_ranges_markdown();
 
+// Whether `value` lies inside `range`.
+bool in_field_range(const FieldRange& range, double value);
+
 // Throws InputError(file, pointer, rule) when `value` lies outside `range`; `written` is
 // the value as the file wrote it, for the message.
 void check_field_range(const FieldRange& range, double value, const std::string& written, const std::string& file,

@@ -293,7 +293,7 @@ double ObjectReader::checked(const std::string& pointer, double value, const Jso
   if (range == nullptr)
     throw std::logic_error("no physical range for the " + format_name(format_) + " field " + pointer +
                            " (add a line to field_ranges() in sim/io/field_ranges.cpp)");
-  check_field_range(*range, value, json_excerpt(written), file_, pointer);
+  if (!in_field_range(*range, value)) check_field_range(*range, value, json_excerpt(written), file_, pointer);
   return value;
 }
 
