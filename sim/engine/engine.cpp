@@ -493,6 +493,13 @@ ChildHeap simulation_child_heap() {
   return simgrid::s4u::Engine::is_initialized() ? ChildHeap::Inherited : ChildHeap::Fresh;
 }
 
+double simulation_heap_bytes(const Schedule& schedule) {
+  constexpr double kBytesPerStep = 300;
+  double steps = 0;
+  for (const Program& p : schedule.programs) steps += static_cast<double>(p.steps.size());
+  return kBytesPerStep * steps;
+}
+
 RunSummary run_engine_in_process(const Schedule& schedule, const HardwareConfig& hw, RunObserver& observer,
                                  const EngineOptions& options) {
   // An engine prepared before forking is this process's own copy; otherwise this run owns one.

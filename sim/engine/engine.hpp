@@ -158,6 +158,13 @@ bool engine_can_simulate_again();
 // fresh one, unless prepare_engine_for_forks started SimGrid's engine here.
 ChildHeap simulation_child_heap();
 
+// About what a simulation of `schedule` allocates, for prefault_heap (sim/base/heap.hpp) to
+// fault in at once: 300 bytes a template step of every program. Fitted to the simulation
+// child's page faults, not a result: 375-380 bytes a step above a fixed 0.8 MB on ResNet-50
+// and BERT on the Bow Pod16 to Pod256 (MLPerf v2.0 scenarios, 1,056 to 43,968 steps), taken
+// lower so that a run that allocates less per step populates little it does not use.
+double simulation_heap_bytes(const Schedule& schedule);
+
 // Runs the simulation in a forked child process and returns its whole log, so callers
 // may simulate as often as they like (tests, tools; `ipusim run` uses sim/simulate).
 RunLog run_engine(const Schedule& schedule, const HardwareConfig& hardware, const EngineOptions& options = {});

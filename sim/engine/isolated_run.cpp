@@ -1,4 +1,5 @@
 // run_engine: the simulation in a forked child, its whole log streamed back.
+#include "sim/base/heap.hpp"
 #include "sim/engine/engine.hpp"
 #include "sim/engine/log_channel.hpp"
 
@@ -9,6 +10,7 @@ RunLog run_engine(const Schedule& schedule, const HardwareConfig& hardware, cons
   RunSummary summary;
   run_forked(
       [&](ByteWriter& out) {
+        prefault_heap(simulation_heap_bytes(schedule));
         LogSender sender(out);
         const RunSummary s = run_engine_in_process(schedule, hardware, sender, options);
         send_summary(out, s);

@@ -6,6 +6,7 @@
 #include <ostream>
 
 #include "sim/base/forked.hpp"
+#include "sim/base/heap.hpp"
 #include "sim/engine/log_channel.hpp"
 #include "sim/plan/routes.hpp"
 #include "sim/simulate/run_estimate.hpp"
@@ -113,6 +114,7 @@ ModeRun run_mode(Mode mode, Schedule schedule, const Scenario& sc, const Simulat
   run.metrics = schedule_metrics(mode, schedule, sc.execution);  // the parent's share
   run_forked(
       [&](ByteWriter& out) {
+        prefault_heap(simulation_heap_bytes(schedule));
         MetricsAccumulator metrics(mode, schedule, sc.execution);
         LogSender sender(out);
         Tee both(metrics, options.keep_log ? &sender : nullptr);
