@@ -264,7 +264,7 @@ TEST_CASE("segments between barriers: loops without a barrier are skipped, the s
       ++built;
       INFO(info.name << (mode == Mode::Sharded ? " (sharded)" : ""));
       const auto expected = segments_step_by_step(*s);
-      attribution_detail::SegmentStream stream(*s);
+      attribution_detail::SegmentStream stream(*s, s->programs.size());
       for (std::size_t k = 0; k < expected.size(); ++k) {
         INFO("segment " << k);
         CHECK(same(stream.at(static_cast<std::int64_t>(k)), expected[k]));
@@ -284,7 +284,7 @@ TEST_CASE("segments between barriers: loops without a barrier are skipped, the s
   hand.programs.emplace_back(0, std::vector<Step>{forward, sync, update}, std::vector<Repeat>{{0, 3, 4, 1, 0}});
   const auto expected = segments_step_by_step(hand);
   REQUIRE(expected.size() == 5);  // forward | update, forward (x3) | update
-  attribution_detail::SegmentStream stream(hand);
+  attribution_detail::SegmentStream stream(hand, hand.programs.size());
   for (std::size_t k = 0; k < expected.size(); ++k) CHECK(same(stream.at(static_cast<std::int64_t>(k)), expected[k]));
   CHECK_FALSE(stream.produce());
 }

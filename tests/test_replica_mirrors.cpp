@@ -2,6 +2,7 @@
 // first, why the others do not, and a mirrored run against the same run simulated in full.
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <map>
 #include <string>
 #include <vector>
@@ -12,6 +13,7 @@
 #include "sim/io/scenario_loader.hpp"
 #include "sim/simulate/simulation.hpp"
 #include "sim/schedule/replica_mirrors.hpp"
+#include "same_metrics.hpp"
 #include "support.hpp"
 
 using namespace ipusim;
@@ -259,4 +261,29 @@ TEST_CASE("a run whose mirrors diverge is simulated again without them, wherever
     CHECK(step_time == full.step_time_s);
     CHECK(simulated == full.simulation.steps_simulated);
   }
+}
+
+TEST_CASE("a mirrored run's metrics give every IPU its source's figures, as the full simulation has them",
+          "[mirrors][metrics]") {
+  // ResNet-50 on a Pod16: four M2000s alike. Kept in the log, every IPU is simulated (a log
+  // takes each IPU's events); without it the first M2000 alone, and the metrics copy its
+  // IPUs' figures, idle causes and all, to the three others.
+  const Scenario resnet = load_scenario(
+      std::string(IPUSIM_SOURCE_DIR) + "/scenarios/validation/mlperf-v2.0-resnet50-pod16.json",
+      {parse_override("execution.batchesPerStep=2")});
+  SimulateOptions traced;
+  traced.keep_log = true;
+  SimulateOptions lean;
+  lean.keep_log = false;
+  const RunMetrics full = simulate(resnet, {Mode::Pipelined}, traced).runs.at(0).metrics;
+  const RunMetrics mirrored = simulate(resnet, {Mode::Pipelined}, lean).runs.at(0).metrics;
+  CHECK(full.simulation.ipus_simulated == 16);
+  CHECK(mirrored.simulation.ipus_simulated == 4);
+  const auto same = [&](double a, double b) { return std::fabs(a - b) <= 1e-9 * full.step_time_s; };
+  CHECK(same(mirrored.step_time_s, full.step_time_s));
+  CHECK(same(mirrored.allreduce_s, full.allreduce_s));
+  CHECK(same(mirrored.latency_s.mean, full.latency_s.mean));
+  CHECK(std::fabs(mirrored.bubble_fraction - full.bubble_fraction) <= 1e-9);
+  REQUIRE(full.ipus.size() == 16);
+  check_same_ipus_and_links(mirrored, full);
 }

@@ -80,7 +80,8 @@ void Run::report_mirrored_members(std::size_t g, GroupState& state, const Collec
                           std::to_string(apart) + " s apart from IPU " +
                           std::to_string(schedule_.programs[group.members[m].program].ipu) + ", the IPU it mirrors";
     }
-    emit(collective_block_event(group.members[mm], times, mm, state.traffic[mm], micro_batch));
+    const Event e = collective_block_event(group.members[mm], times, mm, state.traffic[mm], micro_batch);
+    if (!observer_reports_mirrors_) emit(e);
   }
 }
 

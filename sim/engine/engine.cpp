@@ -88,6 +88,10 @@ void Run::set_up_actors(const HardwareConfig& hw) {
   else
     mirrors_.programs_per_unit = schedule_.programs.size();
   activity_weight_ = mirrors_.units;
+  if (mirrors_.mirrored() && observer_.reports_mirrors()) {
+    observer_reports_mirrors_ = true;
+    observer_.on_mirrors({mirrors_.units, mirrors_.programs_per_unit, mirrors_.ipus_per_unit});
+  }
   find_quotients();
   simulated_members_.assign(collectives_.groups.size(), 0);
   for (std::size_t g = 0; g < collectives_.groups.size(); ++g)
@@ -191,6 +195,7 @@ void Run::emit(const Event& raw) {
 
 void Run::emit_with_mirrors(const Event& raw) {
   emit(raw);
+  if (observer_reports_mirrors_) return;
   Event e = raw;
   e.start += offset_;
   e.end += offset_;

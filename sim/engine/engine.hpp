@@ -2,6 +2,7 @@
 // The only part of ipusim that sees SimGrid. It builds the platform from the
 // hardware config (a host per IPU, full-duplex IPU-Links with exact analytic timing,
 // a host link per IPU), runs one actor per IPU program, and returns what happened.
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <stdexcept>
@@ -54,6 +55,14 @@ struct RunLog {
 
 class RunObserver;
 
+// Units of IPUs that run alike (sim/schedule/replica_mirrors.hpp): unit k's program p +
+// k * programs_per_unit runs as unit 0's program p, on IPU k * ipus_per_unit further on.
+struct MirroredUnits {
+  std::size_t units = 1;
+  std::size_t programs_per_unit = 0;
+  int ipus_per_unit = 0;
+};
+
 // Periods of a loop the engine skipped (EngineOptions::steady_state): each of the `times`
 // repeats reports what the last simulated period reported, the k-th k * period later and
 // k * label_shift micro-batches further, while the loop moves on `iterations` per period.
@@ -88,6 +97,13 @@ public:
   virtual void on_repeat(const RepeatedPeriods& repeat) {
     for (std::int64_t k = 1; k <= repeat.times; ++k) repeat.replay(k, *this);
   }
+  // Mirrored units (EngineOptions::mirror_replicas). By default the engine reports each
+  // mirror's events as its source's moved to the mirror's IPU; an observer that gives the
+  // mirrors its figures for their sources itself says so here, is told of the units once,
+  // before any event, and receives unit 0's events alone: on a Bow Pod256 one event where
+  // there were 64.
+  virtual bool reports_mirrors() const { return false; }
+  virtual void on_mirrors(const MirroredUnits& units) { (void)units; }
 };
 
 struct EngineOptions {

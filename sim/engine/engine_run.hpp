@@ -140,7 +140,8 @@ private:
   void set_up_actors(const HardwareConfig& hw);
   void for_each_simulated_transfer(const std::function<void(const Transfer&)>& visit) const;
   void emit(const Event& raw);
-  void emit_with_mirrors(const Event& raw);  // the step's event, then its mirrors' (ReplicaMirrors)
+  // The step's event, then its mirrors' (ReplicaMirrors) unless the observer reports them.
+  void emit_with_mirrors(const Event& raw);
   void deliver(const Event& e, bool keep);
   void deliver(const TransferNote& t, bool keep);
   double now() const { return sg4::Engine::get_clock(); }
@@ -224,6 +225,9 @@ private:
   bool time_by_classes(std::size_t g, const std::vector<double>& relative, CollectiveTimes& times) const;
   // Units reported from unit 0's simulation (EngineOptions::mirror_replicas).
   ReplicaMirrors mirrors_;
+  // The observer gives the mirrors its figures for their sources (RunObserver::reports_mirrors):
+  // only unit 0's events are reported.
+  bool observer_reports_mirrors_ = false;
   // Per group: its members replayed one a class, each unit 0 member standing for its mirrors
   // (collective_dataflow.hpp, CollectiveQuotient); no members where the classes cannot stand
   // for them, and the group is replayed whole.
@@ -232,7 +236,8 @@ private:
   std::uint64_t activity_weight_ = 1;          // an activity of unit 0 stands for this many
   std::vector<std::size_t> simulated_members_;  // per group: its members in unit 0
   std::string mirrors_diverged_;                // the first member that left a block apart from its source
-  // Member m's mirrors leave the block: each checked against m and reported from its own times.
+  // Member m's mirrors leave the block: each checked against m, its links' bytes added and, unless
+  // the observer reports the mirrors, its event reported from its own times.
   void report_mirrored_members(std::size_t g, GroupState& state, const CollectiveTimes& times, std::size_t m,
                                std::int64_t micro_batch);
 

@@ -88,9 +88,18 @@ public:
   bool periodic(const RepeatedPeriods& repeat, std::int64_t periods) const;
   void add_periods(const RepeatedPeriods& repeat, std::int64_t periods);
   void end_marks();
+  // Before any event: the IPUs of units 1 on get their sources' attribution at finish, and
+  // only unit 0's events come (RunObserver::reports_mirrors).
+  void on_mirrors(const MirroredUnits& units);
 
 private:
   class State;
+  State& state();  // built at its first use, for unit 0's programs where units mirror it
+  const Schedule& schedule_;
+  Mode mode_;
+  bool record_idle_slices_;
+  bool wants_transfers_;
+  MirroredUnits mirrors_;
   std::unique_ptr<State> state_;
 };
 

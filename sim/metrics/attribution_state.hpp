@@ -57,9 +57,11 @@ inline void mark(Segment& s, const Step& step) {
 // caller drops those every IPU has passed.
 class SegmentStream {
 public:
-  explicit SegmentStream(const Schedule& schedule) {
+  // Over the schedule's first `programs` programs (the others mirror them, or there are no others).
+  SegmentStream(const Schedule& schedule, std::size_t programs) {
     std::vector<std::size_t> barriers_before;  // per step of a program: the barriers before it
-    for (const Program& p : schedule.programs) {
+    for (std::size_t program = 0; program < programs; ++program) {
+      const Program& p = schedule.programs[program];
       cursors_.emplace_back(p);
       barriers_before.assign(p.steps.size() + 1, 0);
       for (std::size_t i = 0; i < p.steps.size(); ++i)
@@ -179,10 +181,13 @@ struct CopyQueue {
 
 class StateImpl {
 public:
-  StateImpl(const Schedule& schedule, Mode mode, bool record)
-      : segments_(schedule), one_at_a_time_(mode == Mode::Sharded || schedule.one_stage_at_a_time), record_(record) {
-    ipus_.reserve(schedule.programs.size());
-    for (const Program& program : schedule.programs) {
+  // The IPUs of the schedule's first `programs` programs.
+  StateImpl(const Schedule& schedule, std::size_t programs, Mode mode, bool record)
+      : segments_(schedule, programs), one_at_a_time_(mode == Mode::Sharded || schedule.one_stage_at_a_time),
+        record_(record) {
+    ipus_.reserve(programs);
+    for (std::size_t i = 0; i < programs; ++i) {
+      const Program& program = schedule.programs[i];
       IpuState& st = ipus_.emplace_back(program);
       st.out.ipu = program.ipu;
       for (const Step& step : program.steps) {

@@ -68,6 +68,37 @@ MetricsAccumulator::MetricsAccumulator(Mode mode, const Schedule& schedule, cons
   sequences_per_sample_ = ex.sequences_per_sample;
 }
 
+void MetricsAccumulator::on_mirrors(const MirroredUnits& units) {
+  mirrors_ = units;
+  for (auto i = ipus_.begin(); i != ipus_.end();) {
+    if (i->second.program < units.programs_per_unit) {
+      ++i;
+      continue;
+    }
+    mirror_ipus_.push_back(i->second);
+    i = ipus_.erase(i);
+  }
+  // A mirror runs its source's micro-batches when its source does: the spans close alike.
+  lag_.resize(units.programs_per_unit);
+  largest_.resize(units.programs_per_unit);
+  attribution_.on_mirrors(units);
+}
+
+void MetricsAccumulator::add_mirrors() {
+  for (Totals& mirror : mirror_ipus_) {
+    const std::size_t unit = mirror.program / mirrors_.programs_per_unit;
+    const Totals& source = ipus_.at(mirror.metrics.id - static_cast<int>(unit) * mirrors_.ipus_per_unit);
+    IpuMetrics figures = source.metrics;
+    figures.id = mirror.metrics.id;
+    figures.replica = mirror.metrics.replica;
+    figures.virtual_ipu = mirror.metrics.virtual_ipu;
+    mirror.metrics = figures;
+    mirror.allreduce = source.allreduce;
+  }
+  for (Totals& mirror : mirror_ipus_) ipus_.emplace(mirror.metrics.id, mirror);
+  mirror_ipus_.clear();
+}
+
 void MetricsAccumulator::on_event(const Event& e) {
   attribution_.on_event(e);
   auto found = ipus_.find(e.ipu);
@@ -244,6 +275,7 @@ RunMetrics MetricsAccumulator::finish(const RunSummary& summary) {
   r.activities = summary.activities;
   r.throughput_samples_per_s = r.step_time_s > 0 ? static_cast<double>(r.samples) / r.step_time_s : 0;
   r.throughput_sequences_per_s = r.throughput_samples_per_s * sequences_per_sample_;
+  add_mirrors();
   double idle = 0;
   for (auto& [id, t] : ipus_) {
     IpuMetrics& m = t.metrics;

@@ -104,6 +104,9 @@ public:
   // rest as that period's contribution times their number (periodic.hpp); periods that
   // never settle are replayed to the end.
   void on_repeat(const RepeatedPeriods& repeat) override;
+  // A mirror's figures are its source's: kept for unit 0's IPUs alone and copied at finish.
+  bool reports_mirrors() const override { return true; }
+  void on_mirrors(const MirroredUnits& units) override;
   RunMetrics finish(const RunSummary& summary);
 
 private:
@@ -136,8 +139,13 @@ private:
   bool periodic(const std::deque<Mark>& marks, const RepeatedPeriods& r) const;
   void jump(const std::deque<Mark>& marks, const RepeatedPeriods& r, std::int64_t periods);
 
+  // The mirrors' totals, given their sources' at finish (on_mirrors).
+  void add_mirrors();
+
   RunMetrics r_;
   std::map<int, Totals> ipus_;
+  MirroredUnits mirrors_;
+  std::vector<Totals> mirror_ipus_;  // IPUs of units 1 on: who they are, their figures their sources'
   TimeAttribution attribution_;
   // Latency: spans of the micro-batches still open, from `open_base_` on. A program never
   // runs a micro-batch more than its label_lag below the largest it has run, so every

@@ -35,6 +35,9 @@ public:
     a_.on_repeat(r);
     if (b_) b_->on_repeat(r);
   }
+  // A log takes every IPU's events: the mirrors' too.
+  bool reports_mirrors() const override { return a_.reports_mirrors() && !b_; }
+  void on_mirrors(const MirroredUnits& units) override { a_.on_mirrors(units); }
 
 private:
   RunObserver& a_;
