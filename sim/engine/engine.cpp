@@ -6,6 +6,7 @@
 #include <memory>
 #include <set>
 
+#include "sim/base/heap.hpp"
 #include "sim/engine/engine_run.hpp"
 
 namespace ipusim {
@@ -494,15 +495,22 @@ void prepare_engine_for_forks() {
   if (!simgrid::s4u::Engine::is_initialized()) start_engine();  // kept for the forked processes
 }
 
-ChildHeap simulation_child_heap() {
-  return simgrid::s4u::Engine::is_initialized() ? ChildHeap::Inherited : ChildHeap::Fresh;
-}
-
 double simulation_heap_bytes(const Schedule& schedule) {
   constexpr double kBytesPerStep = 300;
   double steps = 0;
   for (const Program& p : schedule.programs) steps += static_cast<double>(p.steps.size());
   return kBytesPerStep * steps;
+}
+
+void fork_simulation(const Schedule& schedule, const std::function<void(ByteWriter&)>& child,
+                     const std::function<void(ByteReader&)>& parent) {
+  const ChildHeap heap = simgrid::s4u::Engine::is_initialized() ? ChildHeap::Inherited : ChildHeap::Fresh;
+  run_forked(
+      [&](ByteWriter& out) {
+        if (heap == ChildHeap::Fresh) prefault_heap(simulation_heap_bytes(schedule));
+        child(out);
+      },
+      parent, "the simulation process", heap);
 }
 
 RunSummary run_engine_in_process(const Schedule& schedule, const HardwareConfig& hw, RunObserver& observer,

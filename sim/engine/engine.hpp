@@ -170,16 +170,20 @@ void prepare_engine_for_forks();
 // back (sim/engine/engine.cpp). A run then computes exactly what it would in a fresh process.
 bool engine_can_simulate_again();
 
-// The heap a simulation forked from this process allocates on (sim/base/forked.hpp): a
-// fresh one, unless prepare_engine_for_forks started SimGrid's engine here.
-ChildHeap simulation_child_heap();
-
 // About what a simulation of `schedule` allocates, for prefault_heap (sim/base/heap.hpp) to
 // fault in at once: 300 bytes a template step of every program. Fitted to the simulation
 // child's page faults, not a result: 375-380 bytes a step above a fixed 0.8 MB on ResNet-50
 // and BERT on the Bow Pod16 to Pod256 (MLPerf v2.0 scenarios, 1,056 to 43,968 steps), taken
 // lower so that a run that allocates less per step populates little it does not use.
 double simulation_heap_bytes(const Schedule& schedule);
+
+// Runs `child` in a forked simulation process (run_forked) and `parent` on what it sends. The
+// child's heap is a fresh one, unless prepare_engine_for_forks started SimGrid's engine here;
+// a fresh heap's pages are zero pages to fault in, so the child faults in what a simulation of
+// `schedule` allocates at once (prefault_heap) before `child` runs; an inherited heap's pages
+// are the parent's, shared, and are left as they are.
+void fork_simulation(const Schedule& schedule, const std::function<void(ByteWriter&)>& child,
+                     const std::function<void(ByteReader&)>& parent);
 
 // Runs the simulation in a forked child process and returns its whole log, so callers
 // may simulate as often as they like (tests, tools; `ipusim run` uses sim/simulate).

@@ -116,8 +116,10 @@ std::string check_uncongested(const CollectiveGroup& group) {
 // The quotient group from the classes' representatives (members whose class is their own).
 class QuotientBuilder {
 public:
-  QuotientBuilder(const CollectiveGroup& group, const std::vector<std::uint32_t>& rep, CollectiveQuotient& out)
-      : group_(group), rep_(rep), out_(out) {}
+  // `flow_class`: per flow of the group, its class's flow (classify_flows).
+  QuotientBuilder(const CollectiveGroup& group, const std::vector<std::uint32_t>& rep,
+                  const std::vector<std::uint32_t>& flow_class, CollectiveQuotient& out)
+      : group_(group), rep_(rep), flow_class_(flow_class), out_(out) {}
 
   void build() {
     CollectiveGroup& q = out_.group;
@@ -165,18 +167,13 @@ public:
           const DataflowReceive& x = step.receives[j];
           copy.receives[j] = {out_.member_class[x.member], x.step, x.send};
           // Each receive of this class's flow settles one of the representative's: counted per flow.
-          ++q.settles[quotient_flow[flow_class_of(x)]];
+          ++q.settles[quotient_flow[flow_class_[flow_of(group_, x.member, x.step, x.send)]]];
         }
       }
     }
   }
 
 private:
-  std::size_t flow_class_of(const DataflowReceive& x) const {
-    const std::size_t sender = rep_[x.member];
-    return flow_of(group_, sender, x.step, x.send);
-  }
-
   // A representative's send: to its receiver's class, on its own route.
   static DataflowSend send(const DataflowStep& step, std::size_t i, const std::vector<std::uint32_t>& member_class) {
     DataflowSend s = step.sends[i];
@@ -186,6 +183,7 @@ private:
 
   const CollectiveGroup& group_;
   const std::vector<std::uint32_t>& rep_;
+  const std::vector<std::uint32_t>& flow_class_;
   CollectiveQuotient& out_;
 };
 
@@ -198,11 +196,12 @@ std::string quotient_of(const CollectiveGroup& group, const std::vector<std::uin
   for (std::size_t m = 0; m < representative.size(); ++m)
     if (representative[m] >= representative.size() || representative[representative[m]] != representative[m])
       return member_text(m) + " has no representative of its class";
+  // The link check first: it refuses the Pod128's ring in one pass over its sends.
+  if (std::string why = check_uncongested(group); !why.empty()) return why;
   std::vector<std::uint32_t> flow_class;
   if (std::string why = classify_flows(group, representative, flow_class); !why.empty()) return why;
   if (std::string why = check_receives(group, representative, flow_class); !why.empty()) return why;
-  if (std::string why = check_uncongested(group); !why.empty()) return why;
-  QuotientBuilder(group, representative, out).build();
+  QuotientBuilder(group, representative, flow_class, out).build();
   return "";
 }
 

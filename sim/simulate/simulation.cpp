@@ -6,7 +6,6 @@
 #include <ostream>
 
 #include "sim/base/forked.hpp"
-#include "sim/base/heap.hpp"
 #include "sim/engine/log_channel.hpp"
 #include "sim/plan/routes.hpp"
 #include "sim/simulate/run_estimate.hpp"
@@ -115,11 +114,9 @@ ModeRun run_mode(Mode mode, Schedule schedule, const Scenario& sc, const Simulat
   RunSummary summary;
   bool diverged = false;
   run.metrics = schedule_metrics(mode, schedule, sc.execution);  // the parent's share
-  // A fresh heap's pages are zero pages to fault in; an inherited one's are the parent's, shared.
-  const ChildHeap heap = simulation_child_heap();
-  run_forked(
+  fork_simulation(
+      schedule,
       [&](ByteWriter& out) {
-        if (heap == ChildHeap::Fresh) prefault_heap(simulation_heap_bytes(schedule));
         MetricsAccumulator metrics(mode, schedule, sc.execution);
         LogSender sender(out);
         Tee both(metrics, options.keep_log ? &sender : nullptr);
@@ -138,8 +135,7 @@ ModeRun run_mode(Mode mode, Schedule schedule, const Scenario& sc, const Simulat
           if (tag == 'D') diverged = true;
           return tag == 'M' || tag == 'D';
         });
-      },
-      "the simulation process", heap);
+      });
   if (diverged) return run_mode(mode, std::move(schedule), sc, options, false);
   run.log = make_log(std::move(log.events), std::move(log.transfers), summary);
   run.schedule = std::move(schedule);
