@@ -89,8 +89,8 @@ public:
   void add_periods(const RepeatedPeriods& repeat, std::int64_t periods);
   void end_marks();
   // Before any event: the IPUs of units 1 on get their sources' attribution at finish, and
-  // only unit 0's events come (RunObserver::reports_mirrors).
-  void on_mirrors(const MirroredUnits& units);
+  // only unit 0's events come (as MetricsAccumulator, which reports the mirrors, passes them on).
+  void on_mirrors(const MirroredUnits& units) override;
 
 private:
   class State;

@@ -103,6 +103,8 @@ void MetricsAccumulator::on_event(const Event& e) {
   attribution_.on_event(e);
   auto found = ipus_.find(e.ipu);
   if (found == ipus_.end()) {
+    if (mirrors_.units > 1)  // a mirror's figures would then be that event's alone, not its source's
+      throw std::logic_error("IPU " + std::to_string(e.ipu) + "'s event reached metrics that report the mirrors");
     found = ipus_.emplace(e.ipu, Totals{}).first;
     found->second.metrics.id = e.ipu;
     found->second.metrics.virtual_ipu = e.ipu;
