@@ -356,3 +356,24 @@ TEST_CASE("registry: names, modes and what-if schedules come from the entries", 
   CHECK(stash_depths("popart", 4, 8, false) == std::vector<int>{0, 0, 0, 0});
   CHECK(stash_depths("zb-h1", 4, 8, true) == std::vector<int>{0, 0, 0, 0});
 }
+
+TEST_CASE("a run whose copies will back up on their link by the thousand is announced before it starts",
+          "[schedule][estimate]") {
+  // Two stages of 1 MFLOP on two IPUs (1 ms each at the config's rate). On a 1 kB/s link a
+  // micro-batch's copy of 250 floats (1,000 bytes) takes 1 s: GPipe posts a forward copy every
+  // 1 ms, and by the last of G = 20,000 all but G x 1 ms / 1 s = 20 are still in flight.
+  const Json two = chain_model({{0, 1e6}, {1, 1e6}}, 250);
+  auto note = [&](const std::string& schedule, int G, double link_bandwidth) {
+    Json execution = training(schedule, G);
+    execution["replicas"] = 1;
+    const Scenario sc = make_scenario(two, zero_overhead_config(2, link_bandwidth), execution);
+    const Plan plan = make_plan(sc, build_graph(sc.model));
+    return backed_up_copies_note(sc, plan, Mode::Pipelined, make_schedule(Mode::Pipelined, sc, plan));
+  };
+  const auto slow = note("gpipe", 20000, 1e3);
+  REQUIRE(slow.has_value());
+  CHECK_THAT(*slow, Contains("the forward copies from IPU 0 to IPU 1") && Contains("1.000 s each") && Contains("about 19980 of them"));
+  CHECK_FALSE(note("gpipe", 3000, 1e3).has_value());   // 3,000 in flight at most: not announced
+  CHECK_FALSE(note("gpipe", 20000, 1e13).has_value());  // the link outpaces the stages
+  CHECK_FALSE(note("popart", 20000, 1e3).has_value());  // lockstep: a copy phase ends each cycle
+}

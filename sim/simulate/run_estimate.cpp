@@ -4,11 +4,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 
 #include "sim/engine/engine.hpp"
 #include "sim/io/input_error.hpp"
 #include "sim/base/units.hpp"
+#include "sim/plan/routes.hpp"
 #include "sim/schedule/program_cursor.hpp"
 #include "sim/schedule/schedule.hpp"
 
@@ -128,6 +130,48 @@ RunEstimate estimate_schedules(const Scenario& sc, const std::vector<Mode>& mode
                       format_bytes(budget) + " this machine can give it (" + count_text(static_cast<double>(e.steps)) +
                       " program steps)");
   return e;
+}
+
+std::optional<std::string> backed_up_copies_note(const Scenario& sc, const Plan& plan, Mode mode,
+                                                 const Schedule& schedule) {
+  // The MLP under GPipe at micro-batch 64: G = 10,000 (2,560 in flight) took 2 s of CPU, G = 20,000
+  // (5,120) 9-15 s.
+  constexpr double kInFlight = 4000;
+  const ScheduleInfo* info = find_schedule(schedule.name);
+  if (mode != Mode::Pipelined || info == nullptr || !info->forwards_run_ahead(sc.execution.training)) return {};
+  // GPipe's backwards run ahead as its forwards do: its gradient copies too.
+  const bool backwards_too = info->step_model == StepModel::AllForwardsFirst && sc.execution.training;
+  PathTable routes(sc.hardware);
+  std::optional<std::string> note;
+  double most = kInFlight;
+  for (const bool gradient : {false, true}) {
+    if (gradient && !backwards_too) break;
+    // A micro-batch of the slowest stage or copy up to a copy's sender: what paces the copy.
+    double pace = 0;
+    for (const PlanCopy& copy : plan.copies) {
+      if (copy.gradient != gradient) continue;
+      for (const PlanStage& stage : plan.stages) {
+        if (stage.id > copy.from_stage) continue;
+        if (!gradient && !stage.backward) pace = std::max(pace, stage.forward_seconds);
+        if (gradient && (stage.backward || stage.backward_seconds > 0))
+          pace = std::max(pace, stage.backward_seconds + stage.recompute_seconds);
+      }
+      const double seconds = routes.path(copy.src_ipu, copy.dst_ipu).seconds(std::floor(copy.bytes));
+      const double in_flight = static_cast<double>(schedule.micro_batches) * (1 - pace / seconds);
+      if (seconds > pace && in_flight > most) {
+        most = in_flight;
+        note = std::string("the ") + (gradient ? "gradient" : "forward") + " copies from IPU " +
+               std::to_string(copy.src_ipu) + " to IPU " + std::to_string(copy.dst_ipu) + " take " +
+               format_seconds(seconds) + " each on their route, longer than the " + format_seconds(pace) +
+               " a micro-batch of the stages before them: about " + count_text(in_flight) +
+               " of them will be in flight at once, and the simulation shares the route among them all at "
+               "every arrival, so its time grows with the square of the micro-batches (docs/benchmark.md, "
+               "\"A GPipe run whose copies back up on a link\")";
+      }
+      pace = std::max(pace, seconds);
+    }
+  }
+  return note;
 }
 
 RunEstimate estimate_run(const Scenario& sc, const Plan& plan, const std::vector<Mode>& modes, bool trace) {

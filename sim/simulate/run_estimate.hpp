@@ -5,6 +5,7 @@
 // out of memory late. The estimate is an upper bound of the peak memory of the ipusim
 // process plus its simulation process (docs/reliability.md measures it).
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -38,6 +39,16 @@ RunEstimate estimate_schedules(const Scenario& scenario, const std::vector<Mode>
 
 // "about 45 MiB and 0.2 s"
 std::string describe_estimate(const RunEstimate& estimate);
+
+// GPipe's forwards, and 1F1B's in inference, post their copies without waiting for the next
+// stage: where a copy takes its route longer than the stages up to its sender take a
+// micro-batch, the copies pile up in flight on the route, and SimGrid shares its links among
+// all of them at every arrival, so the simulation's cost grows with the square of the
+// micro-batches (docs/benchmark.md, "A GPipe run whose copies back up on a link"). What to
+// tell the user before such a run starts, when `schedule` (its micro-batches a step) would
+// have over 4,000 copies in flight at once on some route; nothing otherwise.
+std::optional<std::string> backed_up_copies_note(const Scenario& scenario, const Plan& plan, Mode mode,
+                                                 const Schedule& schedule);
 
 // The bytes a run may use: 3/4 of physical memory, or of the address-space limit when lower.
 double memory_budget_bytes();

@@ -181,6 +181,10 @@ Simulation simulate(const Scenario& scenario, const std::vector<Mode>& modes, co
     *options.notes << "ipusim: note: " << scenario.execution.schedule
                    << " is a what-if schedule (from the GPU literature): no IPU framework runs it ("
                    << framework_schedules() << ")\n" << std::flush;
+  if (options.notes != nullptr)
+    for (std::size_t i = 0; i < modes.size(); ++i)
+      if (const auto backed_up = backed_up_copies_note(scenario, sim.plan, modes[i], schedules[i]))
+        *options.notes << "ipusim: note: " << scenario.file << ": " << *backed_up << "\n" << std::flush;
   for (std::size_t i = 0; i < modes.size(); ++i) {
     const bool here = options.in_process && (i + 1 == modes.size() || engine_can_simulate_again());
     ModeRun run = (here ? run_mode_here : run_mode)(modes[i], std::move(schedules[i]), scenario, options, true);
