@@ -205,8 +205,6 @@ public:
     for (std::size_t i = 0; i < ipus_.size(); ++i) index_of_ipu_[ipus_[i].out.ipu] = i;
   }
 
-  bool wants_transfers() const { return !copies_.empty(); }
-
   void on_event(const Event& e) {
     const auto found = index_of_ipu_.find(e.ipu);
     if (found == index_of_ipu_.end()) return;

@@ -94,8 +94,8 @@ void MetricsAccumulator::add_mirrors() {
     figures.virtual_ipu = mirror.metrics.virtual_ipu;
     mirror.metrics = figures;
     mirror.allreduce = source.allreduce;
+    ipus_.emplace(mirror.metrics.id, mirror);  // a mirror's id is past every source's: no source is moved
   }
-  for (Totals& mirror : mirror_ipus_) ipus_.emplace(mirror.metrics.id, mirror);
   mirror_ipus_.clear();
 }
 

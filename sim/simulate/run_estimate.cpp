@@ -132,6 +132,26 @@ RunEstimate estimate_schedules(const Scenario& sc, const std::vector<Mode>& mode
   return e;
 }
 
+namespace {
+
+std::string backed_up_copies_text(const PlanCopy& copy, double seconds, double pace, double in_flight) {
+  return std::string("the ") + (copy.gradient ? "gradient" : "forward") + " copies from IPU " +
+         std::to_string(copy.src_ipu) + " to IPU " + std::to_string(copy.dst_ipu) + " take " +
+         format_seconds(seconds) + " each on their route, longer than the " + format_seconds(pace) +
+         " a micro-batch of the stages before them: about " + count_text(in_flight) +
+         " of them will be in flight at once, and the simulation shares the route among them all at "
+         "every arrival, so its time grows with the square of the micro-batches (docs/benchmark.md, "
+         "\"A GPipe run whose copies back up on a link\")";
+}
+
+// A micro-batch's time on a stage of the chain of copies (forward or gradient) it paces.
+double stage_pace(const PlanStage& stage, bool gradient) {
+  if (!gradient) return stage.backward ? 0 : stage.forward_seconds;
+  return stage.backward || stage.backward_seconds > 0 ? stage.backward_seconds + stage.recompute_seconds : 0;
+}
+
+} // namespace
+
 std::optional<std::string> backed_up_copies_note(const Scenario& sc, const Plan& plan, Mode mode,
                                                  const Schedule& schedule) {
   // The MLP under GPipe at micro-batch 64: G = 10,000 (2,560 in flight) took 2 s of CPU, G = 20,000
@@ -141,32 +161,30 @@ std::optional<std::string> backed_up_copies_note(const Scenario& sc, const Plan&
   if (mode != Mode::Pipelined || info == nullptr || !info->forwards_run_ahead(sc.execution.training)) return {};
   // GPipe's backwards run ahead as its forwards do: its gradient copies too.
   const bool backwards_too = info->step_model == StepModel::AllForwardsFirst && sc.execution.training;
+  std::vector<const PlanStage*> stages;
+  for (const PlanStage& stage : plan.stages) stages.push_back(&stage);
+  std::stable_sort(stages.begin(), stages.end(), [](const PlanStage* a, const PlanStage* b) { return a->id < b->id; });
   PathTable routes(sc.hardware);
   std::optional<std::string> note;
   double most = kInFlight;
   for (const bool gradient : {false, true}) {
     if (gradient && !backwards_too) break;
-    // A micro-batch of the slowest stage or copy up to a copy's sender: what paces the copy.
+    std::vector<const PlanCopy*> chain;
+    for (const PlanCopy& copy : plan.copies)
+      if (copy.gradient == gradient) chain.push_back(&copy);
+    std::stable_sort(chain.begin(), chain.end(),
+                     [](const PlanCopy* a, const PlanCopy* b) { return a->from_stage < b->from_stage; });
+    // The slowest stage or copy up to a copy's sender paces the copy: one walk along the chain.
     double pace = 0;
-    for (const PlanCopy& copy : plan.copies) {
-      if (copy.gradient != gradient) continue;
-      for (const PlanStage& stage : plan.stages) {
-        if (stage.id > copy.from_stage) continue;
-        if (!gradient && !stage.backward) pace = std::max(pace, stage.forward_seconds);
-        if (gradient && (stage.backward || stage.backward_seconds > 0))
-          pace = std::max(pace, stage.backward_seconds + stage.recompute_seconds);
-      }
-      const double seconds = routes.path(copy.src_ipu, copy.dst_ipu).seconds(std::floor(copy.bytes));
+    std::size_t next_stage = 0;
+    for (const PlanCopy* copy : chain) {
+      for (; next_stage < stages.size() && stages[next_stage]->id <= copy->from_stage; ++next_stage)
+        pace = std::max(pace, stage_pace(*stages[next_stage], gradient));
+      const double seconds = routes.path(copy->src_ipu, copy->dst_ipu).seconds(std::floor(copy->bytes));
       const double in_flight = static_cast<double>(schedule.micro_batches) * (1 - pace / seconds);
       if (seconds > pace && in_flight > most) {
         most = in_flight;
-        note = std::string("the ") + (gradient ? "gradient" : "forward") + " copies from IPU " +
-               std::to_string(copy.src_ipu) + " to IPU " + std::to_string(copy.dst_ipu) + " take " +
-               format_seconds(seconds) + " each on their route, longer than the " + format_seconds(pace) +
-               " a micro-batch of the stages before them: about " + count_text(in_flight) +
-               " of them will be in flight at once, and the simulation shares the route among them all at "
-               "every arrival, so its time grows with the square of the micro-batches (docs/benchmark.md, "
-               "\"A GPipe run whose copies back up on a link\")";
+        note = backed_up_copies_text(*copy, seconds, pace, in_flight);
       }
       pace = std::max(pace, seconds);
     }
