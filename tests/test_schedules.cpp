@@ -377,3 +377,48 @@ TEST_CASE("a run whose copies will back up on their link by the thousand is anno
   CHECK_FALSE(note("gpipe", 20000, 1e13).has_value());  // the link outpaces the stages
   CHECK_FALSE(note("popart", 20000, 1e3).has_value());  // lockstep: a copy phase ends each cycle
 }
+
+TEST_CASE("a schedule whose faster stages run ahead of its slower ones is known to cost the engine O(G)",
+          "[schedule][estimate]") {
+  // Two stages on two IPUs at the config's rate (1 MFLOP: 1 ms). GPipe's forwards, and 1F1B's in
+  // inference, are posted without waiting for the next stage: where the second stage (or the
+  // copy) is slower than the first, the first runs ahead at its own rate and no period common to
+  // both repeats until it is done, so the steps the engine simulates grow with the micro-batches;
+  // where the first is the slower or they are equal, the second waits for each copy, both run at
+  // one rate, and the engine skips the periods whatever their number.
+  auto check = [&](const std::string& schedule, bool train, double first_flops, double second_flops,
+                   double link_bandwidth) {
+    const Json two = chain_model({{0, first_flops}, {1, second_flops}}, 250);
+    auto execution = [&](int micro_batches) {
+      Json e = training(schedule, micro_batches);
+      e["replicas"] = 1;
+      if (!train) {
+        e["training"] = false;
+        e.erase("gradientAccumulation");
+        e["batchesPerStep"] = micro_batches;
+      }
+      return e;
+    };
+    const Json config = zero_overhead_config(2, link_bandwidth);
+    const Scenario sc = make_scenario(two, config, execution(512));
+    const Plan plan = make_plan(sc, build_graph(sc.model));
+    const bool grows =
+        simulation_grows_with_micro_batches(sc, plan, Mode::Pipelined, make_schedule(Mode::Pipelined, sc, plan));
+    const std::int64_t at_512 = run_pipelined(two, config, execution(512)).simulation.steps_simulated;
+    const std::int64_t at_1024 = run_pipelined(two, config, execution(1024)).simulation.steps_simulated;
+    INFO(schedule << (train ? " training " : " inference ") << first_flops << " / " << second_flops << " flops: "
+                  << at_512 << " steps simulated at 512 micro-batches, " << at_1024 << " at 1024");
+    CHECK((at_1024 > at_512 * 5 / 4) == grows);
+    return grows;
+  };
+  CHECK(check("gpipe", false, 1e6, 2e6, 1e13));
+  CHECK_FALSE(check("gpipe", false, 1e6, 1e6, 1e13));
+  CHECK_FALSE(check("gpipe", false, 2e6, 1e6, 1e13));
+  CHECK(check("gpipe", false, 1e6, 1e6, 1e5));  // the copy (10 ms on a 100 kB/s link) is slower than the stages
+  CHECK(check("1f1b", false, 1e6, 2e6, 1e13));
+  CHECK_FALSE(check("popart", false, 1e6, 2e6, 1e13));  // lockstep
+  // In training GPipe's backwards run ahead too: IPU 1's (2 ms) outpace IPU 0's (4 ms and the
+  // 2 ms forward it recomputes), though the forwards keep in step.
+  CHECK(check("gpipe", true, 2e6, 1e6, 1e13));
+  CHECK_FALSE(check("1f1b", true, 1e6, 2e6, 1e13));  // each forward waits for a backward
+}

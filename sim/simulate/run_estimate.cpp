@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 
 #include "sim/engine/engine.hpp"
 #include "sim/io/input_error.hpp"
@@ -150,6 +151,51 @@ double stage_pace(const PlanStage& stage, bool gradient) {
   return stage.backward || stage.backward_seconds > 0 ? stage.backward_seconds + stage.recompute_seconds : 0;
 }
 
+// The chains of copies a schedule runs ahead on: forward, and under GPipe in training the
+// gradient one too (its backwards run ahead as its forwards do); none for a lockstep schedule.
+std::vector<bool> chains_run_ahead(const Scenario& sc, Mode mode, const Schedule& schedule) {
+  const ScheduleInfo* info = find_schedule(schedule.name);
+  if (mode != Mode::Pipelined || info == nullptr || !info->forwards_run_ahead(sc.execution.training)) return {};
+  if (info->step_model == StepModel::AllForwardsFirst && sc.execution.training) return {false, true};
+  return {false};
+}
+
+struct ChainPace {
+  double first = 0;    // a micro-batch of the chain's first stage
+  double slowest = 0;  // of its slowest stage or copy
+};
+
+// Walks one chain of copies in order; `visit(copy, seconds, pace)` sees each copy with its time
+// on its route and the slowest stage or copy before it, which paces it.
+ChainPace walk_chain(const Plan& plan, PathTable& routes, bool gradient,
+                     const std::function<void(const PlanCopy&, double, double)>& visit) {
+  std::vector<const PlanStage*> stages;
+  for (const PlanStage& stage : plan.stages) stages.push_back(&stage);
+  std::stable_sort(stages.begin(), stages.end(), [](const PlanStage* a, const PlanStage* b) { return a->id < b->id; });
+  std::vector<const PlanCopy*> chain;
+  for (const PlanCopy& copy : plan.copies)
+    if (copy.gradient == gradient) chain.push_back(&copy);
+  std::stable_sort(chain.begin(), chain.end(),
+                   [](const PlanCopy* a, const PlanCopy* b) { return a->from_stage < b->from_stage; });
+  ChainPace result;
+  std::size_t next_stage = 0;
+  auto take_stages_to = [&](int last_stage) {
+    for (; next_stage < stages.size() && stages[next_stage]->id <= last_stage; ++next_stage) {
+      const double pace = stage_pace(*stages[next_stage], gradient);
+      if (result.first == 0) result.first = pace;
+      result.slowest = std::max(result.slowest, pace);
+    }
+  };
+  for (const PlanCopy* copy : chain) {
+    take_stages_to(copy->from_stage);
+    const double seconds = routes.path(copy->src_ipu, copy->dst_ipu).seconds(std::floor(copy->bytes));
+    visit(*copy, seconds, result.slowest);
+    result.slowest = std::max(result.slowest, seconds);
+  }
+  if (!chain.empty()) take_stages_to(chain.back()->to_stage);
+  return result;
+}
+
 } // namespace
 
 std::optional<std::string> backed_up_copies_note(const Scenario& sc, const Plan& plan, Mode mode,
@@ -157,39 +203,27 @@ std::optional<std::string> backed_up_copies_note(const Scenario& sc, const Plan&
   // The MLP under GPipe at micro-batch 64: G = 10,000 (2,560 in flight) took 2 s of CPU, G = 20,000
   // (5,120) 9-15 s.
   constexpr double kInFlight = 4000;
-  const ScheduleInfo* info = find_schedule(schedule.name);
-  if (mode != Mode::Pipelined || info == nullptr || !info->forwards_run_ahead(sc.execution.training)) return {};
-  // GPipe's backwards run ahead as its forwards do: its gradient copies too.
-  const bool backwards_too = info->step_model == StepModel::AllForwardsFirst && sc.execution.training;
-  std::vector<const PlanStage*> stages;
-  for (const PlanStage& stage : plan.stages) stages.push_back(&stage);
-  std::stable_sort(stages.begin(), stages.end(), [](const PlanStage* a, const PlanStage* b) { return a->id < b->id; });
   PathTable routes(sc.hardware);
   std::optional<std::string> note;
   double most = kInFlight;
-  for (const bool gradient : {false, true}) {
-    if (gradient && !backwards_too) break;
-    std::vector<const PlanCopy*> chain;
-    for (const PlanCopy& copy : plan.copies)
-      if (copy.gradient == gradient) chain.push_back(&copy);
-    std::stable_sort(chain.begin(), chain.end(),
-                     [](const PlanCopy* a, const PlanCopy* b) { return a->from_stage < b->from_stage; });
-    // The slowest stage or copy up to a copy's sender paces the copy: one walk along the chain.
-    double pace = 0;
-    std::size_t next_stage = 0;
-    for (const PlanCopy* copy : chain) {
-      for (; next_stage < stages.size() && stages[next_stage]->id <= copy->from_stage; ++next_stage)
-        pace = std::max(pace, stage_pace(*stages[next_stage], gradient));
-      const double seconds = routes.path(copy->src_ipu, copy->dst_ipu).seconds(std::floor(copy->bytes));
+  for (const bool gradient : chains_run_ahead(sc, mode, schedule))
+    walk_chain(plan, routes, gradient, [&](const PlanCopy& copy, double seconds, double pace) {
       const double in_flight = static_cast<double>(schedule.micro_batches) * (1 - pace / seconds);
       if (seconds > pace && in_flight > most) {
         most = in_flight;
-        note = backed_up_copies_text(*copy, seconds, pace, in_flight);
+        note = backed_up_copies_text(copy, seconds, pace, in_flight);
       }
-      pace = std::max(pace, seconds);
-    }
-  }
+    });
   return note;
+}
+
+bool simulation_grows_with_micro_batches(const Scenario& sc, const Plan& plan, Mode mode, const Schedule& schedule) {
+  PathTable routes(sc.hardware);
+  for (const bool gradient : chains_run_ahead(sc, mode, schedule)) {
+    const ChainPace pace = walk_chain(plan, routes, gradient, [](const PlanCopy&, double, double) {});
+    if (pace.slowest > pace.first * (1 + 1e-9)) return true;
+  }
+  return false;
 }
 
 RunEstimate estimate_run(const Scenario& sc, const Plan& plan, const std::vector<Mode>& modes, bool trace) {

@@ -50,6 +50,13 @@ std::string describe_estimate(const RunEstimate& estimate);
 std::optional<std::string> backed_up_copies_note(const Scenario& scenario, const Plan& plan, Mode mode,
                                                  const Schedule& schedule);
 
+// Whether the engine's steady state cannot skip `schedule`'s loop while it runs, so that the
+// run's cost grows with its micro-batches, as the estimate's does: a schedule that runs ahead
+// (as above) where a stage or copy after the first stage of a chain is slower than it, so that
+// the faster ones run ahead of the slower ones at another rate and no period common to all IPUs
+// repeats until the faster ones are done (docs/benchmark.md, "Every schedule at G = 10^6").
+bool simulation_grows_with_micro_batches(const Scenario& scenario, const Plan& plan, Mode mode, const Schedule& schedule);
+
 // The bytes a run may use: 3/4 of physical memory, or of the address-space limit when lower.
 double memory_budget_bytes();
 

@@ -172,10 +172,20 @@ Simulation simulate(const Scenario& scenario, const std::vector<Mode>& modes, co
     if (const auto kept = kept_whole_note(scenario))
       *options.notes << "ipusim: note: " << scenario.model.file << ": " << *kept << "\n" << std::flush;
   }
-  // The time estimate is for the full simulation; the steady state's is usually far less.
+  // The time estimate is for the full simulation; the steady state's is usually far less, but
+  // not where the faster stages of a schedule that runs ahead outpace the slower ones.
+  std::optional<std::string> grows;
+  for (std::size_t i = 0; i < modes.size() && !grows; ++i)
+    if (simulation_grows_with_micro_batches(scenario, sim.plan, modes[i], schedules[i]))
+      grows = ": " + schedules[i].name +
+                "'s faster stages run ahead of its slower ones, at another rate, so no period of its loop repeats "
+                "until they are done: the simulation's time grows with the micro-batches (docs/benchmark.md, "
+                "\"Every schedule at G = 10^6\")";
   if (options.notes != nullptr &&
-      (sim.estimate.peak_bytes > kNoteBytes || (options.exact_full && sim.estimate.seconds > kNoteSeconds)))
-    *options.notes << "ipusim: note: this run needs " << describe_estimate(sim.estimate) << "\n" << std::flush;
+      (sim.estimate.peak_bytes > kNoteBytes ||
+       ((options.exact_full || grows) && sim.estimate.seconds > kNoteSeconds)))
+    *options.notes << "ipusim: note: this run needs " << describe_estimate(sim.estimate)
+                   << (options.exact_full ? "" : grows.value_or("")) << "\n" << std::flush;
   if (options.notes != nullptr && is_what_if_schedule(scenario.execution.schedule) &&
       std::find(modes.begin(), modes.end(), Mode::Pipelined) != modes.end())
     *options.notes << "ipusim: note: " << scenario.execution.schedule
