@@ -265,153 +265,197 @@ LayerStructure plan_units(const Model& model, const PlanSpace& space) {
 
 namespace {
 
-// The search over the units `layers`.
-PlanSearch search_units(const Scenario& scenario, const PlanSpace& space, LayerStructure layers,
-                        const PlanSearchOptions& options) {
-  using Clock = std::chrono::steady_clock;
-  const auto start = Clock::now();
-  auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
-  PlanSearch out;
-  out.layers = std::move(layers);
-  out.space = space;
-  const Execution& base = scenario.execution;
-  const bool training = base.training;
-  const bool has_heads = model_has_heads(out.layers);
+// The planner's cost tables, one per micro-batch (and whether G > 1), built when first needed.
+class SplitCostTables {
+public:
+  SplitCostTables(const Scenario& scenario, const LayerStructure& layers, const PlanSpace& space)
+      : scenario_(scenario), layers_(layers), space_(space) {}
 
-  // One table per micro-batch (and whether G > 1), built when first needed.
-  std::map<std::pair<std::int64_t, bool>, std::unique_ptr<SplitCosts>> tables;
-  auto table_for = [&](std::int64_t mb, bool accumulating) -> const SplitCosts& {
-    auto& t = tables[{mb, accumulating}];
-    if (!t) {
-      t = std::make_unique<SplitCosts>(scenario, out.layers, mb, accumulating, space.amps);
-      if (!t->usable())
-        throw InputError(scenario.model.file, scenario.model.ops_pointer, "plan.layers",
-                         "the planner's layers (" + (out.layers.pattern.empty() ? std::string("ops") : out.layers.pattern) +
-                             ") do not follow the data flow: " + t->why_not_usable() +
+  const SplitCosts& at(std::int64_t micro_batch, bool accumulating) {
+    auto& table = tables_[{micro_batch, accumulating}];
+    if (!table) {
+      table = std::make_unique<SplitCosts>(scenario_, layers_, micro_batch, accumulating, space_.amps);
+      if (!table->usable())
+        throw InputError(scenario_.model.file, scenario_.model.ops_pointer, "plan.layers",
+                         "the planner's layers (" + (layers_.pattern.empty() ? std::string("ops") : layers_.pattern) +
+                             ") do not follow the data flow: " + table->why_not_usable() +
                              " (see plan --explain-layers)");
     }
-    return *t;
-  };
+    return *table;
+  }
 
-  RouteTable routes(scenario.hardware);
-  routes.note_link_sharing = false;  // the answers are re-estimated (recheck) before they are reported
-  std::vector<std::unique_ptr<SplitSearch>> points;
-  for_each_point(scenario, space, has_heads, out.counts, [&](const PlanSettings& st, bool accumulating) {
-    points.push_back(std::make_unique<SplitSearch>(scenario, space, table_for(st.micro_batch, accumulating), st,
-                                                   options.objective, options.prune, routes));
-  });
-  Incumbents incumbents(std::max(options.top, 1), options.front_within, space.batch_free(),
-                        options.prune ? options.tolerance : 0.0);
-  for (const Candidate& c : options.seeds) incumbents.seed(c);
-  std::size_t done = 0;
-  double last_report = 0;
-  const PlanSettings* current = nullptr;
-  auto report = [&](bool force) {
-    if (!options.progress) return;
-    const double now = elapsed();
-    if (!force && (now < 1.0 || now - last_report < 1.0)) return;
-    last_report = now;
-    SearchProgress p;
-    p.elapsed_s = now;
-    p.settings_done = done;
-    p.settings_total = points.size();
-    p.evaluated = out.counts.evaluated;
-    p.best = incumbents.best();
-    if (current) p.current = describe_settings(*current, training);
-    p.eta_s = done > 0 ? now / static_cast<double>(done) * static_cast<double>(points.size() - done) : 0;
-    options.progress(p);
-  };
-  bool stopped = false;
-  auto stop = [&] {
-    report(false);
-    stopped = stopped || (options.time_limit_s > 0 && elapsed() > options.time_limit_s);
-    return stopped;
-  };
-  // Best bound first, the bound refined by each point's dynamic program when it comes up:
-  // good candidates early prune the rest.
+private:
+  const Scenario& scenario_;
+  const LayerStructure& layers_;
+  const PlanSpace& space_;
+  std::map<std::pair<std::int64_t, bool>, std::unique_ptr<SplitCosts>> tables_;
+};
+
+// The settings of a search explored best bound first (each point's bound refined by its
+// dynamic program when it comes up: good candidates early prune the rest), with the search's
+// progress reports and time limit.
+class BestFirstSearch {
+public:
+  using Clock = std::chrono::steady_clock;
+
+  // `start`: when the search began (its tables and points count towards its time).
+  BestFirstSearch(Clock::time_point start, std::vector<std::unique_ptr<SplitSearch>> points, Incumbents& incumbents,
+                  PlanSearch& out, const PlanSearchOptions& options, bool training)
+      : start_(start), points_(std::move(points)), incumbents_(incumbents), out_(out), options_(options),
+        training_(training) {}
+
+  double elapsed() const { return std::chrono::duration<double>(Clock::now() - start_).count(); }
+  bool out_of_time() const { return options_.time_limit_s > 0 && elapsed() > options_.time_limit_s; }
+
+  void run() {
+    for (std::size_t i = 0; i < points_.size(); ++i) queue_.push({points_[i]->bound(), i});
+    while (!queue_.empty()) {
+      const Entry e = queue_.top();
+      queue_.pop();
+      if (explore(e)) finish(e.index);
+    }
+    if (out_.counts.settings > 0) report(true);
+  }
+
+private:
   struct Entry {
     double bound;
     std::size_t index;
     bool operator<(const Entry& o) const { return bound != o.bound ? bound < o.bound : index > o.index; }
   };
-  std::priority_queue<Entry> queue;
-  for (std::size_t i = 0; i < points.size(); ++i) queue.push({points[i]->bound(), i});
-  while (!queue.empty()) {
-    const Entry e = queue.top();
-    queue.pop();
-    SplitSearch& point = *points[e.index];
-    auto finish = [&] {
-      points[e.index].reset();
-      ++done;
-      report(false);
+
+  // Whether the point is done with (else it went back in the queue with its refined bound).
+  bool explore(const Entry& e) {
+    SplitSearch& point = *points_[e.index];
+    if (stopped_ || stop()) {
+      out_.complete = false;
+      out_.unexplored_bound = std::max(out_.unexplored_bound, e.bound);
+      return true;
+    }
+    auto pruned = [&](double bound) {
+      if (!options_.prune || incumbents_.worth(bound, point.headroom_bound(), point.global_batch())) return false;
+      ++out_.counts.settings_pruned;
+      return true;
     };
-    if (stopped || stop()) {
-      out.complete = false;
-      out.unexplored_bound = std::max(out.unexplored_bound, e.bound);
-      finish();
-      continue;
-    }
-    if (options.prune && !incumbents.worth(e.bound, point.headroom_bound(), point.global_batch())) {
-      ++out.counts.settings_pruned;
-      finish();
-      continue;
-    }
+    if (pruned(e.bound)) return true;
     if (!point.refined()) {
-      point.refine(out.counts);
+      point.refine(out_.counts);
       if (point.bound() <= 0) {
-        ++out.counts.settings_infeasible;
-        finish();
-        continue;
+        ++out_.counts.settings_infeasible;
+        return true;
       }
-      if (!queue.empty() && point.bound() < queue.top().bound) {
+      if (!queue_.empty() && point.bound() < queue_.top().bound) {
         point.release();
-        queue.push({point.bound(), e.index});
-        continue;
+        queue_.push({point.bound(), e.index});
+        return false;
       }
-      if (options.prune && !incumbents.worth(point.bound(), point.headroom_bound(), point.global_batch())) {
-        ++out.counts.settings_pruned;
-        finish();
-        continue;
-      }
+      if (pruned(point.bound())) return true;
     }
-    current = &point.settings();
-    const bool finished = point.run(incumbents, out.counts, stop);
-    current = nullptr;
+    current_ = &point.settings();
+    const bool finished = point.run(incumbents_, out_.counts, [this] { return stop(); });
+    current_ = nullptr;
     if (!finished) {
-      out.complete = false;
-      out.unexplored_bound = std::max(out.unexplored_bound, point.bound());
+      out_.complete = false;
+      out_.unexplored_bound = std::max(out_.unexplored_bound, point.bound());
     }
-    finish();
+    return true;
   }
-  if (out.counts.settings > 0) report(true);
+
+  void finish(std::size_t index) {
+    points_[index].reset();
+    ++done_;
+    report(false);
+  }
+
+  bool stop() {
+    report(false);
+    stopped_ = stopped_ || out_of_time();
+    return stopped_;
+  }
+
+  void report(bool force) {
+    if (!options_.progress) return;
+    const double now = elapsed();
+    if (!force && (now < 1.0 || now - last_report_ < 1.0)) return;
+    last_report_ = now;
+    SearchProgress p;
+    p.elapsed_s = now;
+    p.settings_done = done_;
+    p.settings_total = points_.size();
+    p.evaluated = out_.counts.evaluated;
+    p.best = incumbents_.best();
+    if (current_) p.current = describe_settings(*current_, training_);
+    p.eta_s = done_ > 0 ? now / static_cast<double>(done_) * static_cast<double>(points_.size() - done_) : 0;
+    options_.progress(p);
+  }
+
+  const Clock::time_point start_;
+  std::vector<std::unique_ptr<SplitSearch>> points_;
+  Incumbents& incumbents_;
+  PlanSearch& out_;
+  const PlanSearchOptions& options_;
+  const bool training_;
+  std::priority_queue<Entry> queue_;
+  std::size_t done_ = 0;
+  double last_report_ = 0;
+  const PlanSettings* current_ = nullptr;
+  bool stopped_ = false;
+};
+
+// The candidates that no other beats on both the score and the least headroom.
+std::vector<Candidate> undominated(const std::vector<Candidate>& candidates) {
+  std::vector<Candidate> kept;
+  for (const Candidate& c : candidates) {
+    bool dominated = false;
+    for (const Candidate& d : candidates)
+      dominated = dominated || (&d != &c && d.score >= c.score && d.least_headroom >= c.least_headroom &&
+                                (d.score > c.score || d.least_headroom > c.least_headroom));
+    if (!dominated) kept.push_back(c);
+  }
+  return kept;
+}
+
+// The search over the units `layers`.
+PlanSearch search_units(const Scenario& scenario, const PlanSpace& space, LayerStructure layers,
+                        const PlanSearchOptions& options) {
+  const auto start = BestFirstSearch::Clock::now();
+  PlanSearch out;
+  out.layers = std::move(layers);
+  out.space = space;
+  const Execution& base = scenario.execution;
+  const bool training = base.training;
+  SplitCostTables tables(scenario, out.layers, space);
+  RouteTable routes(scenario.hardware);
+  routes.note_link_sharing = false;  // the answers are re-estimated (recheck) before they are reported
+  std::vector<std::unique_ptr<SplitSearch>> points;
+  for_each_point(scenario, space, model_has_heads(out.layers), out.counts,
+                 [&](const PlanSettings& st, bool accumulating) {
+                   points.push_back(std::make_unique<SplitSearch>(scenario, space, tables.at(st.micro_batch, accumulating),
+                                                                  st, options.objective, options.prune, routes));
+                 });
+  Incumbents incumbents(std::max(options.top, 1), options.front_within, space.batch_free(),
+                        options.prune ? options.tolerance : 0.0);
+  for (const Candidate& c : options.seeds) incumbents.seed(c);
+  BestFirstSearch search(start, std::move(points), incumbents, out, options, training);
+  search.run();
 
   out.ranked = incumbents.ranked();
   out.front = incumbents.front();
   out.batch_front = incumbents.batch_front();
   const double tolerance = options.prune ? options.tolerance : 0.0;
-  auto out_of_time = [&] { return options.time_limit_s > 0 && elapsed() > options.time_limit_s; };
   // Seeds of another group size were polished and rechecked by their own search (its model).
   const auto own = [&](const Candidate& c) { return c.settings.tensor_parallel == base.tensor_parallel; };
   for (auto* list : {&out.ranked, &out.front, &out.batch_front})
     for (Candidate& c : *list)
       if (out.polished && own(c))
-        out.polished = polish_headroom(c, scenario, space, table_for(c.settings.micro_batch, training && c.settings.depth > 1),
-                                       routes, options.objective, tolerance, out_of_time);
-  // The front again without what the polish made dominated.
-  std::vector<Candidate> front;
-  for (const Candidate& c : out.front) {
-    bool dominated = false;
-    for (const Candidate& d : out.front)
-      dominated = dominated || (&d != &c && d.score >= c.score && d.least_headroom >= c.least_headroom &&
-                                (d.score > c.score || d.least_headroom > c.least_headroom));
-    if (!dominated) front.push_back(c);
-  }
-  out.front = front;
+        out.polished = polish_headroom(c, scenario, space, tables.at(c.settings.micro_batch, training && c.settings.depth > 1),
+                                       routes, options.objective, tolerance, [&] { return search.out_of_time(); });
+  out.front = undominated(out.front);  // without what the polish made dominated
   // The leading candidates from the plan `run` builds, as a check of the tables.
   out.ranked.erase(std::remove_if(out.ranked.begin(), out.ranked.end(),
                                   [&](Candidate& c) { return own(c) && !recheck(scenario, out.layers, c, options.objective); }),
                    out.ranked.end());
-  out.seconds = elapsed();
+  out.seconds = search.elapsed();
   return out;
 }
 
