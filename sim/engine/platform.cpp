@@ -4,6 +4,9 @@
 #include <xbt/log.h>
 
 #include <algorithm>
+#include <map>
+#include <string>
+#include <vector>
 #include <utility>
 
 #include "sim/plan/routes.hpp"
@@ -72,102 +75,113 @@ sg4::NetZone* new_platform_zone(std::string& prefix) {
 
 } // namespace
 
-Platform build_platform(const HardwareConfig& hw, const Schedule& schedule, const PlatformNeeds* needs) {
-  Platform p;
-  p.stride = hw.ipu_count + 1;
-  std::string prefix;
-  auto* zone = new_platform_zone(prefix);
-  auto simulated = [needs](int ipu) { return needs == nullptr || needs->simulated_ipu[static_cast<std::size_t>(ipu)] != 0; };
-  auto moved = [needs](const std::pair<int, int>& pair) {
-    return needs == nullptr || std::binary_search(needs->transfer_pairs.begin(), needs->transfer_pairs.end(), pair);
-  };
-  for (const Program& program : schedule.programs)
-    if (simulated(program.ipu))
-      p.ipus.emplace(program.ipu, zone->create_host(prefix + "ipu" + std::to_string(program.ipu), kHostSpeed));
-  p.host = zone->create_host(prefix + "host", kHostSpeed);
+namespace {
 
-  // Every IPU-Link is named in the log; only those a route takes are built.
-  std::vector<sg4::SplitDuplexLink*> links(hw.links.size(), nullptr);
-  for (std::size_t i = 0; i < hw.links.size(); ++i) {
-    p.link_names.push_back(directed_link_name(hw, {static_cast<int>(i), true}));
-    p.link_names.push_back(directed_link_name(hw, {static_cast<int>(i), false}));
+// What a platform is built from, and the zone it is built in.
+struct PlatformBuilder {
+  const HardwareConfig& hw;
+  const Schedule& schedule;
+  const PlatformNeeds* needs;
+  sg4::NetZone* zone;
+  std::string prefix;
+
+  bool simulated(int ipu) const { return needs == nullptr || needs->simulated_ipu[static_cast<std::size_t>(ipu)] != 0; }
+  bool moved(const std::pair<int, int>& pair) const {
+    return needs == nullptr || std::binary_search(needs->transfer_pairs.begin(), needs->transfer_pairs.end(), pair);
   }
-  auto link_of = [&](int i) {
-    sg4::SplitDuplexLink*& link = links[static_cast<std::size_t>(i)];
-    if (link == nullptr) {
-      const LinkSpec& spec = hw.links[static_cast<std::size_t>(i)];
-      link = zone->create_split_duplex_link(prefix + "link" + std::to_string(i), spec.bandwidth_bytes_per_s);
-      link->set_latency(spec.latency_s)->seal();
+  // "ipu4" or, for a group of IPUs, "ipu4-7".
+  static std::string group_name(int first, int size) {
+    return size == 1 ? "ipu" + std::to_string(first) : "ipu" + std::to_string(first) + "-" + std::to_string(first + size - 1);
+  }
+
+  // The pairs of IPUs that exchange data. A ring's steps name the same few neighbours many
+  // times (a bidirectional ring step four pairs): each program's pairs are kept once while they are few.
+  std::vector<std::pair<int, int>> exchanging_pairs() const {
+    std::vector<std::pair<int, int>> pairs;
+    for (const Program& program : schedule.programs) {
+      const std::size_t mine = pairs.size();
+      for (const Step& step : program.steps)
+        for (const Transfer& t : step.transfers) {
+          const std::pair<int, int> pair(t.src_ipu, t.dst_ipu);
+          constexpr std::size_t kFew = 16;
+          const auto from = pairs.begin() + static_cast<std::ptrdiff_t>(mine);
+          if (pairs.size() - mine > kFew || std::find(from, pairs.end(), pair) == pairs.end()) pairs.push_back(pair);
+        }
     }
-    return link;
-  };
-  RouteFinder finder(hw);
-  // The pairs that exchange data. A ring's steps name the same few neighbours many times (a
-  // bidirectional ring step four pairs): each program's pairs are kept once while they are few.
-  std::vector<std::pair<int, int>> pairs;
-  for (const Program& program : schedule.programs) {
-    const std::size_t mine = pairs.size();
-    for (const Step& step : program.steps)
-      for (const Transfer& t : step.transfers) {
-        const std::pair<int, int> pair(t.src_ipu, t.dst_ipu);
-        constexpr std::size_t kFew = 16;
-        const auto from = pairs.begin() + static_cast<std::ptrdiff_t>(mine);
-        if (pairs.size() - mine > kFew || std::find(from, pairs.end(), pair) == pairs.end()) pairs.push_back(pair);
+    std::sort(pairs.begin(), pairs.end());
+    pairs.erase(std::unique(pairs.begin(), pairs.end()), pairs.end());
+    return pairs;
+  }
+
+  // The IPU-Links: every one named in the log, only those a route takes built.
+  void add_ipu_links(Platform& p) const {
+    std::vector<sg4::SplitDuplexLink*> links(hw.links.size(), nullptr);
+    for (std::size_t i = 0; i < hw.links.size(); ++i) {
+      p.link_names.push_back(directed_link_name(hw, {static_cast<int>(i), true}));
+      p.link_names.push_back(directed_link_name(hw, {static_cast<int>(i), false}));
+    }
+    auto link_of = [&](int i) {
+      sg4::SplitDuplexLink*& link = links[static_cast<std::size_t>(i)];
+      if (link == nullptr) {
+        const LinkSpec& spec = hw.links[static_cast<std::size_t>(i)];
+        link = zone->create_split_duplex_link(prefix + "link" + std::to_string(i), spec.bandwidth_bytes_per_s);
+        link->set_latency(spec.latency_s)->seal();
       }
+      return link;
+    };
+    RouteFinder finder(hw);
+    for (const auto& pair : exchanging_pairs()) {
+      const auto [a, b] = pair;
+      if (a == b) continue;
+      const Route route = finder.route(a, b);
+      std::vector<int> slots;
+      for (const Hop& hop : route) slots.push_back(directed_link_slot(hop));
+      p.route_slots[p.key(a, b)] = std::move(slots);
+      if (!moved(pair)) continue;
+      std::vector<sg4::LinkInRoute> path;
+      for (const Hop& hop : route)
+        path.emplace_back(link_of(hop.link), hop.forward ? sg4::LinkInRoute::Direction::UP
+                                                         : sg4::LinkInRoute::Direction::DOWN);
+      zone->add_route(p.ipus.at(a)->get_netpoint(), p.ipus.at(b)->get_netpoint(), nullptr, nullptr, path, false);
+    }
   }
-  std::sort(pairs.begin(), pairs.end());
-  pairs.erase(std::unique(pairs.begin(), pairs.end()), pairs.end());
-  for (const auto& pair : pairs) {
-    const auto [a, b] = pair;
-    if (a == b) continue;
-    const Route route = finder.route(a, b);
-    std::vector<int> slots;
-    for (const Hop& hop : route) slots.push_back(directed_link_slot(hop));
-    p.route_slots[p.key(a, b)] = std::move(slots);
-    if (!moved(pair)) continue;
-    std::vector<sg4::LinkInRoute> path;
-    for (const Hop& hop : route)
-      path.emplace_back(link_of(hop.link), hop.forward ? sg4::LinkInRoute::Direction::UP
-                                                       : sg4::LinkInRoute::Direction::DOWN);
-    zone->add_route(p.ipus.at(a)->get_netpoint(), p.ipus.at(b)->get_netpoint(), nullptr, nullptr, path, false);
-  }
+
   // One host link per group of `shared_by` IPUs (an M2000's IPU-Gateway): their streams share it.
   // Every group gets its link (and its name in the log), used or not, as the config lists them.
-  const int group = hw.host_link.shared_by;
-  const int host_slot0 = static_cast<int>(p.link_names.size());
-  std::map<int, sg4::SplitDuplexLink*> host_links;
-  for (int first = 0; first < hw.ipu_count; first += group) {
-    const std::string who = group == 1 ? "ipu" + std::to_string(first)
-                                       : "ipu" + std::to_string(first) + "-" + std::to_string(first + group - 1);
-    p.link_names.push_back("host->" + who);
-    p.link_names.push_back(who + "->host");
-  }
-  for (const Program& program : schedule.programs) {
-    const int i = program.ipu, g = i / group;
-    p.route_slots[p.key(-1, i)] = {host_slot0 + 2 * g};
-    p.route_slots[p.key(i, -1)] = {host_slot0 + 2 * g + 1};
-    if (!simulated(i)) continue;
-    sg4::Host* ipu = p.ipus.at(i);
-    sg4::SplitDuplexLink*& link = host_links[g];
-    if (link == nullptr) {
-      link = zone->create_split_duplex_link(prefix + "host" + std::to_string(g), hw.host_link.bandwidth_bytes_per_s);
-      link->set_latency(hw.host_link.latency_s)->seal();
+  void add_host_links(Platform& p) const {
+    const int group = hw.host_link.shared_by;
+    const int host_slot0 = static_cast<int>(p.link_names.size());
+    std::map<int, sg4::SplitDuplexLink*> host_links;
+    for (int first = 0; first < hw.ipu_count; first += group) {
+      p.link_names.push_back("host->" + group_name(first, group));
+      p.link_names.push_back(group_name(first, group) + "->host");
     }
-    zone->add_route(p.host->get_netpoint(), ipu->get_netpoint(), nullptr, nullptr,
-                    {{link, sg4::LinkInRoute::Direction::UP}}, false);
-    zone->add_route(ipu->get_netpoint(), p.host->get_netpoint(), nullptr, nullptr,
-                    {{link, sg4::LinkInRoute::Direction::DOWN}}, false);
+    for (const Program& program : schedule.programs) {
+      const int i = program.ipu, g = i / group;
+      p.route_slots[p.key(-1, i)] = {host_slot0 + 2 * g};
+      p.route_slots[p.key(i, -1)] = {host_slot0 + 2 * g + 1};
+      if (!simulated(i)) continue;
+      sg4::Host* ipu = p.ipus.at(i);
+      sg4::SplitDuplexLink*& link = host_links[g];
+      if (link == nullptr) {
+        link = zone->create_split_duplex_link(prefix + "host" + std::to_string(g), hw.host_link.bandwidth_bytes_per_s);
+        link->set_latency(hw.host_link.latency_s)->seal();
+      }
+      zone->add_route(p.host->get_netpoint(), ipu->get_netpoint(), nullptr, nullptr,
+                      {{link, sg4::LinkInRoute::Direction::UP}}, false);
+      zone->add_route(ipu->get_netpoint(), p.host->get_netpoint(), nullptr, nullptr,
+                      {{link, sg4::LinkInRoute::Direction::DOWN}}, false);
+    }
   }
+
   // One Streaming Memory per group of `shared_by` IPUs: reads and writes share its bandwidth.
-  if (hw.streaming_memory.present) {
-    // Every group is named in the log, as the host links; only the groups a run uses are built.
+  // Every group is named in the log, as the host links; only the groups a run uses are built.
+  void add_streaming_memory(Platform& p) const {
+    if (!hw.streaming_memory.present) return;
     const int per = hw.streaming_memory.shared_by;
     const int memory_slot0 = static_cast<int>(p.link_names.size());
-    for (int first = 0; first < hw.ipu_count; first += per) {
-      const std::string who = per == 1 ? "ipu" + std::to_string(first)
-                                       : "ipu" + std::to_string(first) + "-" + std::to_string(first + per - 1);
-      p.link_names.push_back("streaming-memory(" + who + ")");
-    }
+    for (int first = 0; first < hw.ipu_count; first += per)
+      p.link_names.push_back("streaming-memory(" + group_name(first, per) + ")");
     std::map<int, std::pair<sg4::Host*, sg4::Link*>> memories;
     for (const Program& program : schedule.programs) {
       const int i = program.ipu, g = i / per;
@@ -185,12 +199,28 @@ Platform build_platform(const HardwareConfig& hw, const Schedule& schedule, cons
       p.memory_of_ipu[i] = memory;
     }
   }
+};
+
+} // namespace
+
+Platform build_platform(const HardwareConfig& hw, const Schedule& schedule, const PlatformNeeds* needs) {
+  Platform p;
+  p.stride = hw.ipu_count + 1;
+  PlatformBuilder build{hw, schedule, needs, nullptr, {}};
+  build.zone = new_platform_zone(build.prefix);
+  for (const Program& program : schedule.programs)
+    if (build.simulated(program.ipu))
+      p.ipus.emplace(program.ipu, build.zone->create_host(build.prefix + "ipu" + std::to_string(program.ipu), kHostSpeed));
+  p.host = build.zone->create_host(build.prefix + "host", kHostSpeed);
+  build.add_ipu_links(p);
+  build.add_host_links(p);
+  build.add_streaming_memory(p);
   // SimGrid seals a zone's hosts by looking them up from the root zone, which does not hold a
   // later run's zone: its hosts are sealed here (sealing twice does nothing).
   for (const auto& [_, ipu] : p.ipus) ipu->seal();
   p.host->seal();
   for (const auto& [_, memory] : p.memory_of_ipu) memory->seal();
-  zone->seal();
+  build.zone->seal();
   return p;
 }
 
