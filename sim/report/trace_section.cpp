@@ -86,6 +86,85 @@ const Input* matching_run(const std::vector<Input>& inputs, const Json& other, c
   return nullptr;
 }
 
+// One process of a trace: its tracks in the trace's order, its events on them as a Gantt
+// chart, and each track's time per category.
+struct ProcessTimeline {
+  std::vector<Track> tracks;
+  chart::GanttChart chart;
+  std::vector<std::map<std::string, double>> totals;  // per track: category -> seconds
+  std::set<std::string> categories;
+  double span = 0;  // seconds from the first event's start to the last one's end
+  std::vector<const TraceData::Slice*> slice_of;  // per Gantt event: its slice, for its label
+};
+
+// The process's tracks, in the trace's own order (thread_sort_index), else by thread id, and
+// the row of each thread id.
+std::vector<Track> process_tracks(const TraceData& trace, std::uint32_t pid, std::map<std::uint32_t, std::size_t>& row_of) {
+  std::vector<Track> tracks;
+  for (const TraceData::Slice& s : trace.slices)
+    if (s.pid == pid && row_of.emplace(s.tid, tracks.size()).second) tracks.push_back({s.tid, ""});
+  auto order = [&](const Track& t) {
+    auto it = trace.thread_order.find({pid, t.tid});
+    return it == trace.thread_order.end() ? std::numeric_limits<double>::infinity() : it->second;
+  };
+  std::sort(tracks.begin(), tracks.end(), [&](const Track& a, const Track& c) {
+    if (order(a) != order(c)) return order(a) < order(c);
+    return tid_less(trace.ids[a.tid], trace.ids[c.tid]);
+  });
+  for (std::size_t r = 0; r < tracks.size(); ++r) {
+    Track& t = tracks[r];
+    row_of[t.tid] = r;
+    auto it = trace.thread_names.find({pid, t.tid});
+    t.name = it != trace.thread_names.end() && !it->second.empty() ? it->second : "track " + scalar_text(trace.ids[t.tid]);
+  }
+  return tracks;
+}
+
+ProcessTimeline process_timeline(const TraceData& trace, std::uint32_t pid) {
+  ProcessTimeline p;
+  std::map<std::uint32_t, std::size_t> row_of;  // tid -> row
+  p.tracks = process_tracks(trace, pid, row_of);
+  for (const Track& t : p.tracks) p.chart.rows.push_back(t.name);
+  double t0 = std::numeric_limits<double>::infinity();
+  std::size_t slice_count = 0;
+  for (const TraceData::Slice& s : trace.slices)
+    if (s.pid == pid) {
+      t0 = std::min(t0, s.ts);
+      ++slice_count;
+    }
+  p.totals.resize(p.tracks.size());
+  p.chart.events.reserve(slice_count);
+  p.slice_of.reserve(slice_count);
+  for (const TraceData::Slice& s : trace.slices) {
+    if (s.pid != pid) continue;
+    const std::size_t row = row_of[s.tid];
+    const double start = (s.ts - t0) * 1e-6;
+    const double duration = std::max(0.0, s.dur) * 1e-6;
+    const std::string& category = trace.categories[s.category];
+    p.chart.events.push_back({row, start, start + duration, category, ""});
+    p.slice_of.push_back(&s);
+    p.totals[row][category] += duration;
+    p.categories.insert(category);
+    p.span = std::max(p.span, start + duration);
+  }
+  return p;
+}
+
+Table track_time_table(const ProcessTimeline& p) {
+  Table t;
+  t.header.push_back("track");
+  for (const auto& c : p.categories) t.header.push_back(c + " time");
+  for (std::size_t r = 0; r < p.tracks.size(); ++r) {
+    std::vector<std::string> cells{p.tracks[r].name};
+    for (const auto& c : p.categories) {
+      auto it = p.totals[r].find(c);
+      cells.push_back(it == p.totals[r].end() ? "-" : format_seconds(it->second));
+    }
+    t.rows.push_back(cells);
+  }
+  return t;
+}
+
 } // namespace
 
 void trace_section(Builder& b, const Input& in, std::size_t number, const std::string& id,
@@ -103,54 +182,10 @@ void trace_section(Builder& b, const Input& in, std::size_t number, const std::s
   if (pids.empty()) b.paragraph("The trace has no complete (\"X\") events to draw.", "note");
 
   for (const std::uint32_t pid : pids) {
-    std::vector<Track> tracks;
-    std::map<std::uint32_t, std::size_t> row_of;  // tid -> row, once the rows are sorted
-    double t0 = std::numeric_limits<double>::infinity();
-    for (const TraceData::Slice& s : trace.slices) {
-      if (s.pid != pid) continue;
-      if (row_of.emplace(s.tid, tracks.size()).second) tracks.push_back({s.tid, ""});
-      t0 = std::min(t0, s.ts);
-    }
-    // Tracks in the trace's own order (thread_sort_index), else by thread id.
-    auto order = [&](const Track& t) {
-      auto it = trace.thread_order.find({pid, t.tid});
-      return it == trace.thread_order.end() ? std::numeric_limits<double>::infinity() : it->second;
-    };
-    std::sort(tracks.begin(), tracks.end(), [&](const Track& a, const Track& c) {
-      if (order(a) != order(c)) return order(a) < order(c);
-      return tid_less(trace.ids[a.tid], trace.ids[c.tid]);
-    });
-    chart::GanttChart g;
-    for (std::size_t r = 0; r < tracks.size(); ++r) {
-      Track& t = tracks[r];
-      row_of[t.tid] = r;
-      auto it = trace.thread_names.find({pid, t.tid});
-      t.name = it != trace.thread_names.end() && !it->second.empty() ? it->second
-                                                                      : "track " + scalar_text(trace.ids[t.tid]);
-      g.rows.push_back(t.name);
-    }
-    std::vector<std::map<std::string, double>> totals(tracks.size());  // category -> seconds
-    double span = 0;  // seconds from the first event's start to the last one's end
-    std::set<std::string> categories;
-    std::vector<const TraceData::Slice*> slice_of;  // per Gantt event: its slice, for its label
-    const auto slice_count = static_cast<std::size_t>(std::count_if(
-        trace.slices.begin(), trace.slices.end(), [&](const TraceData::Slice& s) { return s.pid == pid; }));
-    g.events.reserve(slice_count);
-    slice_of.reserve(slice_count);
-    for (const TraceData::Slice& s : trace.slices) {
-      if (s.pid != pid) continue;
-      const std::size_t row = row_of[s.tid];
-      const double start = (s.ts - t0) * 1e-6;
-      const double duration = std::max(0.0, s.dur) * 1e-6;
-      const std::string& category = trace.categories[s.category];
-      g.events.push_back({row, start, start + duration, category, ""});
-      slice_of.push_back(&s);
-      totals[row][category] += duration;
-      categories.insert(category);
-      span = std::max(span, start + duration);
-    }
+    ProcessTimeline p = process_timeline(trace, pid);
+    chart::GanttChart& g = p.chart;
     g.label_of = [&](std::size_t i) {
-      const TraceData::Slice& s = *slice_of[i];
+      const TraceData::Slice& s = *p.slice_of[i];
       return trace.name(s) + " (" + trace.categories[s.category] + ", " + format_seconds(std::max(0.0, s.dur) * 1e-6) +
              ")";
     };
@@ -160,34 +195,22 @@ void trace_section(Builder& b, const Input& in, std::size_t number, const std::s
     const std::string scenario = str(other, "scenario");
     g.title = "Timeline of one step: " + (scenario.empty() ? "" : scenario + ", ") + process;
     std::vector<TrackTime> track_times;
-    for (std::size_t r = 0; r < tracks.size(); ++r) track_times.push_back({tracks[r].name, totals[r]});
-    b.findings(trace_findings(process, track_times, span));
+    for (std::size_t r = 0; r < p.tracks.size(); ++r) track_times.push_back({p.tracks[r].name, p.totals[r]});
+    b.findings(trace_findings(process, track_times, p.span));
     const std::size_t drawn = chart::gantt_rects(g).size();
     auto lines = other_data_caption(other, in.source, process);
     if (const Input* run = matching_run(inputs, other, process))
       lines[lines.size() - 1] = "Execution: " + execution_text(object_at(run->doc, "execution")) +
                                 " (from run input " + run->source + ", same scenario and step time). Source: " +
                                 in.source + ".";
-    lines.insert(lines.begin(), std::to_string(g.events.size()) + " events on " + std::to_string(tracks.size()) +
+    lines.insert(lines.begin(), std::to_string(g.events.size()) + " events on " + std::to_string(p.tracks.size()) +
                                     " tracks, drawn as " + std::to_string(drawn) +
                                     " rectangles: adjacent same-category events narrower than a pixel are merged, and a merged "
                                     "bar is drawn faded by the share of its time that is busy.");
     b.figure("timeline-" + (scenario.empty() ? "" : scenario + "-") + process, g.title, chart::render(g), lines,
              true);
-
-    Table t;
-    t.header.push_back("track");
-    for (const auto& c : categories) t.header.push_back(c + " time");
-    for (std::size_t r = 0; r < tracks.size(); ++r) {
-      std::vector<std::string> cells{tracks[r].name};
-      for (const auto& c : categories) {
-        auto it = totals[r].find(c);
-        cells.push_back(it == totals[r].end() ? "-" : format_seconds(it->second));
-      }
-      t.rows.push_back(cells);
-    }
-    b.table(t, "Time per track and category (sum of event durations): " + (scenario.empty() ? "" : scenario + ", ") +
-                   process);
+    b.table(track_time_table(p), "Time per track and category (sum of event durations): " +
+                                     (scenario.empty() ? "" : scenario + ", ") + process);
   }
   b.close_section();
 }
