@@ -171,6 +171,80 @@ Referenced resolve(ObjectReader& root, const std::string& key, const std::string
 
 namespace {
 
+Recomputation read_recomputation(ObjectReader& r) {
+  if (const Json* flag = r.maybe_value("recomputation"); flag && flag->is_boolean())
+    throw r.error("recomputation", "scenario.bad-recomputation",
+                  std::string("recomputation is \"pipeline\" or \"none\", not ") + (flag->get<bool>() ? "true" : "false") +
+                      " (did you mean \"" + (flag->get<bool>() ? "pipeline" : "none") + "\"?)");
+  const std::string recompute = r.optional_string("recomputation", "none");
+  if (recompute == "none") return Recomputation::None;
+  if (recompute == "pipeline") return Recomputation::Pipeline;
+  throw r.error("recomputation", "scenario.bad-recomputation",
+                "unknown recomputation \"" + recompute + "\" (expected none or pipeline)" +
+                    did_you_mean(recompute, {"none", "pipeline"}));
+}
+
+// execution.optimizer: its type, its state's dtype and place, replicated tensor sharding.
+void read_optimizer(ObjectReader o, Execution& e) {
+  const std::string type = o.optional_string("type", "sgd");
+  if (type == "sgd") e.optimizer = Optimizer::Sgd;
+  else if (type == "momentum") e.optimizer = Optimizer::Momentum;
+  else if (type == "adam") e.optimizer = Optimizer::Adam;
+  else if (type == "lamb") e.optimizer = Optimizer::Lamb;
+  else if (type == "lars") e.optimizer = Optimizer::Lars;
+  else throw o.error("type", "scenario.bad-optimizer",
+                     "unknown optimizer \"" + type + "\" (expected sgd, momentum, adam, lamb or lars)" +
+                         did_you_mean(type, {"sgd", "momentum", "adam", "lamb", "lars"}));
+  const std::string dtype = o.optional_string("stateDtype", "float32");
+  auto parsed = parse_dtype(dtype);
+  if (!parsed || (*parsed != DType::Float16 && *parsed != DType::Float32))
+    throw o.error("stateDtype", "scenario.bad-optimizer", "stateDtype must be float16 or float32");
+  e.optimizer_state_dtype = *parsed;
+  const std::string location = o.optional_string("stateLocation", "on-chip");
+  if (location == "streaming-memory") e.optimizer_state_off_chip = true;
+  else if (location != "on-chip")
+    throw o.error("stateLocation", "scenario.bad-optimizer",
+                  "stateLocation must be on-chip or streaming-memory, got \"" + location + "\"" +
+                      did_you_mean(location, {"on-chip", "streaming-memory"}));
+  e.replicated_tensor_sharding = o.optional_bool("replicatedTensorSharding", e.replicated_tensor_sharding);
+  o.finish();
+}
+
+DType read_partials_type(ObjectReader& r) {
+  const std::string partials = r.optional_string("partialsTypeMatMuls", "float");
+  if (partials == "float") return DType::Float32;
+  if (partials == "half") return DType::Float16;
+  throw r.error("partialsTypeMatMuls", "scenario.bad-partials-type",
+                "partialsTypeMatMuls is \"float\" or \"half\" (as PopART spells it), got \"" + partials + "\"" +
+                    did_you_mean(partials, {"float", "half"}));
+}
+
+// distributedBatchNormReplicaGroupSize, once training and the replicas are known.
+void read_batch_norm_group(ObjectReader& r, Execution& e) {
+  e.distributed_batch_norm_replicas =
+      r.optional_int("distributedBatchNormReplicaGroupSize", e.distributed_batch_norm_replicas);
+  if (e.distributed_batch_norm_replicas > 1 && !e.training)
+    throw r.error("distributedBatchNormReplicaGroupSize", "scenario.bad-batch-norm-group",
+                  "distributedBatchNormReplicaGroupSize applies to training (batch statistics); inference normalises "
+                  "with the running statistics, so leave it out or at 1 when training is false");
+  if (e.replicas % e.distributed_batch_norm_replicas != 0)
+    throw r.error("distributedBatchNormReplicaGroupSize", "scenario.bad-batch-norm-group",
+                  "distributedBatchNormReplicaGroupSize " + std::to_string(e.distributed_batch_norm_replicas) +
+                      " does not divide replicas " + std::to_string(e.replicas) +
+                      " (the statistics are shared by groups of that many consecutive replicas)");
+}
+
+// batchSerializationSettings, once the micro-batch is known.
+void read_batch_serialization(ObjectReader b, Execution& e) {
+  e.phases.batch_serialization = std::max<std::int64_t>(1, b.optional_int("factor", 0));
+  if (e.micro_batch_size % e.phases.batch_serialization != 0)
+    throw b.error("factor", "scenario.bad-batch-serialization",
+                  "batchSerializationSettings.factor " + std::to_string(e.phases.batch_serialization) +
+                      " does not divide microBatchSize " + std::to_string(e.micro_batch_size) +
+                      " (PopART slices the micro-batch into factor equal parts)");
+  b.finish();
+}
+
 Execution read_execution(const Json& execution, const std::string& origin) {
   ObjectReader r(execution, origin, "/execution", Format::Scenario);
   Execution e;
@@ -190,76 +264,19 @@ Execution read_execution(const Json& execution, const std::string& origin) {
   e.replicas = r.optional_int("replicas", e.replicas);
   e.tensor_parallel = r.optional_int("tensorParallel", e.tensor_parallel);
   e.placement = r.int_list("placement", false);
-  if (const Json* flag = r.maybe_value("recomputation"); flag && flag->is_boolean())
-    throw r.error("recomputation", "scenario.bad-recomputation",
-                  std::string("recomputation is \"pipeline\" or \"none\", not ") + (flag->get<bool>() ? "true" : "false") +
-                      " (did you mean \"" + (flag->get<bool>() ? "pipeline" : "none") + "\"?)");
-  const std::string recompute = r.optional_string("recomputation", "none");
-  if (recompute == "none") e.recomputation = Recomputation::None;
-  else if (recompute == "pipeline") e.recomputation = Recomputation::Pipeline;
-  else throw r.error("recomputation", "scenario.bad-recomputation",
-                     "unknown recomputation \"" + recompute + "\" (expected none or pipeline)" +
-                         did_you_mean(recompute, {"none", "pipeline"}));
-  if (r.has("optimizer")) {
-    ObjectReader o = r.object("optimizer");
-    const std::string type = o.optional_string("type", "sgd");
-    if (type == "sgd") e.optimizer = Optimizer::Sgd;
-    else if (type == "momentum") e.optimizer = Optimizer::Momentum;
-    else if (type == "adam") e.optimizer = Optimizer::Adam;
-    else if (type == "lamb") e.optimizer = Optimizer::Lamb;
-    else if (type == "lars") e.optimizer = Optimizer::Lars;
-    else throw o.error("type", "scenario.bad-optimizer",
-                       "unknown optimizer \"" + type + "\" (expected sgd, momentum, adam, lamb or lars)" +
-                           did_you_mean(type, {"sgd", "momentum", "adam", "lamb", "lars"}));
-    const std::string dtype = o.optional_string("stateDtype", "float32");
-    auto parsed = parse_dtype(dtype);
-    if (!parsed || (*parsed != DType::Float16 && *parsed != DType::Float32))
-      throw o.error("stateDtype", "scenario.bad-optimizer", "stateDtype must be float16 or float32");
-    e.optimizer_state_dtype = *parsed;
-    const std::string location = o.optional_string("stateLocation", "on-chip");
-    if (location == "streaming-memory") e.optimizer_state_off_chip = true;
-    else if (location != "on-chip")
-      throw o.error("stateLocation", "scenario.bad-optimizer",
-                    "stateLocation must be on-chip or streaming-memory, got \"" + location + "\"" +
-                        did_you_mean(location, {"on-chip", "streaming-memory"}));
-    e.replicated_tensor_sharding = o.optional_bool("replicatedTensorSharding", e.replicated_tensor_sharding);
-    o.finish();
-  }
+  e.recomputation = read_recomputation(r);
+  if (r.has("optimizer")) read_optimizer(r.object("optimizer"), e);
   if (r.has("accumulateOuterFragmentSettings"))
     read_weight_update_settings(r.object("accumulateOuterFragmentSettings"), e);
-  const std::string partials = r.optional_string("partialsTypeMatMuls", "float");
-  if (partials == "float") e.partials_type = DType::Float32;
-  else if (partials == "half") e.partials_type = DType::Float16;
-  else throw r.error("partialsTypeMatMuls", "scenario.bad-partials-type",
-                     "partialsTypeMatMuls is \"float\" or \"half\" (as PopART spells it), got \"" + partials + "\"" +
-                         did_you_mean(partials, {"float", "half"}));
+  e.partials_type = read_partials_type(r);
   e.available_memory_proportion = available_memory_proportion(r);
   e.io_tiles = r.optional_int("numIOTiles", e.io_tiles);
   e.sequences_per_sample = r.optional_number("sequencesPerSample", e.sequences_per_sample);
   e.prefetch_data_streams = r.optional_bool("prefetchDataStreams", e.prefetch_data_streams);
   e.merge_all_reduce_collectives = r.optional_bool("mergeAllReduceCollectives", e.merge_all_reduce_collectives);
-  e.distributed_batch_norm_replicas =
-      r.optional_int("distributedBatchNormReplicaGroupSize", e.distributed_batch_norm_replicas);
-  if (e.distributed_batch_norm_replicas > 1 && !e.training)
-    throw r.error("distributedBatchNormReplicaGroupSize", "scenario.bad-batch-norm-group",
-                  "distributedBatchNormReplicaGroupSize applies to training (batch statistics); inference normalises "
-                  "with the running statistics, so leave it out or at 1 when training is false");
-  if (e.replicas % e.distributed_batch_norm_replicas != 0)
-    throw r.error("distributedBatchNormReplicaGroupSize", "scenario.bad-batch-norm-group",
-                  "distributedBatchNormReplicaGroupSize " + std::to_string(e.distributed_batch_norm_replicas) +
-                      " does not divide replicas " + std::to_string(e.replicas) +
-                      " (the statistics are shared by groups of that many consecutive replicas)");
+  read_batch_norm_group(r, e);
   if (r.has("executionPhaseSettings")) e.phases = read_phase_settings(r.object("executionPhaseSettings"));
-  if (r.has("batchSerializationSettings")) {
-    ObjectReader b = r.object("batchSerializationSettings");
-    e.phases.batch_serialization = std::max<std::int64_t>(1, b.optional_int("factor", 0));
-    if (e.micro_batch_size % e.phases.batch_serialization != 0)
-      throw b.error("factor", "scenario.bad-batch-serialization",
-                    "batchSerializationSettings.factor " + std::to_string(e.phases.batch_serialization) +
-                        " does not divide microBatchSize " + std::to_string(e.micro_batch_size) +
-                        " (PopART slices the micro-batch into factor equal parts)");
-    b.finish();
-  }
+  if (r.has("batchSerializationSettings")) read_batch_serialization(r.object("batchSerializationSettings"), e);
   if (!e.training && e.gradient_accumulation != 1)
     throw r.error("gradientAccumulation", "scenario.accumulation-without-training",
                   "gradient accumulation applies to training only; for inference the pipeline depth is batchesPerStep");
