@@ -302,8 +302,10 @@ std::vector<RunDocument> split_by_schedule(const RunDocument& in) {
   return out;
 }
 
-std::string render_comparison(const std::vector<RunDocument>& runs) {
-  std::ostringstream out;
+namespace {
+
+// Who A, B, ... are, and in which settings each differs from A.
+void write_inputs(std::ostream& out, const std::vector<RunDocument>& runs) {
   for (std::size_t i = 0; i < runs.size(); ++i)
     out << label(i) << ": " << runs[i].file << " (scenario " << runs[i].document.value("scenario", Json("?")).dump()
         << ")\n";
@@ -314,12 +316,12 @@ std::string render_comparison(const std::vector<RunDocument>& runs) {
     for (std::size_t k = 0; k < diffs.size(); ++k) out << (k ? "; " : "") << diffs[k];
     out << "\n";
   }
+}
 
-  // Modes in the order of the first document; a mode some document lacks shows "-". Documents
-  // of one run each (`--mode phased` against `--mode pipelined`) line up run against run,
-  // whatever their modes, under their modes' names joined.
-  const bool one_each = std::all_of(runs.begin(), runs.end(),
-                                    [](const RunDocument& r) { return r.document.at("runs").size() == 1; });
+// Modes in the order of the first document; a mode some document lacks shows "-". Documents
+// of one run each (`--mode phased` against `--mode pipelined`) line up run against run,
+// whatever their modes, under their modes' names joined.
+std::vector<std::string> compared_modes(const std::vector<RunDocument>& runs, bool one_each) {
   std::vector<std::string> modes;  // each once: a document of 10,000 runs has two modes, not 10,000 sections
   for (const Json& r : runs[0].document.at("runs")) {
     const std::string mode = r.at("mode").get<std::string>();
@@ -330,44 +332,59 @@ std::string render_comparison(const std::vector<RunDocument>& runs) {
       const std::string mode = runs[i].document.at("runs")[0].at("mode").get<std::string>();
       if (modes.front().find(mode) == std::string::npos) modes.front() += " / " + mode;
     }
+  return modes;
+}
+
+// One mode's table: each figure's value per run, and each run against A.
+void write_mode_table(std::ostream& out, const std::string& mode, const std::vector<const Json*>& columns) {
+  const std::size_t label_width = 27;
+  // Wide enough for the bottleneck's name ("IPU 4 (replica 0, vIPU 1), stage 7" when placed).
+  std::size_t column = 17;
+  for (const Json* run : columns)
+    if (run) column = std::max(column, bottleneck_text(*run).size() + 1);
+  out << "\n" << pad(mode, label_width);
+  for (std::size_t i = 0; i < columns.size(); ++i) out << pad(label(i), column);
+  for (std::size_t i = 1; i < columns.size(); ++i) out << pad(label(i) + "-A", column) << pad(label(i) + "/A", 8);
+  out << "\n";
+  for (const Figure& f : kFigures) {
+    std::vector<std::optional<double>> values;
+    bool any = false;
+    for (const Json* run : columns) {
+      values.push_back(run ? number(*run, f.pointer) : std::nullopt);
+      any = any || (values.back() && *values.back() != 0);
+    }
+    if (!any) continue;  // a figure no run has (or all zero): no row
+    out << pad(f.name, label_width);
+    for (const auto& v : values) out << pad(v ? value_text(*v, f.kind) : "-", column);
+    for (std::size_t i = 1; i < values.size(); ++i) {
+      const bool both = values[0] && values[i];
+      out << pad(both ? delta_text(*values[0], *values[i], f.kind) : "-", column)
+          << pad(both && f.kind != Kind::Share ? ratio_text(*values[0], *values[i]) : "", 8);
+    }
+    out << "\n";
+  }
+  out << pad("bottleneck", label_width);
+  for (const Json* run : columns) out << pad(run ? bottleneck_text(*run) : "-", column);
+  out << "\n" << pad("fits in memory", label_width);
+  for (const Json* run : columns) out << pad(run ? fits_text(*run) : "-", column);
+  out << "\n";
+}
+
+} // namespace
+
+std::string render_comparison(const std::vector<RunDocument>& runs) {
+  std::ostringstream out;
+  write_inputs(out, runs);
+  const bool one_each = std::all_of(runs.begin(), runs.end(),
+                                    [](const RunDocument& r) { return r.document.at("runs").size() == 1; });
+  const std::vector<std::string> modes = compared_modes(runs, one_each);
   std::vector<RunsByMode> by_mode;
   for (const RunDocument& r : runs) by_mode.emplace_back(r.document, one_each);
-  const std::size_t label_width = 27;
   for (const std::string& mode : modes) {
     std::vector<const Json*> columns;
     for (const RunsByMode& r : by_mode) columns.push_back(r(mode));
-    // Wide enough for the bottleneck's name ("IPU 4 (replica 0, vIPU 1), stage 7" when placed).
-    std::size_t column = 17;
-    for (const Json* run : columns)
-      if (run) column = std::max(column, bottleneck_text(*run).size() + 1);
-    out << "\n" << pad(mode, label_width);
-    for (std::size_t i = 0; i < runs.size(); ++i) out << pad(label(i), column);
-    for (std::size_t i = 1; i < runs.size(); ++i) out << pad(label(i) + "-A", column) << pad(label(i) + "/A", 8);
-    out << "\n";
-    for (const Figure& f : kFigures) {
-      std::vector<std::optional<double>> values;
-      bool any = false;
-      for (const Json* run : columns) {
-        values.push_back(run ? number(*run, f.pointer) : std::nullopt);
-        any = any || (values.back() && *values.back() != 0);
-      }
-      if (!any) continue;  // a figure no run has (or all zero): no row
-      out << pad(f.name, label_width);
-      for (const auto& v : values) out << pad(v ? value_text(*v, f.kind) : "-", column);
-      for (std::size_t i = 1; i < values.size(); ++i) {
-        const bool both = values[0] && values[i];
-        out << pad(both ? delta_text(*values[0], *values[i], f.kind) : "-", column)
-            << pad(both && f.kind != Kind::Share ? ratio_text(*values[0], *values[i]) : "", 8);
-      }
-      out << "\n";
-    }
-    out << pad("bottleneck", label_width);
-    for (const Json* run : columns) out << pad(run ? bottleneck_text(*run) : "-", column);
-    out << "\n" << pad("fits in memory", label_width);
-    for (const Json* run : columns) out << pad(run ? fits_text(*run) : "-", column);
-    out << "\n";
+    write_mode_table(out, mode, columns);
   }
-
   out << "\nWhat changed:\n";
   for (std::size_t i = 1; i < runs.size(); ++i)
     for (const std::string& mode : modes) {
