@@ -193,25 +193,61 @@ Json modes_json(const std::vector<Mode>& modes) {
 
 } // namespace
 
+namespace {
+
+// One run's figures, its LLM figures and, under tensor parallelism, each IPU's group.
+Json mode_run_json(const Scenario& sc, const Simulation& sim, const ModelFigures& model, const ModeRun& run) {
+  Json out = run_json(run.metrics);
+  out["llm"] = run_llm_figures_json(run_llm_figures(
+      sc.hardware, model, run.metrics, static_cast<int>(sim.plan.ipus.size() * sc.execution.tensor_parallel)));
+  if (sc.execution.tensor_parallel > 1) {
+    out["timeShares"]["tensorParallelAllReduce"] =
+        time_shares(run.metrics).compute * tensor_parallel_fraction(sim.plan, run.schedule.recompute);
+    // The engine runs one IPU per group (the group's first); its shards are the group's IPUs.
+    for (Json& ipu : out["ipus"]) {
+      Json group = Json::array();
+      for (std::int64_t s = 0; s < sc.execution.tensor_parallel; ++s) group.push_back(ipu.at("id").get<std::int64_t>() + s);
+      ipu["tensorParallelIpus"] = std::move(group);
+    }
+  }
+  return out;
+}
+
+// The execution settings the runs used, as the document records them.
+Json execution_json(const Execution& ex) {
+  return {{"training", ex.training},
+          {"microBatchSize", ex.micro_batch_size},
+          {"gradientAccumulation", ex.gradient_accumulation},
+          {"batchesPerStep", ex.batches_per_step},
+          {"hostIo", ex.host_io},
+          {"costModel", ex.cost_model},
+          {"recomputation", ex.recomputation == Recomputation::Pipeline ? "pipeline" : "none"},
+          {"optimizer", optimizer_name(ex.optimizer)},
+          {"replicas", ex.replicas},
+          {"tensorParallel", ex.tensor_parallel},
+          {"schedule", ex.schedule},
+          {"weightUpdateSchedule", weight_update_schedule_name(ex.weight_update_schedule)},
+          {"replicatedTensorSharding", ex.replicated_tensor_sharding},
+          {"partialsTypeMatMuls", dtype_name(ex.partials_type)},
+          {"numIOTiles", ex.io_tiles},
+          {"sequencesPerSample", ex.sequences_per_sample},
+          {"optimizerStateDtype", dtype_name(ex.optimizer_state_dtype)},
+          {"optimizerStateLocation", ex.optimizer_state_off_chip ? "streaming-memory" : "on-chip"},
+          {"availableMemoryProportion", ex.available_memory_proportion},
+          {"weightUpdateExcludedVirtualGraphs", ex.weight_update_excluded_ipus},
+          {"placement", ex.placement},
+          {"modes", modes_json(ex.modes)}};
+}
+
+} // namespace
+
 Json report_json(const Scenario& sc, const Simulation& sim, Json* plan_document) {
   Json runs = Json::array();
   const RunMetrics* sharded = nullptr;
   const RunMetrics* pipelined = nullptr;
   const ModelFigures model = model_figures(sc);
   for (const ModeRun& run : sim.runs) {
-    runs.push_back(run_json(run.metrics));
-    runs.back()["llm"] = run_llm_figures_json(run_llm_figures(
-        sc.hardware, model, run.metrics, static_cast<int>(sim.plan.ipus.size() * sc.execution.tensor_parallel)));
-    if (sc.execution.tensor_parallel > 1) {
-      runs.back()["timeShares"]["tensorParallelAllReduce"] =
-          time_shares(run.metrics).compute * tensor_parallel_fraction(sim.plan, run.schedule.recompute);
-      // The engine runs one IPU per group (the group's first); its shards are the group's IPUs.
-      for (Json& ipu : runs.back()["ipus"]) {
-        Json group = Json::array();
-        for (std::int64_t s = 0; s < sc.execution.tensor_parallel; ++s) group.push_back(ipu.at("id").get<std::int64_t>() + s);
-        ipu["tensorParallelIpus"] = std::move(group);
-      }
-    }
+    runs.push_back(mode_run_json(sc, sim, model, run));
     (run.metrics.mode == Mode::Sharded ? sharded : pipelined) = &run.metrics;
   }
   const Execution& ex = sc.execution;
@@ -219,29 +255,7 @@ Json report_json(const Scenario& sc, const Simulation& sim, Json* plan_document)
               {"scenarioFile", sc.file},
               {"model", sc.model.name},
               {"config", sc.hardware.name},
-              {"execution",
-               {{"training", ex.training},
-                {"microBatchSize", ex.micro_batch_size},
-                {"gradientAccumulation", ex.gradient_accumulation},
-                {"batchesPerStep", ex.batches_per_step},
-                {"hostIo", ex.host_io},
-                {"costModel", ex.cost_model},
-                {"recomputation", ex.recomputation == Recomputation::Pipeline ? "pipeline" : "none"},
-                {"optimizer", optimizer_name(ex.optimizer)},
-                {"replicas", ex.replicas},
-                {"tensorParallel", ex.tensor_parallel},
-                {"schedule", ex.schedule},
-                {"weightUpdateSchedule", weight_update_schedule_name(ex.weight_update_schedule)},
-                {"replicatedTensorSharding", ex.replicated_tensor_sharding},
-                {"partialsTypeMatMuls", dtype_name(ex.partials_type)},
-                {"numIOTiles", ex.io_tiles},
-                {"sequencesPerSample", ex.sequences_per_sample},
-                {"optimizerStateDtype", dtype_name(ex.optimizer_state_dtype)},
-                {"optimizerStateLocation", ex.optimizer_state_off_chip ? "streaming-memory" : "on-chip"},
-                {"availableMemoryProportion", ex.available_memory_proportion},
-                {"weightUpdateExcludedVirtualGraphs", ex.weight_update_excluded_ipus},
-                {"placement", ex.placement},
-                {"modes", modes_json(ex.modes)}}},
+              {"execution", execution_json(ex)},
               {"modelFile", source_file(sc.model.file)},
               {"modelHash", sc.model_hash},
               {"configFile", source_file(sc.hardware.file)},
