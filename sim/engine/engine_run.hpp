@@ -179,6 +179,14 @@ private:
   Period period_between(const Snapshot& older, const Snapshot& newer, int loop) const;
   // Skips the whole periods that fit before an IPU would leave the loop; false when none fits.
   bool skip_periods(const Snapshot& older, const Snapshot& newer, const Period& period);
+  // The notes between two snapshots as `periods` repeats of `iterations` of the loop, and
+  // the bytes one period puts on each link.
+  std::shared_ptr<ReplayNote> period_replay(const Snapshot& older, const Snapshot& newer, std::int64_t periods,
+                                            std::int64_t iterations, std::int64_t stride) const;
+  // Every IPU inside the loop (at `depth` in its frames) `skipped` iterations on; the waits and
+  // transfers of those outside it dated `skipped_time` earlier.
+  void move_past_skipped(const std::vector<std::size_t>& depth, std::int64_t skipped, std::int64_t stride,
+                         double skipped_time);
   // Tells `observer` about the repeats of `replay`, all shifted by (time_shift, label_shift).
   void report_repeats(const ReplayNote& replay, double time_shift, std::int64_t label_shift, RunObserver& observer);
   void trim_notes();

@@ -200,6 +200,47 @@ Period Run::period_between(const Snapshot& older, const Snapshot& newer, int loo
   return result;
 }
 
+std::shared_ptr<ReplayNote> Run::period_replay(const Snapshot& older, const Snapshot& newer, std::int64_t periods,
+                                               std::int64_t iterations, std::int64_t stride) const {
+  auto replay = std::make_shared<ReplayNote>();
+  replay->window.assign(notes_.begin() + static_cast<std::ptrdiff_t>(older.mark - notes_base_),
+                        notes_.begin() + static_cast<std::ptrdiff_t>(newer.mark - notes_base_));
+  replay->times = periods;
+  replay->period = newer.time - older.time;
+  replay->label_shift = iterations * stride;
+  replay->loop = older.loop;
+  replay->iterations = iterations;
+  // The links carry each period's bytes again: one period's sum times the periods (the
+  // replay's sum to the last bit while the bytes are whole numbers).
+  replay->period_link_bytes.assign(link_bytes_.size(), 0.0);
+  for (const Note& note : replay->window) {
+    if (const auto* t = std::get_if<TransferNote>(&note)) {
+      for (int slot : *t->slots) replay->period_link_bytes[static_cast<std::size_t>(slot)] += t->bytes;
+    } else if (const auto* inner = std::get_if<std::shared_ptr<const ReplayNote>>(&note)) {
+      for (std::size_t slot = 0; slot < link_bytes_.size(); ++slot)
+        replay->period_link_bytes[slot] += static_cast<double>((*inner)->times) * (*inner)->period_link_bytes[slot];
+    }
+  }
+  return replay;
+}
+
+void Run::move_past_skipped(const std::vector<std::size_t>& depth, std::int64_t skipped, std::int64_t stride,
+                            double skipped_time) {
+  for (std::size_t i = 0; i < actors_.size(); ++i) {
+    ActorState& st = actors_[i];
+    if (depth[i] == st.cursor.frames().size()) {
+      // Its wait and its finished transfers began before the skipped periods.
+      st.current.start -= skipped_time;
+      for (auto* queue : {&st.sends, &st.streams})
+        for (Pending& p : *queue) p.shift -= skipped_time;
+      for (Pending& p : st.waiting_on) p.shift -= skipped_time;
+      continue;
+    }
+    st.cursor.skip_iterations(depth[i], skipped);
+    if (st.running && st.current.micro_batch >= 0) st.current.micro_batch += skipped * stride;
+  }
+}
+
 bool Run::skip_periods(const Snapshot& older, const Snapshot& newer, const Period& found) {
   const std::int64_t period = found.iterations;
   // Whole periods that fit before the first IPU would reach its loop's last iteration.
@@ -215,25 +256,7 @@ bool Run::skip_periods(const Snapshot& older, const Snapshot& newer, const Perio
   }
   const std::int64_t periods = std::min(room / period, found.max_periods);
   if (periods < 1) return false;
-  auto replay = std::make_shared<ReplayNote>();
-  replay->window.assign(notes_.begin() + static_cast<std::ptrdiff_t>(older.mark - notes_base_),
-                        notes_.begin() + static_cast<std::ptrdiff_t>(newer.mark - notes_base_));
-  replay->times = periods;
-  replay->period = newer.time - older.time;
-  replay->label_shift = period * stride;
-  replay->loop = older.loop;
-  replay->iterations = period;
-  // The links carry each period's bytes again: one period's sum times the periods (the
-  // replay's sum to the last bit while the bytes are whole numbers).
-  replay->period_link_bytes.assign(link_bytes_.size(), 0.0);
-  for (const Note& note : replay->window) {
-    if (const auto* t = std::get_if<TransferNote>(&note)) {
-      for (int slot : *t->slots) replay->period_link_bytes[static_cast<std::size_t>(slot)] += t->bytes;
-    } else if (const auto* inner = std::get_if<std::shared_ptr<const ReplayNote>>(&note)) {
-      for (std::size_t slot = 0; slot < link_bytes_.size(); ++slot)
-        replay->period_link_bytes[slot] += static_cast<double>((*inner)->times) * (*inner)->period_link_bytes[slot];
-    }
-  }
+  std::shared_ptr<ReplayNote> replay = period_replay(older, newer, periods, period, stride);
   for (std::size_t slot = 0; slot < link_bytes_.size(); ++slot)
     link_bytes_[slot] += static_cast<double>(periods) * replay->period_link_bytes[slot];
   report_repeats(*replay, 0, 0, observer_);
@@ -245,19 +268,7 @@ bool Run::skip_periods(const Snapshot& older, const Snapshot& newer, const Perio
   for (const auto& [copy, per_period] : found.drained)
     for (std::int64_t k = 0; k < periods * per_period; ++k)
       if (sg4::CommPtr arriving = arrivals_.take(static_cast<int>(copy))) arriving->wait();
-  for (std::size_t i = 0; i < actors_.size(); ++i) {
-    ActorState& st = actors_[i];
-    if (depth[i] == st.cursor.frames().size()) {
-      // Its wait and its finished transfers began before the skipped periods.
-      st.current.start -= skipped_time;
-      for (auto* queue : {&st.sends, &st.streams})
-        for (Pending& p : *queue) p.shift -= skipped_time;
-      for (Pending& p : st.waiting_on) p.shift -= skipped_time;
-      continue;
-    }
-    st.cursor.skip_iterations(depth[i], skipped);
-    if (st.running && st.current.micro_batch >= 0) st.current.micro_batch += skipped * stride;
-  }
+  move_past_skipped(depth, skipped, stride, skipped_time);
   for (auto i = instances_.rbegin(); i != instances_.rend(); ++i)
     if (i->loop == older.loop) {
       i->skipped += skipped;
