@@ -177,6 +177,11 @@ private:
   // The iterations of `loop` every IPU inside it moved on from `older` to `newer`, the IPUs
   // outside it waiting unchanged.
   Period period_between(const Snapshot& older, const Snapshot& newer, int loop) const;
+  // Whether one IPU is in the same state in both snapshots but `period` iterations of `loop`
+  // further (the first IPU inside the loop sets `period` and the loop's `stride`), or waits
+  // outside the loop unchanged, nothing of its own moving.
+  static bool moved_alike(const Program& program, const ActorSnapshot& older, const ActorSnapshot& newer, int loop,
+                          double clock, std::int64_t& period, std::int64_t& stride);
   // Skips the whole periods that fit before an IPU would leave the loop; false when none fits.
   bool skip_periods(const Snapshot& older, const Snapshot& newer, const Period& period);
   // The notes between two snapshots as `periods` repeats of `iterations` of the loop, and

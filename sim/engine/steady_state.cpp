@@ -158,46 +158,48 @@ Period Run::period_between(const Snapshot& older, const Snapshot& newer, int loo
     at += members;
   }
   std::int64_t period = 0, stride = -1;
-  for (std::size_t i = 0; i < actors_.size(); ++i) {
-    const Program& program = *actors_[i].program;
-    const ActorSnapshot& a = older.actors[i];
-    const ActorSnapshot& b = newer.actors[i];
-    if (a.index != b.index || a.frames.size() != b.frames.size() || a.doing != b.doing || a.running != b.running ||
-        a.taken != b.taken || a.activities.size() != b.activities.size())
-      return {};
-    if (depth_of(program, a.frames, loop) == a.frames.size()) {
-      // Outside the loop: it must be waiting for a copy or at a barrier that none of the
-      // loop's periods gives it, with nothing of its own still moving.
-      if (a.frames != b.frames || !a.running || (a.doing != Doing::Receive && a.doing != Doing::Barrier)) return {};
-      for (std::size_t k = 0; k < a.activities.size(); ++k)
-        if (a.activities[k].tag != b.activities[k].tag || a.activities[k].finished_ago < 0 ||
-            b.activities[k].finished_ago < 0)
-          return {};
-      continue;
-    }
-    if (!same_time(a.timed_age, b.timed_age, clock) || !same_time(a.step_age, b.step_age, clock)) return {};
-    for (std::size_t d = 0; d < a.frames.size(); ++d) {
-      if (a.frames[d].repeat != b.frames[d].repeat) return {};
-      const Repeat& r = program.repeats[a.frames[d].repeat];
-      const std::int64_t moved = b.frames[d].iteration - a.frames[d].iteration;
-      if (r.loop != loop) {
-        if (moved != 0) return {};
-        continue;
-      }
-      if (moved <= 0 || (period != 0 && moved != period) || (stride >= 0 && r.stride != stride)) return {};
-      period = moved;
-      stride = r.stride;
-    }
-    for (std::size_t k = 0; k < a.activities.size(); ++k) {
-      const auto& x = a.activities[k];
-      const auto& y = b.activities[k];
-      if (x.tag != y.tag || !same_time(x.started_ago, y.started_ago, clock) || (x.finished_ago < 0) != (y.finished_ago < 0) ||
-          !same_time(x.finished_ago, y.finished_ago, clock) || !same_amount(x.remaining, y.remaining))
-        return {};
-    }
-  }
+  for (std::size_t i = 0; i < actors_.size(); ++i)
+    if (!moved_alike(*actors_[i].program, older.actors[i], newer.actors[i], loop, clock, period, stride)) return {};
   result.iterations = period;
   return result;
+}
+
+bool Run::moved_alike(const Program& program, const ActorSnapshot& a, const ActorSnapshot& b, int loop, double clock,
+                      std::int64_t& period, std::int64_t& stride) {
+  if (a.index != b.index || a.frames.size() != b.frames.size() || a.doing != b.doing || a.running != b.running ||
+      a.taken != b.taken || a.activities.size() != b.activities.size())
+    return false;
+  if (depth_of(program, a.frames, loop) == a.frames.size()) {
+    // Outside the loop: it must be waiting for a copy or at a barrier that none of the
+    // loop's periods gives it, with nothing of its own still moving.
+    if (a.frames != b.frames || !a.running || (a.doing != Doing::Receive && a.doing != Doing::Barrier)) return false;
+    for (std::size_t k = 0; k < a.activities.size(); ++k)
+      if (a.activities[k].tag != b.activities[k].tag || a.activities[k].finished_ago < 0 ||
+          b.activities[k].finished_ago < 0)
+        return false;
+    return true;
+  }
+  if (!same_time(a.timed_age, b.timed_age, clock) || !same_time(a.step_age, b.step_age, clock)) return false;
+  for (std::size_t d = 0; d < a.frames.size(); ++d) {
+    if (a.frames[d].repeat != b.frames[d].repeat) return false;
+    const Repeat& r = program.repeats[a.frames[d].repeat];
+    const std::int64_t moved = b.frames[d].iteration - a.frames[d].iteration;
+    if (r.loop != loop) {
+      if (moved != 0) return false;
+      continue;
+    }
+    if (moved <= 0 || (period != 0 && moved != period) || (stride >= 0 && r.stride != stride)) return false;
+    period = moved;
+    stride = r.stride;
+  }
+  for (std::size_t k = 0; k < a.activities.size(); ++k) {
+    const auto& x = a.activities[k];
+    const auto& y = b.activities[k];
+    if (x.tag != y.tag || !same_time(x.started_ago, y.started_ago, clock) || (x.finished_ago < 0) != (y.finished_ago < 0) ||
+        !same_time(x.finished_ago, y.finished_ago, clock) || !same_amount(x.remaining, y.remaining))
+      return false;
+  }
+  return true;
 }
 
 std::shared_ptr<ReplayNote> Run::period_replay(const Snapshot& older, const Snapshot& newer, std::int64_t periods,
