@@ -149,7 +149,8 @@ void leave_to_exit(Simulation&& sim) {
   left = new Simulation(std::move(sim));
 }
 
-int run(const RunOptions& o) {
+// The command line's conflicts, refused before anything is simulated or written.
+void check_run_options(const RunOptions& o) {
   // Refuse before simulating, so that one file is not written while the other is refused.
   for (const std::string& path : {o.output, o.trace})
     if (!path.empty()) check_output(path, o.force);
@@ -168,6 +169,40 @@ int run(const RunOptions& o) {
     throw InputError("command line", "--schedules", "cli.conflict",
                      "--schedules runs the pipelined mode once per schedule: give no --trace (trace one schedule with "
                      "--set execution.schedule=NAME), --from or --mode sharded with it");
+}
+
+// Simulates the scenario's modes, writes the trace and the run's output; the exit code.
+int simulate_and_write(const RunOptions& o, const Scenario& sc, const std::vector<Mode>& modes,
+                       const std::vector<std::string>& sets) {
+  SimulateOptions options;
+  options.keep_log = !o.trace.empty();
+  options.exact_full = o.exact_full;
+  options.in_process = simulate_in_process;
+  options.notes = &std::cerr;
+  Simulation sim = simulate(sc, modes, options);
+  // What would make a run that does not fit fit: the memory model tries each setting.
+  for (ModeRun& run : sim.runs)
+    if (!run.metrics.memory.fits) run.metrics.memory.fixes = memory_fixes(sc, run.metrics.mode);
+  if (!o.trace.empty()) write_output(o.trace, [&](std::ostream& out) { write_trace(out, sc, sim); }, o.force);
+  const nlohmann::json document = run_document(sc, sim, {sets, &command_line});
+  const std::string text = o.json  ? document.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n"
+                           : o.csv ? render_run_csv(document)
+                                   : render_table(sc, sim);
+  write_output(o.output.empty() ? "-" : o.output, text, o.force);
+  int code = kExitOk;
+  if (o.fail_on_oom)
+    for (const ModeRun& run : sim.runs)
+      if (!run.metrics.memory.fits) {
+        std::cerr << "ipusim: out of memory in the " << mode_name(run.metrics.mode) << " run\n";
+        code = kExitOutOfMemory;
+        break;
+      }
+  leave_to_exit(std::move(sim));
+  return code;
+}
+
+int run(const RunOptions& o) {
+  check_run_options(o);
   std::optional<Rerun> rerun;
   if (!o.from.empty()) rerun = rerun_of(o.from);
   // The scenario as the command line (or the rerun document) gives it, with `overrides`.
@@ -193,31 +228,7 @@ int run(const RunOptions& o) {
   }
   const Scenario sc = rerun ? rerun->scenario : load(parse_overrides(o.sets));
   if (sc.generation) return run_generation(o, sc, rerun ? rerun->modes : modes_for(sc, o.mode), command_line);
-  SimulateOptions options;
-  options.keep_log = !o.trace.empty();
-  options.exact_full = o.exact_full;
-  options.in_process = simulate_in_process;
-  options.notes = &std::cerr;
-  Simulation sim = simulate(sc, rerun ? rerun->modes : modes_for(sc, o.mode), options);
-  // What would make a run that does not fit fit: the memory model tries each setting.
-  for (ModeRun& run : sim.runs)
-    if (!run.metrics.memory.fits) run.metrics.memory.fixes = memory_fixes(sc, run.metrics.mode);
-  if (!o.trace.empty()) write_output(o.trace, [&](std::ostream& out) { write_trace(out, sc, sim); }, o.force);
-  const nlohmann::json document = run_document(sc, sim, {rerun ? rerun->sets : o.sets, &command_line});
-  const std::string text = o.json  ? document.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n"
-                           : o.csv ? render_run_csv(document)
-                                   : render_table(sc, sim);
-  write_output(o.output.empty() ? "-" : o.output, text, o.force);
-  int code = kExitOk;
-  if (o.fail_on_oom)
-    for (const ModeRun& run : sim.runs)
-      if (!run.metrics.memory.fits) {
-        std::cerr << "ipusim: out of memory in the " << mode_name(run.metrics.mode) << " run\n";
-        code = kExitOutOfMemory;
-        break;
-      }
-  leave_to_exit(std::move(sim));
-  return code;
+  return simulate_and_write(o, sc, rerun ? rerun->modes : modes_for(sc, o.mode), rerun ? rerun->sets : o.sets);
 }
 
 } // namespace
