@@ -31,23 +31,28 @@ struct World {
   sg4::BarrierPtr barrier;
   std::uint64_t activities = 0;
 
-  sg4::CommPtr put(int copy, double bytes) { return arrivals.put(copy, bytes); }
+  engine_detail::SendHandle put(int copy, double bytes) { return arrivals.put(copy, bytes); }
   sg4::CommPtr take(int copy) { return arrivals.take(copy); }
 };
 
 void run_ops(World& w, int ipu, const std::vector<Op>& ops) {
   sg4::Host* me = w.platform.ipus.at(ipu);
-  std::deque<sg4::CommPtr> sends, streams;
-  auto reap = [&](std::deque<sg4::CommPtr>& q) {
-    while (!q.empty() && q.front()->get_finish_time() >= 0) {
-      q.front()->wait();
+  std::deque<sg4::CommPtr> streams;
+  std::deque<std::pair<int, engine_detail::SendHandle>> sends;  // copy, transfer
+  auto reap = [&](auto& q, auto finish_time, auto wait) {
+    while (!q.empty() && finish_time(q.front()) >= 0) {
+      wait(q.front());
       ++w.activities;
       q.pop_front();
     }
   };
+  const auto stream_finish = [](const sg4::CommPtr& c) { return c->get_finish_time(); };
+  const auto stream_wait = [](const sg4::CommPtr& c) { c->wait(); };
+  const auto send_finish = [](const std::pair<int, engine_detail::SendHandle>& s) { return s.second.finish_time(); };
+  const auto send_wait = [](const std::pair<int, engine_detail::SendHandle>& s) { s.second.wait(); };
   for (const Op& op : ops) {
-    reap(sends);
-    reap(streams);
+    reap(sends, send_finish, send_wait);
+    reap(streams, stream_finish, stream_wait);
     switch (op.kind) {
     case StepKind::Compute:
       if (op.seconds > 0) {
@@ -84,17 +89,18 @@ void run_ops(World& w, int ipu, const std::vector<Op>& ops) {
     }
     case StepKind::Exchange: {
       std::vector<sg4::CommPtr> comms;
-      std::size_t puts = 0;
+      std::vector<std::pair<int, engine_detail::SendHandle>> puts;
       for (const Transfer& t : *op.transfers)
-        if (t.src_ipu == ipu) {
-          comms.push_back(w.put(t.copy, t.bytes));
-          ++puts;
-        }
+        if (t.src_ipu == ipu) puts.emplace_back(t.copy, w.put(t.copy, t.bytes));
       for (const Transfer& t : *op.transfers)
         if (t.dst_ipu == ipu)
           if (sg4::CommPtr arriving = w.take(t.copy)) comms.push_back(std::move(arriving));
+      for (const auto& [copy, send] : puts) {
+        w.arrivals.wait_started(copy, send);
+        comms.push_back(*send.started());
+      }
       sg4::Comm::wait_all(comms);
-      w.activities += puts;
+      w.activities += puts.size();
       if (op.seconds > 0) {
         sg4::this_actor::sleep_for(op.seconds);
         ++w.activities;
@@ -103,7 +109,7 @@ void run_ops(World& w, int ipu, const std::vector<Op>& ops) {
     }
     case StepKind::Send:
       for (const Transfer& t : *op.transfers)
-        sends.push_back(w.put(t.copy, t.bytes));
+        sends.emplace_back(t.copy, w.put(t.copy, t.bytes));
       break;
     case StepKind::Receive:
       for (const Transfer& t : *op.transfers)
@@ -139,11 +145,15 @@ void run_ops(World& w, int ipu, const std::vector<Op>& ops) {
       break;
     }
   }
-  for (auto* q : {&streams, &sends})
-    for (auto& c : *q) {
-      c->wait();
-      ++w.activities;
-    }
+  for (auto& c : streams) {
+    c->wait();
+    ++w.activities;
+  }
+  for (const auto& [copy, send] : sends) {
+    w.arrivals.wait_started(copy, send);
+    send.wait();
+    ++w.activities;
+  }
 }
 
 } // namespace

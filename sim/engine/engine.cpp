@@ -219,8 +219,8 @@ void Run::deliver(const TransferNote& t, bool keep) {
 
 void Run::report(const Pending& p) {
   activities_ += activity_weight_;
-  TransferNote note{p.src, p.dst, p.copy, p.comm->get_start_time() + offset_ + p.shift,
-                    p.comm->get_finish_time() + offset_ + p.shift, p.bytes, p.slots};
+  TransferNote note{p.src, p.dst, p.copy, p.comm.start_time() + offset_ + p.shift,
+                    p.comm.finish_time() + offset_ + p.shift, p.bytes, p.slots};
   deliver(note, true);
   // A mirror's transfer is its source's between its own IPUs, its host link or its memory.
   for (std::size_t k = 1; k < mirrors_.units; ++k) {
@@ -236,7 +236,7 @@ void Run::report(const Pending& p) {
 void Run::wait_for(ActorState& st, const Pending& p) {
   st.doing = Doing::Comms;
   st.waiting_on = {p};
-  p.comm->wait();
+  p.comm.wait();
   report(p);
   st.waiting_on.clear();
 }
@@ -245,8 +245,8 @@ void Run::reap(ActorState& st) {
   // A finished comm has its finish time; waiting on it then takes no simulated time and
   // drops it from SimGrid's list of this actor's activities.
   for (auto* queue : {&st.sends, &st.streams})
-    while (!queue->empty() && queue->front().comm->get_finish_time() >= 0) {
-      queue->front().comm->wait();
+    while (!queue->empty() && queue->front().comm.finish_time() >= 0) {
+      queue->front().comm.wait();
       report(queue->front());
       queue->pop_front();
     }
@@ -261,7 +261,7 @@ void Run::finish_streams(ActorState& st, const Event& next) {
   wait.start = now();
   st.doing = Doing::Comms;
   while (!st.streams.empty()) {
-    st.streams.front().comm->wait();
+    st.streams.front().comm.wait();
     report(st.streams.front());
     st.streams.pop_front();
   }
@@ -346,7 +346,10 @@ inline void Run::run_exchange(ActorState& st, const Step& step) {
     if (t.src_ipu != ipu) continue;
     st.waiting_on.push_back({arrivals_.put(t.copy, t.bytes), t.src_ipu, t.dst_ipu, t.copy, t.bytes, static_cast<int>(i),
                              &platform_.slots(t.src_ipu, t.dst_ipu)});
-    comms.push_back(st.waiting_on.back().comm);
+    // A send behind its copy's last transfer on the route starts when that one arrives, which
+    // waits for nothing the other IPUs do.
+    arrivals_.wait_started(t.copy, st.waiting_on.back().comm);
+    comms.push_back(*st.waiting_on.back().comm.started());
     e.bytes += t.bytes;
   }
   for (const Transfer& t : step.transfers)
@@ -446,7 +449,8 @@ void Run::actor_main(std::size_t a) {
   finish_streams(st, last);
   st.doing = Doing::Comms;
   while (!st.sends.empty()) {
-    st.sends.front().comm->wait();
+    arrivals_.wait_started(st.sends.front().copy, st.sends.front().comm);
+    st.sends.front().comm.wait();
     report(st.sends.front());
     st.sends.pop_front();
   }

@@ -24,7 +24,7 @@ namespace sg4 = simgrid::s4u;
 
 // A transfer this IPU started and has not reported yet.
 struct Pending {
-  sg4::CommPtr comm;
+  SendHandle comm;
   int src = 0, dst = 0, copy = -1;
   double bytes = 0;
   int tag = 0;  // which transfer of its step (or the copy): states compare by it
@@ -174,6 +174,8 @@ private:
   // whose iterations mark the loop's periods); a new reference forgets the old snapshots.
   bool is_reference(std::size_t a, int loop);
   Snapshot take_snapshot(int loop) const;
+  // Whether some IPU holds more transfers than a snapshot is taken with (steady_state.cpp).
+  bool holds_too_many_transfers() const;
   // The iterations of `loop` every IPU inside it moved on from `older` to `newer`, the IPUs
   // outside it waiting unchanged.
   Period period_between(const Snapshot& older, const Snapshot& newer, int loop) const;

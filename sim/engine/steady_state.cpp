@@ -38,6 +38,12 @@ constexpr std::size_t kSnapshotsKept = 5;
 // that loop simulated in full (10.9 s of CPU instead of 2.3 s, every figure the same).
 constexpr std::size_t kNotesPerIpu = 4096;
 constexpr std::size_t kMinNotes = 1 << 16;
+// No snapshot is taken while an IPU holds more transfers than this (sent and not yet reported):
+// a snapshot holds each one, and a route that carries a copy slower than it is posted gathers
+// them, one more every few micro-batches (GPipe's copies over a slow link), in a state that
+// never repeats while they gather, and that its sender, waiting, holds until it moves on. A
+// loop whose steady state has more is simulated in full.
+constexpr std::size_t kMaxTransfersPerIpu = 1024;
 
 // Rounding in SimGrid's clock differs between two equal periods by a few units in the
 // last place of the clock; anything larger is a real difference.
@@ -65,6 +71,7 @@ void Run::on_iterations_begun(ActorState& st, std::size_t a) {
     if (!options_.steady_state || !every_program_loops_[static_cast<std::size_t>(r.loop)]) continue;
     if (!is_reference(a, r.loop)) continue;
     if (first_iteration) snapshots_.erase(r.loop);  // another instance of the loop: its old snapshots cannot match
+    if (holds_too_many_transfers()) continue;
     Snapshot now_state = take_snapshot(r.loop);
     auto& kept = snapshots_[r.loop];
     for (auto older = kept.rbegin(); older != kept.rend(); ++older) {
@@ -80,6 +87,12 @@ void Run::on_iterations_begun(ActorState& st, std::size_t a) {
     if (kept.size() > kSnapshotsKept) kept.pop_front();
     trim_notes();
   }
+}
+
+bool Run::holds_too_many_transfers() const {
+  for (const ActorState& st : actors_)
+    if (st.sends.size() + st.streams.size() + st.waiting_on.size() > kMaxTransfersPerIpu) return true;
+  return false;
 }
 
 bool Run::is_reference(std::size_t a, int loop) {
@@ -122,9 +135,10 @@ Snapshot Run::take_snapshot(int loop) const {
     a.step_age = st.running ? s.raw_time - st.current.start : 0;
     a.timed_age = st.doing == Doing::Timed ? s.raw_time - st.timed_start : 0;
     auto add = [&](const Pending& p) {
-      const double finished = p.comm->get_finish_time();
-      a.activities.push_back({p.tag, s.raw_time - p.comm->get_start_time(), finished >= 0 ? s.raw_time - finished : -1,
-                              p.comm->get_remaining()});
+      // Not started (-1): queued behind its copy's transfer on the route (CopyArrivals).
+      const double started = p.comm.start_time(), finished = p.comm.finish_time();
+      a.activities.push_back({p.tag, started >= 0 ? s.raw_time - started : -1, finished >= 0 ? s.raw_time - finished : -1,
+                              p.comm.remaining(p.bytes)});
     };
     for (const Pending& p : st.waiting_on) add(p);
     for (const Pending& p : st.sends) add(p);

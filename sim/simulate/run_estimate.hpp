@@ -34,7 +34,7 @@ RunEstimate estimate_run(const Scenario& scenario, const Plan& plan, const std::
 void check_run_size(const Scenario& scenario, const Plan& plan);
 // The estimate of schedules already built, one per mode in the same order (a run builds them
 // once, for this and the simulation).
-RunEstimate estimate_schedules(const Scenario& scenario, const std::vector<Mode>& modes,
+RunEstimate estimate_schedules(const Scenario& scenario, const Plan& plan, const std::vector<Mode>& modes,
                                const std::vector<Schedule>& schedules, bool trace);
 
 // "about 45 MiB and 0.2 s"
@@ -42,13 +42,10 @@ std::string describe_estimate(const RunEstimate& estimate);
 
 // GPipe's forwards, and 1F1B's in inference, post their copies without waiting for the next
 // stage: where a copy takes its route longer than the stages up to its sender take a
-// micro-batch, the copies pile up in flight on the route, and SimGrid shares its links among
-// all of them at every arrival, so the simulation's cost grows with the square of the
-// micro-batches (docs/benchmark.md, "A GPipe run whose copies back up on a link"). What to
-// tell the user before such a run starts, when `schedule` (its micro-batches a step) would
-// have over 4,000 copies in flight at once on some route; nothing otherwise.
-std::optional<std::string> backed_up_copies_note(const Scenario& scenario, const Plan& plan, Mode mode,
-                                                 const Schedule& schedule);
+// micro-batch, the copies queue for the route (sim/engine/copy_arrivals.hpp) and their sender,
+// done with its loop, holds them until it moves on. How many at most, over `schedule`'s chains
+// of copies: G x (1 - pace / copy) for the copy that backs up most; 0 where none does.
+double backed_up_copies(const Scenario& scenario, const Plan& plan, Mode mode, const Schedule& schedule);
 
 // Whether the engine's steady state cannot skip `schedule`'s loop while it runs, so that the
 // run's cost grows with its micro-batches, as the estimate's does: a schedule that runs ahead

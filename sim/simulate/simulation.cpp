@@ -157,7 +157,7 @@ Simulation simulate(const Scenario& scenario, const std::vector<Mode>& modes, co
   check_run_size(scenario, sim.plan);
   std::vector<Schedule> schedules;
   for (Mode mode : modes) schedules.push_back(make_schedule(mode, scenario, sim.plan));
-  sim.estimate = estimate_schedules(scenario, modes, schedules, options.keep_log);
+  sim.estimate = estimate_schedules(scenario, sim.plan, modes, schedules, options.keep_log);
   if (options.notes != nullptr) {
     say_import_warnings(scenario.model, *options.notes);
     if (const auto warning = missing_loss_warning(scenario, graph))
@@ -191,10 +191,6 @@ Simulation simulate(const Scenario& scenario, const std::vector<Mode>& modes, co
     *options.notes << "ipusim: note: " << scenario.execution.schedule
                    << " is a what-if schedule (from the GPU literature): no IPU framework runs it ("
                    << framework_schedules() << ")\n" << std::flush;
-  if (options.notes != nullptr)
-    for (std::size_t i = 0; i < modes.size(); ++i)
-      if (const auto backed_up = backed_up_copies_note(scenario, sim.plan, modes[i], schedules[i]))
-        *options.notes << "ipusim: note: " << scenario.file << ": " << *backed_up << "\n" << std::flush;
   for (std::size_t i = 0; i < modes.size(); ++i) {
     const bool here = options.in_process && (i + 1 == modes.size() || engine_can_simulate_again());
     ModeRun run = (here ? run_mode_here : run_mode)(modes[i], std::move(schedules[i]), scenario, options, true);
