@@ -136,23 +136,13 @@ void list_points(const Options& o, std::ostream& out) {
 
 namespace {
 
-// Checks that the folder is ours to use and claims it (see folder_lock.hpp): returns the
-// lock, held until the sweep ends. Throws when another sweep's results are there, or
-// another sweep with other points runs there now.
-std::unique_ptr<FolderLock> prepare_dir(const Options& o, const std::string& dir, const Spec& spec,
-                                        const std::vector<Point>& points, const std::vector<std::size_t>& mine) {
-  const std::string hash = definition_hash(points);
+// Refuses a folder that holds another sweep's points (or output with no definition), unless
+// --force; `alone`: no other sweep runs there now.
+void check_dir_is_ours(const Options& o, const std::string& dir, const Spec& spec, const std::string& hash, bool alone) {
   const fs::path d(dir), copy = d / "sweep.json";
   const std::string refuse_hint = "; use another -o DIR, or pass --force to add this sweep's points to it "
                                   "(nothing there is deleted)";
   std::error_code ec;
-  if (o.merge && !fs::exists(copy, ec))
-    throw InputError(dir, "/", "sweep.no-results", "no sweep ran in this folder (it has no sweep.json)");
-  fs::create_directories(d, ec);
-  if (ec) throw InputError(dir, "/", "output.unwritable", "cannot create the sweep folder: " + ec.message());
-  auto lock = std::make_unique<FolderLock>(dir);
-  lock->lock_gate();
-  const bool alone = lock->try_run_alone();
   if (fs::exists(copy, ec)) {
     std::string existing;
     std::optional<Spec> stored;
@@ -180,25 +170,47 @@ std::unique_ptr<FolderLock> prepare_dir(const Options& o, const std::string& dir
                           fs::exists(d / "results.csv", ec))) {
     throw InputError(dir, "/", "sweep.dir-in-use", "the folder holds sweep output but no sweep.json" + refuse_hint);
   }
+}
+
+// Writes the sweep's definition as run (sweep.json) and makes points/.
+void write_definition(const Options& o, const std::string& dir, const Spec& spec) {
+  const fs::path d(dir), copy = d / "sweep.json";
+  std::error_code ec;
+  // sweep.json first, points/ after: a shard starting beside us sees either nothing
+  // or our definition, never output without one.
+  // The definition as run: the file's bytes, or with the command line's flags merged in.
+  const std::string text = o.set.empty() && o.modes.empty()
+                               ? read_bytes(o.sweep_file)
+                               : spec.document.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
+  if (!fs::exists(copy, ec) || read_bytes(copy.string()) != text) replace_file(copy.string(), text, true);
+  fs::create_directories(d / "points", ec);
+  // Point files go into points/ itself, never through a link to somewhere else.
+  if (ec || fs::is_symlink(d / "points", ec) || !fs::is_directory(d / "points", ec))
+    throw InputError((d / "points").string(), "/", "output.not-regular",
+                     "is not a folder ipusim can write points into (a link or a file?); remove it");
+}
+
+// Checks that the folder is ours to use and claims it (see folder_lock.hpp): returns the
+// lock, held until the sweep ends. Throws when another sweep's results are there, or
+// another sweep with other points runs there now.
+std::unique_ptr<FolderLock> prepare_dir(const Options& o, const std::string& dir, const Spec& spec,
+                                        const std::vector<Point>& points, const std::vector<std::size_t>& mine) {
+  const fs::path d(dir);
+  std::error_code ec;
+  if (o.merge && !fs::exists(d / "sweep.json", ec))
+    throw InputError(dir, "/", "sweep.no-results", "no sweep ran in this folder (it has no sweep.json)");
+  fs::create_directories(d, ec);
+  if (ec) throw InputError(dir, "/", "output.unwritable", "cannot create the sweep folder: " + ec.message());
+  auto lock = std::make_unique<FolderLock>(dir);
+  lock->lock_gate();
+  const bool alone = lock->try_run_alone();
+  check_dir_is_ours(o, dir, spec, definition_hash(points), alone);
   // Nobody else uses the folder: what a killed sweep left half-written goes.
   if (alone) {
     remove_temp_files(d.string());
     remove_temp_files((d / "points").string());
   }
-  if (!o.merge || o.force) {
-    // sweep.json first, points/ after: a shard starting beside us sees either nothing
-    // or our definition, never output without one.
-    // The definition as run: the file's bytes, or with the command line's flags merged in.
-    const std::string text = o.set.empty() && o.modes.empty()
-                                 ? read_bytes(o.sweep_file)
-                                 : spec.document.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
-    if (!fs::exists(copy, ec) || read_bytes(copy.string()) != text) replace_file(copy.string(), text, true);
-    fs::create_directories(d / "points", ec);
-    // Point files go into points/ itself, never through a link to somewhere else.
-    if (ec || fs::is_symlink(d / "points", ec) || !fs::is_directory(d / "points", ec))
-      throw InputError((d / "points").string(), "/", "output.not-regular",
-                       "is not a folder ipusim can write points into (a link or a file?); remove it");
-  }
+  if (!o.merge || o.force) write_definition(o, dir, spec);
   if (!o.merge) {
     std::size_t taken = 0;
     if (!lock->try_claim_points(mine, taken))
