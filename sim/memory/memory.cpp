@@ -137,6 +137,50 @@ StashMoment held_at_once(int ipu, const StashMoment& stashed, const std::vector<
                            [&](const StashMoment& a, const StashMoment& b) { return bytes(a) < bytes(b); });
 }
 
+// What one IPU runs: its own stages, each forward stage stashing its schedule's depth, and the
+// stages it runs a second copy of (with their weights and their own stash).
+struct IpuWork {
+  std::vector<int> stages;
+  std::vector<std::string> weights;
+  double temp_bytes_per_tile = 0;
+  std::vector<std::pair<int, int>> stashed;  // (forward stage, depth), in report order
+};
+
+IpuWork ipu_work(const Plan& plan, const PlanIpu& ipu, const std::vector<int>& stash_depth,
+                 const std::vector<StageMirror>& mirrors) {
+  IpuWork work{ipu.stages, ipu.weights, ipu.temp_bytes_per_tile, {}};
+  std::vector<int> depth_of(static_cast<std::size_t>(plan.stage_count()), 0);
+  for (std::size_t s = 0; s < stash_depth.size() && s < depth_of.size(); ++s) depth_of[s] = stash_depth[s];
+  for (int s : ipu.stages)
+    if (!plan.stages[s].backward && depth_of[s] > 0) work.stashed.emplace_back(s, depth_of[s]);
+  for (const StageMirror& mirror : mirrors) {
+    if (mirror.ipu != ipu.id) continue;
+    const PlanStage& backward = backward_of(plan, mirror.stage);
+    work.stages.push_back(mirror.stage);
+    if (backward.id != mirror.stage) work.stages.push_back(backward.id);
+    work.weights.insert(work.weights.end(), backward.weights.begin(), backward.weights.end());
+    for (const PlanIpu& home : plan.ipus)
+      if (home.id == plan.stages[mirror.stage].ipu)
+        work.temp_bytes_per_tile = std::max(work.temp_bytes_per_tile, home.temp_bytes_per_tile);
+    if (mirror.stash_depth > 0) work.stashed.emplace_back(mirror.stage, mirror.stash_depth);
+  }
+  return work;
+}
+
+// The weights, and in training their gradient accumulators and optimizer state.
+void add_weights(Ledger& ledger, const Scenario& sc, const std::vector<std::string>& weights) {
+  for (const auto& w : weights) {
+    const double bytes = static_cast<double>(sc.model.tensor(w).bytes());
+    ledger.add_tensor("weights", w, bytes);
+    if (sc.execution.training) {
+      // The gradient is accumulated over G micro-batches in a buffer of the weight's type;
+      // without accumulation (G = 1) the update reads the gradient itself.
+      if (sc.execution.gradient_accumulation > 1) ledger.add_tensor("gradient accumulators", w, bytes);
+      add_optimizer_state(ledger, sc, w);
+    }
+  }
+}
+
 } // namespace
 
 MemoryReport estimate_memory(const Scenario& sc, const Plan& plan, const std::vector<int>& stash_depth,
@@ -151,42 +195,12 @@ MemoryReport estimate_memory(const Scenario& sc, const Plan& plan, const std::ve
   for (const PlanIpu& ipu : plan.ipus) {
     Ledger ledger(ipu_spec, m);
     for (const char* name : kMemoryCategories) ledger.entry(name);
-
-    // What this IPU runs: its own stages, each forward stage stashing its schedule's depth,
-    // and the stages it runs a second copy of (with their weights and their own stash).
-    std::vector<int> stages = ipu.stages;
-    std::vector<int> depth_of(static_cast<std::size_t>(plan.stage_count()), 0);
-    for (std::size_t s = 0; s < stash_depth.size() && s < depth_of.size(); ++s) depth_of[s] = stash_depth[s];
-    std::vector<std::string> weights = ipu.weights;
-    double temp_bytes_per_tile = ipu.temp_bytes_per_tile;
-    std::vector<std::pair<int, int>> stashed;  // (forward stage, depth), in report order
-    for (int s : ipu.stages)
-      if (!plan.stages[s].backward && depth_of[s] > 0) stashed.emplace_back(s, depth_of[s]);
-    for (const StageMirror& mirror : mirrors) {
-      if (mirror.ipu != ipu.id) continue;
-      const PlanStage& backward = backward_of(plan, mirror.stage);
-      stages.push_back(mirror.stage);
-      if (backward.id != mirror.stage) stages.push_back(backward.id);
-      weights.insert(weights.end(), backward.weights.begin(), backward.weights.end());
-      for (const PlanIpu& home : plan.ipus)
-        if (home.id == plan.stages[mirror.stage].ipu) temp_bytes_per_tile = std::max(temp_bytes_per_tile, home.temp_bytes_per_tile);
-      if (mirror.stash_depth > 0) stashed.emplace_back(mirror.stage, mirror.stash_depth);
-    }
-
-    for (const auto& w : weights) {
-      const double bytes = static_cast<double>(m.tensor(w).bytes());
-      ledger.add_tensor("weights", w, bytes);
-      if (ex.training) {
-        // The gradient is accumulated over G micro-batches in a buffer of the weight's type;
-        // without accumulation (G = 1) the update reads the gradient itself.
-        if (ex.gradient_accumulation > 1) ledger.add_tensor("gradient accumulators", w, bytes);
-        add_optimizer_state(ledger, sc, w);
-      }
-    }
-
-    add_live_activations(ledger, sc, plan, stages);
+    const IpuWork work = ipu_work(plan, ipu, stash_depth, mirrors);
+    add_weights(ledger, sc, work.weights);
+    add_live_activations(ledger, sc, plan, work.stages);
     // The largest operand copies and partial sums a matmul or convolution here keeps while it runs.
-    ledger.add("matmul temporaries", temp_bytes_per_tile * static_cast<double>(ipu_spec.tiles), temp_bytes_per_tile);
+    ledger.add("matmul temporaries", work.temp_bytes_per_tile * static_cast<double>(ipu_spec.tiles),
+               work.temp_bytes_per_tile);
 
     auto stash_tensors = [&](int s) -> const std::vector<std::string>& {
       return recompute ? plan.stages[s].recompute_stash_tensors : plan.stages[s].stash_tensors;
@@ -196,13 +210,13 @@ MemoryReport estimate_memory(const Scenario& sc, const Plan& plan, const std::ve
       for (const auto& t : stash_tensors(s)) slot += m.tensor(t).bytes_per_micro_batch(ex.micro_batch_size);
       return slot;
     };
-    for (const auto& [s, depth] : stashed) report.stashes.push_back({s, ipu.id, depth, slot_bytes(s)});
-    for (const auto& [s, depth] : held_at_once(ipu.id, stashed, at_once, slot_bytes))
+    for (const auto& [s, depth] : work.stashed) report.stashes.push_back({s, ipu.id, depth, slot_bytes(s)});
+    for (const auto& [s, depth] : held_at_once(ipu.id, work.stashed, at_once, slot_bytes))
       for (const auto& t : stash_tensors(s))
         ledger.add_tensor("stash", t, m.tensor(t).bytes_per_micro_batch(ex.micro_batch_size), depth);
 
-    add_host_stream_buffers(ledger, sc, plan, stages);
-    add_code(ledger, sc, plan, stages);
+    add_host_stream_buffers(ledger, sc, plan, work.stages);
+    add_code(ledger, sc, plan, work.stages);
     add_to_report(report, ledger.finish(ipu.id), ipu_spec);
   }
   return report;
