@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <optional>
 #include <stdexcept>
@@ -105,27 +106,41 @@ std::vector<double> available_memory_proportion(ObjectReader& r) {
   return out;
 }
 
+// A key whose value is one of a few names: the value named (`fallback` when the key is
+// absent), else the error `rule` with `message(name)` and the nearest of the names.
+template <typename T>
+T read_choice(ObjectReader& r, const std::string& key, const std::string& fallback,
+              const std::vector<std::pair<std::string, T>>& choices, const std::string& rule,
+              const std::function<std::string(const std::string&)>& message) {
+  const std::string name = r.optional_string(key, fallback);
+  std::vector<std::string> names;
+  for (const auto& [choice, value] : choices) {
+    if (choice == name) return value;
+    names.push_back(choice);
+  }
+  throw r.error(key, rule, message(name) + did_you_mean(name, names));
+}
+
 void read_weight_update_settings(ObjectReader r, Execution& e) {
-  const std::string schedule = r.optional_string("schedule", "Serial");
-  if (schedule == "Serial") e.weight_update_schedule = WeightUpdateSchedule::Serial;
-  else if (schedule == "OverlapCycleOptimized") e.weight_update_schedule = WeightUpdateSchedule::OverlapCycleOptimized;
-  else if (schedule == "OverlapMemoryOptimized") e.weight_update_schedule = WeightUpdateSchedule::OverlapMemoryOptimized;
-  else
-    throw r.error("schedule", "scenario.bad-weight-update-schedule",
-                  "unknown accumulate outer fragment schedule \"" + schedule +
-                      "\" (expected Serial, OverlapCycleOptimized or OverlapMemoryOptimized, as PopART spells them)" +
-                      did_you_mean(schedule, {"Serial", "OverlapCycleOptimized", "OverlapMemoryOptimized"}));
+  e.weight_update_schedule = read_choice<WeightUpdateSchedule>(
+      r, "schedule", "Serial",
+      {{"Serial", WeightUpdateSchedule::Serial},
+       {"OverlapCycleOptimized", WeightUpdateSchedule::OverlapCycleOptimized},
+       {"OverlapMemoryOptimized", WeightUpdateSchedule::OverlapMemoryOptimized}},
+      "scenario.bad-weight-update-schedule", [](const std::string& name) {
+        return "unknown accumulate outer fragment schedule \"" + name +
+               "\" (expected Serial, OverlapCycleOptimized or OverlapMemoryOptimized, as PopART spells them)";
+      });
   e.weight_update_excluded_ipus = r.int_list("excludedVirtualGraphs", false);
   r.finish();
 }
 
 PhaseIo read_phase_io(ObjectReader& r, const std::string& key) {
-  const std::string schedule = r.optional_string(key, "Preload");
-  if (schedule == "Preload") return PhaseIo::Preload;
-  if (schedule == "OnDemand") return PhaseIo::OnDemand;
-  throw r.error(key, "scenario.bad-phase-settings",
-                "unknown I/O schedule \"" + schedule + "\" (expected Preload or OnDemand, as PopART spells them)" +
-                    did_you_mean(schedule, {"Preload", "OnDemand"}));
+  return read_choice<PhaseIo>(r, key, "Preload", {{"Preload", PhaseIo::Preload}, {"OnDemand", PhaseIo::OnDemand}},
+                              "scenario.bad-phase-settings", [](const std::string& name) {
+                                return "unknown I/O schedule \"" + name +
+                                       "\" (expected Preload or OnDemand, as PopART spells them)";
+                              });
 }
 
 // PopART's ExecutionPhaseSettings (sessionoptions.hpp): stages and the I/O schedules modelled.
@@ -176,47 +191,42 @@ Recomputation read_recomputation(ObjectReader& r) {
     throw r.error("recomputation", "scenario.bad-recomputation",
                   std::string("recomputation is \"pipeline\" or \"none\", not ") + (flag->get<bool>() ? "true" : "false") +
                       " (did you mean \"" + (flag->get<bool>() ? "pipeline" : "none") + "\"?)");
-  const std::string recompute = r.optional_string("recomputation", "none");
-  if (recompute == "none") return Recomputation::None;
-  if (recompute == "pipeline") return Recomputation::Pipeline;
-  throw r.error("recomputation", "scenario.bad-recomputation",
-                "unknown recomputation \"" + recompute + "\" (expected none or pipeline)" +
-                    did_you_mean(recompute, {"none", "pipeline"}));
+  return read_choice<Recomputation>(
+      r, "recomputation", "none", {{"none", Recomputation::None}, {"pipeline", Recomputation::Pipeline}},
+      "scenario.bad-recomputation",
+      [](const std::string& name) { return "unknown recomputation \"" + name + "\" (expected none or pipeline)"; });
 }
 
 // execution.optimizer: its type, its state's dtype and place, replicated tensor sharding.
 void read_optimizer(ObjectReader o, Execution& e) {
-  const std::string type = o.optional_string("type", "sgd");
-  if (type == "sgd") e.optimizer = Optimizer::Sgd;
-  else if (type == "momentum") e.optimizer = Optimizer::Momentum;
-  else if (type == "adam") e.optimizer = Optimizer::Adam;
-  else if (type == "lamb") e.optimizer = Optimizer::Lamb;
-  else if (type == "lars") e.optimizer = Optimizer::Lars;
-  else throw o.error("type", "scenario.bad-optimizer",
-                     "unknown optimizer \"" + type + "\" (expected sgd, momentum, adam, lamb or lars)" +
-                         did_you_mean(type, {"sgd", "momentum", "adam", "lamb", "lars"}));
+  e.optimizer = read_choice<Optimizer>(
+      o, "type", "sgd",
+      {{"sgd", Optimizer::Sgd},
+       {"momentum", Optimizer::Momentum},
+       {"adam", Optimizer::Adam},
+       {"lamb", Optimizer::Lamb},
+       {"lars", Optimizer::Lars}},
+      "scenario.bad-optimizer", [](const std::string& name) {
+        return "unknown optimizer \"" + name + "\" (expected sgd, momentum, adam, lamb or lars)";
+      });
   const std::string dtype = o.optional_string("stateDtype", "float32");
   auto parsed = parse_dtype(dtype);
   if (!parsed || (*parsed != DType::Float16 && *parsed != DType::Float32))
     throw o.error("stateDtype", "scenario.bad-optimizer", "stateDtype must be float16 or float32");
   e.optimizer_state_dtype = *parsed;
-  const std::string location = o.optional_string("stateLocation", "on-chip");
-  if (location == "streaming-memory") e.optimizer_state_off_chip = true;
-  else if (location != "on-chip")
-    throw o.error("stateLocation", "scenario.bad-optimizer",
-                  "stateLocation must be on-chip or streaming-memory, got \"" + location + "\"" +
-                      did_you_mean(location, {"on-chip", "streaming-memory"}));
+  e.optimizer_state_off_chip = read_choice<bool>(
+      o, "stateLocation", "on-chip", {{"on-chip", false}, {"streaming-memory", true}}, "scenario.bad-optimizer",
+      [](const std::string& name) { return "stateLocation must be on-chip or streaming-memory, got \"" + name + "\""; });
   e.replicated_tensor_sharding = o.optional_bool("replicatedTensorSharding", e.replicated_tensor_sharding);
   o.finish();
 }
 
 DType read_partials_type(ObjectReader& r) {
-  const std::string partials = r.optional_string("partialsTypeMatMuls", "float");
-  if (partials == "float") return DType::Float32;
-  if (partials == "half") return DType::Float16;
-  throw r.error("partialsTypeMatMuls", "scenario.bad-partials-type",
-                "partialsTypeMatMuls is \"float\" or \"half\" (as PopART spells it), got \"" + partials + "\"" +
-                    did_you_mean(partials, {"float", "half"}));
+  return read_choice<DType>(r, "partialsTypeMatMuls", "float", {{"float", DType::Float32}, {"half", DType::Float16}},
+                            "scenario.bad-partials-type", [](const std::string& name) {
+                              return "partialsTypeMatMuls is \"float\" or \"half\" (as PopART spells it), got \"" +
+                                     name + "\"";
+                            });
 }
 
 // distributedBatchNormReplicaGroupSize, once training and the replicas are known.
@@ -346,20 +356,18 @@ Generation read_generation(ObjectReader r) {
   g.prompt_tokens = r.required_int("promptTokens");
   g.new_tokens = r.required_int("newTokens");
   g.tokens_per_run = r.optional_int("tokensPerRun", g.tokens_per_run);
-  const std::string cache = r.optional_string("kvCache", "sram");
-  if (cache == "sram") g.kv_cache = KvCache::Sram;
-  else if (cache == "streaming-memory") g.kv_cache = KvCache::StreamingMemory;
-  else if (cache == "none") g.kv_cache = KvCache::None;
-  else throw r.error("kvCache", "scenario.bad-kv-cache",
-                     "kvCache is \"sram\", \"streaming-memory\" or \"none\", got \"" + cache + "\"" +
-                         did_you_mean(cache, {"sram", "streaming-memory", "none"}));
-  const std::string format = r.optional_string("weightFormat", "float16");
-  if (format == "float16") g.weight_format = WeightFormat::Float16;
-  else if (format == "int8") g.weight_format = WeightFormat::Int8;
-  else if (format == "int4") g.weight_format = WeightFormat::Int4;
-  else throw r.error("weightFormat", "scenario.bad-weight-format",
-                     "weightFormat is \"float16\", \"int8\" or \"int4\", got \"" + format + "\"" +
-                         did_you_mean(format, {"float16", "int8", "int4"}));
+  g.kv_cache = read_choice<KvCache>(
+      r, "kvCache", "sram",
+      {{"sram", KvCache::Sram}, {"streaming-memory", KvCache::StreamingMemory}, {"none", KvCache::None}},
+      "scenario.bad-kv-cache", [](const std::string& name) {
+        return "kvCache is \"sram\", \"streaming-memory\" or \"none\", got \"" + name + "\"";
+      });
+  g.weight_format = read_choice<WeightFormat>(
+      r, "weightFormat", "float16",
+      {{"float16", WeightFormat::Float16}, {"int8", WeightFormat::Int8}, {"int4", WeightFormat::Int4}},
+      "scenario.bad-weight-format", [](const std::string& name) {
+        return "weightFormat is \"float16\", \"int8\" or \"int4\", got \"" + name + "\"";
+      });
   g.group_size = r.optional_int("groupSize", g.group_size);
   if (g.group_size % 4 != 0)
     throw r.error("groupSize", "scenario.bad-group-size",
