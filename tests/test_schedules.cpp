@@ -381,7 +381,7 @@ TEST_CASE("a copy's transfers cross their route one after another, in the order 
   // The estimate counts the copies that queue: all but the first, as G x (1 - 1 ms / 1 s).
   const Scenario sc = make_scenario(two, zero_overhead_config(2, 1e3), execution);
   const Plan plan = make_plan(sc, build_graph(sc.model));
-  CHECK(backed_up_copies(sc, plan, Mode::Pipelined, make_schedule(Mode::Pipelined, sc, plan)) ==
+  CHECK(run_ahead(sc, plan, Mode::Pipelined, make_schedule(Mode::Pipelined, sc, plan)).backed_up_copies ==
         Approx(G * (1 - 1e-3)));
 }
 
@@ -410,7 +410,7 @@ TEST_CASE("a schedule whose faster stages run ahead of its slower ones is known 
     const Scenario sc = make_scenario(two, config, execution(512));
     const Plan plan = make_plan(sc, build_graph(sc.model));
     const bool grows =
-        simulation_grows_with_micro_batches(sc, plan, Mode::Pipelined, make_schedule(Mode::Pipelined, sc, plan));
+        run_ahead(sc, plan, Mode::Pipelined, make_schedule(Mode::Pipelined, sc, plan)).grows_with_micro_batches;
     const std::int64_t at_512 = run_pipelined(two, config, execution(512)).simulation.steps_simulated;
     const std::int64_t at_1024 = run_pipelined(two, config, execution(1024)).simulation.steps_simulated;
     INFO(schedule << (train ? " training " : " inference ") << first_flops << " / " << second_flops << " flops: "

@@ -124,9 +124,10 @@ RunEstimate estimate_schedules(const Scenario& sc, const Plan& plan, const std::
     // engine's steady state never sets in (docs/benchmark.md, "Copies without mailboxes").
     const ScheduleInfo* info = find_schedule(schedule.name);
     const bool runs_ahead = mode == Mode::Pipelined && info != nullptr && info->forwards_run_ahead(ex.training);
+    const RunAhead ahead = run_ahead(sc, plan, mode, schedule);
     const double backlog =
-        runs_ahead ? transfers * kPendingTransferBytes + backed_up_copies(sc, plan, mode, schedule) * kBackedUpCopyBytes
-                   : 0;
+        runs_ahead ? transfers * kPendingTransferBytes + ahead.backed_up_copies * kBackedUpCopyBytes : 0;
+    if (ahead.grows_with_micro_batches && e.grows_with_micro_batches.empty()) e.grows_with_micro_batches = schedule.name;
     largest_run = std::max(largest_run, 2 * schedule_bytes + engine + log + backlog);
     e.seconds += steps * kSecondsPerStep;
   }
@@ -157,62 +158,49 @@ std::vector<bool> chains_run_ahead(const Scenario& sc, Mode mode, const Schedule
   return {false};
 }
 
-struct ChainPace {
-  double first = 0;    // a micro-batch of the chain's first stage
-  double slowest = 0;  // of its slowest stage or copy
-};
-
-// Walks one chain of copies in order; `visit(copy, seconds, pace)` sees each copy with its time
-// on its route and the slowest stage or copy before it, which paces it.
-ChainPace walk_chain(const Plan& plan, PathTable& routes, bool gradient,
-                     const std::function<void(const PlanCopy&, double, double)>& visit) {
-  std::vector<const PlanStage*> stages;
-  for (const PlanStage& stage : plan.stages) stages.push_back(&stage);
-  std::stable_sort(stages.begin(), stages.end(), [](const PlanStage* a, const PlanStage* b) { return a->id < b->id; });
+// Walks one chain of copies (forward or gradient) in order over `stages` (sorted by id): each
+// copy backs up where its time on its route exceeds the slowest stage or copy before it, which
+// paces it; the chain's loop cannot repeat while one after its first stage is slower than that.
+void walk_chain(const Plan& plan, const std::vector<const PlanStage*>& stages, PathTable& routes, bool gradient,
+                double micro_batches, RunAhead& result) {
   std::vector<const PlanCopy*> chain;
   for (const PlanCopy& copy : plan.copies)
     if (copy.gradient == gradient) chain.push_back(&copy);
   std::stable_sort(chain.begin(), chain.end(),
                    [](const PlanCopy* a, const PlanCopy* b) { return a->from_stage < b->from_stage; });
-  ChainPace result;
+  double first = 0, slowest = 0;
   std::size_t next_stage = 0;
   auto take_stages_to = [&](int last_stage) {
     for (; next_stage < stages.size() && stages[next_stage]->id <= last_stage; ++next_stage) {
       const double pace = stage_pace(*stages[next_stage], gradient);
-      if (result.first == 0) result.first = pace;
-      result.slowest = std::max(result.slowest, pace);
+      if (first == 0) first = pace;
+      slowest = std::max(slowest, pace);
     }
   };
   for (const PlanCopy* copy : chain) {
     take_stages_to(copy->from_stage);
     const double seconds = routes.path(copy->src_ipu, copy->dst_ipu).seconds(std::floor(copy->bytes));
-    visit(*copy, seconds, result.slowest);
-    result.slowest = std::max(result.slowest, seconds);
+    if (seconds > slowest)
+      result.backed_up_copies = std::max(result.backed_up_copies, micro_batches * (1 - slowest / seconds));
+    slowest = std::max(slowest, seconds);
   }
   if (!chain.empty()) take_stages_to(chain.back()->to_stage);
-  return result;
+  if (slowest > first * (1 + 1e-9)) result.grows_with_micro_batches = true;
 }
 
 } // namespace
 
-double backed_up_copies(const Scenario& sc, const Plan& plan, Mode mode, const Schedule& schedule) {
+RunAhead run_ahead(const Scenario& sc, const Plan& plan, Mode mode, const Schedule& schedule) {
+  RunAhead result;
+  const std::vector<bool> chains = chains_run_ahead(sc, mode, schedule);
+  if (chains.empty()) return result;
+  std::vector<const PlanStage*> stages;
+  for (const PlanStage& stage : plan.stages) stages.push_back(&stage);
+  std::stable_sort(stages.begin(), stages.end(), [](const PlanStage* a, const PlanStage* b) { return a->id < b->id; });
   PathTable routes(sc.hardware);
-  double most = 0;
-  for (const bool gradient : chains_run_ahead(sc, mode, schedule))
-    walk_chain(plan, routes, gradient, [&](const PlanCopy&, double seconds, double pace) {
-      if (seconds > pace)
-        most = std::max(most, static_cast<double>(schedule.micro_batches) * (1 - pace / seconds));
-    });
-  return most;
-}
-
-bool simulation_grows_with_micro_batches(const Scenario& sc, const Plan& plan, Mode mode, const Schedule& schedule) {
-  PathTable routes(sc.hardware);
-  for (const bool gradient : chains_run_ahead(sc, mode, schedule)) {
-    const ChainPace pace = walk_chain(plan, routes, gradient, [](const PlanCopy&, double, double) {});
-    if (pace.slowest > pace.first * (1 + 1e-9)) return true;
-  }
-  return false;
+  for (const bool gradient : chains)
+    walk_chain(plan, stages, routes, gradient, static_cast<double>(schedule.micro_batches), result);
+  return result;
 }
 
 RunEstimate estimate_run(const Scenario& sc, const Plan& plan, const std::vector<Mode>& modes, bool trace) {

@@ -23,6 +23,7 @@ struct RunEstimate {
   std::uint64_t steps = 0, transfers = 0;  // every mode's programs together
   double peak_bytes = 0;                   // ipusim + the simulation process, at their largest
   double seconds = 0;                      // wall time of the simulations
+  std::string grows_with_micro_batches;    // the first schedule whose simulation does (RunAhead), or empty
 };
 
 // Refuses (InputError scenario.too-large, pointing at the field that makes the run large)
@@ -41,18 +42,22 @@ RunEstimate estimate_schedules(const Scenario& scenario, const Plan& plan, const
 std::string describe_estimate(const RunEstimate& estimate);
 
 // GPipe's forwards, and 1F1B's in inference, post their copies without waiting for the next
-// stage: where a copy takes its route longer than the stages up to its sender take a
-// micro-batch, the copies queue for the route (sim/engine/copy_arrivals.hpp) and their sender,
-// done with its loop, holds them until it moves on. How many at most, over `schedule`'s chains
-// of copies: G x (1 - pace / copy) for the copy that backs up most; 0 where none does.
-double backed_up_copies(const Scenario& scenario, const Plan& plan, Mode mode, const Schedule& schedule);
-
-// Whether the engine's steady state cannot skip `schedule`'s loop while it runs, so that the
-// run's cost grows with its micro-batches, as the estimate's does: a schedule that runs ahead
-// (as above) where a stage or copy after the first stage of a chain is slower than it, so that
-// the faster ones run ahead of the slower ones at another rate and no period common to all IPUs
-// repeats until the faster ones are done (docs/benchmark.md, "Every schedule at G = 10^6").
-bool simulation_grows_with_micro_batches(const Scenario& scenario, const Plan& plan, Mode mode, const Schedule& schedule);
+// stage (lockstep schedules never run ahead: both fields stay 0). Over `schedule`'s chains of
+// copies:
+struct RunAhead {
+  // Where a copy takes its route longer than the stages up to its sender take a micro-batch, the
+  // copies queue for the route (sim/engine/copy_arrivals.hpp) and their sender, done with its
+  // loop, holds them until it moves on: at most G x (1 - pace / copy) for the copy that backs up
+  // most.
+  double backed_up_copies = 0;
+  // Where a stage or copy after the first stage of a chain is slower than it, the faster ones run
+  // ahead of the slower ones at another rate and no period common to all IPUs repeats until the
+  // faster ones are done: the engine's steady state cannot skip the loop while it runs, and the
+  // run's cost grows with its micro-batches, as the estimate's does (docs/benchmark.md, "Every
+  // schedule at G = 10^6").
+  bool grows_with_micro_batches = false;
+};
+RunAhead run_ahead(const Scenario& scenario, const Plan& plan, Mode mode, const Schedule& schedule);
 
 // The bytes a run may use: 3/4 of physical memory, or of the address-space limit when lower.
 double memory_budget_bytes();

@@ -175,9 +175,8 @@ Simulation simulate(const Scenario& scenario, const std::vector<Mode>& modes, co
   // The time estimate is for the full simulation; the steady state's is usually far less, but
   // not where the faster stages of a schedule that runs ahead outpace the slower ones.
   std::optional<std::string> grows;
-  for (std::size_t i = 0; i < modes.size() && !grows; ++i)
-    if (simulation_grows_with_micro_batches(scenario, sim.plan, modes[i], schedules[i]))
-      grows = ": " + schedules[i].name +
+  if (!sim.estimate.grows_with_micro_batches.empty())
+    grows = ": " + sim.estimate.grows_with_micro_batches +
                 "'s faster stages run ahead of its slower ones, at another rate, so no period of its loop repeats "
                 "until they are done: the simulation's time grows with the micro-batches (docs/benchmark.md, "
                 "\"Every schedule at G = 10^6\")";
