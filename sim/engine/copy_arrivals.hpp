@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -59,6 +60,8 @@ public:
     c.from = from;
     c.to = to;
     if (!c.posted) c.posted = simgrid::s4u::Semaphore::create(0);
+    if (!c.guard) c.guard = simgrid::s4u::Mutex::create();
+    if (!c.started) c.started = simgrid::s4u::ConditionVariable::create();
   }
 
   // Sends copy `copy`'s next transfer: started now, or queued behind the copy's transfer on
@@ -84,14 +87,15 @@ public:
     return comm;
   }
 
-  // Returns once `send`, a transfer of copy `copy`, has started (at once unless it is queued).
+  // Returns once `send`, a transfer of copy `copy`, has started (at once unless it is queued):
+  // the copy's driver starts it when the one before it arrives.
   void wait_started(int copy, const SendHandle& send) {
+    if (send.started()) return;
     Copy& q = copies_.at(static_cast<std::size_t>(copy));
-    while (!send.started()) {
-      // The transfer on the route arrives, then the copy's driver starts the next (at that time).
-      if (q.on_route->get_finish_time() < 0) q.on_route->wait();
-      else simgrid::s4u::this_actor::yield();
-    }
+    std::unique_lock<simgrid::s4u::Mutex> lock(*q.guard);
+    ++q.waiting;
+    while (!send.started()) q.started->wait(lock);
+    --q.waiting;
   }
 
   // Waits until copy `copy`'s next transfer has been sent; returns it, or null when it has
@@ -125,6 +129,10 @@ private:
     simgrid::s4u::CommPtr on_route;  // the transfer started last
     std::deque<Queued> queued;       // sent behind it, not started
     bool driven = false;             // a driver actor starts the queued ones
+    // Senders waiting for a queued transfer of theirs to start (wait_started), told by the driver.
+    simgrid::s4u::MutexPtr guard;
+    simgrid::s4u::ConditionVariablePtr started;
+    int waiting = 0;
   };
 
   // Starts the copy's oldest transfer not started: the one behind those still queued.
@@ -148,6 +156,7 @@ private:
       const Queued next = q.queued.front();
       q.queued.pop_front();
       *next.slot = start(q, next.bytes);
+      if (q.waiting > 0) q.started->notify_all();
       forget_arrived(q, taken_[c]);
     }
     q.driven = false;
