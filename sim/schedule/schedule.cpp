@@ -295,25 +295,20 @@ void ProgramBuilder::exchange(const std::vector<const PlanCopy*>& copies, Pass p
 }
 
 void ProgramBuilder::host_input(const PlanStage& stage, std::int64_t micro_batch) {
-  if (!context_.scenario.execution.host_io || stage.host_input_bytes <= 0) return;
-  Step s;
-  s.kind = StepKind::HostInput;
-  s.overlapped = context_.scenario.execution.io_tiles > 0;
-  s.prefetched = prefetched();
-  s.bytes = stage.host_input_bytes;
-  s.stage = stage.id;
-  s.micro_batch = micro_batch;
-  s.pass = Pass::Forward;
-  append(stage.ipu, s);
+  host_stream(stage, micro_batch, StepKind::HostInput, stage.host_input_bytes);
 }
 
 void ProgramBuilder::host_output(const PlanStage& stage, std::int64_t micro_batch) {
-  if (!context_.scenario.execution.host_io || stage.host_output_bytes <= 0) return;
+  host_stream(stage, micro_batch, StepKind::HostOutput, stage.host_output_bytes);
+}
+
+void ProgramBuilder::host_stream(const PlanStage& stage, std::int64_t micro_batch, StepKind kind, double bytes) {
+  if (!context_.scenario.execution.host_io || bytes <= 0) return;
   Step s;
-  s.kind = StepKind::HostOutput;
+  s.kind = kind;
   s.overlapped = context_.scenario.execution.io_tiles > 0;
   s.prefetched = prefetched();
-  s.bytes = stage.host_output_bytes;
+  s.bytes = bytes;
   s.stage = stage.id;
   s.micro_batch = micro_batch;
   s.pass = Pass::Forward;

@@ -232,6 +232,8 @@ private:
   std::vector<std::vector<int>> racks_of(int virtual_ipu) const;
   // Host streams go through the IPU-Gateway's buffer, filled ahead by the host.
   bool prefetched() const;
+  // A host stream (HostInput or HostOutput) of `bytes` for the stage's micro-batch, if any.
+  void host_stream(const PlanStage& stage, std::int64_t micro_batch, StepKind kind, double bytes);
   // The end of the step's program run: the host's turn, no shorter than its legs of the
   // step's streams.
   void host_round_trip(std::int64_t micro_batches);
