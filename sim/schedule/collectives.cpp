@@ -66,37 +66,35 @@ void ProgramBuilder::reserve_ring_steps(int virtual_ipu, const std::vector<std::
 void ProgramBuilder::reduce_scatter(int virtual_ipu, double bytes) {
   if (replicas_ < 2 || bytes <= 0) return;
   const auto racks = racks_of(virtual_ipu);
-  const auto in_rack = static_cast<int>(racks.front().size());
   reserve_ring_steps(virtual_ipu, racks);
-  for (const auto& members : racks)
-    for (int step = 0; step + 1 < in_rack; ++step) ring_step(virtual_ipu, members, 0, bytes / in_rack);
-  if (racks.size() < 2) return;
-  // Replica i of every rack holds the same share: they form the racks' ring.
-  const auto across = static_cast<int>(racks.size());
-  for (int i = 0; i < in_rack; ++i) {
-    std::vector<int> members;
-    for (const auto& rack : racks) members.push_back(rack[static_cast<std::size_t>(i)]);
-    for (int step = 0; step + 1 < across; ++step)
-      ring_step(virtual_ipu, members, 1, bytes / in_rack / across);
-  }
+  ring_in_racks(virtual_ipu, racks, bytes);
+  ring_across_racks(virtual_ipu, racks, bytes);
 }
 
 void ProgramBuilder::all_gather(int virtual_ipu, double bytes) {
   if (replicas_ < 2 || bytes <= 0) return;
   const auto racks = racks_of(virtual_ipu);
-  const auto in_rack = static_cast<int>(racks.front().size());
   reserve_ring_steps(virtual_ipu, racks);
-  if (racks.size() >= 2) {
-    const auto across = static_cast<int>(racks.size());
-    for (int i = 0; i < in_rack; ++i) {
-      std::vector<int> members;
-      for (const auto& rack : racks) members.push_back(rack[static_cast<std::size_t>(i)]);
-      for (int step = 0; step + 1 < across; ++step)
-        ring_step(virtual_ipu, members, 1, bytes / in_rack / across);
-    }
-  }
+  ring_across_racks(virtual_ipu, racks, bytes);
+  ring_in_racks(virtual_ipu, racks, bytes);
+}
+
+void ProgramBuilder::ring_in_racks(int virtual_ipu, const std::vector<std::vector<int>>& racks, double bytes) {
+  const auto in_rack = static_cast<int>(racks.front().size());
   for (const auto& members : racks)
     for (int step = 0; step + 1 < in_rack; ++step) ring_step(virtual_ipu, members, 0, bytes / in_rack);
+}
+
+void ProgramBuilder::ring_across_racks(int virtual_ipu, const std::vector<std::vector<int>>& racks, double bytes) {
+  if (racks.size() < 2) return;
+  // Replica i of every rack holds the same share: they form the racks' ring.
+  const auto in_rack = static_cast<int>(racks.front().size());
+  const auto across = static_cast<int>(racks.size());
+  for (int i = 0; i < in_rack; ++i) {
+    std::vector<int> members;
+    for (const auto& rack : racks) members.push_back(rack[static_cast<std::size_t>(i)]);
+    for (int step = 0; step + 1 < across; ++step) ring_step(virtual_ipu, members, 1, bytes / in_rack / across);
+  }
 }
 
 // PopART issues a collective per weight tensor, not one per IPU (its IR holds a

@@ -224,6 +224,10 @@ private:
   // next; `level` keeps the mailboxes of a rack's ring apart from those of the racks' ring.
   void ring_step(int virtual_ipu, const std::vector<int>& members, int level, double chunk);
   void reserve_ring_steps(int virtual_ipu, const std::vector<std::vector<int>>& racks);
+  // A reduce-scatter's (or all-gather's) ring in each rack over its `bytes`, and the racks' rings
+  // over each rack's share (replica i of every rack holds the same one); none with one rack.
+  void ring_in_racks(int virtual_ipu, const std::vector<std::vector<int>>& racks, double bytes);
+  void ring_across_racks(int virtual_ipu, const std::vector<std::vector<int>>& racks, double bytes);
   // The latency of the collectives PopART issues for `ipu`'s weights beyond the one ring the
   // bandwidth is simulated on: one per tensor (collectives.cpp), as a timed step on each replica.
   void per_tensor_collectives(const PlanIpu& ipu, bool sharded_state);
