@@ -152,6 +152,13 @@ private:
   // The flows sharing links, transitively, with `links`: their bytes moved so far counted, their
   // rates set anew by weighted max-min, their arrivals rescheduled.
   void reshare(const std::vector<int>& links, double now);
+  // The links and sharing flows reachable from `links` (component_links_, component_flows_).
+  void gather_component(const std::vector<int>& links);
+  // Progressive filling of the component: the link that fills first at the lowest level (rate x
+  // penalty) fixes its flows at that level, unless some of them reach their own bound before it.
+  void fill_progressively();
+  // Fixes the open flows that `level` saturates (or their bound, where lower); false if none.
+  bool fix_level(double level);
 
   const CollectiveGroup& group_;
   CollectiveTimes& times_;
@@ -172,7 +179,21 @@ private:
 };
 
 void FlowReplay::reshare(const std::vector<int>& links, double now) {
-  // The component: links and sharing flows reachable from `links`.
+  gather_component(links);
+  for (std::size_t id : component_flows_) {
+    Flow& f = flows_[id];
+    f.remaining = std::max(0.0, f.remaining - f.rate * (now - f.last));
+    f.last = now;
+  }
+  fill_progressively();
+  for (std::size_t id : component_flows_) {
+    Flow& f = flows_[id];
+    ++f.version;
+    schedule(f.rate > 0 ? now + f.remaining / f.rate : now, Happening::Arrival, id, f.version);
+  }
+}
+
+void FlowReplay::gather_component(const std::vector<int>& links) {
   std::vector<std::size_t>& flows = component_flows_;
   std::vector<int>& component = component_links_;
   flows.clear();
@@ -190,67 +211,61 @@ void FlowReplay::reshare(const std::vector<int>& links, double now) {
           component.push_back(l);
         }
     }
-  for (std::size_t id : flows) {
-    Flow& f = flows_[id];
-    f.remaining = std::max(0.0, f.remaining - f.rate * (now - f.last));
-    f.last = now;
-  }
-  // Progressive filling: the link that fills first at the lowest level (rate x penalty) fixes
-  // its flows at that level, unless some of them reach their own bound before it.
-  for (int l : component) {
+}
+
+void FlowReplay::fill_progressively() {
+  for (int l : component_links_) {
     capacity_[static_cast<std::size_t>(l)] = group_.link_bandwidth[static_cast<std::size_t>(l)];
     usage_[static_cast<std::size_t>(l)] = 0;
     unfixed_[static_cast<std::size_t>(l)] = 0;
   }
-  for (std::size_t id : flows)
+  for (std::size_t id : component_flows_)
     for (int l : group_.links(*flows_[id].send)) {
       usage_[static_cast<std::size_t>(l)] += 1.0 / flows_[id].penalty();
       ++unfixed_[static_cast<std::size_t>(l)];
     }
-  std::vector<std::size_t>& open = open_;
-  std::vector<std::size_t>& still_open = still_open_;
-  open = flows;
-  while (!open.empty()) {
+  open_ = component_flows_;
+  while (!open_.empty()) {
     double level = std::numeric_limits<double>::infinity();
-    for (int l : component)
+    for (int l : component_links_)
       if (unfixed_[static_cast<std::size_t>(l)] > 0)
         level = std::min(level, capacity_[static_cast<std::size_t>(l)] / usage_[static_cast<std::size_t>(l)]);
-    auto saturating = [&](std::size_t id) {
-      for (int l : group_.links(*flows_[id].send)) {
-        const auto i = static_cast<std::size_t>(l);
-        if (unfixed_[i] > 0 && capacity_[i] / usage_[i] <= level * (1 + 1e-12)) return true;
-      }
-      return false;
-    };
-    double bound_level = std::numeric_limits<double>::infinity();
-    for (std::size_t id : open)
-      if (saturating(id)) bound_level = std::min(bound_level, flows_[id].bandwidth * flows_[id].penalty());
-    const bool bounded = bound_level < level;
-    still_open.clear();
-    for (std::size_t id : open) {
-      Flow& f = flows_[id];
-      const double at_bound = f.bandwidth * f.penalty();
-      const bool fix = saturating(id) && (!bounded || at_bound <= bound_level * (1 + 1e-12));
-      if (!fix) {
-        still_open.push_back(id);
-        continue;
-      }
-      f.rate = bounded ? f.bandwidth : std::min(f.bandwidth, level / f.penalty());
-      for (int l : group_.links(*f.send)) {
-        const auto i = static_cast<std::size_t>(l);
-        capacity_[i] = std::max(0.0, capacity_[i] - f.rate);
-        usage_[i] -= 1.0 / f.penalty();
-        --unfixed_[i];
-      }
+    if (!fix_level(level)) break;  // cannot happen: some link always saturates
+  }
+}
+
+bool FlowReplay::fix_level(double level) {
+  auto saturating = [&](std::size_t id) {
+    for (int l : group_.links(*flows_[id].send)) {
+      const auto i = static_cast<std::size_t>(l);
+      if (unfixed_[i] > 0 && capacity_[i] / usage_[i] <= level * (1 + 1e-12)) return true;
     }
-    if (still_open.size() == open.size()) break;  // cannot happen: some link always saturates
-    open.swap(still_open);
-  }
-  for (std::size_t id : flows) {
+    return false;
+  };
+  double bound_level = std::numeric_limits<double>::infinity();
+  for (std::size_t id : open_)
+    if (saturating(id)) bound_level = std::min(bound_level, flows_[id].bandwidth * flows_[id].penalty());
+  const bool bounded = bound_level < level;
+  still_open_.clear();
+  for (std::size_t id : open_) {
     Flow& f = flows_[id];
-    ++f.version;
-    schedule(f.rate > 0 ? now + f.remaining / f.rate : now, Happening::Arrival, id, f.version);
+    const double at_bound = f.bandwidth * f.penalty();
+    const bool fix = saturating(id) && (!bounded || at_bound <= bound_level * (1 + 1e-12));
+    if (!fix) {
+      still_open_.push_back(id);
+      continue;
+    }
+    f.rate = bounded ? f.bandwidth : std::min(f.bandwidth, level / f.penalty());
+    for (int l : group_.links(*f.send)) {
+      const auto i = static_cast<std::size_t>(l);
+      capacity_[i] = std::max(0.0, capacity_[i] - f.rate);
+      usage_[i] -= 1.0 / f.penalty();
+      --unfixed_[i];
+    }
   }
+  if (still_open_.size() == open_.size()) return false;
+  open_.swap(still_open_);
+  return true;
 }
 
 } // namespace
