@@ -279,83 +279,94 @@ private:
     dropped[process] = left_out;
   }
 
-  Json slice_json(const Slice& s) const {
-    Json args = Json::object();
+  // A slice's name, category, colour (empty: the viewer's) and arguments.
+  struct SliceText {
     std::string name, category, color;
-    const RunLog& log = sim_.runs[s.run].log;
-    if (s.link == kIdleSlice) {
-      const IdleSlice& idle = idle_slices_[s.run][s.index];
-      name = idle_slice_name(idle.cause);
-      category = std::string("idle-") + idle_cause_name(idle.cause);
-      args = {{"ipu", idle.ipu}};
-    } else if (s.link < 0) {
-      const Event& e = log.events[s.index];
-      switch (e.kind) {
-      case EventKind::Compute:
-        name = compute_name(e);
-        category = "compute";
-        if (e.stage >= 0) args["stage"] = e.stage;
-        if (e.micro_batch >= 0) args["microBatch"] = e.micro_batch;
-        args["pass"] = pass_name(e.pass);
-        if (const std::string work = pass_letter(e.pass); !work.empty()) {
-          args["work"] = work;
-          color = work_color(work);
-        }
-        args["ipu"] = e.ipu;
-        break;
-      case EventKind::HostInput:
-      case EventKind::HostOutput:
-        name = e.kind == EventKind::HostInput ? "host input" : "host output";
-        category = "host-io";
-        args = {{"bytes", e.bytes}, {"stage", e.stage}, {"microBatch", e.micro_batch}, {"ipu", e.ipu}};
-        break;
-      case EventKind::Exchange:
-        name = "copy phase";
-        category = "exchange";
-        args = {{"bytes", e.bytes}, {"ipu", e.ipu}};  // bytes this IPU sent
-        break;
-      case EventKind::Sync:
-        name = "sync";
-        category = "sync";
-        args = {{"ipu", e.ipu}};
-        break;
-      case EventKind::Receive:  // asynchronous schedules: waiting for a copy to arrive
-        name = "waiting for copy";
-        category = "wait";
-        args = {{"ipu", e.ipu}};
-        break;
-      default:  // kinds added to the engine later show under their own name
-        name = category = event_kind_name(e.kind);
-        args = {{"ipu", e.ipu}};
-        if (e.stage >= 0) args["stage"] = e.stage;
-        if (e.micro_batch >= 0) args["microBatch"] = e.micro_batch;
-        break;
-      }
-    } else {
-      const TransferRecord& t = log.transfers[s.index];
-      const Origin& origin = origins_[s.run][s.index];
-      name = t.src == -2   ? "state load"
-             : t.dst == -2 ? "state store"
-             : t.src < 0   ? "host input"
-             : t.dst < 0   ? "host output"
-                           : "copy";
-      args = {{"bytes", t.bytes}, {"src", endpoint_name(t.src)}, {"dst", endpoint_name(t.dst)}};
-      if (t.copy >= 0) {
-        args["copy"] = t.copy;
-        for (const PlanCopy& c : sim_.plan.copies)
-          if (c.id == t.copy) {
-            name = "copy stage " + std::to_string(c.from_stage) + "->" + std::to_string(c.to_stage);
-            args["gradient"] = c.gradient;
-          }
-      }
-      if (origin.stage >= 0) args["stage"] = origin.stage;
-      if (origin.micro_batch >= 0) args["microBatch"] = origin.micro_batch;
-      category = t.src == -2 || t.dst == -2 ? "streaming-memory" : t.src < 0 || t.dst < 0 ? "host-io" : "copy";
-    }
-    Json slice = {{"name", std::move(name)}, {"cat", category}, {"ph", "X"}, {"pid", s.pid}, {"tid", s.tid},
-                  {"ts", s.ts}, {"dur", s.dur}, {"args", std::move(args)}};
-    if (!color.empty()) slice["cname"] = color;
+    Json args = Json::object();
+  };
+
+  Json slice_json(const Slice& s) const {
+    SliceText text = s.link == kIdleSlice ? idle_text(idle_slices_[s.run][s.index])
+                     : s.link < 0         ? event_text(sim_.runs[s.run].log.events[s.index])
+                                          : transfer_text(s.run, s.index);
+    Json slice = {{"name", std::move(text.name)}, {"cat", text.category}, {"ph", "X"}, {"pid", s.pid},
+                  {"tid", s.tid}, {"ts", s.ts}, {"dur", s.dur}, {"args", std::move(text.args)}};
+    if (!text.color.empty()) slice["cname"] = text.color;
     return slice;
+  }
+
+  static SliceText idle_text(const IdleSlice& idle) {
+    return {idle_slice_name(idle.cause), std::string("idle-") + idle_cause_name(idle.cause), "", {{"ipu", idle.ipu}}};
+  }
+
+  static SliceText event_text(const Event& e) {
+    SliceText t;
+    switch (e.kind) {
+    case EventKind::Compute:
+      t.name = compute_name(e);
+      t.category = "compute";
+      if (e.stage >= 0) t.args["stage"] = e.stage;
+      if (e.micro_batch >= 0) t.args["microBatch"] = e.micro_batch;
+      t.args["pass"] = pass_name(e.pass);
+      if (const std::string work = pass_letter(e.pass); !work.empty()) {
+        t.args["work"] = work;
+        t.color = work_color(work);
+      }
+      t.args["ipu"] = e.ipu;
+      break;
+    case EventKind::HostInput:
+    case EventKind::HostOutput:
+      t.name = e.kind == EventKind::HostInput ? "host input" : "host output";
+      t.category = "host-io";
+      t.args = {{"bytes", e.bytes}, {"stage", e.stage}, {"microBatch", e.micro_batch}, {"ipu", e.ipu}};
+      break;
+    case EventKind::Exchange:
+      t.name = "copy phase";
+      t.category = "exchange";
+      t.args = {{"bytes", e.bytes}, {"ipu", e.ipu}};  // bytes this IPU sent
+      break;
+    case EventKind::Sync:
+      t.name = "sync";
+      t.category = "sync";
+      t.args = {{"ipu", e.ipu}};
+      break;
+    case EventKind::Receive:  // asynchronous schedules: waiting for a copy to arrive
+      t.name = "waiting for copy";
+      t.category = "wait";
+      t.args = {{"ipu", e.ipu}};
+      break;
+    default:  // kinds added to the engine later show under their own name
+      t.name = t.category = event_kind_name(e.kind);
+      t.args = {{"ipu", e.ipu}};
+      if (e.stage >= 0) t.args["stage"] = e.stage;
+      if (e.micro_batch >= 0) t.args["microBatch"] = e.micro_batch;
+      break;
+    }
+    return t;
+  }
+
+  SliceText transfer_text(std::size_t run, std::size_t index) const {
+    const TransferRecord& r = sim_.runs[run].log.transfers[index];
+    const Origin& origin = origins_[run][index];
+    SliceText t;
+    t.name = r.src == -2   ? "state load"
+             : r.dst == -2 ? "state store"
+             : r.src < 0   ? "host input"
+             : r.dst < 0   ? "host output"
+                           : "copy";
+    t.args = {{"bytes", r.bytes}, {"src", endpoint_name(r.src)}, {"dst", endpoint_name(r.dst)}};
+    if (r.copy >= 0) {
+      t.args["copy"] = r.copy;
+      for (const PlanCopy& c : sim_.plan.copies)
+        if (c.id == r.copy) {
+          t.name = "copy stage " + std::to_string(c.from_stage) + "->" + std::to_string(c.to_stage);
+          t.args["gradient"] = c.gradient;
+        }
+    }
+    if (origin.stage >= 0) t.args["stage"] = origin.stage;
+    if (origin.micro_batch >= 0) t.args["microBatch"] = origin.micro_batch;
+    t.category = r.src == -2 || r.dst == -2 ? "streaming-memory" : r.src < 0 || r.dst < 0 ? "host-io" : "copy";
+    return t;
   }
 
   // One flow arrow ("s" on the sender's IPU track when the bytes start to move, "f" on
