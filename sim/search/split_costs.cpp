@@ -229,12 +229,25 @@ const SplitCosts::Block& SplitCosts::block(int first, int last) const {
   Block& b = blocks_[static_cast<std::size_t>(first * units_ + last)];
   if (b.ready) return b;
   b.ready = true;
-  auto inside = [&](int op) { return first <= unit_of(static_cast<std::size_t>(op)) && unit_of(static_cast<std::size_t>(op)) <= last; };
   std::vector<std::size_t> ops;
   for (std::size_t op : topological_order_)
-    if (inside(static_cast<int>(op))) ops.push_back(op);
+    if (first <= unit_of(op) && unit_of(op) <= last) ops.push_back(op);
+  add_host_streams(first, last, b);
+  add_tensors(first, last, ops, b);
+  // Code: each signature's ops share one outlined copy (two in training: forward and backward).
+  std::set<int> outlined;
+  const double copies = scenario_.execution.training ? 2.0 : 1.0;
+  const double per_op = scenario_.hardware.ipu.code_bytes_per_op;
+  for (std::size_t op : ops)
+    if (outlined.insert(op_signature_[op]).second) {
+      b.code.emplace_back(op_signature_[op], op_tiles_[op]);
+      b.code_bytes += copies * per_op * op_tiles_[op], b.code_tile += copies * per_op;
+    }
+  return b;
+}
 
-  // Host streams, as make_plan assigns them: an input at its first reader's stage, an anchor at its producer's.
+// Host streams, as make_plan assigns them: an input at its first reader's stage, an anchor at its producer's.
+void SplitCosts::add_host_streams(int first, int last, Block& b) const {
   for (std::size_t t = 0; t < tensors_.size(); ++t) {
     const TensorInfo& info = tensors_[t];
     if (info.kind != TensorKind::Input || info.consumers.empty()) continue;
@@ -246,12 +259,22 @@ const SplitCosts::Block& SplitCosts::block(int first, int last) const {
   }
   for (int t : anchors_) {
     const TensorInfo& info = tensors_[static_cast<std::size_t>(t)];
-    if (info.producer < 0 || !inside(info.producer)) continue;
+    if (info.producer < 0) continue;
+    const int unit = unit_of(static_cast<std::size_t>(info.producer));
+    if (unit < first || unit > last) continue;
     b.host_output_bytes += info.bytes;
     b.host_buffer_bytes += info.bytes, b.host_buffer_tile += info.tile;
   }
+}
 
-  // describe_activations and estimate_memory's per-stage parts, on tensor ids (ids are in name order).
+// describe_activations and estimate_memory's per-stage parts, on tensor ids (ids are in name
+// order): the weights read, the stash the backward reads, the tensors entering, and the peak of
+// the activations live through the forward.
+void SplitCosts::add_tensors(int first, int last, const std::vector<std::size_t>& ops, Block& b) const {
+  auto inside = [&](int op) {
+    const int unit = unit_of(static_cast<std::size_t>(op));
+    return first <= unit && unit <= last;
+  };
   std::set<int> read, entering, weights;
   for (std::size_t op : ops) {
     for (int t : op_inputs_[op]) {
@@ -287,19 +310,9 @@ const SplitCosts::Block& SplitCosts::block(int first, int last) const {
     for (int t : dies[i]) live -= tensors_[static_cast<std::size_t>(t)].bytes;
   }
   b.live_bytes = peak;
-  std::set<int> outlined;
-  const double copies = scenario_.execution.training ? 2.0 : 1.0;
-  const double per_op = scenario_.hardware.ipu.code_bytes_per_op;
-  for (std::size_t op : ops)
-    if (outlined.insert(op_signature_[op]).second) {
-      b.code.emplace_back(op_signature_[op], op_tiles_[op]);
-      b.code_bytes += copies * per_op * op_tiles_[op], b.code_tile += copies * per_op;
-    }
   b.stash_read.assign(read.begin(), read.end());
   b.entering.assign(entering.begin(), entering.end());
-  return b;
 }
-
 
 const SplitCosts::BlockCost& SplitCosts::block_cost(int first, int last, int amp) const {
   BlockCost& c = block_costs_[static_cast<std::size_t>((first * units_ + last)) * amps_.size() + static_cast<std::size_t>(amp)];

@@ -170,6 +170,10 @@ private:
 
   int unit_of(std::size_t op) const { return unit_of_op_[op]; }
   const Block& block(int first, int last) const;
+  // block's parts: the host streams of units first..last, and their tensors (weights read,
+  // stash, entering, live peak) over `ops` (theirs, in topological order).
+  void add_host_streams(int first, int last, Block& b) const;
+  void add_tensors(int first, int last, const std::vector<std::size_t>& ops, Block& b) const;
   const BlockCost& block_cost(int first, int last, int amp) const;
   std::pair<double, double> recompute_stash(int first, int last, int other_first, int other_last) const;
   // Weights, accumulators and on-chip state of units first..last: bytes and fullest-tile bytes.
