@@ -29,14 +29,72 @@ void add_growth(IdleBreakdown& now, const IdleBreakdown& before, double n) {
   now.turn_wait_s += n * (now.turn_wait_s - before.turn_wait_s);
 }
 
+using ipusim::periodic::same_growth, ipusim::periodic::shifted;
+
+// The IPU's units ran as often, and their seconds grew alike, in both periods.
+bool units_grew_alike(const IpuState& x0, const IpuState& x, const IpuState& y, std::int64_t ds) {
+  if (y.units.size() != x.units.size() || x.units.size() != x0.units.size()) return false;
+  for (auto u0 = x0.units.begin(), u = x.units.begin(), v = y.units.begin(); v != y.units.end(); ++u0, ++u, ++v) {
+    if (u0->first != v->first || u->first != v->first) return false;
+    const UnitStats &p0 = u0->second, &p = u->second, &q = v->second;
+    if (!same_growth(p0.seconds, p.seconds, q.seconds) || q.count - p.count != p.count - p0.count) return false;
+    if (p.last_segment < 0 ? q.last_segment != p.last_segment : q.last_segment - p.last_segment != ds) return false;
+  }
+  return true;
+}
+
+// The IPU's pending waits are the same one period (T seconds, dp periods of segments) later.
+bool waits_recur(const IpuState& x, const IpuState& y, double T, std::int64_t dp) {
+  if (x.waits.size() != y.waits.size()) return false;
+  for (std::size_t w = 0; w < y.waits.size(); ++w) {
+    const PendingWait &p = x.waits[w], &q = y.waits[w];
+    // A wait of the fill that lacks units waits unchanged for its batch's end; the others recur.
+    const bool kept = p.start == q.start && p.period == q.period;
+    if (p.units != q.units || !shifted(p.seconds, q.seconds, 0) ||
+        (!kept && (!shifted(p.start, q.start, T) || q.period - p.period != dp)))
+      return false;
+  }
+  return true;
+}
+
+// The IPU's receives not yet settled are the same T seconds later.
+bool receives_recur(const IpuState& x, const IpuState& y, double T) {
+  if (x.receives.size() != y.receives.size()) return false;
+  for (std::size_t k = 0; k < y.receives.size(); ++k) {
+    const PendingReceive &p = x.receives[k], &q = y.receives[k];
+    if (!shifted(p.start, q.start, T) || !shifted(p.seconds, q.seconds, 0) ||
+        !shifted(p.senders_started, q.senders_started, T) || p.transfers_missing != q.transfers_missing ||
+        p.first_of_unit != q.first_of_unit)
+      return false;
+  }
+  return true;
+}
+
+// The copies' unclaimed transfers are the same T seconds later, and their waiting receivers the
+// same ones, each `dr` (per IPU, from `first`) receives further.
+bool copies_recur(const std::map<int, CopyQueue>& a, const std::map<int, CopyQueue>& b, double T,
+                  const std::vector<std::int64_t>& dr, const IpuState* first) {
+  for (auto c = a.begin(), d = b.begin(); d != b.end(); ++c, ++d) {
+    const CopyQueue &p = c->second, &q = d->second;
+    if (p.unclaimed.size() != q.unclaimed.size() || p.waiting.size() != q.waiting.size()) return false;
+    for (std::size_t k = 0; k < q.unclaimed.size(); ++k)
+      if (!shifted(p.unclaimed[k], q.unclaimed[k], T)) return false;
+    for (std::size_t k = 0; k < q.waiting.size(); ++k) {
+      if (p.waiting[k].first != q.waiting[k].first) return false;
+      const auto ipu = static_cast<std::size_t>(q.waiting[k].first - first);
+      if (static_cast<std::int64_t>(q.waiting[k].second - p.waiting[k].second) != dr[ipu]) return false;
+    }
+  }
+  return true;
+}
+
 } // namespace
 
 // Every IPU passed as many barriers and weight-update phases in both periods, and
 // everything it keeps (waits, receives, copies unclaimed, its units' last runs) is the
 // same one period later, its sums grown alike.
 bool StateImpl::periodic(const RepeatedPeriods& r, std::int64_t periods) const {
-  using ipusim::periodic::cursor_moved, ipusim::periodic::room_for, ipusim::periodic::same_growth,
-      ipusim::periodic::shifted;
+  using ipusim::periodic::cursor_moved, ipusim::periodic::room_for;
   if (marks_.empty() || marks_.back().size() < 3 || ipus_.empty()) return false;
   const Mark &m0 = marks_.back()[0], &a = marks_.back()[1], &b = marks_.back()[2];
   const double T = r.period;
@@ -51,47 +109,15 @@ bool StateImpl::periodic(const RepeatedPeriods& r, std::int64_t periods) const {
       return false;
     if (!same_idle_growth(x0.out.idle, x.out.idle, y.out.idle) || !same_growth(x0.out.update_s, x.out.update_s, y.out.update_s))
       return false;
-    if (y.units.size() != x.units.size() || x.units.size() != x0.units.size()) return false;
-    for (auto u0 = x0.units.begin(), u = x.units.begin(), v = y.units.begin(); v != y.units.end(); ++u0, ++u, ++v) {
-      if (u0->first != v->first || u->first != v->first) return false;
-      const UnitStats &p0 = u0->second, &p = u->second, &q = v->second;
-      if (!same_growth(p0.seconds, p.seconds, q.seconds) || q.count - p.count != p.count - p0.count) return false;
-      if (p.last_segment < 0 ? q.last_segment != p.last_segment : q.last_segment - p.last_segment != ds) return false;
-    }
-    if (x.waits.size() != y.waits.size()) return false;
-    for (std::size_t w = 0; w < y.waits.size(); ++w) {
-      const PendingWait &p = x.waits[w], &q = y.waits[w];
-      // A wait of the fill that lacks units waits unchanged for its batch's end; the others recur.
-      const bool kept = p.start == q.start && p.period == q.period;
-      if (p.units != q.units || !shifted(p.seconds, q.seconds, 0) ||
-          (!kept && (!shifted(p.start, q.start, T) || q.period - p.period != dp)))
-        return false;
-    }
+    if (!units_grew_alike(x0, x, y, ds) || !waits_recur(x, y, T, dp)) return false;
     const int moved = cursor_moved(x.receive_steps, y.receive_steps, r.loop, r.iterations);
     if (moved < 0 || !room_for(ipus_[i].receive_steps, moved, r.iterations, periods)) return false;
     dr[i] = static_cast<std::int64_t>(y.receives_base - x.receives_base);
     if (static_cast<std::int64_t>(x.receives_base - x0.receives_base) != dr[i] ||
-        static_cast<std::int64_t>(y.unsettled - x.unsettled) != dr[i] || x.receives.size() != y.receives.size())
+        static_cast<std::int64_t>(y.unsettled - x.unsettled) != dr[i] || !receives_recur(x, y, T))
       return false;
-    for (std::size_t k = 0; k < y.receives.size(); ++k) {
-      const PendingReceive &p = x.receives[k], &q = y.receives[k];
-      if (!shifted(p.start, q.start, T) || !shifted(p.seconds, q.seconds, 0) ||
-          !shifted(p.senders_started, q.senders_started, T) || p.transfers_missing != q.transfers_missing ||
-          p.first_of_unit != q.first_of_unit)
-        return false;
-    }
   }
-  for (auto c = a.copies.begin(), d = b.copies.begin(); d != b.copies.end(); ++c, ++d) {
-    const CopyQueue &p = c->second, &q = d->second;
-    if (p.unclaimed.size() != q.unclaimed.size() || p.waiting.size() != q.waiting.size()) return false;
-    for (std::size_t k = 0; k < q.unclaimed.size(); ++k)
-      if (!shifted(p.unclaimed[k], q.unclaimed[k], T)) return false;
-    for (std::size_t k = 0; k < q.waiting.size(); ++k) {
-      if (p.waiting[k].first != q.waiting[k].first) return false;
-      const auto ipu = static_cast<std::size_t>(q.waiting[k].first - ipus_.data());
-      if (static_cast<std::int64_t>(q.waiting[k].second - p.waiting[k].second) != dr[ipu]) return false;
-    }
-  }
+  if (!copies_recur(a.copies, b.copies, T, dr, ipus_.data())) return false;
   const SegmentStream &s0 = m0.segments, &s = a.segments, &t = b.segments;
   if (t.base_ - s.base_ != ds || s.base_ - s0.base_ != ds || t.window_.size() != s.window_.size() ||
       t.another_ != s.another_ || t.in_update_ != s.in_update_ || t.period_ - s.period_ != dp)
