@@ -234,6 +234,8 @@ private:
 
   void shard(const Op& op);
   void shard_matmul(const Op& op);
+  void shard_by_matrix(const Op& op, int fa);                   // times a 2-D weight: column- or row-parallel
+  void shard_activation_product(const Op& op, int fa, int fb);  // two activations
   void shard_gather(const Op& op);
   void shard_reshape(const Op& op, int from_end);
   void shard_transpose(const Op& op, int from_end);
@@ -276,56 +278,67 @@ void Sharder::shard_matmul(const Op& op) {
   if (op.inputs.size() < 2) return out_.ops.push_back(op);
   const std::string& a = op.inputs[0];
   const std::string& b = op.inputs[1];
-  const std::string& out = op.outputs.at(0);
   const int fa = split_of(a), fb = split_of(b);
   if (is_weight(a)) {
     if (fb != 0) fail(op, "tensor-parallel.unsupported-op", "op " + op.name + " multiplies a weight by a split tensor");
     decide_weight(op, a, 0);
     return out_.ops.push_back(op);
   }
-  if (is_weight(b) && shape(b).size() == 2) {
-    const auto& w = shape(b);
-    const std::int64_t columns = dim_from_end(shape(out), 1);
-    const bool trans_b = op.type == "Gemm" && op.attributes.count("transB") &&
-                         std::get_if<std::int64_t>(&op.attributes.at("transB")) &&
-                         std::get<std::int64_t>(op.attributes.at("transB")) != 0;
-    // The weight's output-column axis, from the end: [K, N] stored as is (1) or transposed (2).
-    const int column_axis = trans_b ? 2 : (w[1] == columns ? 1 : (w[0] == columns ? 2 : 0));
-    if (column_axis == 0)
-      fail(op, "tensor-parallel.unsupported-op",
-           "op " + op.name + ": weight " + b + " has no axis of the output's width " + std::to_string(columns));
-    Op o = op;
-    if (fa == 0 && whole_ops_.count(op.name)) {  // kept whole: what reads its output takes no split
-      decide_weight(op, b, 0);
-      if (op.inputs.size() > 2 && is_weight(op.inputs[2])) decide_weight(op, op.inputs[2], 0);
-      return out_.ops.push_back(op);
-    }
-    if (fa == 0) {  // column-parallel
-      decide_weight(op, b, column_axis);
-      if (op.inputs.size() > 2 && is_weight(op.inputs[2])) decide_weight(op, op.inputs[2], 1);
-      o.inputs[0] = whole_input(op, a);
-      mark_split(op, out, 1);
-      return push_split_work(std::move(o));
-    }
-    if (fa == 1) {  // row-parallel: the contracted axis is split, the output is a partial sum
-      decide_weight(op, b, column_axis == 1 ? 2 : 1);
-      if (op.inputs.size() > 2 && is_weight(op.inputs[2])) decide_weight(op, op.inputs[2], 0);
-      if (o.flops) *o.flops /= t_;
-      if (o.backward_flops) *o.backward_flops /= t_;
-      return push_with_all_reduce(std::move(o), 0);
-    }
-    decide_weight(op, b, 0);  // rows (or a batch axis) split: the weight is read whole
-    mark_split(op, out, fa);
-    return push_split_work(std::move(o));
-  }
+  if (is_weight(b) && shape(b).size() == 2) return shard_by_matrix(op, fa);
   if (is_weight(b)) {
     if (fa != 0) fail(op, "tensor-parallel.unsupported-op", "op " + op.name + " multiplies a split tensor by weight " +
                                                                  b + " of rank " + std::to_string(shape(b).size()));
     decide_weight(op, b, 0);
     return out_.ops.push_back(op);
   }
-  // Two activations: per-head attention (both split along the same batch axis), rows of A,
-  // or columns of B.
+  shard_activation_product(op, fa, fb);
+}
+
+// Activation (split along `fa` from the end, 0: whole) times a 2-D weight: column-parallel where
+// the activation is whole, row-parallel where its contracted axis is split.
+void Sharder::shard_by_matrix(const Op& op, int fa) {
+  const std::string& a = op.inputs[0];
+  const std::string& b = op.inputs[1];
+  const std::string& out = op.outputs.at(0);
+  const auto& w = shape(b);
+  const std::int64_t columns = dim_from_end(shape(out), 1);
+  const bool trans_b = op.type == "Gemm" && op.attributes.count("transB") &&
+                       std::get_if<std::int64_t>(&op.attributes.at("transB")) &&
+                       std::get<std::int64_t>(op.attributes.at("transB")) != 0;
+  // The weight's output-column axis, from the end: [K, N] stored as is (1) or transposed (2).
+  const int column_axis = trans_b ? 2 : (w[1] == columns ? 1 : (w[0] == columns ? 2 : 0));
+  if (column_axis == 0)
+    fail(op, "tensor-parallel.unsupported-op",
+         "op " + op.name + ": weight " + b + " has no axis of the output's width " + std::to_string(columns));
+  const bool has_bias = op.inputs.size() > 2 && is_weight(op.inputs[2]);
+  Op o = op;
+  if (fa == 0 && whole_ops_.count(op.name)) {  // kept whole: what reads its output takes no split
+    decide_weight(op, b, 0);
+    if (has_bias) decide_weight(op, op.inputs[2], 0);
+    return out_.ops.push_back(op);
+  }
+  if (fa == 0) {  // column-parallel
+    decide_weight(op, b, column_axis);
+    if (has_bias) decide_weight(op, op.inputs[2], 1);
+    o.inputs[0] = whole_input(op, a);
+    mark_split(op, out, 1);
+    return push_split_work(std::move(o));
+  }
+  if (fa == 1) {  // row-parallel: the contracted axis is split, the output is a partial sum
+    decide_weight(op, b, column_axis == 1 ? 2 : 1);
+    if (has_bias) decide_weight(op, op.inputs[2], 0);
+    if (o.flops) *o.flops /= t_;
+    if (o.backward_flops) *o.backward_flops /= t_;
+    return push_with_all_reduce(std::move(o), 0);
+  }
+  decide_weight(op, b, 0);  // rows (or a batch axis) split: the weight is read whole
+  mark_split(op, out, fa);
+  push_split_work(std::move(o));
+}
+
+// Two activations: per-head attention (both split along the same batch axis), rows of A, or
+// columns of B.
+void Sharder::shard_activation_product(const Op& op, int fa, int fb) {
   int out_axis = 0;
   if (fa != 0 && fa == fb && fa >= 3) out_axis = fa;
   else if (fa == 2 && fb == 0) out_axis = 2;
@@ -336,7 +349,7 @@ void Sharder::shard_matmul(const Op& op) {
          "op " + op.name + " multiplies activations split along axes " + std::to_string(fa) + " and " +
              std::to_string(fb) + " from the end; only per-head (batch-axis) products, row splits of the first "
              "and column splits of the second keep a split without gathering it");
-  mark_split(op, out, out_axis);
+  mark_split(op, op.outputs.at(0), out_axis);
   push_split_work(op);
 }
 
