@@ -87,6 +87,16 @@ TEST_CASE("distributed batch norm's group must divide the replicas", "[rules]") 
   CHECK(rule_of([&] { make_scenario(batch_norm_model(), config, data_parallel(4, 1, false)); }).empty());
 }
 
+TEST_CASE("a batch-norm group wider than the system is refused before its ring is timed", "[rules][hardening]") {
+  // 8 replicas sharing statistics in groups of 8 on 4 IPUs: the plan timed the group's ring on
+  // IPUs 0..7 and crashed routing to IPU 4; the replicas' count is the input's fault.
+  const Scenario sc = make_scenario(batch_norm_model(), zero_overhead_config(4), data_parallel(8, 8));
+  const InputError e = error_of([&] { make_plan(sc, build_graph(sc.model)); });
+  CHECK(e.rule() == "scenario.not-enough-ipus");
+  CHECK(e.pointer() == "/execution/replicas");
+  CHECK_THAT(e.message(), Catch::Matchers::Contains("8 replica(s) of a 1-IPU pipeline need 8 IPUs"));
+}
+
 TEST_CASE("plan searches only replica counts the batch-norm group divides, and says so", "[plan][cli]") {
   const std::string scenario = std::string(IPUSIM_SOURCE_DIR) + "/scenarios/validation/resnet50-bow-pod16.json";
   // Its configuration shares batch-norm statistics over pairs of replicas (BN_span 2).

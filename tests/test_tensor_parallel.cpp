@@ -209,6 +209,16 @@ TEST_CASE("tensor-parallel groups: consecutive IPUs, replicas strided, the IPU c
   synced["syncLatencyPerHopSeconds"] = 1e-6;
   const Simulation with_sync = simulate(make_scenario(model, synced, ex), {Mode::Pipelined});
   CHECK(run_of(with_sync, Mode::Pipelined).sync_seconds == Approx(6e-6).epsilon(1e-12));
+  // Groups wider than the system: the plan timed each op's all-reduce on a ring of IPUs 0..15
+  // and crashed routing to IPU 8; refused before any cost.
+  Json wide = ex;
+  wide["tensorParallel"] = 16;
+  wide["replicas"] = 1;
+  const Scenario too_wide = make_scenario(model, zero_overhead_config(8), wide);
+  const InputError narrow = error_of([&] { make_plan(too_wide, build_graph(too_wide.model)); });
+  CHECK(narrow.rule() == "scenario.not-enough-ipus");
+  CHECK(narrow.pointer() == "/execution/tensorParallel");
+  CHECK_THAT(narrow.message(), Contains("sharded over 16 IPUs per virtual IPU need 32 IPUs"));
   ex["replicas"] = 3;
   const InputError e = error_of([&] { simulate(make_scenario(model, zero_overhead_config(8), ex), {Mode::Pipelined}); });
   CHECK(e.rule() == "scenario.not-enough-ipus");

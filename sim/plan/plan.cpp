@@ -237,6 +237,37 @@ void describe_activations(const Model& m, const ModelGraph& g, const std::vector
   }
 }
 
+} // namespace
+
+void check_enough_ipus(const Scenario& sc, int width) {
+  const Execution& ex = sc.execution;
+  const std::int64_t t = std::max<std::int64_t>(1, ex.tensor_parallel);
+  if (width <= 0) return;
+  const std::string pipeline = std::to_string(width) + "-IPU pipeline" +
+                               (t > 1 ? " sharded over " + std::to_string(t) + " IPUs per virtual IPU" : "");
+  // A count whose IPU total overflows an int would be truncated below; no system has that many IPUs.
+  if (ex.replicas > INT32_MAX / width / t)
+    throw InputError(sc.file, sc.execution_pointer(ex.placement.empty() ? "replicas" : "placement"),
+                     ex.placement.empty() ? "scenario.not-enough-ipus" : "scenario.bad-placement",
+                     std::to_string(ex.replicas) + " replica(s) of a " + pipeline + " need more IPUs than \"" +
+                         sc.hardware.name + "\" has (" + std::to_string(sc.hardware.ipu_count) + ")");
+  const int replicas = static_cast<int>(ex.replicas);
+  const int needed = replicas * width;
+  if (!ex.placement.empty() && static_cast<int>(ex.placement.size()) != needed)
+    throw InputError(sc.file, sc.execution_pointer("placement"), "scenario.bad-placement",
+                     "placement lists " + std::to_string(ex.placement.size()) + " IPUs; " + std::to_string(replicas) +
+                         " replica(s) of a " + pipeline + " need " + std::to_string(needed) + " (entry r*" +
+                         std::to_string(width) + "+v is the " + (t > 1 ? "first IPU of the group" : "IPU") +
+                         " of virtual IPU v in replica r)");
+  if (ex.placement.empty() && needed * t > sc.hardware.ipu_count)
+    throw InputError(sc.file, sc.execution_pointer(t > 1 ? "tensorParallel" : "replicas"), "scenario.not-enough-ipus",
+                     std::to_string(replicas) + " replica(s) of a " + pipeline + " need " +
+                         std::to_string(needed * t) + " IPUs; \"" + sc.hardware.name + "\" has " +
+                         std::to_string(sc.hardware.ipu_count));
+}
+
+namespace {
+
 void check_execution_options(const Scenario& sc, const std::vector<int>& ipus_used) {
   const Execution& ex = sc.execution;
   if (ex.io_tiles >= sc.hardware.ipu.tiles)
@@ -244,6 +275,8 @@ void check_execution_options(const Scenario& sc, const std::vector<int>& ipus_us
                      "numIOTiles " + std::to_string(ex.io_tiles) + " leaves no tile to compute on (an IPU of \"" +
                          sc.hardware.name + "\" has " + std::to_string(sc.hardware.ipu.tiles) + ")");
   const int width = ipus_used.empty() ? 0 : ipus_used.back() + 1;
+  // Before any cost: the tensor-parallel and batch-norm collectives are timed on the system's IPUs.
+  check_enough_ipus(sc, width);
   const auto given = ex.available_memory_proportion.size();
   if (given > 1 && static_cast<int>(given) != width)
     throw InputError(sc.file, sc.execution_pointer("availableMemoryProportion"),

@@ -147,6 +147,11 @@ std::optional<std::string> missing_optimizer_warning(const Scenario& scenario);
 // which, and why, or nothing.
 std::optional<std::string> kept_whole_note(const Scenario& scenario);
 
+// Refuses (scenario.not-enough-ipus, or scenario.bad-placement for a placement of the wrong
+// length) a scenario whose replicas of a `width`-IPU pipeline, each virtual IPU a group of
+// tensorParallel IPUs, need more IPUs than its system has.
+void check_enough_ipus(const Scenario& scenario, int width);
+
 // The per-op rules make_plan applies, shared with the planner's split tables (sim/search),
 // which compose a plan's figures from blocks of layers without rebuilding it.
 // The forward stages on their IPUs and, for training, the backward stage 2L-s of each on the

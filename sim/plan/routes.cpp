@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <deque>
+#include <stdexcept>
+#include <string>
 
 #include "sim/io/input_error.hpp"
 
@@ -49,6 +51,11 @@ void check_connected(const HardwareConfig& hw) {
 RouteFinder::RouteFinder(const HardwareConfig& hardware) : hw_(hardware), adjacency_(adjacency_of(hardware)) {}
 
 Route RouteFinder::route(int src, int dst) {
+  // Callers check their IPUs against the system first (check_enough_ipus); an IPU outside it
+  // would index past the tables below.
+  if (src < 0 || dst < 0 || src >= hw_.ipu_count || dst >= hw_.ipu_count)
+    throw std::logic_error("a route from IPU " + std::to_string(src) + " to IPU " + std::to_string(dst) + " of \"" +
+                           hw_.name + "\", which has " + std::to_string(hw_.ipu_count) + " IPUs");
   auto found = via_.find(src);
   if (found == via_.end()) {
     std::vector<char> seen(static_cast<std::size_t>(hw_.ipu_count), 0);

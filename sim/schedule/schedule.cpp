@@ -188,27 +188,9 @@ void depth_error(const ScheduleContext& ctx, const std::string& rule, const std:
 std::vector<int> physical_ipus(const Scenario& sc, int width) {
   const Execution& ex = sc.execution;
   const std::int64_t t = std::max<std::int64_t>(1, ex.tensor_parallel);
-  const std::string pipeline = std::to_string(width) + "-IPU pipeline" +
-                               (t > 1 ? " sharded over " + std::to_string(t) + " IPUs per virtual IPU" : "");
-  // A count whose IPU total overflows an int would be truncated below; no system has that many IPUs.
-  if (ex.replicas > INT32_MAX / width / t)
-    throw InputError(sc.file, sc.execution_pointer(ex.placement.empty() ? "replicas" : "placement"),
-                     ex.placement.empty() ? "scenario.not-enough-ipus" : "scenario.bad-placement",
-                     std::to_string(ex.replicas) + " replica(s) of a " + pipeline + " need more IPUs than \"" +
-                         sc.hardware.name + "\" has (" + std::to_string(sc.hardware.ipu_count) + ")");
+  check_enough_ipus(sc, width);
   const int replicas = static_cast<int>(ex.replicas);
   const int needed = replicas * width;
-  if (!ex.placement.empty() && static_cast<int>(ex.placement.size()) != needed)
-    throw InputError(sc.file, sc.execution_pointer("placement"), "scenario.bad-placement",
-                     "placement lists " + std::to_string(ex.placement.size()) + " IPUs; " + std::to_string(replicas) +
-                         " replica(s) of a " + pipeline + " need " + std::to_string(needed) + " (entry r*" +
-                         std::to_string(width) + "+v is the " + (t > 1 ? "first IPU of the group" : "IPU") +
-                         " of virtual IPU v in replica r)");
-  if (ex.placement.empty() && needed * t > sc.hardware.ipu_count)
-    throw InputError(sc.file, sc.execution_pointer(t > 1 ? "tensorParallel" : "replicas"), "scenario.not-enough-ipus",
-                     std::to_string(replicas) + " replica(s) of a " + pipeline + " need " +
-                         std::to_string(needed * t) + " IPUs; \"" + sc.hardware.name + "\" has " +
-                         std::to_string(sc.hardware.ipu_count));
   std::vector<int> physical;
   std::set<std::int64_t> used;
   for (int i = 0; i < needed; ++i) {
