@@ -219,6 +219,13 @@ TEST_CASE("tensor-parallel groups: consecutive IPUs, replicas strided, the IPU c
   CHECK(narrow.rule() == "scenario.not-enough-ipus");
   CHECK(narrow.pointer() == "/execution/tensorParallel");
   CHECK_THAT(narrow.message(), Contains("sharded over 16 IPUs per virtual IPU need 32 IPUs"));
+  // With a placement of the right length, its first group runs past the system's last IPU.
+  wide["placement"] = {1, 0};
+  const Scenario placed = make_scenario(model, zero_overhead_config(8), wide);
+  const InputError past = error_of([&] { make_plan(placed, build_graph(placed.model)); });
+  CHECK(past.rule() == "scenario.bad-placement");
+  CHECK(past.pointer() == "/execution/placement/0");
+  CHECK_THAT(past.message(), Contains("IPU 8 does not exist") && Contains("holds IPUs 1 to 16"));
   ex["replicas"] = 3;
   const InputError e = error_of([&] { simulate(make_scenario(model, zero_overhead_config(8), ex), {Mode::Pipelined}); });
   CHECK(e.rule() == "scenario.not-enough-ipus");

@@ -147,10 +147,12 @@ std::optional<std::string> missing_optimizer_warning(const Scenario& scenario);
 // which, and why, or nothing.
 std::optional<std::string> kept_whole_note(const Scenario& scenario);
 
-// Refuses (scenario.not-enough-ipus, or scenario.bad-placement for a placement of the wrong
-// length) a scenario whose replicas of a `width`-IPU pipeline, each virtual IPU a group of
-// tensorParallel IPUs, need more IPUs than its system has.
-void check_enough_ipus(const Scenario& scenario, int width);
+// The physical IPU of entry r*width+v (virtual IPU v of replica r): the scenario's placement,
+// or 0, 1, 2, ... (with tensor parallelism, the first IPU of each group of tensorParallel).
+// Refuses replicas the system cannot hold (scenario.not-enough-ipus) and a placement of the
+// wrong length, naming a missing IPU or one twice (scenario.bad-placement). make_plan checks it
+// before any cost, since the tensor-parallel and batch-norm collectives are timed on the IPUs.
+std::vector<int> physical_ipus(const Scenario& scenario, int width);
 
 // The per-op rules make_plan applies, shared with the planner's split tables (sim/search),
 // which compose a plan's figures from blocks of layers without rebuilding it.

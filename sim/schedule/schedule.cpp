@@ -183,35 +183,6 @@ void depth_error(const ScheduleContext& ctx, const std::string& rule, const std:
                    rule, message);
 }
 
-// With tensor parallelism each entry is a group of t consecutive IPUs, the first standing for
-// the group (its IPUs run the same shard in lockstep): placement lists the groups' first IPUs.
-std::vector<int> physical_ipus(const Scenario& sc, int width) {
-  const Execution& ex = sc.execution;
-  const std::int64_t t = std::max<std::int64_t>(1, ex.tensor_parallel);
-  check_enough_ipus(sc, width);
-  const int replicas = static_cast<int>(ex.replicas);
-  const int needed = replicas * width;
-  std::vector<int> physical;
-  std::set<std::int64_t> used;
-  for (int i = 0; i < needed; ++i) {
-    // Range-checked as int64 before narrowing, so IPU 2^32 is not silently IPU 0.
-    const std::int64_t wanted = ex.placement.empty() ? i * t : ex.placement[static_cast<std::size_t>(i)];
-    for (std::int64_t k = 0; k < t; ++k) {
-      const std::int64_t ipu = wanted + k;
-      const bool exists = ipu >= 0 && ipu < sc.hardware.ipu_count;
-      if (!exists || !used.insert(ipu).second)
-        throw InputError(sc.file, sc.execution_pointer("placement/" + std::to_string(i)), "scenario.bad-placement",
-                         "IPU " + std::to_string(ipu) +
-                             (!exists ? " does not exist in \"" + sc.hardware.name + "\"" : " is placed twice") +
-                             (t > 1 ? " (a tensor-parallel group holds IPUs " + std::to_string(wanted) + " to " +
-                                          std::to_string(wanted + t - 1) + ")"
-                                    : ""));
-    }
-    physical.push_back(static_cast<int>(wanted));
-  }
-  return physical;
-}
-
 ProgramBuilder::ProgramBuilder(const ScheduleContext& context, std::string name, bool recompute)
     : context_(context), recompute_(recompute) {
   const Scenario& sc = context.scenario;

@@ -156,10 +156,6 @@ Schedule build_from_order(const ScheduleContext& context);
 inline constexpr std::int64_t kOrderProbeDepth = 1024;
 Schedule build_from_order(const ScheduleContext& context, std::int64_t probe_depth);
 
-// The physical IPU of entry r*width+v (virtual IPU v of replica r): the scenario's placement,
-// or 0, 1, 2, ... Refuses replicas the system cannot hold (scenario.not-enough-ipus) and a
-// placement of the wrong length, naming a missing IPU or one twice (scenario.bad-placement).
-std::vector<int> physical_ipus(const Scenario& scenario, int width);
 
 // Shared pieces for schedule implementations.
 class ProgramBuilder {

@@ -5,7 +5,7 @@ Each input is a shipped scenario (its model and config inlined or not) with 1-4 
 mutations: a number set to an extreme (0, -1, 5e-324, 1e308, 2^31-1, 2^63-1, 2^64, a
 fraction), a key deleted, a value of the wrong type, deep nesting, NUL and control
 characters, execution settings drawn at random (modes, schedules, G, replicas,
-recomputation, optimizers), plus abusive --set flags. Every run must end in exit 0, 2 or 5
+recomputation, optimizers, tensor-parallel and batch-norm group widths), plus abusive --set flags. Every run must end in exit 0, 2 or 5
 within the timeout, print no sanitizer report, locate every exit-2 message (file, JSON
 pointer, rule id) and, when it succeeds, peak at no more memory than the estimate the run
 announced ("estimate"/"peakBytes" in its JSON; measured on --release when given, since
@@ -26,7 +26,7 @@ import argparse, copy, json, os, random, re, select, signal, sys, tempfile, time
 from concurrent.futures import ThreadPoolExecutor
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-LOCATED = re.compile(r"^ipusim: error: .+: at \S.*: .+ \[[a-z0-9]+(\.[a-z0-9-]+)+\]$")
+LOCATED = re.compile(r"^ipusim: error: .+: at \S.*: .+ \[[a-z0-9-]+(\.[a-z0-9-]+)+\]$")
 SANITIZER = re.compile(r"AddressSanitizer|LeakSanitizer|runtime error:|UndefinedBehaviorSanitizer")
 # Small scenarios often, the large ones now and then (with a small G).
 BASES = ["mlp-inference", "mlp-training", "mlp-training", "bert-tiny-inference", "bert-tiny-training",
@@ -99,7 +99,8 @@ def mutate(doc, rng):
         ("mode", ["both", "sharded", "pipelined"]), ("schedule", ["popart", "tf-grouped", "tf-interleaved",
                                                                    "tf-sequential", "gpipe", "1f1b", "x"]),
         ("training", [True, False]), ("gradientAccumulation", [1, 2, 3, 4, 8, 16, 64]),
-        ("batchesPerStep", [1, 2, 3, 5, 8]), ("microBatchSize", [1, 2, 8, 64]), ("replicas", [1, 2, 3, 4]),
+        ("batchesPerStep", [1, 2, 3, 5, 8]), ("microBatchSize", [1, 2, 8, 64]), ("replicas", [1, 2, 3, 4, 8, 32]),
+        ("tensorParallel", [1, 2, 4, 8, 16]), ("distributedBatchNormReplicaGroupSize", [1, 2, 8, 32]),
         ("recomputation", ["none", "pipeline"]), ("hostIo", [True, False]), ("costModel", ["tile", "compute"]),
         ("optimizer", [{"type": "adam"}, {"type": "lamb", "stateLocation": "streaming-memory"}]),
         ("placement", [[1, 0], [0, 1, 2, 3], [3, 2, 1, 0], [0, 0]])])
