@@ -159,23 +159,9 @@ std::optional<InputError> phasing_rule_broken(const Model& m, const ModelGraph& 
   return std::nullopt;
 }
 
-// PopART checks these only with enablePipelining (Ir::verifyPipelineSettings clears every
-// pipelineStage otherwise; transforms/pipeline.cpp checks the rest), so they refuse
-// pipelined runs only: the first one broken, in PopART's order.
-std::optional<InputError> pipelining_rule_broken(const Model& m, const ModelGraph& g) {
-  if (auto mixed = all_or_nothing(m, has_pipeline_stage, "pipelineStage", "annotation.mixed-pipeline-stage"))
-    return mixed;
-  if (g.has_pipeline_stages && !g.has_virtual_graphs) {
-    const Op& op = m.ops.front();
-    return op_error(m, op, "pipelineStage", "annotation.stage-without-virtual-graph",
-                    "pipelineStage is set but virtualGraph is not; a stage lives on an IPU, so every op needs a "
-                    "virtualGraph too (op " + quote_name(op.name) + ")");
-  }
-
-  // Stage ids are dense, 0..S-1.
-  std::map<int, std::size_t> first_op_of_stage;
-  for (const Op& op : m.ops) first_op_of_stage.emplace(g.stage_of_op[op.index], op.index);
-  // The first gap, found by walking the used ids (not 0..S-1: S may be huge).
+// Stage ids are dense, 0..S-1: the first gap, found by walking the used ids (not 0..S-1: S may be huge).
+std::optional<InputError> stage_gap(const Model& m, const ModelGraph& g,
+                                    const std::map<int, std::size_t>& first_op_of_stage) {
   int expected = 0;
   for (const auto& [stage, op_index] : first_op_of_stage) {
     if (stage != expected) {
@@ -191,10 +177,14 @@ std::optional<InputError> pipelining_rule_broken(const Model& m, const ModelGrap
     }
     ++expected;
   }
+  return std::nullopt;
+}
 
-  // One stage lives on exactly one IPU.
+// One stage lives on exactly one IPU.
+std::optional<InputError> stage_on_several_ipus(const Model& m, const ModelGraph& g,
+                                                const std::map<int, std::size_t>& first_op_of_stage) {
   for (const Op& op : m.ops) {
-    const Op& first = m.ops[first_op_of_stage[g.stage_of_op[op.index]]];
+    const Op& first = m.ops[first_op_of_stage.at(g.stage_of_op[op.index])];
     if (g.ipu_of_op[op.index] != g.ipu_of_op[first.index])
       return op_error(m, op, "virtualGraph", "annotation.stage-on-several-ipus",
                       "stage " + std::to_string(g.stage_of_op[op.index]) + " is on virtualGraph " +
@@ -202,8 +192,11 @@ std::optional<InputError> pipelining_rule_broken(const Model& m, const ModelGrap
                           std::to_string(g.ipu_of_op[op.index]) + " (op " + quote_name(op.name) +
                           "); one stage lives on exactly one IPU");
   }
+  return std::nullopt;
+}
 
-  // A tensor may not be consumed in an earlier stage than the one producing it.
+// A tensor may not be consumed in an earlier stage than the one producing it.
+std::optional<InputError> consumed_before_produced(const Model& m, const ModelGraph& g) {
   for (const Op& op : m.ops)
     for (std::size_t i = 0; i < op.inputs.size(); ++i) {
       auto p = g.producer.find(op.inputs[i]);
@@ -215,8 +208,11 @@ std::optional<InputError> pipelining_rule_broken(const Model& m, const ModelGrap
                             " in stage " + std::to_string(g.stage_of_op[producer.index]) + " but consumed by " +
                             quote_name(op.name) + " in the earlier stage " + std::to_string(g.stage_of_op[op.index]));
     }
+  return std::nullopt;
+}
 
-  // A host input stream feeds ops on one IPU only.
+// A host input stream feeds ops on one IPU only.
+std::optional<InputError> input_on_several_ipus(const Model& m, const ModelGraph& g) {
   for (const auto& [name, users] : g.consumers) {
     if (m.tensor(name).kind != TensorKind::Input) continue;
     for (auto u : users)
@@ -228,6 +224,26 @@ std::optional<InputError> pipelining_rule_broken(const Model& m, const ModelGrap
                             "; a host stream feeds one IPU only when pipelining (copy it on the device instead)");
   }
   return std::nullopt;
+}
+
+// PopART checks these only with enablePipelining (Ir::verifyPipelineSettings clears every
+// pipelineStage otherwise; transforms/pipeline.cpp checks the rest), so they refuse
+// pipelined runs only: the first one broken, in PopART's order.
+std::optional<InputError> pipelining_rule_broken(const Model& m, const ModelGraph& g) {
+  if (auto mixed = all_or_nothing(m, has_pipeline_stage, "pipelineStage", "annotation.mixed-pipeline-stage"))
+    return mixed;
+  if (g.has_pipeline_stages && !g.has_virtual_graphs) {
+    const Op& op = m.ops.front();
+    return op_error(m, op, "pipelineStage", "annotation.stage-without-virtual-graph",
+                    "pipelineStage is set but virtualGraph is not; a stage lives on an IPU, so every op needs a "
+                    "virtualGraph too (op " + quote_name(op.name) + ")");
+  }
+  std::map<int, std::size_t> first_op_of_stage;
+  for (const Op& op : m.ops) first_op_of_stage.emplace(g.stage_of_op[op.index], op.index);
+  if (auto gap = stage_gap(m, g, first_op_of_stage)) return gap;
+  if (auto spread = stage_on_several_ipus(m, g, first_op_of_stage)) return spread;
+  if (auto early = consumed_before_produced(m, g)) return early;
+  return input_on_several_ipus(m, g);
 }
 
 void resolve_annotations(const Model& m, ModelGraph& g) {
