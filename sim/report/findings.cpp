@@ -238,53 +238,75 @@ std::vector<std::string> summary_findings(const std::vector<std::pair<std::strin
   return out;
 }
 
-std::vector<std::string> sweep_findings(const Input& sweep) {
-  std::vector<std::string> out;
+namespace {
+
+// The sweep's points by outcome: ran and fit, ran out of memory, failed.
+struct PointsByOutcome {
   std::vector<const SweepPoint*> fitting, oom, failed;
+};
+
+PointsByOutcome points_by_outcome(const Input& sweep) {
+  PointsByOutcome by;
   for (const SweepPoint& p : sweep.points) {
-    if (!p.ok) failed.push_back(&p);
+    if (!p.ok) by.failed.push_back(&p);
     else {
       bool fits = true;
       for (const Json* r : ordered_runs(p.report)) fits = fits && fits_in_memory(*r) != 0;
-      (fits ? fitting : oom).push_back(&p);
+      (fits ? by.fitting : by.oom).push_back(&p);
     }
   }
-  std::string counts = std::to_string(sweep.points.size()) + " points: " + std::to_string(fitting.size()) +
-                       " ran and fit in memory";
-  if (!oom.empty()) counts += ", " + std::to_string(oom.size()) + " out of memory (" + id_list(oom) + ")";
-  if (!failed.empty()) counts += ", " + std::to_string(failed.size()) + " failed (" + id_list(failed) + ")";
-  out.push_back(counts + ".");
+  return by;
+}
 
-  // Each point by its fastest mode.
-  auto best_of = [](const SweepPoint* p) { return fastest_run(p->report); };
-  std::vector<const SweepPoint*> ranked;
-  for (const SweepPoint* p : fitting)
-    if (best_of(p)) ranked.push_back(p);
-  std::stable_sort(ranked.begin(), ranked.end(), [&](const SweepPoint* a, const SweepPoint* b) {
-    return throughput(*best_of(a)) > throughput(*best_of(b));
-  });
-  if (ranked.empty()) {
-    out.push_back("No point both ran and fits in memory, so none can be recommended.");
-    return out;
-  }
+const Json* best_run_of(const SweepPoint* p) { return fastest_run(p->report); }
+
+// "Fastest that fits: ...", against the next best and the slowest of `ranked` (fastest first).
+std::string fastest_that_fits(const std::vector<const SweepPoint*>& ranked) {
   const SweepPoint* top = ranked.front();
-  const Json& top_run = *best_of(top);
+  const Json& top_run = *best_run_of(top);
   std::string best = "Fastest that fits: " + point_name(*top) + ", " + mode_label(top_run) + ", " +
                      rate(throughput(top_run));
   if (ranked.size() > 1) {
-    const Json& next = *best_of(ranked[1]);
-    const Json& last = *best_of(ranked.back());
+    const Json& next = *best_run_of(ranked[1]);
+    const Json& last = *best_run_of(ranked.back());
     best += ": " + ratio(throughput(top_run) / throughput(next)) + " the next best (" + point_name(*ranked[1]) + ", " +
             rate(throughput(next)) + ")";
     if (ranked.size() > 2)
       best += " and " + ratio(throughput(top_run) / throughput(last)) + " the slowest (" + point_name(*ranked.back()) +
               ", " + rate(throughput(last)) + ")";
   }
-  out.push_back(best + ".");
+  return best + ".";
+}
+
+} // namespace
+
+std::vector<std::string> sweep_findings(const Input& sweep) {
+  std::vector<std::string> out;
+  const PointsByOutcome by = points_by_outcome(sweep);
+  std::string counts = std::to_string(sweep.points.size()) + " points: " + std::to_string(by.fitting.size()) +
+                       " ran and fit in memory";
+  if (!by.oom.empty()) counts += ", " + std::to_string(by.oom.size()) + " out of memory (" + id_list(by.oom) + ")";
+  if (!by.failed.empty())
+    counts += ", " + std::to_string(by.failed.size()) + " failed (" + id_list(by.failed) + ")";
+  out.push_back(counts + ".");
+
+  // Each point by its fastest mode.
+  std::vector<const SweepPoint*> ranked;
+  for (const SweepPoint* p : by.fitting)
+    if (best_run_of(p)) ranked.push_back(p);
+  std::stable_sort(ranked.begin(), ranked.end(), [&](const SweepPoint* a, const SweepPoint* b) {
+    return throughput(*best_run_of(a)) > throughput(*best_run_of(b));
+  });
+  if (ranked.empty()) {
+    out.push_back("No point both ran and fits in memory, so none can be recommended.");
+    return out;
+  }
+  out.push_back(fastest_that_fits(ranked));
+  const Json& top_run = *best_run_of(ranked.front());
   if (const std::string shares = where_time_goes(top_run); !shares.empty())
     out.push_back("Its IPU time is " + shares + ".");
   std::size_t pipelined_wins = 0, both = 0;
-  for (const SweepPoint* p : fitting)
+  for (const SweepPoint* p : by.fitting)
     if (const double s = speedup_of(p->report); std::isfinite(s)) {
       ++both;
       pipelined_wins += s > 1 ? 1 : 0;
@@ -293,8 +315,8 @@ std::vector<std::string> sweep_findings(const Input& sweep) {
     out.push_back("Pipelining beats sharding at " + std::to_string(pipelined_wins) + " of " + std::to_string(both) +
                   " points that fit.");
   std::vector<const SweepPoint*> faster_oom;
-  for (const SweepPoint* p : oom)
-    if (const Json* r = best_of(p); r && throughput(*r) > throughput(top_run)) faster_oom.push_back(p);
+  for (const SweepPoint* p : by.oom)
+    if (const Json* r = best_run_of(p); r && throughput(*r) > throughput(top_run)) faster_oom.push_back(p);
   if (!faster_oom.empty())
     out.push_back("Faster but out of memory, so not possible as configured: " + id_list(faster_oom) + ".");
   return out;
