@@ -150,61 +150,16 @@ private:
   // on integer tensors of rank 0 or 1. Anything else is left to ONNX.
   std::optional<IntValue> evaluate(const onnx::NodeProto& n) const {
     const std::string& op = n.op_type();
-    if (op == "Shape") {
-      const auto it = n.input_size() ? shapes_.find(n.input(0)) : shapes_.end();
-      if (it == shapes_.end()) return std::nullopt;
-      const auto size = static_cast<std::int64_t>(it->second.size());
-      const std::int64_t start = clamp_index(int_attribute(n, "start", 0), size);
-      const std::int64_t end = clamp_index(int_attribute(n, "end", size), size);
-      IntValue v;
-      for (std::int64_t k = start; k < end; ++k) v.values.push_back(it->second[static_cast<std::size_t>(k)]);
-      v.dims = {static_cast<std::int64_t>(v.values.size())};
-      return v;
-    }
+    if (op == "Shape") return shape_of(n);
     const IntValue* a = input(n, 0);
     if (!a || a->dims.size() > 1) return std::nullopt;
     if (op == "Identity" || (op == "Cast" && (int_attribute(n, "to", 0) == onnx::TensorProto::INT64 ||
                                               int_attribute(n, "to", 0) == onnx::TensorProto::INT32)))
       return *a;
-    if (op == "Unsqueeze" || op == "Squeeze") {
-      IntValue v = *a;
-      v.dims = op == "Squeeze" || !a->dims.empty() ? std::vector<std::int64_t>{} : std::vector<std::int64_t>{1};
-      if (op == "Squeeze" && a->values.size() != 1) return std::nullopt;
-      if (op == "Unsqueeze" && !a->dims.empty()) return std::nullopt;
-      return v;
-    }
-    if (op == "Reshape") {  // a shape vector flattened, view(-1) of a size
-      const IntValue* target = input(n, 1);
-      if (!target || target->dims.size() != 1 || a->boolean) return std::nullopt;
-      const auto count = static_cast<std::int64_t>(a->values.size());
-      IntValue v = *a;
-      if (target->values.empty() && count == 1) v.dims = {};
-      else if (target->values.size() == 1 && (target->values[0] == -1 || target->values[0] == count)) v.dims = {count};
-      else return std::nullopt;
-      return v;
-    }
-    if (op == "Gather") {
-      const IntValue* idx = input(n, 1);
-      if (!idx || a->dims.size() != 1 || int_attribute(n, "axis", 0) != 0) return std::nullopt;
-      IntValue v;
-      v.dims = idx->dims;
-      for (auto i : idx->values) {
-        if (i < 0) i += static_cast<std::int64_t>(a->values.size());
-        if (i < 0 || i >= static_cast<std::int64_t>(a->values.size())) return std::nullopt;
-        v.values.push_back(a->values[static_cast<std::size_t>(i)]);
-      }
-      return v;
-    }
-    if (op == "Concat") {
-      IntValue v;
-      for (int i = 0; i < n.input_size(); ++i) {
-        const IntValue* x = input(n, i);
-        if (!x || x->dims.size() != 1 || v.values.size() + x->values.size() > kMaxFoldedValues) return std::nullopt;
-        v.values.insert(v.values.end(), x->values.begin(), x->values.end());
-      }
-      v.dims = {static_cast<std::int64_t>(v.values.size())};
-      return v;
-    }
+    if (op == "Unsqueeze" || op == "Squeeze") return squeezed(op == "Squeeze", *a);
+    if (op == "Reshape") return reshaped(n, *a);
+    if (op == "Gather") return gathered(n, *a);
+    if (op == "Concat") return concatenated(n);
     if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div") {
       const IntValue* b = input(n, 1);
       if (!b || b->dims.size() > 1 || a->boolean || b->boolean) return std::nullopt;
@@ -226,19 +181,80 @@ private:
         return std::nullopt;
       return where(*a, *x, *y);
     }
-    if (op == "Slice" && opset_ >= 10) {
-      const IntValue *starts = input(n, 1), *ends = input(n, 2), *steps = input(n, 4);
-      if (!starts || !ends || a->dims.size() != 1 || starts->values.size() != 1 || ends->values.size() != 1 ||
-          (steps && (steps->values.size() != 1 || steps->values[0] != 1)))
-        return std::nullopt;
-      const auto size = static_cast<std::int64_t>(a->values.size());
-      const std::int64_t s = clamp_index(starts->values[0], size), e = clamp_index(ends->values[0], size);
-      IntValue v;
-      for (std::int64_t k = s; k < e; ++k) v.values.push_back(a->values[static_cast<std::size_t>(k)]);
-      v.dims = {static_cast<std::int64_t>(v.values.size())};
-      return v;
-    }
+    if (op == "Slice" && opset_ >= 10) return sliced(n, *a);
     return std::nullopt;
+  }
+
+  // Shape(x) with its start and end attributes, from the shapes known.
+  std::optional<IntValue> shape_of(const onnx::NodeProto& n) const {
+    const auto it = n.input_size() ? shapes_.find(n.input(0)) : shapes_.end();
+    if (it == shapes_.end()) return std::nullopt;
+    const auto size = static_cast<std::int64_t>(it->second.size());
+    const std::int64_t start = clamp_index(int_attribute(n, "start", 0), size);
+    const std::int64_t end = clamp_index(int_attribute(n, "end", size), size);
+    IntValue v;
+    for (std::int64_t k = start; k < end; ++k) v.values.push_back(it->second[static_cast<std::size_t>(k)]);
+    v.dims = {static_cast<std::int64_t>(v.values.size())};
+    return v;
+  }
+
+  // Squeeze of a one-value vector to a scalar, Unsqueeze of a scalar to a one-value vector.
+  static std::optional<IntValue> squeezed(bool squeeze, const IntValue& a) {
+    IntValue v = a;
+    v.dims = squeeze || !a.dims.empty() ? std::vector<std::int64_t>{} : std::vector<std::int64_t>{1};
+    if (squeeze && a.values.size() != 1) return std::nullopt;
+    if (!squeeze && !a.dims.empty()) return std::nullopt;
+    return v;
+  }
+
+  // A shape vector flattened, view(-1) of a size.
+  std::optional<IntValue> reshaped(const onnx::NodeProto& n, const IntValue& a) const {
+    const IntValue* target = input(n, 1);
+    if (!target || target->dims.size() != 1 || a.boolean) return std::nullopt;
+    const auto count = static_cast<std::int64_t>(a.values.size());
+    IntValue v = a;
+    if (target->values.empty() && count == 1) v.dims = {};
+    else if (target->values.size() == 1 && (target->values[0] == -1 || target->values[0] == count)) v.dims = {count};
+    else return std::nullopt;
+    return v;
+  }
+
+  std::optional<IntValue> gathered(const onnx::NodeProto& n, const IntValue& a) const {
+    const IntValue* idx = input(n, 1);
+    if (!idx || a.dims.size() != 1 || int_attribute(n, "axis", 0) != 0) return std::nullopt;
+    IntValue v;
+    v.dims = idx->dims;
+    for (auto i : idx->values) {
+      if (i < 0) i += static_cast<std::int64_t>(a.values.size());
+      if (i < 0 || i >= static_cast<std::int64_t>(a.values.size())) return std::nullopt;
+      v.values.push_back(a.values[static_cast<std::size_t>(i)]);
+    }
+    return v;
+  }
+
+  std::optional<IntValue> concatenated(const onnx::NodeProto& n) const {
+    IntValue v;
+    for (int i = 0; i < n.input_size(); ++i) {
+      const IntValue* x = input(n, i);
+      if (!x || x->dims.size() != 1 || v.values.size() + x->values.size() > kMaxFoldedValues) return std::nullopt;
+      v.values.insert(v.values.end(), x->values.begin(), x->values.end());
+    }
+    v.dims = {static_cast<std::int64_t>(v.values.size())};
+    return v;
+  }
+
+  // Slice (opset 10 on: starts, ends and steps as inputs) of a vector, one axis, step 1.
+  std::optional<IntValue> sliced(const onnx::NodeProto& n, const IntValue& a) const {
+    const IntValue *starts = input(n, 1), *ends = input(n, 2), *steps = input(n, 4);
+    if (!starts || !ends || a.dims.size() != 1 || starts->values.size() != 1 || ends->values.size() != 1 ||
+        (steps && (steps->values.size() != 1 || steps->values[0] != 1)))
+      return std::nullopt;
+    const auto size = static_cast<std::int64_t>(a.values.size());
+    const std::int64_t s = clamp_index(starts->values[0], size), e = clamp_index(ends->values[0], size);
+    IntValue v;
+    for (std::int64_t k = s; k < e; ++k) v.values.push_back(a.values[static_cast<std::size_t>(k)]);
+    v.dims = {static_cast<std::int64_t>(v.values.size())};
+    return v;
   }
 
   // Where(condition, x, y) over rank-0/1 values, each one value or all the same length.
