@@ -51,7 +51,7 @@ void check_connected(const HardwareConfig& hw) {
 RouteFinder::RouteFinder(const HardwareConfig& hardware) : hw_(hardware), adjacency_(adjacency_of(hardware)) {}
 
 Route RouteFinder::route(int src, int dst) {
-  // Callers check their IPUs against the system first (check_enough_ipus); an IPU outside it
+  // Callers check their IPUs against the system first (physical_ipus); an IPU outside it
   // would index past the tables below.
   if (src < 0 || dst < 0 || src >= hw_.ipu_count || dst >= hw_.ipu_count)
     throw std::logic_error("a route from IPU " + std::to_string(src) + " to IPU " + std::to_string(dst) + " of \"" +
