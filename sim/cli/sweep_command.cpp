@@ -23,18 +23,8 @@ struct SweepFlags {
   bool list_points = false;
 };
 
-} // namespace
-
-Command add_sweep_command(CLI::App& app) {
-  auto f = std::make_shared<SweepFlags>();
-  auto* cmd = app.add_subcommand(
-      "sweep",
-      "Run a scenario over a grid of overrides (a sweep file), one process per point (forked, no start-up), "
-      "resumable.\n"
-      "Exit codes: 0 every point ran and succeeded, 4 some points failed (recorded with their error), 5 with "
-      "--fail-on-oom: some points do not fit in memory, "
-      "6 some points have no result yet (interrupted, or other shards still to run), 2 bad sweep file, flag or "
-      "output folder.");
+// The sweep's flags, bound to `f`.
+void add_sweep_flags(CLI::App* cmd, const std::shared_ptr<SweepFlags>& f) {
   cmd->add_option("sweep_file", f->options.sweep_file, "Sweep file (sweeps/*.json)")->required();
   auto* output = cmd->add_option("-o,--output", f->options.dir,
                                  "Output folder (default: ipusim-sweeps/<sweep name> in the working directory); "
@@ -77,38 +67,57 @@ Command add_sweep_command(CLI::App& app) {
   cmd->add_flag("--fail-on-oom", f->options.fail_on_oom,
                 "Exit with code 5 when every point ran but some do not fit in memory (status oom)")
       ->excludes(list);
-  return [f] {
-    sweep::Options o = f->options;
-    if (o.dir == "-")
-      throw InputError("command line", "--output", "cli.bad-value",
-                       "a sweep writes a folder; - (standard output) is for the files run writes");
-    if (!f->shard.empty()) o.shard = sweep::parse_shard(f->shard);
-    o.set = parse_overrides(f->sets);
-    if (f->list_points) {
-      sweep::list_points(o, std::cout);
-      return 0;
-    }
-    o.progress = ::isatty(STDERR_FILENO) == 1;
-    prepare_engine_for_forks();
-    o.run_point = [](const std::vector<std::string>& args) {
-      std::vector<std::string> strings{"ipusim"};
-      strings.insert(strings.end(), args.begin(), args.end());
-      std::vector<char*> argv;
-      for (std::string& s : strings) argv.push_back(s.data());
-      argv.push_back(nullptr);
-      simulate_in_process = true;
-      return run_cli(static_cast<int>(strings.size()), argv.data());
-    };
-    o.can_run_another_point = [] { return engine_can_simulate_again(); };
-    const auto evaluator = std::make_shared<ExactPointEvaluator>();
-    o.exact_point = [evaluator](const std::string& scenario, const std::string& modes,
-                                const std::vector<Override>& overrides) { return (*evaluator)(scenario, modes, overrides); };
-    o.estimate_point = [evaluator](const std::string& scenario, const std::string& modes,
-                                   const std::vector<Override>& overrides) {
-      return evaluator->estimated_seconds(scenario, modes, overrides);
-    };
-    return sweep::run_sweep(o, std::cerr);
+}
+
+// The sweep the flags ask for: its points listed, or run in forked processes (or answered by
+// the planner's exact evaluators with --fast).
+int run_sweep_command(const SweepFlags& flags) {
+  sweep::Options o = flags.options;
+  if (o.dir == "-")
+    throw InputError("command line", "--output", "cli.bad-value",
+                     "a sweep writes a folder; - (standard output) is for the files run writes");
+  if (!flags.shard.empty()) o.shard = sweep::parse_shard(flags.shard);
+  o.set = parse_overrides(flags.sets);
+  if (flags.list_points) {
+    sweep::list_points(o, std::cout);
+    return 0;
+  }
+  o.progress = ::isatty(STDERR_FILENO) == 1;
+  prepare_engine_for_forks();
+  o.run_point = [](const std::vector<std::string>& args) {
+    std::vector<std::string> strings{"ipusim"};
+    strings.insert(strings.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (std::string& s : strings) argv.push_back(s.data());
+    argv.push_back(nullptr);
+    simulate_in_process = true;
+    return run_cli(static_cast<int>(strings.size()), argv.data());
   };
+  o.can_run_another_point = [] { return engine_can_simulate_again(); };
+  const auto evaluator = std::make_shared<ExactPointEvaluator>();
+  o.exact_point = [evaluator](const std::string& scenario, const std::string& modes,
+                              const std::vector<Override>& overrides) { return (*evaluator)(scenario, modes, overrides); };
+  o.estimate_point = [evaluator](const std::string& scenario, const std::string& modes,
+                                 const std::vector<Override>& overrides) {
+    return evaluator->estimated_seconds(scenario, modes, overrides);
+  };
+  return sweep::run_sweep(o, std::cerr);
+}
+
+} // namespace
+
+Command add_sweep_command(CLI::App& app) {
+  auto f = std::make_shared<SweepFlags>();
+  auto* cmd = app.add_subcommand(
+      "sweep",
+      "Run a scenario over a grid of overrides (a sweep file), one process per point (forked, no start-up), "
+      "resumable.\n"
+      "Exit codes: 0 every point ran and succeeded, 4 some points failed (recorded with their error), 5 with "
+      "--fail-on-oom: some points do not fit in memory, "
+      "6 some points have no result yet (interrupted, or other shards still to run), 2 bad sweep file, flag or "
+      "output folder.");
+  add_sweep_flags(cmd, f);
+  return [f] { return run_sweep_command(*f); };
 }
 
 } // namespace ipusim::cli
