@@ -435,3 +435,21 @@ TEST_CASE("zb-h2 on GPT-2 medium's V at G = 17 runs: the forwards its greedy nev
   CHECK(run.at("microBatchesPerStep") == 17);
   CHECK(run.at("stepTimeSeconds").get<double>() > 0);
 }
+
+TEST_CASE("a tensor-parallel group wider than the system, through the binary: exit 2 with the rule, not a segfault",
+          "[hardening][tensor-parallel]") {
+  // Found by hand on 2026-12-07: the plan timed each op's all-reduce on a ring of IPUs 0..7 of
+  // a 4-IPU IPU-M2000 and crashed routing past the last one (SIGSEGV). The library-level cases
+  // are in test_tensor_parallel.cpp; this one holds the command line to the same answer.
+  const std::string scenario = std::string(IPUSIM_SOURCE_DIR) + "/scenarios/gpt2-small-training.json";
+  const Result wide = run_ipusim({"run", scenario, "--set", "execution.tensorParallel=8"});
+  CHECK(wide.exit_code == 2);
+  CHECK_THAT(wide.err, Contains("at /execution/tensorParallel") && Contains("need 32 IPUs") &&
+                           Contains("has 4 [scenario.not-enough-ipus]"));
+  // A group of the right width placed so that it runs past IPU 3.
+  const Result placed =
+      run_ipusim({"run", scenario, "--set", "execution.tensorParallel=4", "--set", "execution.placement=[1,0,0,0]"});
+  CHECK(placed.exit_code == 2);
+  CHECK_THAT(placed.err, Contains("at /execution/placement/0") && Contains("IPU 4 does not exist") &&
+                             Contains("holds IPUs 1 to 4) [scenario.bad-placement]"));
+}

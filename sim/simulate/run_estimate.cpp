@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <functional>
 
 #include "sim/engine/engine.hpp"
 #include "sim/io/input_error.hpp"
