@@ -46,8 +46,8 @@ Shapes are per sample; output is deterministic.
 import argparse
 import sys
 
-from model_builder import (Builder, Placement, add_output_arguments, add_placement_arguments, changed_flags, dump,
-                           positive_int, write)
+from model_builder import (Builder, Placement, add_output_arguments, add_phased_arguments, add_placement_arguments,
+                           changed_flags, dump, positive_int, write)
 from transformer_blocks import gptj_layer, pre_ln_layer
 
 # name: (layers, hidden); heads = hidden / 64, vocabulary 50257, 1024 positions.
@@ -288,11 +288,7 @@ def main(argv=None):
                         help="rows of GPT-2's position-embedding table (default 1024)")
     parser.add_argument("--untied", action="store_true",
                         help="give the LM head its own [hidden, vocab] weight instead of the token embedding's")
-    parser.add_argument("--phased", type=int, choices=[1, 2], default=None,
-                        help="phased execution instead of --layers-per-ipu: executionPhaseSettings.stages (2: phases "
-                             "alternate over IPUs 0 and 1; 1: all on IPU 0); needs --layers")
-    parser.add_argument("--phase-per", choices=["layer", "half"], default="layer",
-                        help="with --phased: one phase per decoder layer, or two (attention, feed-forward)")
+    add_phased_arguments(parser, "feed-forward", needs_layers=True)
     add_output_arguments(parser, "the preset, else \"gpt\"")
     args = parser.parse_args(argv)
     write(dump(build(args)), args.output)

@@ -54,8 +54,8 @@ import argparse
 import sys
 
 from make_gpt_model import PhasePlacement, build_placement, place_layer
-from model_builder import (Builder, add_output_arguments, add_placement_arguments, changed_flags, dump, positive_int,
-                           write)
+from model_builder import (Builder, add_output_arguments, add_phased_arguments, add_placement_arguments, changed_flags,
+                           dump, positive_int, write)
 from transformer_blocks import llama_layer, rms_norm
 
 # name: (layers, hidden, heads, kv_heads, ffn, vocab); all untied.
@@ -215,11 +215,7 @@ def main(argv=None):
                         help="vocabulary size (default %d)" % DEFAULT_VOCAB)
     parser.add_argument("--tied", action="store_true",
                         help="the LM head reuses the token embedding (tie_word_embeddings) instead of its own weight")
-    parser.add_argument("--phased", type=int, choices=[1, 2], default=None,
-                        help="phased execution instead of --layers-per-ipu: executionPhaseSettings.stages (2: phases "
-                             "alternate over IPUs 0 and 1; 1: all on IPU 0)")
-    parser.add_argument("--phase-per", choices=["layer", "half"], default="layer",
-                        help="with --phased: one phase per decoder layer, or two (attention, MLP)")
+    add_phased_arguments(parser, "MLP", needs_layers=False)
     add_output_arguments(parser, "the preset, else \"llama\"")
     args = parser.parse_args(argv)
     write(dump(build(args)), args.output)

@@ -134,6 +134,16 @@ def add_output_arguments(parser, default_name):
     parser.add_argument("-o", "--output", default=None, help="write here instead of standard output")
 
 
+def add_phased_arguments(parser, second_half, needs_layers):
+    """--phased and --phase-per of the decoder generators: a phase per layer, or two (attention,
+    then `second_half`)."""
+    parser.add_argument("--phased", type=int, choices=[1, 2], default=None,
+                        help="phased execution instead of --layers-per-ipu: executionPhaseSettings.stages (2: phases "
+                             "alternate over IPUs 0 and 1; 1: all on IPU 0)" + ("; needs --layers" if needs_layers else ""))
+    parser.add_argument("--phase-per", choices=["layer", "half"], default="layer",
+                        help="with --phased: one phase per decoder layer, or two (attention, %s)" % second_half)
+
+
 def phase_place(phase, stages):
     """(virtual graph, pipeline stage, executionPhase) of a phase under ExecutionPhaseSettings.stages."""
     return (phase % stages, 0, phase)
