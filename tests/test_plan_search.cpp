@@ -485,6 +485,43 @@ TEST_CASE("Memory advice: settings combined when none is enough alone, each edit
   for (std::size_t i = 1; i < fixes.size(); ++i) CHECK_FALSE(fixes[i].fits);  // alone, none is enough
 }
 
+TEST_CASE("Memory advice: tensor parallelism over the IPUs the scenario leaves idle, the smallest group that fits",
+          "[planner][advice][tensor-parallel]") {
+  // BERT-Large's 4-IPU pipeline, one replica, on a Bow Pod16: 12 IPUs idle, so groups of 2
+  // (8 IPUs) and 4 (16) can be tried; 3 is no power of two and 8 needs 32 IPUs.
+  const std::string file = std::string(IPUSIM_SOURCE_DIR) + "/scenarios/bert-large-training.json";
+  auto fixes_with = [&](const char* setting) {
+    std::vector<Override> overrides{parse_override("config=../configs/bow-pod16.json"), parse_override(setting)};
+    return std::make_pair(overrides, memory_fixes(load_scenario(file, overrides), Mode::Pipelined));
+  };
+  auto tensor_parallel_fixes = [](const std::vector<MemoryFix>& fixes) {
+    std::vector<MemoryFix> out;
+    for (const MemoryFix& f : fixes)
+      if (f.setting == "tensor parallelism") out.push_back(f);
+    return out;
+  };
+  // Micro-batch 32: a group of 2 fits, and is the one given.
+  const auto [overrides, fixes] = fixes_with("execution.microBatchSize=32");
+  const std::vector<MemoryFix> pairs = tensor_parallel_fixes(fixes);
+  REQUIRE(pairs.size() == 1);
+  CHECK(pairs.front().how == "--set execution.tensorParallel=2");
+  CHECK(pairs.front().fits);
+  CHECK_THAT(pairs.front().change, Catch::Matchers::Contains("over 2 IPUs (now 1), 8 of the system's 16"));
+  // Applied as a user would, it fits.
+  std::vector<Override> with = overrides;
+  with.push_back(parse_override("execution.tensorParallel=2"));
+  const Scenario v = load_scenario(file, with);
+  const Plan plan = make_plan(v, build_graph(v.model));
+  CHECK(estimate_memory(v, plan, popart_stash_depth(plan), true).fits);
+  // Without recomputation no group the system holds is enough: the widest tried, 4, is given
+  // as not enough alone (the group of 2, which frees less, is not listed).
+  const std::vector<MemoryFix> widest = tensor_parallel_fixes(fixes_with("execution.recomputation=none").second);
+  REQUIRE(widest.size() == 1);
+  CHECK(widest.front().how == "--set execution.tensorParallel=4");
+  CHECK_FALSE(widest.front().fits);
+  CHECK(widest.front().freed_bytes > 0);
+}
+
 TEST_CASE("ipusim plan: bad input exits 2 naming its rule", "[planner][cli][rules]") {
   std::mt19937 rng(11);
   TempDir dir;

@@ -8,6 +8,7 @@
 #include "sim/cost/op_work.hpp"
 #include "sim/graph/model_graph.hpp"
 #include "sim/io/input_error.hpp"
+#include "sim/io/scenario_loader.hpp"
 #include "sim/memory/memory.hpp"
 #include "sim/base/units.hpp"
 #include "sim/plan/plan.hpp"
@@ -115,7 +116,8 @@ struct FixSearch {
     }
   }
 
-  void drop_last() { fixes.pop_back(), edits.pop_back(); }
+  // Forgets the fixes tried since there were `count` (an attempt the rules refused added none).
+  void drop_since(std::size_t count) { fixes.resize(count), edits.resize(count); }
 
   // The scenario with the chosen fixes' edits together: whether it fits (and its verdict in *out).
   bool fits_with(const std::vector<std::size_t>& chosen, Verdict* out) const {
@@ -144,12 +146,13 @@ void micro_batch_fix(FixSearch& s) {
       how += " --set execution.gradientAccumulation=" + std::to_string(g);
     }
     // By value: the edit is stored and called again after the loop, when fixes are combined.
+    const std::size_t tried = s.fixes.size();
     const bool fits = s.attempt({"micro-batch", change, how}, [mb, g](Scenario& v) {
       v.execution.micro_batch_size = mb;
       if (v.execution.training) v.execution.gradient_accumulation = g;
     });
     if (fits || mb == 1) break;
-    s.drop_last();  // only the largest that fits, or the smallest tried
+    s.drop_since(tried);  // only the largest that fits, or the smallest tried
   }
 }
 
@@ -161,12 +164,40 @@ void memory_proportion_fix(FixSearch& s) {
     if (a < now) lower.push_back(a);
   for (std::size_t i = 0; i < lower.size(); ++i) {
     const double a = lower[i];
+    const std::size_t tried = s.fixes.size();
     const bool fits = s.attempt({"availableMemoryProportion", "availableMemoryProportion " + number(a) + " on every IPU (now " +
                                                                   number(now) + " at most)",
                                  "--set execution.availableMemoryProportion=" + number(a)},
                                 [a](Scenario& v) { v.execution.available_memory_proportion = {a}; });
     if (fits || i + 1 == lower.size()) break;
-    s.drop_last();
+    s.drop_since(tried);
+  }
+}
+
+// Tensor parallelism over the IPUs the scenario leaves idle: every virtual IPU's ops sharded
+// over a group of t IPUs by Megatron's rules (sim/io/tensor_parallel.hpp), t doubling from
+// the scenario's own (GCL's rings want powers of two) up to what the system holds; the
+// smallest that fits, else the widest. A t the model's axes cannot share is skipped (its
+// rule refuses it).
+void tensor_parallel_fix(FixSearch& s) {
+  const Scenario& sc = s.sc;
+  const Execution& ex = sc.execution;
+  std::int64_t width = 1;
+  for (const Op& op : sc.model.ops) width = std::max(width, op.virtual_graph.value_or(0) + 1);
+  const std::int64_t groups = width * ex.replicas;
+  for (std::int64_t t = 2 * ex.tensor_parallel; t * groups <= sc.hardware.ipu_count; t *= 2) {
+    const std::size_t tried = s.fixes.size();
+    const bool fits = s.attempt({"tensor parallelism",
+                                 "each virtual IPU's ops sharded over " + std::to_string(t) + " IPUs (now " +
+                                     std::to_string(ex.tensor_parallel) + "), " + std::to_string(t * groups) +
+                                     " of the system's " + std::to_string(sc.hardware.ipu_count),
+                                 "--set execution.tensorParallel=" + std::to_string(t)},
+                                [t](Scenario& v) {
+                                  v.execution.tensor_parallel = t;
+                                  apply_tensor_parallel(v);
+                                });
+    if (fits || 2 * t * groups > sc.hardware.ipu_count) break;
+    s.drop_since(tried);
   }
 }
 
@@ -190,6 +221,7 @@ void single_setting_fixes(FixSearch& s) {
             [](Scenario& v) { v.execution.replicated_tensor_sharding = true; });
   if (s.mode == Mode::Phased) phased_fixes(ex, attempt);
   memory_proportion_fix(s);
+  tensor_parallel_fix(s);
 }
 
 // The fixes that free bytes on the worst IPU, cheapest per byte freed first.
@@ -257,8 +289,8 @@ bool resplit(FixSearch& s, int ipus, bool stem_alone, const std::string& setting
   return true;
 }
 
-// Re-splits, by the planner with every other setting as the scenario has it (whole IPUs: not
-// under tensor parallelism, which the planner does not search).
+// Re-splits, by the planner with every other setting as the scenario has it, over whole IPUs
+// (a tensor-parallel scenario's groups are `plan --tensor-parallel`'s, a search too long for advice).
 void resplit_fixes(FixSearch& s) {
   const Scenario& sc = s.sc;
   const Execution& ex = sc.execution;
