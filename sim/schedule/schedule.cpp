@@ -174,7 +174,8 @@ void check_pipelinable(const ScheduleContext& ctx, bool one_ipu_allowed) {
   if (ctx.plan.ipus.size() < 2 && !one_ipu_allowed)
     throw InputError(sc.model.file, "/ops", "pipeline.single-ipu",
                      "pipelining needs more than one IPU; every op of this model is on virtualGraph " +
-                         std::to_string(ctx.plan.ipus.front().id));
+                         std::to_string(ctx.plan.ipus.front().id) +
+                         ": run it sharded (--mode sharded), or let `ipusim plan` split it over the system's IPUs");
 }
 
 void depth_error(const ScheduleContext& ctx, const std::string& rule, const std::string& message) {
