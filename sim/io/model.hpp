@@ -1,6 +1,7 @@
 #pragma once
 // An annotated model as read from models/*.json: tensors and ops, with PopART's
 // virtualGraph / pipelineStage annotations kept exactly as the file gave them.
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -71,6 +72,12 @@ struct Model {
   // Every float16/float32 tensor becomes `dtype` (the precision the model runs in).
   void set_float_dtype(DType dtype);
   std::string op_pointer(const Op& op) const { return ops_pointer + "/" + std::to_string(op.source_index); }
+  // Virtual IPUs the annotations use: the highest virtualGraph plus one (1 unannotated).
+  std::int64_t virtual_ipu_count() const {
+    std::int64_t count = 1;
+    for (const Op& op : ops) count = std::max(count, op.virtual_graph.value_or(0) + 1);
+    return count;
+  }
 };
 
 } // namespace ipusim

@@ -116,8 +116,14 @@ struct FixSearch {
     }
   }
 
-  // Forgets the fixes tried since there were `count` (an attempt the rules refused added none).
-  void drop_since(std::size_t count) { fixes.resize(count), edits.resize(count); }
+  // One of a series of values tried in order: kept when it fits or is the `last` tried, else
+  // forgotten (an attempt the rules refused added nothing). True: stop the series.
+  bool attempt_in_series(MemoryFix fix, const std::function<void(Scenario&)>& edit, bool last) {
+    const std::size_t before = fixes.size();
+    if (attempt(std::move(fix), edit) || last) return true;
+    fixes.resize(before), edits.resize(before);
+    return false;
+  }
 
   // The scenario with the chosen fixes' edits together: whether it fits (and its verdict in *out).
   bool fits_with(const std::vector<std::size_t>& chosen, Verdict* out) const {
@@ -146,13 +152,12 @@ void micro_batch_fix(FixSearch& s) {
       how += " --set execution.gradientAccumulation=" + std::to_string(g);
     }
     // By value: the edit is stored and called again after the loop, when fixes are combined.
-    const std::size_t tried = s.fixes.size();
-    const bool fits = s.attempt({"micro-batch", change, how}, [mb, g](Scenario& v) {
+    // Only the largest that fits, or the smallest tried.
+    const auto edit = [mb, g](Scenario& v) {
       v.execution.micro_batch_size = mb;
       if (v.execution.training) v.execution.gradient_accumulation = g;
-    });
-    if (fits || mb == 1) break;
-    s.drop_since(tried);  // only the largest that fits, or the smallest tried
+    };
+    if (s.attempt_in_series({"micro-batch", change, how}, edit, mb == 1)) break;
   }
 }
 
@@ -164,13 +169,11 @@ void memory_proportion_fix(FixSearch& s) {
     if (a < now) lower.push_back(a);
   for (std::size_t i = 0; i < lower.size(); ++i) {
     const double a = lower[i];
-    const std::size_t tried = s.fixes.size();
-    const bool fits = s.attempt({"availableMemoryProportion", "availableMemoryProportion " + number(a) + " on every IPU (now " +
-                                                                  number(now) + " at most)",
-                                 "--set execution.availableMemoryProportion=" + number(a)},
-                                [a](Scenario& v) { v.execution.available_memory_proportion = {a}; });
-    if (fits || i + 1 == lower.size()) break;
-    s.drop_since(tried);
+    if (s.attempt_in_series({"availableMemoryProportion",
+                             "availableMemoryProportion " + number(a) + " on every IPU (now " + number(now) + " at most)",
+                             "--set execution.availableMemoryProportion=" + number(a)},
+                            [a](Scenario& v) { v.execution.available_memory_proportion = {a}; }, i + 1 == lower.size()))
+      break;
   }
 }
 
@@ -182,22 +185,19 @@ void memory_proportion_fix(FixSearch& s) {
 void tensor_parallel_fix(FixSearch& s) {
   const Scenario& sc = s.sc;
   const Execution& ex = sc.execution;
-  std::int64_t width = 1;
-  for (const Op& op : sc.model.ops) width = std::max(width, op.virtual_graph.value_or(0) + 1);
-  const std::int64_t groups = width * ex.replicas;
+  const std::int64_t groups = sc.model.virtual_ipu_count() * ex.replicas;
   for (std::int64_t t = 2 * ex.tensor_parallel; t * groups <= sc.hardware.ipu_count; t *= 2) {
-    const std::size_t tried = s.fixes.size();
-    const bool fits = s.attempt({"tensor parallelism",
-                                 "each virtual IPU's ops sharded over " + std::to_string(t) + " IPUs (now " +
-                                     std::to_string(ex.tensor_parallel) + "), " + std::to_string(t * groups) +
-                                     " of the system's " + std::to_string(sc.hardware.ipu_count),
-                                 "--set execution.tensorParallel=" + std::to_string(t)},
-                                [t](Scenario& v) {
-                                  v.execution.tensor_parallel = t;
-                                  apply_tensor_parallel(v);
-                                });
-    if (fits || 2 * t * groups > sc.hardware.ipu_count) break;
-    s.drop_since(tried);
+    const auto edit = [t](Scenario& v) {
+      v.execution.tensor_parallel = t;
+      apply_tensor_parallel(v);
+    };
+    if (s.attempt_in_series({"tensor parallelism",
+                             "each virtual IPU's ops sharded over " + std::to_string(t) + " IPUs (now " +
+                                 std::to_string(ex.tensor_parallel) + "), " + std::to_string(t * groups) +
+                                 " of the system's " + std::to_string(sc.hardware.ipu_count),
+                             "--set execution.tensorParallel=" + std::to_string(t)},
+                            edit, 2 * t * groups > sc.hardware.ipu_count))
+      break;
   }
 }
 
@@ -299,8 +299,7 @@ void resplit_fixes(FixSearch& s) {
   const bool searchable = s.mode == Mode::Pipelined && annotated && !layers.by_ops && has_evaluator(ex.schedule) &&
                           ex.tensor_parallel <= 1;
   if (!searchable) return;
-  std::int64_t width = 0;
-  for (const Op& op : sc.model.ops) width = std::max(width, op.virtual_graph.value_or(0) + 1);
+  const std::int64_t width = sc.model.virtual_ipu_count();
   bool ipu0_has_layer = false;
   for (std::size_t i = 0; i < sc.model.ops.size(); ++i) {
     const int u = layers.unit_of_op[i];

@@ -42,9 +42,7 @@ std::string amp_text(const std::vector<double>& amp) {
 PlanSettings settings_of(const Scenario& sc) {
   const Execution& ex = sc.execution;
   PlanSettings s;
-  std::int64_t width = 1;
-  for (const Op& op : sc.model.ops) width = std::max(width, op.virtual_graph.value_or(0) + 1);
-  s.ipus = static_cast<int>(width);
+  s.ipus = static_cast<int>(sc.model.virtual_ipu_count());
   s.replicas = static_cast<int>(ex.replicas);
   s.micro_batch = ex.micro_batch_size;
   s.depth = ex.training ? ex.gradient_accumulation : ex.batches_per_step;

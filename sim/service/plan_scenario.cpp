@@ -167,9 +167,7 @@ Scenario load_plan_scenario(const PlanOptions& o) {
                                        : scenario_of_model(o.scenario, o.config, parse_overrides(o.sets));
   say_import_warnings(sc.model, std::cerr);
   if (!sc.execution.placement.empty()) {
-    std::int64_t width = 0;
-    for (const Op& op : sc.model.ops) width = std::max(width, op.virtual_graph.value_or(0) + 1);
-    physical_ipus(sc, static_cast<int>(width));
+    physical_ipus(sc, static_cast<int>(sc.model.virtual_ipu_count()));
   }
   return sc;
 }
