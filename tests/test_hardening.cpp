@@ -445,7 +445,7 @@ TEST_CASE("a tensor-parallel group wider than the system, through the binary: ex
   const Result wide = run_ipusim({"run", scenario, "--set", "execution.tensorParallel=8"});
   CHECK(wide.exit_code == 2);
   CHECK_THAT(wide.err, Contains("at /execution/tensorParallel") && Contains("need 32 IPUs") &&
-                           Contains("has 4 [scenario.not-enough-ipus]"));
+                           Contains("has 4: drop tensorParallel (1) or choose a larger system") && Contains("[scenario.not-enough-ipus]"));
   // A group of the right width placed so that it runs past IPU 3.
   const Result placed =
       run_ipusim({"run", scenario, "--set", "execution.tensorParallel=4", "--set", "execution.placement=[1,0,0,0]"});

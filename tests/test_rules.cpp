@@ -701,6 +701,8 @@ TEST_CASE("scenario.not-enough-ipus: replicas x pipeline width beyond the system
   CHECK(e.file() == "test-scenario.json");
   CHECK(e.pointer() == "/execution/replicas");
   CHECK_THAT(e.message(), Contains("need 4 IPUs") && Contains("\"test system\" has 3"));
+  // What to do: 3 IPUs hold one replica of the 2-IPU pipeline.
+  CHECK_THAT(e.message(), Contains("give replicas 1 or less, or choose a larger system"));
   CHECK_NOTHROW(check_scenario(make_scenario(two_ipu_chain(), zero_overhead_config(4), ex), {Mode::Sharded}));
   SECTION("a count beyond an int is refused by its range, not truncated (2^32 + 2 would become 2)") {
     ex["replicas"] = 4294967298LL;

@@ -219,6 +219,8 @@ TEST_CASE("tensor-parallel groups: consecutive IPUs, replicas strided, the IPU c
   CHECK(narrow.rule() == "scenario.not-enough-ipus");
   CHECK(narrow.pointer() == "/execution/tensorParallel");
   CHECK_THAT(narrow.message(), Contains("sharded over 16 IPUs per virtual IPU need 32 IPUs"));
+  // 8 IPUs hold one 2-IPU pipeline sharded 4 ways: 8 / (2 x 1).
+  CHECK_THAT(narrow.message(), Contains("give tensorParallel 4 or less or choose a larger system"));
   // With a placement of the right length, its first group runs past the system's last IPU.
   wide["placement"] = {1, 0};
   const Scenario placed = make_scenario(model, zero_overhead_config(8), wide);

@@ -237,6 +237,22 @@ void describe_activations(const Model& m, const ModelGraph& g, const std::vector
   }
 }
 
+// What to change when `replicas` x `width` x `t` IPUs exceed the system's `ipus`: the largest
+// tensorParallel (or replica count) that fits with the rest as given, else a larger system.
+std::string what_fits(int ipus, int width, int replicas, std::int64_t t) {
+  const std::string larger = "a larger system (configs/ has Pod16 to Pod256)";
+  const std::string fewer = replicas > 1 ? ", fewer replicas," : "";
+  if (t > 1) {
+    const int widest = ipus / (width * replicas);
+    if (widest > 1) return "give tensorParallel " + std::to_string(widest) + " or less" + fewer + " or choose " + larger;
+    if (widest == 1) return "drop tensorParallel (1)" + fewer + " or choose " + larger;
+    return (replicas > 1 ? "give fewer replicas, or choose " : "choose ") + larger;
+  }
+  const int most = ipus / width;
+  if (most >= 1) return "give replicas " + std::to_string(most) + " or less, or choose " + larger;
+  return "the pipeline alone needs " + std::to_string(width) + ": choose " + larger;
+}
+
 // Refuses replicas of a `width`-IPU pipeline that need more IPUs than the system has, or a
 // placement of the wrong length.
 void check_enough_ipus(const Scenario& sc, int width) {
@@ -263,7 +279,7 @@ void check_enough_ipus(const Scenario& sc, int width) {
     throw InputError(sc.file, sc.execution_pointer(t > 1 ? "tensorParallel" : "replicas"), "scenario.not-enough-ipus",
                      std::to_string(replicas) + " replica(s) of a " + pipeline + " need " +
                          std::to_string(needed * t) + " IPUs; \"" + sc.hardware.name + "\" has " +
-                         std::to_string(sc.hardware.ipu_count));
+                         std::to_string(sc.hardware.ipu_count) + ": " + what_fits(sc.hardware.ipu_count, width, replicas, t));
 }
 
 } // namespace
