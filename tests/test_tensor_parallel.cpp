@@ -254,6 +254,14 @@ TEST_CASE("tensor-parallel rules: indivisible axes refused, splits nothing can r
   });
   CHECK(ffn.rule() == "tensor-parallel.indivisible");
   CHECK_THAT(ffn.message(), Contains("h0/attention/out/weight") && Contains("4096"));
+  // An op writing an undeclared tensor is the graph's tensor.unknown, before the sharding that
+  // runs ahead of the graph (it reached the sharder's lookups: exit 3 "map::at", run campaign seed 644).
+  Json undeclared = mlp_block();
+  undeclared["tensors"].erase("h");
+  const InputError unknown = error_of([&] { make_scenario(undeclared, zero_overhead_config(8), execution(2, true)); });
+  CHECK(unknown.rule() == "tensor.unknown");
+  CHECK(unknown.pointer() == "/ops/1/outputs/0");
+  CHECK_THAT(unknown.message(), Contains("op \"fc1\" writes tensor \"h\", which \"tensors\" does not declare"));
   Json block = mlp_block();
   block["ops"][2] = {{"name", "norm"}, {"type", "LayerNorm"}, {"inputs", {"h", "b1", "b1"}}, {"outputs", {"hb"}},
                      {"virtualGraph", 0}};

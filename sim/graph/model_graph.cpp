@@ -30,19 +30,14 @@ void check_tensor_references(const Model& m, ModelGraph& g) {
   for (const Op& op : m.ops) {
     if (!op_names.insert(op.name).second)
       throw op_error(m, op, "name", "op.duplicate-name", "another op is already named " + quote_name(op.name));
+    m.check_declared(op);
     for (std::size_t i = 0; i < op.inputs.size(); ++i) {
-      if (!m.tensors.count(op.inputs[i]))
-        throw op_error(m, op, "inputs/" + std::to_string(i), "tensor.unknown",
-                       "op " + quote_name(op.name) + " reads tensor " + quote_name(op.inputs[i]) + ", which \"tensors\" does not declare");
       auto& c = g.consumers[op.inputs[i]];
       if (c.empty() || c.back() != op.index) c.push_back(op.index);
     }
     for (std::size_t i = 0; i < op.outputs.size(); ++i) {
       const std::string& t = op.outputs[i];
       auto it = m.tensors.find(t);
-      if (it == m.tensors.end())
-        throw op_error(m, op, "outputs/" + std::to_string(i), "tensor.unknown",
-                       "op " + quote_name(op.name) + " writes tensor " + quote_name(t) + ", which \"tensors\" does not declare");
       if (it->second.kind != TensorKind::Activation)
         throw op_error(m, op, "outputs/" + std::to_string(i), "tensor.produced-non-activation",
                        "op " + quote_name(op.name) + " writes " + quote_name(t) + ", which is declared as " +

@@ -72,6 +72,9 @@ struct Model {
   // Every float16/float32 tensor becomes `dtype` (the precision the model runs in).
   void set_float_dtype(DType dtype);
   std::string op_pointer(const Op& op) const { return ops_pointer + "/" + std::to_string(op.source_index); }
+  // Refuses an op that reads or writes a tensor `tensors` does not declare (tensor.unknown):
+  // the graph checks it, and so does the tensor-parallel sharding that runs before the graph.
+  void check_declared(const Op& op) const;
   // Virtual IPUs the annotations use: the highest virtualGraph plus one (1 unannotated).
   std::int64_t virtual_ipu_count() const {
     std::int64_t count = 1;

@@ -49,6 +49,17 @@ std::int64_t dtype_bytes(DType dtype) {
 
 bool is_float_dtype(DType dtype) { return dtype == DType::Float16 || dtype == DType::Float32; }
 
+void Model::check_declared(const Op& op) const {
+  const auto check = [&](const std::vector<std::string>& names, const char* field, const char* verb) {
+    for (std::size_t i = 0; i < names.size(); ++i)
+      if (!tensors.count(names[i]))
+        throw InputError(file, op_pointer(op) + "/" + field + "/" + std::to_string(i), "tensor.unknown",
+                         "op \"" + op.name + "\" " + verb + " tensor \"" + names[i] + "\", which \"tensors\" does not declare");
+  };
+  check(op.inputs, "inputs", "reads");
+  check(op.outputs, "outputs", "writes");
+}
+
 void Model::set_float_dtype(DType dtype) {
   for (auto& entry : tensors)
     if (is_float_dtype(entry.second.dtype)) entry.second.dtype = dtype;

@@ -469,6 +469,7 @@ void Sharder::shard_elementwise(const Op& op, int from_end) {
 
 ShardedModel shard_for_tensor_parallel(const Model& model, int group, bool training, const std::string& scenario_file) {
   if (group <= 1) return {model, {}};
+  for (const Op& op : model.ops) model.check_declared(op);  // the graph has not checked it yet
   return Sharder(model, group, training, scenario_file).run();
 }
 
