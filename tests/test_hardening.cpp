@@ -453,3 +453,25 @@ TEST_CASE("a tensor-parallel group wider than the system, through the binary: ex
   CHECK_THAT(placed.err, Contains("at /execution/placement/0") && Contains("IPU 4 does not exist") &&
                              Contains("holds IPUs 1 to 4) [scenario.bad-placement]"));
 }
+
+TEST_CASE("an undeclared tensor under tensor parallelism, through the binary: exit 2 tensor.unknown, not map::at",
+          "[hardening][tensor-parallel]") {
+  // The run campaign (seed 644, input 463): the seed MLP with its tensor x1 no longer declared,
+  // run with tensorParallel 2, ended in exit 3 ("internal fault: map::at"): the sharding looked
+  // x1 up before the graph had checked the model.
+  const TempDir dir;
+  const std::string source = IPUSIM_SOURCE_DIR;
+  nlohmann::json model = nlohmann::json::parse(std::ifstream(source + "/models/mlp.json"));
+  model["tensors"].erase("x1");
+  nlohmann::json scenario = nlohmann::json::parse(std::ifstream(source + "/scenarios/mlp-training.json"));
+  scenario["model"] = dir.write("mlp-without-x1.json", model);
+  scenario["config"] = source + "/configs/ipu-m2000.json";
+  const std::string file = dir.write("scenario.json", scenario);
+  for (const char* t : {"execution.tensorParallel=1", "execution.tensorParallel=2"}) {
+    const Result r = run_ipusim({"run", file, "--set", t, "--json"});
+    INFO(t << ": " << r.err);
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.err, Contains("mlp-without-x1.json: at /ops/0/outputs/0") &&
+                          Contains("writes tensor \"x1\", which \"tensors\" does not declare [tensor.unknown]"));
+  }
+}
